@@ -1,0 +1,77 @@
+"""Command line: the only place that prints or exits.
+
+``main(argv)`` returns the exit code; errors below the CLI are exceptions, mapped here:
+InputError -> one line on stderr, exit 2.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from . import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ncclscope")
+def cli() -> None:
+    """Find out why multi-GPU PyTorch training (torch.distributed + NCCL) is stuck or slow."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (CONTRACT.md schema) on stdout.")
+@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool) -> None:
+    """Analyse a run folder, log files, Flight Recorder dumps, or a .zip / .tar(.gz) of them."""
+    from rich.console import Console
+
+    from .analysis import analyze_paths
+    from .report import render_text, to_json
+
+    err = Console(stderr=True)
+    progress = None
+    if not no_progress and err.is_terminal:
+        from rich.progress import Progress
+
+        bar = Progress(transient=True, console=err)
+        task = bar.add_task("parsing", total=None)
+        bar.start()
+
+        def progress(i: int, n: int) -> None:
+            bar.update(task, completed=i, total=n)
+    try:
+        result = analyze_paths(list(paths), progress=progress)
+    finally:
+        if progress is not None:
+            bar.stop()
+    if as_json:
+        sys.stdout.write(json.dumps(to_json(result), indent=1, default=str) + "\n")
+    else:
+        render_text(result, Console(highlight=False))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .ingest import InputError
+
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="ncclscope", standalone_mode=False)
+    except InputError as e:
+        click.echo(f"ncclscope: {e}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("ncclscope: aborted", err=True)
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return 2
+    except click.exceptions.Exit as e:
+        return int(e.exit_code)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,33 @@
+"""Detectors: one module per symptom, each with one entry point ``detect(run) -> list[Finding]``.
+
+The registry below is the one place that lists them; ``run_detectors`` calls each in turn and
+never lets one detector's bug hide the others' findings.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..model import Finding, Run, Severity
+from . import config, crash, hang, straggler, transport
+
+Detector = Callable[[Run], list[Finding]]
+
+DETECTORS: dict[str, Detector] = {
+    "hang": hang.detect,
+    "crash": crash.detect,
+    "config": config.detect,
+    "straggler": straggler.detect,
+    "transport": transport.detect,
+}
+
+
+def run_detectors(run: Run, only: list[str] | None = None) -> list[Finding]:
+    findings: list[Finding] = []
+    for name, detect in DETECTORS.items():
+        if only and name not in only:
+            continue
+        try:
+            findings.extend(detect(run))
+        except Exception as e:  # noqa: BLE001 - a detector bug must not hide the others' findings
+            findings.append(Finding("internal", Severity.INFO, f"detector {name} failed: {type(e).__name__}: {e}"))
+    return findings

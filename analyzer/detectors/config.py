@@ -1,0 +1,101 @@
+"""Configuration: settings that broke the job, and settings worth a note.
+
+Inputs: ``X set by environment to Y`` lines, env listings, the wrapper's record of the user's
+environment, NCCL WARN lines that name a setting (``NCCL_ALGO was set to Tree``), and the NCCL
+version each process printed.
+"""
+from __future__ import annotations
+
+import re
+
+from ..model import Evidence, Finding, Run, Setting, Severity, Verdict
+from .catalogue import classify
+
+SETTING_IN_TEXT_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+|TORCH_[A-Z0-9_]+)\b")
+NOTES: dict[str, tuple[str, str, str]] = {
+    # name: (condition value, message, hint)
+    "NCCL_P2P_DISABLE": ("1", "P2P (NVLink / PCIe peer access) is disabled by the environment: intra-node traffic "
+                              "goes through shared memory or the network",
+                         "Unset NCCL_P2P_DISABLE unless P2P is broken on this machine; NVLink is several times faster."),
+    "NCCL_SHM_DISABLE": ("1", "shared-memory transport is disabled by the environment",
+                         "Unset NCCL_SHM_DISABLE unless SHM is broken (e.g. a tiny /dev/shm in a container)."),
+    "NCCL_IB_DISABLE": ("1", "InfiniBand is disabled by the environment: inter-node traffic uses TCP sockets",
+                        "Unset NCCL_IB_DISABLE on a machine with InfiniBand / RoCE."),
+    "NCCL_NET_GDR_LEVEL": ("0", "GPU Direct RDMA is disabled", "Unset NCCL_NET_GDR_LEVEL unless GDR is broken."),
+}
+FORCED = {
+    "NCCL_ALGO": "the collective algorithm is forced: NCCL cannot pick per size and some collectives have no "
+                 "implementation in it",
+    "NCCL_PROTO": "the protocol is forced: small messages lose LL's latency or large ones Simple's bandwidth",
+}
+
+
+def detect(run: Run) -> list[Finding]:
+    findings: list[Finding] = []
+    settings = run.job.settings
+    failed = any(e.exitcode not in (None, 0) for e in run.exits) or (run.job.exit_code not in (None, 0)) or any(
+        e.kind == "dist_error" for e in run.events)
+    # 1. a WARN that names a setting, in a failed job: the setting broke it
+    for w in (e for e in run.events if e.kind in ("nccl_warn", "dist_error")):
+        text = w.text + " " + str(w.data.get("last_error") or "")
+        k = classify(text)
+        names = [n for n in SETTING_IN_TEXT_RE.findall(text) if n in settings or "was set" in text]
+        if k is not None and k.kind == "config" and names:
+            ev = [w.evidence] + [settings[n].evidence for n in names if n in settings and settings[n].evidence]
+            values = ", ".join(f"{n}={settings[n].value}" if n in settings else n for n in dict.fromkeys(names))
+            ranks = sorted({e.rank for e in run.events if e.kind in ("nccl_warn", "dist_error") and e.rank is not None
+                            and classify(e.text + " " + str(e.data.get("last_error") or "")) is k})
+            findings.append(Finding(
+                "config", Severity.CRITICAL if failed else Severity.ERROR,
+                f"{k.meaning} ({values}): {w.text.strip()[:200]}", tuple(ranks), k.hint,
+                tuple(x for x in ev if x is not None), None, Verdict.CONFIG_ERROR if failed else None,
+                {"settings": list(dict.fromkeys(names))}))
+            break
+    # 2. notes on risky settings
+    for name, (val, msg, hint) in NOTES.items():
+        s = settings.get(name)
+        if s is not None and s.value.strip() == val:
+            findings.append(_note(s, msg, hint, Severity.WARNING))
+    for name, msg in FORCED.items():
+        s = settings.get(name)
+        if s is not None and not any(f.data.get("settings") and name in f.data["settings"] for f in findings):
+            findings.append(_note(s, f"{name}={s.value}: {msg}", f"Unset {name} unless a measurement shows it helps.",
+                                  Severity.WARNING))
+    socks = _int(settings.get("NCCL_NSOCKS_PERTHREAD"))
+    threads = _int(settings.get("NCCL_SOCKET_NTHREADS"))
+    if socks and threads and socks * threads > 64:
+        findings.append(_note(settings["NCCL_NSOCKS_PERTHREAD"],
+                              f"NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS = {socks * threads} exceeds NCCL's limit of 64",
+                              "Keep the product at or under 64.", Severity.WARNING))
+    ifname = settings.get("NCCL_SOCKET_IFNAME")
+    if ifname is not None and ifname.value.lstrip("=^") in ("lo", "docker0") and len(run.job.hosts) > 1:
+        findings.append(_note(ifname, f"NCCL_SOCKET_IFNAME={ifname.value} on a multi-host job",
+                              "Point NCCL_SOCKET_IFNAME at the interface that reaches the other hosts.", Severity.ERROR))
+    bufs = _int(settings.get("NCCL_BUFFSIZE"))
+    if bufs and bufs < 1 << 20:
+        findings.append(_note(settings["NCCL_BUFFSIZE"], f"NCCL_BUFFSIZE={bufs} is small; large messages will be slow",
+                              "Leave NCCL_BUFFSIZE at its default (4 MiB).", Severity.WARNING))
+    versions = run.job.nccl_versions
+    if len(set(versions.values())) > 1:
+        by = {}
+        for pid, v in versions.items():
+            by.setdefault(v, []).append(pid)
+        findings.append(Finding("config", Severity.ERROR,
+                                "processes run different NCCL versions: " + "; ".join(
+                                    f"{v} (pids {', '.join(map(str, p[:5]))})" for v, p in by.items()),
+                                (), "Install the same NCCL on every node.", ()))
+    return findings
+
+
+def _note(s: Setting, msg: str, hint: str, sev: Severity) -> Finding:
+    return Finding("config", sev, msg, (), hint, (s.evidence,) if s.evidence else (), None, None,
+                   {"settings": [s.name], "value": s.value, "source": s.source})
+
+
+def _int(s: Setting | None) -> int | None:
+    if s is None:
+        return None
+    try:
+        return int(s.value.strip().rstrip("."))
+    except ValueError:
+        return None

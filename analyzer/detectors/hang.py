@@ -1,0 +1,163 @@
+"""Hang: a collective that some rank never joined, or that every rank joined and none finished.
+
+Inputs: per-rank process-group status (Flight Recorder ``pg_status``, watchdog ``failure
+detected`` and dump-signal lines, the hook's heartbeats), the collectives table (NCCL COLL
+counts, Flight Recorder entries), RAS operation counts, and stall signals (watchdog timeout,
+heartbeat timeout, the hook's stall record). Ranks a few collectives apart with work in flight
+and no stall signal are a snapshot of a running job, not a hang.
+"""
+from __future__ import annotations
+
+from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
+from .common import fr_entry, pg_status_by_rank, stall_events
+
+HINT_NEVER_JOINED = (
+    "Rank {r} stopped issuing collectives before #{seq}: look at what it runs between its last collective and "
+    "this one (a data-loader stall, a rank-conditional branch, an exception swallowed in a thread, a "
+    "checkpoint only some ranks write). Its stack shows where it is."
+)
+HINT_ALL_JOINED = (
+    "Every rank entered #{seq} but it never finished: NCCL- or network-side. Check the WARN lines, the "
+    "transports between the ranks that wait (NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_IB_*), GPU health "
+    "(nvidia-smi, Xid errors in dmesg), and run nccl-tests between those hosts."
+)
+
+
+def detect(run: Run) -> list[Finding]:
+    stalls = stall_events(run)
+    status = pg_status_by_rank(run)
+    findings: list[Finding] = []
+    stall_ev = tuple(e.evidence for e in stalls[:3])
+    world = run.ranks()
+
+    for pg, by_rank in sorted(status.items()):
+        if len(by_rank) < 1:
+            continue
+        max_enq = max((s.enqueued for s in by_rank.values() if s.enqueued is not None), default=None)
+        if max_enq is None:
+            continue
+        completed = {r: (s.completed if s.completed is not None else -1) for r, s in by_rank.items()}
+        stuck_seq = min(completed.values()) + 1
+        if stuck_seq > max_enq:
+            continue  # everything issued has completed everywhere
+        if not stalls:
+            continue  # in-flight work in a snapshot of a running job
+        never = sorted(r for r, s in by_rank.items() if s.enqueued is not None and s.enqueued < stuck_seq)
+        missing = [r for r in world if r not in by_rank] if len(world) > len(by_rank) else []
+        if not never and missing:
+            # the only status we have is from the ranks that wait; those we cannot see are suspects
+            never = _missing_by_counts(run, missing) or missing
+        op = _op_for(run, by_rank, pg, stuck_seq)
+        waiting = sorted(r for r in by_rank if r not in never)
+        evidence = [s.evidence for r, s in sorted(by_rank.items()) if s.evidence] + list(stall_ev)
+        evidence += _ras_evidence(run, never)
+        where = {r: run.stacks[r] for r in never + waiting if r in run.stacks}
+        wait_desc = _wait_where(run, waiting, pg, stuck_seq)
+        if never:
+            msg = (f"rank{'s' if len(never) > 1 else ''} {', '.join(map(str, never))} never joined {op or 'collective'} "
+                   f"#{stuck_seq} of process group {pg}{_pg_desc(pg)}; "
+                   f"rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting)) or '-'} wait{'' if len(waiting) > 1 else 's'} in it")
+            if wait_desc:
+                msg += f" ({wait_desc})"
+            findings.append(Finding(
+                "hang", Severity.CRITICAL, msg, tuple(never), HINT_NEVER_JOINED.format(r=never[0], seq=stuck_seq),
+                tuple(_dedupe(evidence)), Stuck(pg, stuck_seq, op), Verdict.HANG,
+                {"class": "never_joined", "waiting": waiting, "where": where,
+                 "last_completed": {r: s.completed for r, s in by_rank.items()},
+                 "last_enqueued": {r: s.enqueued for r, s in by_rank.items()}}))
+        else:
+            findings.append(Finding(
+                "hang", Severity.CRITICAL,
+                f"every rank joined {op or 'collective'} #{stuck_seq} of process group {pg}{_pg_desc(pg)} but it never "
+                f"completed", (), HINT_ALL_JOINED.format(seq=stuck_seq), tuple(_dedupe(evidence)),
+                Stuck(pg, stuck_seq, op), Verdict.HANG,
+                {"class": "never_completed", "waiting": waiting, "where": where}))
+        break  # the first stuck process group is the story; others usually wait on it
+
+    if not findings and stalls:
+        findings.extend(_from_nccl_counts(run, stall_ev))
+    return findings
+
+
+def _pg_desc(pg: str) -> str:
+    return " (default_pg)" if pg == "0" else ""
+
+
+def _op_for(run: Run, by_rank: dict, pg: str, seq: int) -> str | None:
+    for r in by_rank:
+        e = fr_entry(run, r, pg, seq)
+        if e is not None and e.get("op"):
+            return str(e["op"])
+    for ev in run.events:
+        if ev.kind == "watchdog_timeout" and ev.data.get("seq") == seq:
+            return str(ev.data.get("op"))
+    return None
+
+
+def _wait_where(run: Run, waiting: list[int], pg: str, seq: int) -> str:
+    parts = []
+    for r in waiting[:4]:
+        e = fr_entry(run, r, pg, seq)
+        if e is None:
+            continue
+        count = e.get("count")
+        n = f"{int(count)}" if isinstance(count, (int, float)) and count == count else "?"
+        desc = f"rank {r}: {e.get('op')} of {n} {e.get('dtype') or ''} elements, state {e.get('state')}"
+        if isinstance(e.get("where"), str):
+            desc += f", called at {e['where']}"
+        parts.append(desc)
+    return "; ".join(parts)
+
+
+def _missing_by_counts(run: Run, candidates: list[int]) -> list[int]:
+    return []
+
+
+def _ras_evidence(run: Run, ranks: list[int]) -> list[Evidence]:
+    out = []
+    for c in run.ras:
+        launched = c.get("launched") or {}
+        if launched and len(set(launched.values())) > 1:
+            low = min(launched.values())
+            behind = sorted(r for r, n in launched.items() if n == low)
+            out.append(Evidence(c["file"], c["line"],
+                                f"RAS: ranks {behind} launched up to operation {low}, others up to {max(launched.values())}"))
+    return out
+
+
+def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]:
+    """No process-group status: compare NCCL COLL line counts per communicator."""
+    df = run.collectives
+    if not len(df):
+        return []
+    nccl = df[df["source"] == "nccl"]
+    out: list[Finding] = []
+    for comm, grp in nccl.groupby("pg", observed=True):
+        counts = grp.groupby("rank")["seq"].max()
+        if len(counts) < 2 or counts.nunique() < 2:
+            continue
+        low = int(counts.min())
+        behind = sorted(int(r) for r, n in counts.items() if n == low and r >= 0)
+        if not behind:
+            continue
+        last = grp[(grp["rank"] == behind[0]) & (grp["seq"] == low)]
+        ev = [Evidence(str(row.file), int(row.line), f"rank {behind[0]}: last NCCL call #{low} ({row.op})")
+              for row in last.itertuples()][:1]
+        out.append(Finding(
+            "hang", Severity.CRITICAL,
+            f"rank{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))} issued {low} NCCL calls on "
+            f"communicator {comm[5:]}, others up to {int(counts.max())}: it stopped first",
+            tuple(behind), HINT_NEVER_JOINED.format(r=behind[0], seq=low + 1), tuple(ev) + stall_ev,
+            None, Verdict.HANG, {"class": "never_joined_nccl"}))
+        break
+    return out
+
+
+def _dedupe(evs: list[Evidence]) -> list[Evidence]:
+    seen, out = set(), []
+    for e in evs:
+        k = (e.file, e.line, e.text)
+        if k not in seen:
+            seen.add(k)
+            out.append(e)
+    return out

@@ -1,0 +1,80 @@
+"""Straggler: a rank the others keep waiting for.
+
+Per collective seen on every rank of its process group (Flight Recorder ``duration_ms`` with
+``TORCH_NCCL_ENABLE_TIMING``, or the hook's completion times), the kernel that waits longest
+ran on the ranks that arrived first, and the shortest on the rank that arrived last. The late
+rank of a collective is the one with the shortest duration when the spread is large; the
+others' waiting time is the spread. A rank is a straggler when it is late far more often than
+chance (binomial tail, p < ``alpha``) and the time it cost is material.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..model import Evidence, Finding, Run, Severity, Verdict
+
+MIN_SPREAD_MS = 5.0
+MIN_EVENTS = 5
+ALPHA = 1e-3
+MIN_TOTAL_WAIT_MS = 200.0
+
+
+def late_arrivals(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per collective with a material spread: pg, seq, op, late rank, wait (ms)."""
+    d = df[df["source"].isin(["fr", "hook", "completion_hook"]) & df["duration_ms"].notna()]
+    d = d[~d["pg"].astype(str).str.endswith(":p2p")]
+    if not len(d):
+        return pd.DataFrame(columns=["pg", "seq", "op", "late_rank", "wait_ms", "n"])
+    d = d.drop_duplicates(["rank", "pg", "seq"], keep="first")
+    g = d.groupby(["pg", "seq"], observed=True)
+    n = g["rank"].transform("count")
+    d = d[n >= 2]
+    if not len(d):
+        return pd.DataFrame(columns=["pg", "seq", "op", "late_rank", "wait_ms", "n"])
+    g = d.groupby(["pg", "seq"], observed=True)
+    agg = g["duration_ms"].agg(["min", "max", "count"])
+    idx = g["duration_ms"].idxmin()
+    late = d.loc[idx, ["pg", "seq", "rank", "op"]].set_index(["pg", "seq"])
+    out = agg.join(late)
+    out["wait_ms"] = out["max"] - out["min"]
+    out = out[(out["wait_ms"] >= MIN_SPREAD_MS) & (out.index.get_level_values("seq") > 1)]
+    return out.reset_index().rename(columns={"rank": "late_rank", "count": "n"})[
+        ["pg", "seq", "op", "late_rank", "wait_ms", "n"]]
+
+
+def binom_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    if k <= 0:
+        return 1.0
+    return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+
+def detect(run: Run, alpha: float = ALPHA, min_total_wait_ms: float = MIN_TOTAL_WAIT_MS) -> list[Finding]:
+    la = late_arrivals(run.collectives)
+    if not len(la):
+        return []
+    findings = []
+    total_events = len(la)
+    nranks = max(int(la["n"].max()), 2)
+    for rank, grp in la.groupby("late_rank"):
+        k = len(grp)
+        p = binom_tail(k, total_events, 1.0 / nranks)
+        wait = float(grp["wait_ms"].sum())
+        if k < MIN_EVENTS or p >= alpha or wait < min_total_wait_ms:
+            continue
+        med = float(grp["wait_ms"].median())
+        top = grp.sort_values("wait_ms", ascending=False).head(3)
+        ev = [Evidence("flight_recorder", 0, f"pg {r.pg} #{r.seq} {r.op}: others waited {r.wait_ms:.1f} ms for rank {rank}")
+              for r in top.itertuples()]
+        findings.append(Finding(
+            "straggler", Severity.WARNING,
+            f"rank {int(rank)} arrived last at {k} of {total_events} collectives with a spread over {MIN_SPREAD_MS:g} ms; "
+            f"the others waited {wait / 1000:.2f} s in all for it (median {med:.0f} ms each)",
+            (int(rank),), "Look at what rank " + str(int(rank)) + " does before its collectives (data loading, "
+            "host-side work, a slower GPU or thermal throttling, a noisy neighbour on its host).",
+            tuple(ev), None, Verdict.DEGRADED,
+            {"late_count": k, "events": total_events, "wait_ms_total": round(wait, 1), "wait_ms_median": round(med, 1),
+             "p_value": p}))
+    return findings

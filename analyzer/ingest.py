@@ -1,0 +1,247 @@
+"""Find input files (folder, files, archives), recognise each by content, parse it to records.
+
+I/O lives here; parsers are pure functions of lines or bytes. Files are read as bytes and
+decoded per line with ``errors='replace'``, so invalid UTF-8 and NUL bytes never raise; lines
+longer than ``MAX_LINE`` are cut. Large sets of files are parsed in worker processes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import archive
+from .safe_pickle import UnsafePickleError
+from .sources.env_file import parse_env_lines
+from .sources.flight_recorder import parse_fr_json, parse_fr_pickle
+from .sources.hook_jsonl import parse_jsonl
+from .sources.nccl_log import parse_nccl_line
+from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
+from .sources.ras import looks_like_ras_json, parse_ras_json, parse_ras_text
+from .sources.records import Rec
+from .sources.topo_xml import parse_topo_xml
+from .sources.torch_log import parse_torch_lines
+
+MAX_LINE = 64 * 1024
+MAX_STRUCTURED_BYTES = 256 * 1024 * 1024  # JSON / pickle / XML are loaded whole: bounded
+MAX_FILES = 50_000
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+SKIP_NAMES = {"report.json", "alerts.jsonl", "cache.parquet"}
+
+
+class InputError(Exception):
+    """The input holds nothing ncclscope can read; the message says why, in one line."""
+
+
+@dataclass
+class Parsed:
+    file: str  # name relative to the input root, used in evidence
+    fmt: str
+    records: list[Rec] = field(default_factory=list)
+    problem: str | None = None
+    size: int = 0
+
+
+def iter_lines(path: Path, max_line: int = MAX_LINE) -> Iterator[tuple[int, str]]:
+    """(line number, text) for each line; overlong lines are cut, never loaded whole."""
+    with open(path, "rb") as f:
+        lineno = 0
+        while True:
+            raw = f.readline(max_line)
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) == max_line and not raw.endswith(b"\n"):
+                # skip the rest of an overlong line
+                while True:
+                    more = f.readline(max_line)
+                    if not more or more.endswith(b"\n"):
+                        break
+            yield lineno, raw.decode("utf-8", "replace").replace("\x00", "")
+
+
+def sniff(head: bytes, name: str) -> str:
+    """Format of a file from its first bytes: pickle, json, jsonl, xml, ras, nccl_tests, env, log, binary."""
+    if not head:
+        return "empty"
+    if head[:1] == b"\x80" and len(head) > 1 and head[1] <= 5:
+        return "pickle"
+    stripped = head.lstrip()
+    if stripped.startswith(b"{") or (stripped.startswith(b"[") and stripped[1:].lstrip()[:1] in (b"{", b"[", b'"', b"]")):
+        first = stripped.split(b"\n", 1)[0].strip()
+        if first.startswith(b"{") and first.endswith(b"}") and b"\n" in stripped.strip():
+            try:
+                json.loads(first)
+                return "jsonl"
+            except ValueError:
+                pass
+        return "json"
+    if stripped.startswith(b"<system") or stripped.startswith(b"<graphs") or stripped.startswith(b"<?xml"):
+        return "xml"
+    if b"\x00" in head[:4096]:
+        return "binary"
+    text = head.decode("utf-8", "replace")
+    if "SERVER PROTOCOL" in text or ("Job summary" in text and "Communicators" in text):
+        return "ras"
+    if "nccl-tests" in text or "# nThread" in text or "out-of-place" in text or "ncclscope perf:" in text:
+        return "nccl_tests"
+    lines = [ln for ln in text.splitlines()[:50] if ln.strip()]
+    if lines and all(("=" in ln and ln.split("=", 1)[0].replace("_", "").isalnum()) for ln in lines[:20]):
+        return "env"
+    nonprint = sum(1 for c in text[:4096] if ord(c) < 9 or 13 < ord(c) < 32 or c == "\ufffd")
+    if nonprint > 0.1 * min(len(text), 4096):
+        return "binary"
+    return "log"
+
+
+def parse_log(path: Path, name: str) -> list[Rec]:
+    """A text log: NCCL lines go to the NCCL parser, the rest to the PyTorch/torchrun parser."""
+    out: list[Rec] = []
+
+    def others() -> Iterator[tuple[int, str]]:
+        for lineno, text in iter_lines(path):
+            if "NCCL " in text:
+                rec = parse_nccl_line(text, name, lineno)
+                if rec is not None:
+                    out.append(rec)
+                    continue
+                if "NCCL INFO" in text or "NCCL WARN" in text:
+                    continue
+            yield lineno, text
+
+    for rec in parse_torch_lines(others(), name):
+        out.append(rec)
+    out.sort(key=lambda r: r.line)
+    return out
+
+
+def _read_bounded(path: Path) -> bytes:
+    size = path.stat().st_size
+    if size > MAX_STRUCTURED_BYTES:
+        raise ValueError(f"{size} bytes is over the {MAX_STRUCTURED_BYTES} byte limit for structured files")
+    return path.read_bytes()
+
+
+def parse_file(path: Path, name: str) -> Parsed:
+    """Parse one file by its content. Never raises: trouble is reported in ``problem``."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError as e:
+        return Parsed(name, "unreadable", problem=f"{name}: cannot read ({e.strerror or e})")
+    fmt = sniff(head, name)
+    p = Parsed(name, fmt, size=size)
+    try:
+        if fmt == "pickle":
+            p.records = [parse_fr_pickle(_read_bounded(path), name)]
+        elif fmt == "json":
+            data = _read_bounded(path)
+            obj = json.loads(data)
+            if looks_like_ras_json(obj):
+                p.fmt, p.records = "ras", list(parse_ras_json(obj, name))
+            elif isinstance(obj, dict) and "results" in obj and isinstance(obj["results"], list):
+                p.fmt, p.records = "nccl_tests", list(parse_nccl_tests_json(obj, name))
+            elif isinstance(obj, dict) and ("entries" in obj or "pg_status" in obj):
+                p.fmt, p.records = "flight_recorder", [parse_fr_json(data, name)]
+            else:
+                p.problem = f"{name}: JSON that is none of Flight Recorder, RAS or nccl-tests; skipped"
+        elif fmt == "jsonl":
+            p.records = list(parse_jsonl(iter_lines(path), name))
+        elif fmt == "xml":
+            p.records = [parse_topo_xml(_read_bounded(path), name)]
+        elif fmt == "ras":
+            p.records = list(parse_ras_text(_read_bounded(path).decode("utf-8", "replace"), name))
+        elif fmt == "nccl_tests":
+            p.records = list(parse_nccl_tests_lines(iter_lines(path), name))
+        elif fmt == "env":
+            p.records = list(parse_env_lines(iter_lines(path), name))
+        elif fmt == "log":
+            p.records = parse_log(path, name)
+        elif fmt == "binary":
+            p.problem = f"{name}: binary content, not a log, dump or table; skipped"
+    except UnsafePickleError as e:
+        p.fmt, p.records, p.problem = "refused", [], f"{name}: {e}; nothing in it was run"
+    except (ValueError, RecursionError) as e:
+        p.records, p.problem = [], f"{name}: {e}"
+    except MemoryError:
+        p.records, p.problem = [], f"{name}: too large to load"
+    if p.fmt == "pickle" and p.records:
+        p.fmt = "flight_recorder"
+    return p
+
+
+def _parse_job(args: tuple[str, str]) -> Parsed:
+    return parse_file(Path(args[0]), args[1])
+
+
+def collect_files(paths: list[Path], workdir: Path) -> list[tuple[Path, str]]:
+    """Expand folders and archives to (path, display name) pairs."""
+    out: list[tuple[Path, str]] = []
+    for root in paths:
+        if not root.exists():
+            raise InputError(f"{root}: no such file or folder")
+        if root.is_file() and archive.is_archive(root):
+            try:
+                dest = archive.extract(root, Path(tempfile.mkdtemp(prefix="ncclscope-", dir=workdir)))
+            except archive.ArchiveError as e:
+                raise InputError(f"{root.name}: {e}") from None
+            out.extend(_walk(dest))
+        elif root.is_dir():
+            out.extend(_walk(root))
+        elif root.is_file():
+            out.append((root, root.name))
+        else:
+            raise InputError(f"{root}: not a regular file or folder")
+    return out
+
+
+def _walk(root: Path) -> list[tuple[Path, str]]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        for fn in sorted(filenames):
+            if fn in SKIP_NAMES or fn.startswith("."):
+                continue
+            p = Path(dirpath) / fn
+            if p.is_symlink() or not p.is_file():
+                continue
+            out.append((p, str(p.relative_to(root))))
+            if len(out) > MAX_FILES:
+                raise InputError(f"{root}: more than {MAX_FILES} files")
+    return out
+
+
+def ingest(paths: list[Path], progress: Callable[[int, int], None] | None = None,
+           workers: int | None = None) -> list[Parsed]:
+    """Parse every file under ``paths``. Raises InputError when nothing at all can be read."""
+    with tempfile.TemporaryDirectory(prefix="ncclscope-") as tmp:
+        files = collect_files(paths, Path(tmp))
+        if not files:
+            raise InputError("no files found in " + ", ".join(str(p) for p in paths))
+        total = sum(p.stat().st_size for p, _ in files)
+        jobs = [(str(p), name) for p, name in files]
+        results: list[Parsed] = []
+        nworkers = workers if workers is not None else min(len(jobs), os.cpu_count() or 1)
+        if nworkers > 1 and total >= PARALLEL_MIN_BYTES and len(jobs) > 1:
+            # biggest first, so the long files start early
+            jobs.sort(key=lambda j: -Path(j[0]).stat().st_size)
+            with ProcessPoolExecutor(max_workers=nworkers) as ex:
+                for i, res in enumerate(ex.map(_parse_job, jobs, chunksize=1), 1):
+                    results.append(res)
+                    if progress:
+                        progress(i, len(jobs))
+            results.sort(key=lambda r: r.file)
+        else:
+            for i, job in enumerate(jobs, 1):
+                results.append(_parse_job(job))
+                if progress:
+                    progress(i, len(jobs))
+    if not any(r.records for r in results):
+        reasons = "; ".join(r.problem for r in results if r.problem) or "no NCCL, PyTorch or Flight Recorder content"
+        raise InputError(f"nothing readable in the input: {reasons}")
+    return results

@@ -1,0 +1,294 @@
+"""The job model: what ncclscope knows about one run, built from every parsed source.
+
+Frozen dataclasses hold the facts that are few (hosts, processes, communicators, findings);
+pandas holds what is many (one row per collective per rank, see ``COLLECTIVE_COLUMNS``).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+
+class Severity(str, enum.Enum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    CRITICAL = "critical"
+
+    @property
+    def order(self) -> int:
+        return ["info", "warning", "error", "critical"].index(self.value)
+
+
+class Verdict(str, enum.Enum):
+    HEALTHY = "healthy"
+    DEGRADED = "degraded"
+    HANG = "hang"
+    DESYNC = "desync"
+    CRASH = "crash"
+    CONFIG_ERROR = "config_error"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One line of input that supports a finding."""
+
+    file: str
+    line: int
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "text": self.text[:500]}
+
+
+@dataclass(frozen=True, slots=True)
+class Stuck:
+    """The first collective that did not complete on every rank of its process group."""
+
+    pg: str
+    seq: int
+    op: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pg": self.pg, "seq": self.seq, "op": self.op}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    kind: str
+    severity: Severity
+    message: str
+    ranks: tuple[int, ...] = ()
+    hint: str | None = None
+    evidence: tuple[Evidence, ...] = ()
+    stuck: Stuck | None = None
+    # verdict this finding argues for, if any (hang, crash, ...); None for notes
+    verdict: Verdict | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "severity": self.severity.value,
+            "ranks": list(self.ranks),
+            "message": self.message,
+            "hint": self.hint,
+            "evidence": [e.to_json() for e in self.evidence],
+            "stuck": self.stuck.to_json() if self.stuck else None,
+            "data": _jsonable(self.data),
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and value != value:  # NaN
+        return None
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return value.item()
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Process:
+    """One OS process of the job (one rank, usually)."""
+
+    host: str
+    pid: int
+    rank: int | None
+    cuda_dev: int | None = None
+    bus_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    channel: int
+    src: int
+    dst: int
+    transport: str
+    conn_index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Communicator:
+    """One NCCL communicator, joined across the processes that are its members.
+
+    ``id`` is NCCL's commId (``comm->commHash``) or, for ``ncclCommSplit`` which prints none,
+    ``<parent id>/split<count>:<color>``.
+    """
+
+    id: str
+    nranks: int
+    members: dict[int, int]  # comm rank -> global rank (or comm rank when unknown)
+    parent: str | None = None
+    color: int | None = None
+    caller: str | None = None
+    n_channels: int | None = None
+    rings: dict[int, tuple[int, ...]] = field(default_factory=dict)  # channel -> ring order
+    trees: dict[int, dict[int, int]] = field(default_factory=dict)  # channel -> {rank: parent}
+    connections: tuple[Connection, ...] = ()
+    init_complete: frozenset[int] = frozenset()  # comm ranks that printed Init COMPLETE
+    init_started: frozenset[int] = frozenset()
+    nnodes: int | None = None
+
+    @property
+    def transports(self) -> list[str]:
+        return sorted({c.transport for c in self.connections})
+
+    def unique_rings(self) -> list[list[int]]:
+        seen: list[list[int]] = []
+        for _, order in sorted(self.rings.items()):
+            if list(order) not in seen:
+                seen.append(list(order))
+        return seen
+
+    def unique_trees(self) -> list[list[list[int]]]:
+        """Each distinct tree as a sorted list of [parent, child] edges."""
+        seen: list[list[list[int]]] = []
+        for _, parents in sorted(self.trees.items()):
+            edges = sorted([p, c] for c, p in parents.items() if p >= 0)
+            if edges and edges not in seen:
+                seen.append(edges)
+        return seen
+
+    def to_json(self) -> dict[str, Any]:
+        ranks = sorted(self.members.values())
+        return {
+            "id": self.id,
+            "nranks": self.nranks,
+            "ranks": ranks,
+            "parent": self.parent,
+            "n_channels": self.n_channels,
+            "transports": self.transports,
+            "rings": self.unique_rings(),
+            "trees": self.unique_trees(),
+            "init_complete_ranks": sorted(self.members.get(r, r) for r in self.init_complete),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """An NCCL_/TORCH_ setting and where it was seen."""
+
+    name: str
+    value: str
+    source: str  # "nccl-log" (X set by environment), "env-file", "wrapper"
+    evidence: Evidence | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExitRecord:
+    """How a process ended, as the launcher reported it."""
+
+    rank: int | None
+    exitcode: int | None
+    pid: int | None = None
+    host: str | None = None
+    signal: str | None = None
+    root_cause: bool = False
+    time: str | None = None
+    evidence: Evidence | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    world_size: int | None
+    hosts: tuple[str, ...]
+    processes: tuple[Process, ...]
+    nccl_version: str | None
+    torch_version: str | None
+    cuda_version: str | None
+    settings: dict[str, Setting] = field(default_factory=dict)
+    nccl_versions: dict[int, str] = field(default_factory=dict)  # pid -> version, to spot mixes
+    exit_code: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "world_size": self.world_size,
+            "hosts": list(self.hosts),
+            "nccl_version": self.nccl_version,
+            "torch_version": self.torch_version,
+            "cuda_version": self.cuda_version,
+            "exit_code": self.exit_code,
+            "settings": {k: v.value for k, v in sorted(self.settings.items())},
+        }
+
+
+COLLECTIVE_COLUMNS = [
+    "rank",  # global rank (int, -1 unknown)
+    "pg",  # process group id as PyTorch names it ("0"), or NCCL comm id for NCCL-only rows
+    "seq",  # collective sequence number within pg
+    "op",  # canonical op name: allreduce, allgather, ...
+    "count",  # elements
+    "dtype",
+    "bytes",
+    "state",  # scheduled | started | completed | unknown
+    "t_created",  # seconds since epoch, float, NaN unknown
+    "t_started",
+    "t_completed",
+    "duration_ms",
+    "source",  # fr | hook | nccl | completion_hook
+    "file",
+    "line",
+    "where",  # code location of the call when known
+]
+
+
+def empty_collectives() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in COLLECTIVE_COLUMNS})
+
+
+@dataclass(frozen=True, slots=True)
+class PgStatus:
+    """A rank's view of a process group at one moment (Flight Recorder pg_status, heartbeat)."""
+
+    rank: int
+    pg: str
+    last_enqueued: int | None
+    last_started: int | None
+    last_completed: int | None
+    source: str
+    ts: float | None = None
+    evidence: Evidence | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """A notable line: NCCL WARN, PyTorch error, traceback tail, watchdog message."""
+
+    kind: str  # nccl_warn | watchdog_timeout | watchdog_failure | dist_error | last_error | ...
+    rank: int | None
+    text: str
+    evidence: Evidence
+    ts: float | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Run:
+    """Everything known about one job, ready for the detectors."""
+
+    job: Job
+    communicators: list[Communicator]
+    collectives: pd.DataFrame
+    pg_status: list[PgStatus]
+    events: list[LogEvent]
+    exits: list[ExitRecord]
+    ras: list[dict[str, Any]] = field(default_factory=list)  # per comm: {rank: counts}
+    stacks: dict[int, str] = field(default_factory=dict)  # rank -> where (hook stack snapshots)
+    files: list[tuple[str, str]] = field(default_factory=list)  # (file, format)
+    problems: list[str] = field(default_factory=list)  # files refused or unreadable, said plainly
+    heartbeats: pd.DataFrame | None = None
+    nccl_tests: list[dict[str, Any]] = field(default_factory=list)
+    killed_pids: set[int] = field(default_factory=set)  # pids the launcher sent a closing signal
+
+    def ranks(self) -> list[int]:
+        if self.job.world_size:
+            return list(range(self.job.world_size))
+        return sorted({p.rank for p in self.job.processes if p.rank is not None})

@@ -1,0 +1,346 @@
+"""NCCL_DEBUG log lines, NCCL 2.10 to 2.30 (see docs/formats or shared reference).
+
+A line is ``[TS]host:pid:tid [dev] NCCL INFO|WARN|CALL <msg>`` possibly behind a wrapper prefix
+(``[rank0]:``, ``[default0]:``, ``[1,0]<stdout>:``, ``(pid=123)``), so the prefix regex searches
+rather than anchors. Lines without ``NCCL `` are rejected by a substring test before any regex.
+``parse_nccl_line`` is pure and handles one line; ``parse_nccl_lines`` streams a file.
+"""
+from __future__ import annotations
+
+import calendar
+import re
+import time
+from collections.abc import Iterable, Iterator
+
+from .records import (
+    NcclBacktrace,
+    NcclChannels,
+    NcclColl,
+    NcclCommInfo,
+    NcclConnected,
+    NcclConnection,
+    NcclEnv,
+    NcclInit,
+    NcclInitTimings,
+    NcclNet,
+    NcclPattern,
+    NcclRasLine,
+    NcclRec,
+    NcclRing,
+    NcclRingOrder,
+    NcclTree,
+    NcclTrees,
+    NcclTuning,
+    NcclVersion,
+    NcclWarn,
+)
+
+MAX_LINE = 64 * 1024  # longer lines are cut before matching: no regex sees a megabyte
+
+PREFIX_RE = re.compile(
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:\.\d+)?)\] ?)?"
+    r"(?P<host>[^\s:\[\]<>(),=]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) "
+    r"(?:\[(?P<dev>\d{1,4})\] )?"
+    r"(?:(?P<ms>\d+\.\d+) )?"
+    r"(?:(?P<src>[\w./-]{1,200}:\d{1,6})(?: \((?P<func>[^()\s]{1,200})\))? )?"
+    r"NCCL (?P<level>INFO|WARN|CALL|TRACE|ABORT)\b ?"
+)
+VERSION_RE = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+)(?:\+cuda(?P<cuda>[\d.]+))?")
+
+INIT_RE = re.compile(
+    r"(?:\[Rank \d+\] )?(?:(?P<caller>nccl\w+) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) rank (?P<rank>\d+) "
+    r"nranks (?P<nranks>\d+) cudaDev (?P<dev>-?\d+)(?P<rest>.*?)- ?(?P<phase>Init START|Init COMPLETE|"
+    r"Destroy COMPLETE|Abort COMPLETE|Abort START|Revoke START|Revoke COMPLETE)"
+)
+BUSID_RE = re.compile(r"busId (?P<bus>[0-9a-fA-F]+)")
+COMMID_RE = re.compile(r"commId (?P<id>0x[0-9a-fA-F]+)")
+PARENT_RE = re.compile(
+    r"parent (?P<parent>0x[0-9a-fA-F]+|\(nil\))(?: (?:splitCount|childCount) (?P<count>\d+))?"
+    r"(?: color (?P<color>-?\d+))?(?: key (?P<key>-?\d+))?"
+)
+COMMINFO_RE = re.compile(
+    r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+) "
+    r"localRanks (?P<lr>\d+) localRank (?P<l>\d+)"
+)
+ENV_RE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]{1,80}) set by environment to (?P<value>.*?)\.?$")
+RING_ORDER_RE = re.compile(r"^Channel (?P<c>\d+)/(?P<n>\d+) :(?P<ranks>(?: +\d+)*)(?P<trunc> *\.\.\.)? *$")
+RING_RE = re.compile(r"^Ring (?P<c>\d+) : (?P<prev>-?\d+) -> (?P<rank>\d+) -> (?P<next>-?\d+)$")
+TREES_ITEM_RE = re.compile(r"\[(\d+)\] (-?\d+)/(-?\d+)/(-?\d+)->(\d+)->(-?\d+)")
+TREE_RE = re.compile(r"^Tree (?P<c>\d+) : (?P<up>-?\d+) -> (?P<rank>\d+) -> (?P<downs>-?\d+(?:/-?\d+)*)")
+CONN_RE = re.compile(
+    r"^Channel (?P<c>\d+)(?:/(?P<ci>\d+))? : (?P<src>\d+)\[[0-9a-fA-Fx]+\] -> (?P<dst>\d+)\[[0-9a-fA-Fx]+\] "
+    r"(?:\[(?P<dir>send|receive)\] )?via (?P<via>.+?)\s*$"
+)
+RING_CONN_OLD_RE = re.compile(
+    r"^Ring (?P<c>\d+) : (?P<src>\d+)\[[0-9a-fA-Fx]+\] -> (?P<dst>\d+)\[[0-9a-fA-Fx]+\] "
+    r"(?:\[(?P<dir>send|receive)\] )?via (?P<via>.+?)\s*$"
+)
+COLLNET_RE = re.compile(r"^CollNet (?P<c>\d+)/(?P<ci>\d+) : (?P<rank>\d+) \[(?P<dir>send|receive)\] via (?P<via>\S+)")
+PATTERN_RE = re.compile(
+    r"^Pattern (?P<p>\d+), crossNic \d+, nChannels (?P<n>\d+), (?:bw|speed) (?P<a>[\d.]+)/(?P<b>[\d.]+), "
+    r"type (?P<ti>\w+)/(?P<te>\w+)"
+)
+CHANNELS_RE = re.compile(r"^(?P<coll>\d+) coll channels, .*?(?P<p2p>\d+) p2p channels, \d+ p2p channels per peer")
+TUNING_NEW_RE = re.compile(r"^(?P<op>\w+): (?P<b>\d+) Bytes -> Algo (?P<algo>\w+) proto (?P<proto>\w+)")
+TUNING_OLD_RE = re.compile(r"^(?P<b>\d+) Bytes -> Algo (?P<algo>\d+) proto (?P<proto>\d+) time")
+TIMINGS_RE = re.compile(
+    r"^Init timings(?: - \w+)?: rank (?P<rank>\d+) nranks (?P<nranks>\d+) total (?P<total>[\d.]+) \((?P<parts>[^)]*)\)"
+)
+COLL_RE = re.compile(
+    r"^(?P<op>[A-Za-z]+): opCount (?P<opc>[0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ count (?P<count>\d+) "
+    r"datatype (?P<dt>\d+) op (?P<redop>\d+) root (?P<root>-?\d+) comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) "
+    r"\[nranks=(?P<nranks>\d+)\]"
+)
+BACKTRACE_RE = re.compile(r"^(?P<src>[\w./-]+\.(?:cc|cu|h|cpp|c):\d+)(?: \(\w+\))? -> (?P<code>\d+)")
+NET_USING_RE = re.compile(r"^NET/(?P<which>IB|Socket|[\w-]+) ?: ?Using (?P<v>.*)$")
+
+NCCL_OPS = {
+    "AllReduce": "allreduce",
+    "AllGather": "allgather",
+    "ReduceScatter": "reducescatter",
+    "Broadcast": "broadcast",
+    "Reduce": "reduce",
+    "Send": "send",
+    "Recv": "recv",
+    "AlltoAll": "alltoall",
+    "Gather": "gather",
+    "Scatter": "scatter",
+    "PutSignal": "putsignal",
+    "Signal": "signal",
+    "WaitSignal": "waitsignal",
+}
+NCCL_DTYPES = {
+    0: ("int8", 1), 1: ("uint8", 1), 2: ("int32", 4), 3: ("uint32", 4), 4: ("int64", 8),
+    5: ("uint64", 8), 6: ("float16", 2), 7: ("float32", 4), 8: ("float64", 8), 9: ("bfloat16", 2),
+    10: ("float8_e4m3", 1), 11: ("float8_e5m2", 1),
+}
+
+
+def parse_ts(text: str | None) -> float | None:
+    if not text:
+        return None
+    frac = 0.0
+    base = text.replace("T", " ").replace("_", " ")
+    if "." in base:
+        base, f = base.split(".", 1)
+        try:
+            frac = float("0." + f)
+        except ValueError:
+            frac = 0.0
+    try:
+        return calendar.timegm(time.strptime(base, "%Y-%m-%d %H:%M:%S")) + frac
+    except ValueError:
+        return None
+
+
+def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | None:
+    """One NCCL log line to a record, or None for lines that carry nothing we model."""
+    if "NCCL " not in text:
+        return None
+    if len(text) > MAX_LINE:
+        text = text[:MAX_LINE]
+    m = PREFIX_RE.search(text)
+    if m is None:
+        v = VERSION_RE.search(text)  # <=2.21 prints the version with a bare printf
+        if v and text.lstrip().startswith("NCCL version"):
+            return NcclVersion(file, lineno, text, "", 0, 0, None, v.group("v"), v.group("cuda"))
+        return None
+    host = m.group("host")
+    pid = int(m.group("pid"))
+    tid = int(m.group("tid"))
+    ts = parse_ts(m.group("ts"))
+    level = m.group("level")
+    msg = text[m.end():].rstrip("\r\n")
+    base = (file, lineno, text, host, pid, tid, ts)
+    if level == "WARN":
+        return NcclWarn(*base, m.group("src"), m.group("func"), msg.strip())
+    if level != "INFO":
+        return None
+    return _parse_info(msg.strip(), base)
+
+
+def _parse_info(msg: str, base: tuple) -> NcclRec | None:  # noqa: C901 - one dispatch table
+    c0 = msg[:1]
+    # Most frequent first: COLL lines and connection lines.
+    if "opCount" in msg:
+        m = COLL_RE.match(msg)
+        if m:
+            op = m.group("op")
+            return NcclColl(
+                *base, NCCL_OPS.get(op, op.lower()), op, int(m.group("opc"), 16), int(m.group("count")),
+                int(m.group("dt")), int(m.group("redop")), int(m.group("root")), m.group("comm"),
+                int(m.group("nranks")),
+            )
+        return None
+    if msg.startswith("Channel "):
+        if " via " in msg:
+            m = CONN_RE.match(msg)
+            if m:
+                return NcclConnection(
+                    *base, int(m.group("c")), int(m.group("ci") or 0), int(m.group("src")), int(m.group("dst")),
+                    m.group("dir"), _norm_via(m.group("via")),
+                )
+            return None
+        m = RING_ORDER_RE.match(msg)
+        if m:
+            ranks = [int(x) for x in m.group("ranks").split()]
+            return NcclRingOrder(*base, int(m.group("c")), int(m.group("n")), ranks, bool(m.group("trunc")))
+        return None
+    if msg.startswith("Ring "):
+        m = RING_RE.match(msg)
+        if m:
+            return NcclRing(*base, int(m.group("c")), int(m.group("prev")), int(m.group("rank")), int(m.group("next")))
+        m = RING_CONN_OLD_RE.match(msg)
+        if m:
+            return NcclConnection(
+                *base, int(m.group("c")), 0, int(m.group("src")), int(m.group("dst")), m.group("dir"),
+                _norm_via(m.group("via")),
+            )
+        return None
+    if msg.startswith("Trees"):
+        items = TREES_ITEM_RE.findall(msg)
+        if items:
+            rank = int(items[0][4])
+            chans = [(int(c), (int(a), int(b), int(d)), int(up)) for c, a, b, d, _r, up in items]
+            return NcclTrees(*base, rank, chans)
+        return None
+    if msg.startswith("Tree "):
+        m = TREE_RE.match(msg)
+        if m:
+            downs = tuple(int(x) for x in m.group("downs").split("/"))
+            return NcclTree(*base, int(m.group("c")), int(m.group("up")), int(m.group("rank")), downs)
+        return None
+    if " Init " in msg or "- Init" in msg or "COMPLETE" in msg or "Abort START" in msg or "Revoke" in msg:
+        m = INIT_RE.search(msg)
+        if m:
+            rest = m.group("rest")
+            bus = BUSID_RE.search(rest)
+            cid = COMMID_RE.search(rest)
+            par = PARENT_RE.search(rest)
+            phase = m.group("phase")
+            return NcclInit(
+                *base, phase.replace("Init ", ""), m.group("caller"), m.group("comm"), int(m.group("rank")),
+                int(m.group("nranks")), int(m.group("dev")), bus.group("bus") if bus else None,
+                cid.group("id") if cid else None,
+                par.group("parent") if par else None,
+                int(par.group("count")) if par and par.group("count") else None,
+                int(par.group("color")) if par and par.group("color") else None,
+                int(par.group("key")) if par and par.group("key") else None,
+            )
+        if msg.startswith("Init timings"):
+            return _timings(msg, base)
+        return None
+    if msg.startswith("Init timings"):
+        return _timings(msg, base)
+    if "set by environment to" in msg:
+        m = ENV_RE.match(msg)
+        if m:
+            return NcclEnv(*base, m.group("name"), m.group("value").strip())
+        return None
+    if msg.startswith("NCCL version"):
+        v = VERSION_RE.match(msg)
+        if v:
+            return NcclVersion(*base, v.group("v"), v.group("cuda"))
+        return None
+    if msg.startswith("comm ") and "nRanks" in msg:
+        m = COMMINFO_RE.match(msg)
+        if m:
+            return NcclCommInfo(
+                *base, m.group("comm"), int(m.group("rank")), int(m.group("nranks")), int(m.group("nnodes")),
+                int(m.group("lr")), int(m.group("l")),
+            )
+        return None
+    if msg.startswith("Using network "):
+        return NcclNet(*base, "network", msg[len("Using network "):].strip())
+    if msg.startswith("NET/"):
+        if "No device found" in msg:
+            return NcclNet(*base, "no_ib" if "IB" in msg else "no_device", msg)
+        m = NET_USING_RE.match(msg)
+        if m:
+            return NcclNet(*base, m.group("which").lower(), m.group("v"))
+        if "Plugin" in msg and ("Loaded" in msg or "No plugin" in msg):
+            return NcclNet(*base, "plugin", msg)
+        return None
+    if "Defaulting to 10 Gbps" in msg:
+        return NcclNet(*base, "speed_guess", msg)
+    if msg.startswith("Pattern "):
+        m = PATTERN_RE.match(msg)
+        if m:
+            return NcclPattern(
+                *base, int(m.group("p")), int(m.group("n")), float(m.group("a")), float(m.group("b")),
+                m.group("ti"), m.group("te"),
+            )
+        return None
+    if "coll channels" in msg:
+        m = CHANNELS_RE.match(msg)
+        if m:
+            return NcclChannels(*base, int(m.group("coll")), int(m.group("p2p")))
+        return None
+    if "Bytes -> Algo" in msg:
+        m = TUNING_NEW_RE.match(msg)
+        if m:
+            return NcclTuning(*base, NCCL_OPS.get(m.group("op"), m.group("op").lower()), int(m.group("b")),
+                              m.group("algo"), m.group("proto"))
+        m = TUNING_OLD_RE.match(msg)
+        if m:
+            return NcclTuning(*base, None, int(m.group("b")), m.group("algo"), m.group("proto"))
+        return None
+    if " -> " in msg and c0.isalpha():
+        m = BACKTRACE_RE.match(msg)
+        if m:
+            return NcclBacktrace(*base, m.group("src"), int(m.group("code")))
+        return None
+    if msg.startswith("Connected "):
+        return NcclConnected(*base, msg[len("Connected "):].split(",")[0].replace("all ", "").strip())
+    if msg.startswith("CollNet "):
+        m = COLLNET_RE.match(msg)
+        if m:
+            r = int(m.group("rank"))
+            return NcclConnection(*base, int(m.group("c")), int(m.group("ci")), r, r, m.group("dir"),
+                                  _norm_via(m.group("via")))
+        return None
+    if msg.startswith("RAS ") and ("timeout" in msg or "DEAD" in msg):
+        return NcclRasLine(*base, msg)
+    return None
+
+
+def _timings(msg: str, base: tuple) -> NcclInitTimings | None:
+    m = TIMINGS_RE.match(msg)
+    if not m:
+        return None
+    parts: dict[str, float] = {}
+    for item in m.group("parts").split(","):
+        kv = item.strip().split(" ")
+        if len(kv) == 2:
+            try:
+                parts[kv[0]] = float(kv[1])
+            except ValueError:
+                pass
+    return NcclInitTimings(*base, int(m.group("rank")), int(m.group("nranks")), float(m.group("total")), parts)
+
+
+def _norm_via(via: str) -> str:
+    """``P2P/CUMEM/read`` -> ``P2P/CUMEM``; ``SHM/direct/direct`` -> ``SHM``; ``NET/IB/0/GDRDMA`` -> ``NET/IB``."""
+    via = via.strip()
+    if via.startswith("direct shared memory"):
+        return "SHM"
+    parts = via.split("/")
+    head = parts[0]
+    if head == "SHM":
+        return "SHM"
+    if head in ("P2P", "NET", "COLLNET") and len(parts) > 1:
+        second = parts[1].split("(")[0]
+        if head == "P2P" and second.startswith("direct"):
+            second = "direct"
+        return f"{head}/{second}"
+    return head
+
+
+def parse_nccl_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[NcclRec]:
+    """Stream records out of (line number, text) pairs."""
+    for lineno, text in lines:
+        if "NCCL " not in text:
+            continue
+        rec = parse_nccl_line(text, file, lineno)
+        if rec is not None:
+            yield rec

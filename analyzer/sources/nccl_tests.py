@@ -1,0 +1,64 @@
+"""nccl-tests output (``all_reduce_perf`` and friends): the table rows and the ``-J`` JSON.
+
+Row: ``size count type redop root  time algbw busbw #wrong  time algbw busbw #wrong`` (out of
+place, then in place). ``ncclscope perf`` prints the same layout, so it is read back here too.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+from .records import NcclTestsRow
+
+ROW_RE = re.compile(
+    r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)\s+"
+    r"(?P<t1>[\d.]+)\s+(?P<a1>[\d.]+)\s+(?P<b1>[\d.]+)\s+(?P<w1>\S+)"
+    r"(?:\s+(?P<t2>[\d.]+)\s+(?P<a2>[\d.]+)\s+(?P<b2>[\d.]+)\s+(?P<w2>\S+))?\s*$"
+)
+TEST_RE = re.compile(r"Collective test starting: (\w+)|^# (\w+_perf)\b|ncclscope perf: (\w+)")
+NRANKS_RE = re.compile(r"nranks[= ](\d+)|nGpus (\d+)")
+RANK_DEV_RE = re.compile(r"^#\s+Rank\s+\d+ ")
+
+
+def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[NcclTestsRow]:
+    test: str | None = None
+    nranks_seen = 0
+    nranks: int | None = None
+    for lineno, text in lines:
+        if text.startswith("#"):
+            t = TEST_RE.search(text)
+            if t:
+                test = next(g for g in t.groups() if g)
+                nranks_seen = 0
+            if RANK_DEV_RE.match(text):
+                nranks_seen += 1
+                nranks = nranks_seen
+            n = NRANKS_RE.search(text)
+            if n and "nranks" in text:
+                nranks = int(next(g for g in n.groups() if g))
+            continue
+        m = ROW_RE.match(text)
+        if not m:
+            continue
+        base = (int(m.group("size")), int(m.group("count")), m.group("type"), m.group("redop"), int(m.group("root")))
+        yield NcclTestsRow(file, lineno, text, test, nranks, *base, float(m.group("t1")), float(m.group("a1")),
+                           float(m.group("b1")), False)
+        if m.group("t2"):
+            yield NcclTestsRow(file, lineno, text, test, nranks, *base, float(m.group("t2")), float(m.group("a2")),
+                               float(m.group("b2")), True)
+
+
+def parse_nccl_tests_json(obj: dict, file: str) -> list[NcclTestsRow]:
+    rows = []
+    for i, r in enumerate(obj.get("results") or [], 1):
+        try:
+            for key, inplace in (("out_of_place", False), ("in_place", True)):
+                v = r.get(key)
+                if isinstance(v, dict):
+                    rows.append(NcclTestsRow(file, i, "", obj.get("test"), obj.get("nranks"), int(r["size"]),
+                                             int(r.get("count", 0)), str(r.get("type", "")), str(r.get("redop", "")),
+                                             int(r.get("root", -1)), float(v["time"]), float(v["alg_bw"]),
+                                             float(v["bus_bw"]), inplace))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return rows

@@ -1,0 +1,71 @@
+"""NCCL RAS answers (2.24+): the text report of ``STATUS`` / ``VERBOSE STATUS`` and the JSON of
+``SET FORMAT json`` (2.28.7+). What matters for a hang is per-rank launched-collective counts
+per communicator (``Rank 0 has launched up to operation 123``, ``collective_counts``) and
+missing or dead ranks.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from .records import RasComm
+
+COMM_HDR_RE = re.compile(r"^#(?P<g>\d+)-(?P<c>\d+) \((?P<hash>[0-9a-fA-F]+)\) (?P<err>[A-Z, ]+)$")
+LAUNCHED_RE = re.compile(r"Rank (?P<rank>\d+) has launched up to operation (?P<n>\d+)")
+RANKS_LAUNCHED_RE = re.compile(r"(?P<k>\d+) ranks have launched up to operation (?P<n>\d+)")
+MISSING_RE = re.compile(r"The missing ranks?: (?P<ranks>[\d, -]+)")
+VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+COUNTS_OP_RE = re.compile(r"different (?P<op>\w+) operation counts")
+
+
+def parse_ras_text(text: str, file: str) -> list[RasComm]:
+    version = VERSION_RE.search(text)
+    comms: list[RasComm] = []
+    cur: RasComm | None = None
+    op = "collectives"
+    for lineno, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        m = COMM_HDR_RE.match(s)
+        if m:
+            cur = RasComm(file, lineno, s, "0x" + m.group("hash").lower(), None, m.group("err").strip(), {}, {}, [],
+                          version.group(1) if version else None)
+            comms.append(cur)
+            continue
+        if cur is None:
+            continue
+        om = COUNTS_OP_RE.search(s)
+        if om:
+            op = om.group("op")
+        lm = LAUNCHED_RE.search(s)
+        if lm:
+            r, n = int(lm.group("rank")), int(lm.group("n"))
+            cur.launched_up_to[r] = n
+            cur.counts.setdefault(r, {})[op] = n
+            continue
+        mm = MISSING_RE.search(s)
+        if mm:
+            for part in mm.group("ranks").replace(" ", "").split(","):
+                if part.isdigit():
+                    cur.missing_ranks.append(int(part))
+    return comms
+
+
+def parse_ras_json(obj: dict, file: str) -> list[RasComm]:
+    out: list[RasComm] = []
+    for c in obj.get("communicators") or []:
+        if not isinstance(c, dict):
+            continue
+        counts: dict[int, dict[str, int]] = {}
+        for r in c.get("ranks") or []:
+            if isinstance(r, dict) and isinstance(r.get("rank"), int):
+                cc = r.get("collective_counts") or {}
+                counts[r["rank"]] = {str(k): int(v) for k, v in cc.items() if isinstance(v, int)}
+        missing = [m.get("rank") for m in c.get("missing_ranks") or [] if isinstance(m, dict)]
+        launched = {r: max(v.values()) if v else 0 for r, v in counts.items()}
+        out.append(RasComm(file, 1, json.dumps(c)[:300], str(c.get("hash", "")).lower(), None, None, counts, launched,
+                           [m for m in missing if isinstance(m, int)], obj.get("nccl_version")))
+    return out
+
+
+def looks_like_ras_json(obj: object) -> bool:
+    return isinstance(obj, dict) and "communicators" in obj and ("nccl_version" in obj or "ras" in obj)

@@ -1,0 +1,364 @@
+"""Typed records that the source parsers yield. Every record knows its (file, line).
+
+Records for NCCL lines also carry the process that wrote them (host, pid, tid) and the
+timestamp when NCCL printed one (``NCCL_DEBUG_TIMESTAMP_*``, 2.26+), as seconds since epoch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class Rec:
+    file: str
+    line: int
+    text: str
+
+
+@dataclass(slots=True)
+class NcclRec(Rec):
+    host: str
+    pid: int
+    tid: int
+    ts: float | None
+
+
+@dataclass(slots=True)
+class NcclVersion(NcclRec):
+    version: str
+    cuda: str | None
+
+
+@dataclass(slots=True)
+class NcclInit(NcclRec):
+    phase: str  # START | COMPLETE | Destroy COMPLETE | Abort COMPLETE | Abort START ...
+    caller: str | None
+    comm: str
+    rank: int
+    nranks: int
+    cuda_dev: int | None
+    bus_id: str | None
+    comm_id: str | None
+    parent: str | None
+    split_count: int | None
+    color: int | None
+    key: int | None
+
+
+@dataclass(slots=True)
+class NcclCommInfo(NcclRec):
+    comm: str
+    rank: int
+    nranks: int
+    nnodes: int
+    local_ranks: int
+    local_rank: int
+
+
+@dataclass(slots=True)
+class NcclEnv(NcclRec):
+    name: str
+    value: str
+
+
+@dataclass(slots=True)
+class NcclNet(NcclRec):
+    kind: str  # network | ib | socket | plugin | speed_guess | no_ib
+    value: str
+
+
+@dataclass(slots=True)
+class NcclRingOrder(NcclRec):
+    channel: int
+    nchannels: int
+    ranks: list[int]
+    truncated: bool
+
+
+@dataclass(slots=True)
+class NcclRing(NcclRec):
+    channel: int
+    prev: int
+    rank: int
+    next: int
+
+
+@dataclass(slots=True)
+class NcclTrees(NcclRec):
+    """``Trees [c] d0/d1/d2->rank->up`` for every channel of one rank."""
+
+    rank: int
+    channels: list[tuple[int, tuple[int, int, int], int]]  # (channel, downs, up)
+
+
+@dataclass(slots=True)
+class NcclTree(NcclRec):
+    channel: int
+    up: int
+    rank: int
+    downs: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class NcclConnection(NcclRec):
+    channel: int
+    conn_index: int
+    src: int
+    dst: int
+    direction: str | None  # send | receive | None
+    transport: str  # P2P/CUMEM, SHM/direct/direct, NET/Socket/0, COLLNET/...
+
+
+@dataclass(slots=True)
+class NcclPattern(NcclRec):
+    pattern: int
+    nchannels: int
+    bw_intra: float
+    bw_inter: float
+    type_intra: str
+    type_inter: str
+
+
+@dataclass(slots=True)
+class NcclChannels(NcclRec):
+    coll: int
+    p2p: int
+
+
+@dataclass(slots=True)
+class NcclTuning(NcclRec):
+    op: str | None
+    nbytes: int
+    algo: str
+    proto: str
+
+
+@dataclass(slots=True)
+class NcclInitTimings(NcclRec):
+    rank: int
+    nranks: int
+    total: float
+    parts: dict[str, float]
+
+
+@dataclass(slots=True)
+class NcclColl(NcclRec):
+    op: str  # canonical (allreduce, ...)
+    nccl_op: str  # as printed (AllReduce)
+    opcount: int
+    count: int
+    datatype: int
+    redop: int
+    root: int
+    comm: str
+    nranks: int
+
+
+@dataclass(slots=True)
+class NcclWarn(NcclRec):
+    source: str | None  # file:line in NCCL's tree
+    func: str | None
+    message: str
+
+
+@dataclass(slots=True)
+class NcclBacktrace(NcclRec):
+    source: str
+    code: int
+
+
+@dataclass(slots=True)
+class NcclConnected(NcclRec):
+    what: str  # rings | trees | NVLS tree | ...
+
+
+@dataclass(slots=True)
+class NcclRasLine(NcclRec):
+    message: str
+
+
+# --- PyTorch / torchrun -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TorchRec(Rec):
+    rank: int | None  # from "[rankN]:" or "[Rank N]" / "[PG ... Rank N]"
+    severity: str | None  # E W I F
+    ts_text: str | None
+    pg: str | None  # process group id when the line names one
+
+
+@dataclass(slots=True)
+class WatchdogTimeout(TorchRec):
+    seq: int
+    op: str
+    numel_in: int | None
+    numel_out: int | None
+    timeout_ms: int
+    ran_ms: int | None
+
+
+@dataclass(slots=True)
+class WatchdogFailure(TorchRec):
+    """``failure detected by watchdog at work sequence id: N PG status: last enqueued ...``"""
+
+    seq: int | None
+    last_enqueued: int | None
+    last_completed: int | None
+    last_started: int | None = None
+
+
+@dataclass(slots=True)
+class DumpSignal(TorchRec):
+    from_rank: int | None
+    last_enqueued: int | None
+    last_completed: int | None
+
+
+@dataclass(slots=True)
+class DesyncReport(TorchRec):
+    lagging_ranks: list[int]
+    seq: int | None
+    op: str | None
+
+
+@dataclass(slots=True)
+class CollectiveMismatch(TorchRec):
+    """``Detected mismatch between collectives on ranks`` (TORCH_DISTRIBUTED_DEBUG=DETAIL)."""
+
+    ranks: list[int]
+    fingerprints: list[str]
+
+
+@dataclass(slots=True)
+class MonitoredBarrierFailure(TorchRec):
+    failed_ranks: list[int]
+    timeout_ms: int | None
+
+
+@dataclass(slots=True)
+class HeartbeatTimeout(TorchRec):
+    pass
+
+
+@dataclass(slots=True)
+class DistError(TorchRec):
+    """``[rankN]: torch.distributed.DistBackendError: ...`` and other exception tails."""
+
+    exc_type: str
+    message: str
+    last_error: str | None = None
+    frames: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TorchVersionLine(TorchRec):
+    torch: str | None
+    nccl: str | None
+
+
+@dataclass(slots=True)
+class LauncherExit(Rec):
+    """torchrun's failure summary entry or its ``failed (exitcode: ...)`` line."""
+
+    rank: int | None
+    local_rank: int | None
+    exitcode: int | None
+    pid: int | None
+    host: str | None
+    time: str | None
+    traceback: str | None
+    root_cause: bool
+
+
+@dataclass(slots=True)
+class LauncherSignal(Rec):
+    """``Sending process N closing signal SIGTERM``"""
+
+    pid: int
+    signal: str
+
+
+# --- structured inputs ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class FrDump(Rec):
+    """One Flight Recorder dump (pickle or JSON), entries normalised to plain dicts."""
+
+    rank: int | None
+    version: str | None
+    comm_lib_version: str | None
+    pg_config: dict[str, Any]
+    pg_status: dict[str, dict[str, int | None]]
+    entries: list[dict[str, Any]]
+    fmt: str  # pickle | json
+
+
+@dataclass(slots=True)
+class CompletionRec(Rec):
+    """One ``WorkInfo`` delivered to ``_register_on_completion_hook`` (corpus files)."""
+
+    rank: int | None
+    op: str
+    seq: int
+    t_started: float | None
+    t_finished: float | None
+    active_ms: float | None
+
+
+@dataclass(slots=True)
+class HookRec(Rec):
+    """One record of ncclscope's own hook (JSONL, see analyzer/hook)."""
+
+    type: str
+    rank: int | None
+    data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class RasComm(Rec):
+    """RAS view of one communicator: per-rank launched collective counts and status."""
+
+    comm_hash: str
+    status: str | None
+    errors: str | None
+    counts: dict[int, dict[str, int]]  # rank -> {op: count}
+    launched_up_to: dict[int, int]  # rank -> max op count (text MISMATCH section)
+    missing_ranks: list[int]
+    nccl_version: str | None
+
+
+@dataclass(slots=True)
+class TopoXml(Rec):
+    kind: str  # system | graphs
+    gpus: list[dict[str, Any]]
+    nics: list[dict[str, Any]]
+    graphs: list[dict[str, Any]]
+
+
+@dataclass(slots=True)
+class NcclTestsRow(Rec):
+    test: str | None
+    nranks: int | None
+    size: int
+    count: int
+    dtype: str
+    redop: str
+    root: int
+    time_us: float
+    algbw: float
+    busbw: float
+    in_place: bool
+
+
+@dataclass(slots=True)
+class EnvSetting(Rec):
+    name: str
+    value: str
+
+
+@dataclass(slots=True)
+class ExitCode(Rec):
+    code: int
