@@ -54,6 +54,16 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool) -> None:
         render_text(result, Console(highlight=False))
 
 
+def _add_subcommands() -> None:
+    from .commands import bench, doctor, perf, run, serve, watch
+
+    for mod in (run, watch, serve, doctor, perf, bench):
+        cli.add_command(mod.command)
+
+
+_add_subcommands()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .ingest import InputError
 
