@@ -71,6 +71,7 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     """Stream c10d, traceback and torchrun records out of (line number, text) pairs."""
     frames: dict[int | None, list[str]] = {}
     pending_last_error: dict[int | None, DistError] = {}
+    awaiting_last_error: set[int | None] = set()
     summary: dict[str, str] | None = None
     summary_root = False
     summary_start = 0
@@ -155,7 +156,7 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
                 yield WatchdogFailure(*head, int(m.group("seq")), int(m.group("e")), int(m.group("c")),
                                       int(m.group("s")) if m.group("s") else None)
             continue
-        if "last enqueued NCCL work" in body:
+        if "enqueued NCCL work" in body:
             m = DUMP_SIGNAL_RE.search(body)
             if m:
                 yield DumpSignal(*head, int(m.group("from")) if m.group("from") else rank,
@@ -193,23 +194,24 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
             frames[rank] = []
             continue
         if body.strip() == "Last error:":
+            if rank in pending_last_error:
+                awaiting_last_error.add(rank)
             continue
-        if rank in pending_last_error:
-            err = pending_last_error.pop(rank)
-            err.last_error = body.strip()
+        if rank in awaiting_last_error:
+            awaiting_last_error.discard(rank)
+            err = pending_last_error.pop(rank, None)
+            if err is not None:
+                err.last_error = body.strip()
             continue
+        if rank in pending_last_error and body.startswith("nccl"):
+            continue  # "ncclInvalidUsage: This usually reflects ..." between the exception and "Last error:"
         em = EXC_RE.match(body.strip()) if not body.startswith(" ") else None
         if em and (frames.get(rank) or "DistBackendError" in em.group("type") or "NCCL" in (em.group("msg") or "")):
             err = DistError(*head, em.group("type"), (em.group("msg") or "").strip(), None,
                             list(frames.pop(rank, [])))
             yield err
-            if "ncclInvalidUsage" in body or "NCCL error" in body or "DistBackendError" in em.group("type"):
+            if "NCCL error" in body or "DistBackendError" in em.group("type"):
                 pending_last_error[rank] = err
-            continue
-        if body.startswith("ncclInvalidUsage") or body.startswith("ncclSystemError") or \
-                body.startswith("ncclInternalError") or body.startswith("ncclUnhandledCudaError") or \
-                body.startswith("ncclRemoteError"):
-            # the line after the exception: keep waiting for "Last error:"
             continue
     yield from flush_summary()
 

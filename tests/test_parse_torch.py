@@ -1,0 +1,77 @@
+"""PyTorch c10d and torchrun lines, from the corpus and from the reference's older forms."""
+from __future__ import annotations
+
+from analyzer.sources import records as R
+from analyzer.sources.torch_log import parse_torch_lines
+
+
+def parse(text: str) -> list:
+    return list(parse_torch_lines(enumerate(text.splitlines(), 1), "stderr.log"))
+
+
+def test_watchdog_timeout_and_failure_new_form():
+    recs = parse(
+        "[rank0]:[E1129 19:37:35.564976045 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=126, OpType=ALLREDUCE, NumelIn=4196352, NumelOut=4196352, Timeout(ms)=60000) ran for "
+        "60035 milliseconds before timing out.\n"
+        "[rank0]:[E1129 19:37:35.565207099 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID 0(default_pg) Rank 0]  failure "
+        "detected by watchdog at work sequence id: 126 PG status: last enqueued work: 131, last completed work: 125\n")
+    wt, wf = recs
+    assert isinstance(wt, R.WatchdogTimeout) and (wt.rank, wt.seq, wt.op, wt.numel_in, wt.timeout_ms, wt.ran_ms) == (
+        0, 126, "ALLREDUCE", 4196352, 60000, 60035)
+    assert isinstance(wf, R.WatchdogFailure) and (wf.rank, wf.pg, wf.seq, wf.last_enqueued, wf.last_completed) == (
+        0, "0", 126, 131, 125)
+
+
+def test_old_forms():
+    recs = parse(
+        "[E1218 20:27:21.4 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=5020, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800001 milliseconds before timing out.\n"
+        "[PG 0 Rank 25] Timeout at NCCL work: 7753, last enqueued NCCL work: 7755, last completed NCCL work: 7752.\n")
+    assert isinstance(recs[0], R.WatchdogTimeout) and recs[0].numel_in is None and recs[0].rank == 3
+    assert isinstance(recs[1], R.WatchdogFailure) and (recs[1].rank, recs[1].seq, recs[1].last_completed) == (25, 7753, 7752)
+
+
+def test_dump_signal_from_other_rank():
+    (r,) = parse(
+        "[rank1]:[E1129 19:37:36.296894759 ProcessGroupNCCL.cpp:1914] [PG ID 0 PG GUID 0(default_pg) Rank 1] Received a "
+        "dump signal due to a collective timeout from  rank 0 and we will try our best to dump the debug info. Last "
+        "enqueued NCCL work: 125, last completed NCCL work: 125.This is most likely caused by incorrect usages")
+    assert isinstance(r, R.DumpSignal) and (r.rank, r.from_rank, r.last_enqueued, r.last_completed) == (1, 0, 125, 125)
+
+
+def test_desync_mismatch_barrier_heartbeat():
+    recs = parse(
+        "[E1 2.0 x.cpp:1] [Rank 0] \t - [0] Timeout at collective: ALLREDUCE, #41207 To our best knowledge, ranks [3] "
+        "are the lagging ranks that caused this timeout. They never joined any collectives\n"
+        "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=73, OpType=BARRIER), but Rank 1 is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=13OpType=ALLREDUCE).\n"
+        "RuntimeError: [Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 2000 ms\n"
+        "[E1 2.0 x.cpp:1] Heartbeat monitor timed out! Process will be terminated after dumping debug info.\n")
+    kinds = [type(r) for r in recs]
+    assert kinds == [R.DesyncReport, R.CollectiveMismatch, R.MonitoredBarrierFailure, R.HeartbeatTimeout]
+    assert recs[0].lagging_ranks == [3] and recs[0].seq == 41207
+    assert recs[1].ranks == [0, 1]
+    assert recs[2].failed_ranks == [1, 2]
+
+
+def test_traceback_with_last_error(corpus):
+    text = (corpus / "config_error_algo_tree" / "stderr.log").read_text()
+    errs = [r for r in parse(text) if isinstance(r, R.DistError) and "DistBackendError" in r.exc_type]
+    assert {e.rank for e in errs} == {0, 1}
+    e = errs[0]
+    assert e.exc_type == "torch.distributed.DistBackendError"
+    assert e.last_error and "NCCL_ALGO was set to Tree" in e.last_error
+    assert any("train.py" in f for f in e.frames)
+
+
+def test_torchrun_summary_root_cause(corpus):
+    recs = parse((corpus / "crash_rank1_exit" / "stderr.log").read_text())
+    exits = [r for r in recs if isinstance(r, R.LauncherExit)]
+    root = [e for e in exits if e.root_cause]
+    assert len(root) == 1 and (root[0].rank, root[0].exitcode, root[0].pid) == (1, 3, 2077)
+    others = [e for e in exits if not e.root_cause and e.rank == 0]
+    assert others and others[0].exitcode == -15
+    sig = [r for r in recs if isinstance(r, R.LauncherSignal)]
+    assert sig and sig[0].pid == 2076 and sig[0].signal == "SIGTERM"
