@@ -163,7 +163,9 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
                         nccl_versions.setdefault(("", 0), rec.version)
                     cuda_version = cuda_version or rec.cuda
                 elif isinstance(rec, R.NcclEnv):
-                    settings.setdefault(rec.name, Setting(rec.name, rec.value, "nccl-log", ev(rec)))
+                    # NCCL's own "set by environment" line is the proof that NCCL saw the setting
+                    if rec.name not in settings or settings[rec.name].source != "nccl-log":
+                        settings[rec.name] = Setting(rec.name, rec.value, "nccl-log", ev(rec))
                 elif isinstance(rec, (R.NcclWarn, R.NcclBacktrace, R.NcclRasLine, R.NcclNet)):
                     nccl_events.append((key, rec))
             elif isinstance(rec, R.LauncherExit):

@@ -8,16 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..model import Finding, Run, Severity
-from . import config, crash, hang, straggler, transport
+from . import config, crash, desync, hang, hotspots, slow_link, straggler, transport
 
 Detector = Callable[[Run], list[Finding]]
 
 DETECTORS: dict[str, Detector] = {
+    "desync": desync.detect,
     "hang": hang.detect,
     "crash": crash.detect,
     "config": config.detect,
     "straggler": straggler.detect,
     "transport": transport.detect,
+    "slow_link": slow_link.detect,
+    "hotspots": hotspots.detect,
 }
 
 

@@ -12,6 +12,7 @@ from ..model import Evidence, Finding, Run, Setting, Severity, Verdict
 from .catalogue import classify
 
 SETTING_IN_TEXT_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+|TORCH_[A-Z0-9_]+)\b")
+WAS_SET_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+) was set\b")
 NOTES: dict[str, tuple[str, str, str]] = {
     # name: (condition value, message, hint)
     "NCCL_P2P_DISABLE": ("1", "P2P (NVLink / PCIe peer access) is disabled by the environment: intra-node traffic "
@@ -36,10 +37,12 @@ def detect(run: Run) -> list[Finding]:
     failed = any(e.exitcode not in (None, 0) for e in run.exits) or (run.job.exit_code not in (None, 0)) or any(
         e.kind == "dist_error" for e in run.events)
     # 1. a WARN that names a setting, in a failed job: the setting broke it
-    for w in (e for e in run.events if e.kind in ("nccl_warn", "dist_error")):
+    candidates = [e for e in run.events if e.kind == "nccl_warn"] + [e for e in run.events if e.kind == "dist_error"]
+    for w in candidates:
         text = w.text + " " + str(w.data.get("last_error") or "")
         k = classify(text)
-        names = [n for n in SETTING_IN_TEXT_RE.findall(text) if n in settings or "was set" in text]
+        names = WAS_SET_RE.findall(text) or [n for n in SETTING_IN_TEXT_RE.findall(text)
+                                            if n in settings and n != "NCCL_DEBUG"]
         if k is not None and k.kind == "config" and names:
             ev = [w.evidence] + [settings[n].evidence for n in names if n in settings and settings[n].evidence]
             values = ", ".join(f"{n}={settings[n].value}" if n in settings else n for n in dict.fromkeys(names))

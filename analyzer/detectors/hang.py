@@ -53,7 +53,17 @@ def detect(run: Run) -> list[Finding]:
         evidence += _ras_evidence(run, never)
         where = {r: run.stacks[r] for r in never + waiting if r in run.stacks}
         wait_desc = _wait_where(run, waiting, pg, stuck_seq)
-        if never:
+        died = _died_first(run, never)
+        if never and died:
+            r, code = died
+            findings.append(Finding(
+                "hang", Severity.CRITICAL,
+                f"rank {r}'s process ended (exit code {code}) before joining {op or 'collective'} #{stuck_seq} of process "
+                f"group {pg}; the other ranks waited for it", (r,),
+                "The rank died: its own log and exit code say why; the others' timeouts are echoes.",
+                tuple(_dedupe(evidence)), Stuck(pg, stuck_seq, op), Verdict.CRASH,
+                {"class": "process_died", "waiting": waiting, "where": where}))
+        elif never:
             msg = (f"rank{'s' if len(never) > 1 else ''} {', '.join(map(str, never))} never joined {op or 'collective'} "
                    f"#{stuck_seq} of process group {pg}{_pg_desc(pg)}; "
                    f"rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting)) or '-'} wait{'' if len(waiting) > 1 else 's'} in it")
@@ -76,7 +86,43 @@ def detect(run: Run) -> list[Finding]:
 
     if not findings and stalls:
         findings.extend(_from_nccl_counts(run, stall_ev))
+    if not findings:
+        findings.extend(_init_hang(run, stalls))
     return findings
+
+
+def _died_first(run: Run, ranks: list[int]) -> tuple[int, int] | None:
+    """A culprit rank that exited on its own (not aborted by the watchdog nor killed by the launcher)."""
+    for e in run.exits:
+        if e.rank in ranks and e.exitcode not in (None, 0) and e.pid not in run.killed_pids and e.exitcode > 0:
+            return e.rank, e.exitcode  # type: ignore[return-value]
+    return None
+
+
+def _init_hang(run: Run, stalls: list) -> list[Finding]:
+    """Init START without COMPLETE on some ranks, in a job that failed or stalled."""
+    failed = bool(stalls) or any(e.exitcode not in (None, 0) for e in run.exits) or run.job.exit_code not in (None, 0)
+    if not failed:
+        return []
+    out = []
+    for c in run.communicators:
+        if not c.init_started or c.init_complete == c.init_started and len(c.init_started) == c.nranks:
+            continue
+        absent = sorted(set(range(c.nranks)) - set(c.init_started))
+        stuck = sorted(set(c.init_started) - set(c.init_complete))
+        if not absent and not stuck:
+            continue
+        culprits = tuple(c.members.get(r, r) for r in (absent or stuck))
+        msg = (f"communicator {c.id} never finished initialising: "
+               + (f"rank(s) {', '.join(map(str, absent))} never started init" if absent else "")
+               + ("; " if absent and stuck else "")
+               + (f"rank(s) {', '.join(str(c.members.get(r, r)) for r in stuck)} started but never completed" if stuck else ""))
+        out.append(Finding(
+            "hang", Severity.CRITICAL, msg, culprits,
+            "Init waits for every rank: check that all ranks start (world size, scheduler), that MASTER_ADDR / "
+            "MASTER_PORT are the same everywhere and reachable, NCCL_SOCKET_IFNAME, and firewalls between hosts.",
+            (), None, Verdict.HANG, {"class": "init"}))
+    return out
 
 
 def _pg_desc(pg: str) -> str:

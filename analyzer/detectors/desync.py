@@ -1,0 +1,83 @@
+"""Desync: ranks at the same sequence number of a process group called different collectives.
+
+Inputs: the collectives table rows from Flight Recorder and the hook (op, element count, dtype per
+rank and (pg, seq)), PyTorch's own ``Detected mismatch between collectives`` (DETAIL) and desync
+reports. Every side is reported with its ranks, sizes and call site; with more than two ranks a
+majority vote names the odd rank(s) out. Coalesced groups are compared by op only.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
+
+HINT = ("Ranks must call the same collectives in the same order with the same sizes and dtypes. Look for "
+        "rank-dependent branches (if rank == 0: ...), data-dependent sizes (the last batch, variable-length "
+        "tensors), or a collective skipped on an exception path. The call sites below show where each side is.")
+
+
+def first_mismatch(df: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
+    """The earliest (pg, seq) whose ranks disagree on op, count or dtype, with those ranks' rows."""
+    d = df[df["source"].isin(["fr", "hook"])]
+    if not len(d):
+        return None
+    d = d[~d["pg"].astype(str).str.endswith(":p2p")]
+    d = d.drop_duplicates(["rank", "pg", "seq"], keep="first")
+    key = d["op"].astype(str) + "|" + d["dtype"].astype(str) + "|" + d["count"].astype(str)
+    coalesced = d["op"].astype(str).eq("coalesced")
+    key = key.where(~coalesced, d["op"].astype(str))
+    d = d.assign(_key=key)
+    nkeys = d.groupby(["pg", "seq"], observed=True)["_key"].transform("nunique")
+    bad = d[nkeys > 1]
+    if not len(bad):
+        return None
+    first = bad.sort_values(["seq"]).iloc[0]
+    rows = bad[(bad["pg"] == first["pg"]) & (bad["seq"] == first["seq"])]
+    return str(first["pg"]), int(first["seq"]), rows
+
+
+def detect(run: Run) -> list[Finding]:
+    findings: list[Finding] = []
+    hit = first_mismatch(run.collectives)
+    if hit is not None:
+        pg, seq, rows = hit
+        sides = []
+        groups = rows.groupby("_key", observed=True)
+        for key, g in sorted(groups, key=lambda kv: -len(kv[1])):
+            r0 = g.iloc[0]
+            count = "?" if pd.isna(r0["count"]) else str(int(r0["count"]))
+            where = next((w for w in g["where"] if isinstance(w, str)), None)
+            sides.append({"ranks": sorted(int(r) for r in g["rank"]), "op": str(r0["op"]), "count": count,
+                          "dtype": None if pd.isna(r0["dtype"]) else str(r0["dtype"]), "where": where})
+        n = sum(len(s["ranks"]) for s in sides)
+        if n > 2 and len(sides[0]["ranks"]) > n / 2:
+            odd = sorted(r for s in sides[1:] for r in s["ranks"])
+        else:
+            odd = sorted(r for s in sides for r in s["ranks"]) if n <= 2 else []
+        kinds = []
+        if len({s["op"] for s in sides}) > 1:
+            kinds.append("op")
+        if len({s["count"] for s in sides}) > 1:
+            kinds.append("size")
+        if len({s["dtype"] for s in sides}) > 1:
+            kinds.append("dtype")
+        desc = " vs ".join(
+            f"rank{'s' if len(s['ranks']) > 1 else ''} {','.join(map(str, s['ranks']))}: {s['op']}"
+            f"({s['count']} x {s['dtype']})" + (f" at {s['where']}" if s["where"] else "") for s in sides)
+        culprits = tuple(odd) if n > 2 else ()
+        ev = [Evidence(str(r.file), int(r.line) if r.line == r.line else 0,
+                       f"rank {r.rank} pg {pg} #{seq}: {r.op} count {r.count} dtype {r.dtype}") for r in rows.itertuples()]
+        findings.append(Finding(
+            "desync", Severity.CRITICAL,
+            f"collective #{seq} of process group {pg} differs between ranks ({'/'.join(kinds)}): {desc}",
+            culprits, HINT, tuple(ev[:6]), Stuck(pg, seq, sides[0]["op"]), Verdict.DESYNC,
+            {"sides": sides, "mismatch": kinds, "odd_ranks": list(odd)}))
+    for e in run.events:
+        if e.kind == "collective_mismatch":
+            ranks = e.data.get("ranks") or []
+            findings.append(Finding(
+                "desync", Severity.CRITICAL, "PyTorch (TORCH_DISTRIBUTED_DEBUG=DETAIL) saw different collectives: "
+                + "; ".join(e.data.get("fingerprints") or [])[:400], tuple(ranks[1:2]) if len(ranks) == 2 else (),
+                HINT, (e.evidence,), None, Verdict.DESYNC, {}))
+            break
+    return findings

@@ -1,0 +1,56 @@
+"""Hotspots: where collective time goes (by op, size bucket and process group), small-message
+storms, and the collectives that cost the most waiting. Informational: never sets the verdict."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..model import Finding, Run, Severity
+from .slow_link import busbw_table
+from .straggler import late_arrivals
+
+SMALL = 64 * 1024
+
+
+def time_share(run: Run) -> pd.DataFrame:
+    """Total collective time (ms, min over ranks per collective) by op, size bucket and pg."""
+    tab = busbw_table(run.collectives, run.job.world_size or 2)
+    if not len(tab):
+        return pd.DataFrame(columns=["op", "bucket", "pg", "time_ms", "share", "calls"])
+    g = tab.groupby(["op", "bucket", "pg"], observed=True).agg(time_ms=("time_ms", "sum"), calls=("seq", "count"))
+    g = g.reset_index()
+    g["share"] = g["time_ms"] / g["time_ms"].sum()
+    return g.sort_values("time_ms", ascending=False)
+
+
+def detect(run: Run) -> list[Finding]:
+    findings: list[Finding] = []
+    df = run.collectives
+    if not len(df):
+        return findings
+    share = time_share(run)
+    if len(share):
+        top = share.head(3)
+        findings.append(Finding(
+            "hotspot", Severity.INFO,
+            "collective time goes to " + "; ".join(
+                f"{r.op} of ~2^{int(r.bucket)} B on pg {r.pg}: {r.share:.0%} ({int(r.calls)} calls)"
+                for r in top.itertuples()), (), None, (), None, None,
+            {"top": top.to_dict("records")}))
+    calls = df[df["source"].isin(["fr", "hook", "nccl"])].drop_duplicates(["pg", "seq"])
+    calls = calls[calls["bytes"].notna()]
+    if len(calls) >= 1000:
+        small = calls[calls["bytes"] < SMALL]
+        if len(small) / len(calls) > 0.8:
+            findings.append(Finding(
+                "hotspot", Severity.WARNING,
+                f"{len(small)} of {len(calls)} collectives move under 64 KB: latency-bound small-message traffic",
+                (), "Bucket small tensors together (DDP bucket_cap_mb, torch.distributed coalescing, fewer .item() "
+                "all-reduces of scalars).", (), None, None, {"small": len(small), "total": len(calls)}))
+    la = late_arrivals(df)
+    if len(la):
+        worst = la.sort_values("wait_ms", ascending=False).head(3)
+        findings.append(Finding(
+            "hotspot", Severity.INFO,
+            "most waiting: " + "; ".join(f"pg {r.pg} #{r.seq} {r.op}: {r.wait_ms:.0f} ms waiting for rank {r.late_rank}"
+                                         for r in worst.itertuples()), (), None, (), None, None, {}))
+    return findings
