@@ -1,0 +1,1 @@
+"""Live monitoring of a run folder: tail its files, judge stalls, raise alerts."""

@@ -1,0 +1,230 @@
+"""Where alerts go: ``DIR/alerts.jsonl`` (CONTRACT.md), the console, a webhook, a command.
+
+An alert is a plain dict: ``ts``, ``time``, ``kind`` (hang | desync | crash | hang_detail |
+cleared), ``verdict``, ``culprit_ranks``, ``stuck`` ({pg, seq, op} or null), ``message``, ``where``
+({rank: "file:line in func (code)"}), plus extra keys some kinds carry (``stacks``,
+``incident``, ``threshold_s``...).
+
+The webhook and the command run on their own thread each, fed by a bounded queue: a slow or
+dead endpoint never delays detection. A sink's failure is recorded in ``errors`` (one line
+each) and never raised.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+QUEUE_MAX = 256
+
+
+def make_alert(kind: str, verdict: str, culprit_ranks: list[int] | tuple[int, ...],
+               stuck: dict[str, Any] | None, message: str, where: dict[int, str] | None = None,
+               ts: float | None = None, **extra: Any) -> dict[str, Any]:
+    ts = time.time() if ts is None else ts
+    alert: dict[str, Any] = {
+        "ts": round(ts, 3),
+        "time": datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+        "kind": kind,
+        "verdict": verdict,
+        "culprit_ranks": sorted(int(r) for r in culprit_ranks),
+        "stuck": stuck,
+        "message": message,
+        "where": {str(r): w for r, w in sorted((where or {}).items())},
+    }
+    alert.update(extra)
+    return alert
+
+
+def slack_text(alert: dict[str, Any]) -> str:
+    lines = [f"*ncclscope {alert.get('kind', 'alert')}*: {alert.get('message', '')}"]
+    for r, w in (alert.get("where") or {}).items():
+        lines.append(f"rank {r}: {w}")
+    return "\n".join(lines)
+
+
+class FileSink:
+    """Appends one JSON object a line; each alert is one write(2) on an O_APPEND descriptor."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.errors: list[str] = []
+
+    def emit(self, alert: dict[str, Any]) -> None:
+        data = (json.dumps(alert, default=str) + "\n").encode()
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            self.errors.append(f"cannot append to {self.path}: {e.strerror or e}")
+
+    def close(self) -> None:
+        pass
+
+
+class ConsoleSink:
+    """One rich block an alert."""
+
+    COLORS = {"hang": "red", "desync": "magenta", "crash": "red", "hang_detail": "yellow", "cleared": "green"}
+
+    def __init__(self, console: Any | None = None) -> None:
+        if console is None:
+            from rich.console import Console
+
+            console = Console(stderr=True, highlight=False)
+        self.console = console
+        self.errors: list[str] = []
+
+    def emit(self, alert: dict[str, Any]) -> None:
+        from rich.markup import escape
+        from rich.panel import Panel
+
+        kind = str(alert.get("kind", "alert"))
+        body = [escape(str(alert.get("message", "")))]
+        if alert.get("culprit_ranks"):
+            body.append(f"culprit rank(s): {', '.join(map(str, alert['culprit_ranks']))}")
+        for r, w in (alert.get("where") or {}).items():
+            body.append(f"  rank {escape(str(r))}: {escape(str(w))}")
+        try:
+            self.console.print(Panel("\n".join(body), title=f"ncclscope {kind} {alert.get('time', '')}",
+                                     title_align="left", border_style=self.COLORS.get(kind, "white")))
+        except Exception as e:  # noqa: BLE001 - a closed terminal must not stop the monitor
+            self.errors.append(f"console: {e}")
+
+    def close(self) -> None:
+        pass
+
+
+class _Worker:
+    """A daemon thread draining a bounded queue with ``handle``; ``close`` joins it."""
+
+    def __init__(self, name: str, handle: Callable[[dict[str, Any]], None], join_s: float = 5.0) -> None:
+        self.q: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_MAX)
+        self.handle = handle
+        self.join_s = join_s
+        self.errors: list[str] = []
+        self.dropped = 0
+        self.sent = 0
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def emit(self, alert: dict[str, Any]) -> None:
+        try:
+            self.q.put_nowait(alert)
+        except queue.Full:
+            self.dropped += 1
+
+    def _run(self) -> None:
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            try:
+                self.handle(item)
+            except Exception as e:  # noqa: BLE001 - recorded, never raised
+                self.errors.append(str(e))
+
+    def close(self) -> None:
+        self._stop.set()
+        try:
+            self.q.put(None, timeout=1)
+        except queue.Full:
+            pass
+        self.thread.join(timeout=self.join_s)
+
+
+class WebhookSink(_Worker):
+    """JSON POST: Slack's ``text`` plus every alert field. Short timeout, bounded retries."""
+
+    def __init__(self, url: str, timeout_s: float = 3.0, retries: int = 3, backoff_s: float = 0.5) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.backoff_s = backoff_s
+        super().__init__("ncclscope-webhook", self._post, join_s=timeout_s + 2)
+
+    def _post(self, alert: dict[str, Any]) -> None:
+        body = json.dumps({"text": slack_text(alert), **alert}, default=str).encode()
+        last, attempt = "", 0
+        for attempt in range(max(1, self.retries)):
+            if self._stop.is_set() and attempt:
+                break
+            req = urllib.request.Request(self.url, data=body, method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  "User-Agent": "ncclscope"})
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - user's URL
+                    resp.read(1 << 16)
+                    if 200 <= resp.status < 300:
+                        self.sent += 1
+                        return
+                    last = f"HTTP {resp.status}"
+            except urllib.error.HTTPError as e:
+                last = f"HTTP {e.code}"
+                if 400 <= e.code < 500 and e.code != 429:
+                    break  # the request itself is wrong: retrying will not help
+            except (OSError, ValueError) as e:
+                last = str(getattr(e, "reason", e))
+            self._stop.wait(self.backoff_s * (2 ** attempt))
+        self.errors.append(f"webhook {self.url}: {last} after {attempt + 1} attempt(s)")
+
+
+class CommandSink(_Worker):
+    """Runs a shell command with the alert JSON on stdin (its own session; killed after ``timeout_s``)."""
+
+    def __init__(self, command: str, timeout_s: float = 30.0) -> None:
+        self.command = command
+        self.timeout_s = timeout_s
+        super().__init__("ncclscope-alert-command", self._run_command, join_s=timeout_s + 2)
+
+    def _run_command(self, alert: dict[str, Any]) -> None:
+        env = dict(os.environ, NCCLSCOPE_ALERT_KIND=str(alert.get("kind", "")))
+        try:
+            p = subprocess.run(self.command, shell=True, input=json.dumps(alert, default=str).encode(),  # noqa: S602
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=self.timeout_s,
+                               start_new_session=True, env=env)
+        except subprocess.TimeoutExpired:
+            self.errors.append(f"alert command timed out after {self.timeout_s:g} s")
+            return
+        except OSError as e:
+            self.errors.append(f"alert command: {e}")
+            return
+        self.sent += 1
+        if p.returncode != 0:
+            tail = p.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] if p.stderr else []
+            self.errors.append(f"alert command exited {p.returncode}" + (f": {tail[0]}" if tail else ""))
+
+
+class Sinks:
+    def __init__(self, sinks: list[Any]) -> None:
+        self.sinks = sinks
+
+    def emit(self, alert: dict[str, Any]) -> None:
+        for s in self.sinks:
+            try:
+                s.emit(alert)
+            except Exception as e:  # noqa: BLE001
+                s.errors.append(str(e))
+
+    def errors(self) -> list[str]:
+        return [e for s in self.sinks for e in s.errors]
+
+    def close(self) -> None:
+        for s in self.sinks:
+            try:
+                s.close()
+            except Exception:  # noqa: BLE001
+                pass

@@ -1,0 +1,445 @@
+"""The live monitor: tail a run folder, keep per-rank progress, raise alerts.
+
+Data flow: ``DirWatcher`` (watchdog events + rescans) -> ``Tailer`` (new complete lines only)
+-> the pure parsers (``parse_jsonl``, ``parse_torch_lines``, ``parse_nccl_line``) -> ``stall.apply``
+(per-rank state) -> ``stall.judge_hang`` / ``check_desync`` / crashes -> ``Sinks``.
+
+Incidents: one alert each (``hang``, ``desync``, ``crash``), a ``hang_detail`` follow-up with the
+stacks every rank dumped on request, and ``cleared`` when the stuck collective completes.
+On a hang, ``DIR/ncclscope-control/dump-request`` ({"id", "t"}) asks every rank's hook to dump
+its Python stack and Flight Recorder; with ``kill_on_hang`` ``on_kill()`` runs once those stacks
+arrived (or ``DETAIL_WAIT_S`` later).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..sources import records as R
+from ..sources.hook_jsonl import parse_jsonl
+from ..sources.nccl_log import parse_nccl_line
+from ..sources.torch_log import parse_torch_lines
+from . import stall
+from .alerts import CommandSink, ConsoleSink, FileSink, Sinks, WebhookSink, make_alert
+from .tailer import Tailer
+from .watcher import DirWatcher
+
+POLL_S = 0.25
+DETAIL_WAIT_S = 5.0  # how long to wait for the ranks' stacks after a dump request
+CRASH_GRACE_S = 1.0  # gather exit records and tracebacks of one crash into one alert
+CONTROL_DIR = "ncclscope-control"
+ALERTS_FILE = "alerts.jsonl"
+SIGNALLED = {-15, -9, 143, 137, -2, 130}  # ranks the launcher took down after another failed
+FR_RE = re.compile(r"^fr_(?:timeout|live|end|dump)?_?rank(\d+)")
+TRACEBACK = "Traceback (most recent call last)"
+RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)\d+\]:\s?")
+
+
+def classify(name: str) -> str | None:
+    """What a file of the run folder holds, from its name: hook | nccl | torch | fr | None."""
+    low = name.lower()
+    if name in (ALERTS_FILE, "report.json") or low.endswith((".tmp", ".swp", ".lock")):
+        return None
+    if low.endswith(".jsonl"):
+        return "hook"
+    if FR_RE.match(name):
+        return "fr"
+    if low.endswith(".log") and "nccl" in low:
+        return "nccl"
+    if low.endswith((".log", ".out", ".err")):
+        return "torch"
+    return None
+
+
+@dataclass
+class LiveConfig:
+    stall_seconds: float | None = None  # None: judged from the job's own rhythm
+    webhook: str | None = None  # JSON POST, Slack-compatible "text" field plus the alert fields
+    command: str | None = None  # run with the alert JSON on stdin
+    poll: bool = False  # PollingObserver (network filesystems)
+    kill_on_hang: bool = False
+    console: bool = True
+    write: bool = True  # alerts.jsonl and dump requests; False: only look (``watch --once``)
+
+
+@dataclass
+class _Hang:
+    h: stall.Hang
+    opened: float
+    request_t: float | None
+    request_id: int | None
+    stacks_after: set[int]
+    detail_sent: bool = False
+    killed: bool = False
+
+
+class LiveMonitor:
+    def __init__(self, run_dir: Path, config: LiveConfig, on_kill: Callable[[], None] | None = None,
+                 console: Any | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.run_dir = Path(run_dir)
+        self.config = config
+        self.on_kill = on_kill
+        self.clock = clock
+        self.state = stall.JobState()
+        self.tailer = Tailer()
+        self.watcher = DirWatcher(self.run_dir, lambda n: classify(n) is not None, poll=config.poll)
+        sinks: list[Any] = []
+        if config.write:
+            sinks.append(FileSink(self.run_dir / ALERTS_FILE))
+        if config.console:
+            sinks.append(ConsoleSink(console))
+        if config.webhook:
+            sinks.append(WebhookSink(config.webhook))
+        if config.command:
+            sinks.append(CommandSink(config.command))
+        self.sinks = Sinks(sinks)
+        self.alerts: list[dict[str, Any]] = []
+        self.problems: list[str] = []
+        self.hang: _Hang | None = None
+        self.desync_pgs: set[str] = set()
+        self.crash_sent = False
+        self._crash_pending: dict[int | None, dict[str, Any]] = {}
+        self._crash_first: float | None = None
+        self._pending_alerts: list[dict[str, Any]] = []
+        self._torch_carry: dict[str, list[tuple[int, str]]] = {}
+        self._torch_seen: dict[str, set[tuple[int, str]]] = {}
+        self.nccl_warns: deque[str] = deque(maxlen=20)
+        self.fr_files: dict[str, float] = {}  # path -> when first seen
+        self.dump_id = 0
+        self.files_seen = 0
+        self.lines_read = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._once = False
+
+    # --- threads ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self.watcher.start()
+        if self.watcher.error:
+            self.problems.append(self.watcher.error)
+        self._thread = threading.Thread(target=self._loop, name="ncclscope-monitor", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL_S):
+            try:
+                self.poll_once()
+            except Exception as e:  # noqa: BLE001 - the monitor must outlive any bad input
+                msg = f"monitor: {type(e).__name__}: {e}"
+                if msg not in self.problems:
+                    self.problems.append(msg)
+
+    def stop(self) -> None:
+        self._stop.set()
+        t, self._thread = self._thread, None
+        if t is not None:
+            t.join(timeout=10)
+        self.watcher.stop()
+        try:
+            self.poll_once()  # what arrived last (exit records)
+        except Exception:  # noqa: BLE001
+            pass
+        self.sinks.close()
+
+    def errors(self) -> list[str]:
+        return self.problems + self.sinks.errors()
+
+    # --- one pass -----------------------------------------------------------------------------------
+    def poll_once(self, now: float | None = None) -> list[dict[str, Any]]:
+        """Read what is new, judge, emit. Returns the alerts raised by this pass."""
+        with self._lock:
+            paths = self.watcher.changed(force_scan=self._thread is None) | set(self.tailer.pending())
+            for p in sorted(paths):
+                self._read(p)
+            raised = self._judge(self.clock() if now is None else now)
+            for a in raised:
+                self.alerts.append(a)
+                self.sinks.emit(a)
+            return raised
+
+    def run_once(self) -> list[dict[str, Any]]:
+        """Everything in the folder now, judged at once (crash grace skipped): ``watch --once``."""
+        self._once = True
+        out = self.poll_once()
+        while self.tailer.pending():
+            out += self.poll_once()
+        return out
+
+    def _read(self, path: str) -> None:
+        kind = classify(path.rsplit("/", 1)[-1])
+        if kind == "fr":
+            self.fr_files.setdefault(path, self.clock())
+            return
+        if kind is None:
+            return
+        if path not in self.tailer.files:
+            self.files_seen += 1
+        lines = self.tailer.read_new(path)
+        if not lines:
+            return
+        self.lines_read += len(lines)
+        if kind == "hook":
+            self._feed_hook(path, lines)
+        elif kind == "torch":
+            self._feed_torch(path, lines)
+        elif kind == "nccl":
+            for lineno, text in lines:
+                if " WARN " in text:
+                    rec = parse_nccl_line(text, path, lineno)
+                    if isinstance(rec, R.NcclWarn):
+                        self.nccl_warns.append(f"{rec.host}:{rec.pid}: {rec.message}"[:300])
+
+    def _feed_hook(self, path: str, lines: list[tuple[int, str]]) -> None:
+        for rec in parse_jsonl(lines, path):
+            if not isinstance(rec, R.HookRec) or not isinstance(rec.rank, int):
+                continue
+            touched = stall.apply(self.state, rec.rank, rec.type, rec.data)
+            if rec.type == "stack" and self.hang is not None and self.hang.request_t is not None:
+                self.hang.stacks_after.add(rec.rank)
+            elif rec.type == "exit":
+                c = stall.crash_of_exit(self.state, rec.rank)
+                if c is not None:
+                    self._crash(rec.rank, {"code": c.code, "message": c.message})
+            if touched is not None:
+                self._desync(*touched)
+
+    def _feed_torch(self, path: str, lines: list[tuple[int, str]]) -> None:
+        batch = self._torch_carry.pop(path, []) + lines
+        seen = self._torch_seen.setdefault(path, set())
+        for rec in parse_torch_lines(batch, path):
+            key = (rec.line, type(rec).__name__)
+            if key in seen:
+                continue
+            seen.add(key)
+            if isinstance(rec, R.DistError) and rec.rank is not None:
+                where = rec.frames[-1] if rec.frames else None
+                self._crash(rec.rank, {"message": f"rank {rec.rank}: {rec.exc_type}: {rec.message}"[:400],
+                                       "where": where})
+            elif isinstance(rec, R.LauncherExit) and rec.exitcode not in (None, 0) \
+                    and rec.exitcode not in SIGNALLED:
+                self._crash(rec.rank, {"code": rec.exitcode,
+                                       "message": f"the launcher reports {'rank ' + str(rec.rank) if rec.rank is not None else 'local rank ' + str(rec.local_rank)} "
+                                                  f"exited with code {rec.exitcode}"})
+        carry = _open_traceback(batch)
+        if carry:
+            self._torch_carry[path] = carry
+            low = carry[0][0]
+            self._torch_seen[path] = {k for k in seen if k[0] >= low}
+        else:
+            seen.clear()
+
+    # --- incidents ------------------------------------------------------------------------------------
+    def _desync(self, pg: str, seq: int) -> None:
+        if pg in self.desync_pgs:
+            return
+        d = stall.check_desync(self.state, pg, seq)
+        if d is None:
+            return
+        self.desync_pgs.add(pg)
+        sigs = self.state.colls.get(pg, {}).get(seq, {})
+        parts = [f"rank {r}: {op} numel={numel} dtype={dtype}" for r, (op, numel, dtype) in d.sigs.items()]
+        who = (f"rank{'s' if len(d.culprits) > 1 else ''} {', '.join(map(str, d.culprits))} differ"
+               if d.culprits else "the ranks disagree")
+        ops = sorted({k[0] for k in d.sigs.values()})
+        self._pending_alerts.append(make_alert(
+            "desync", "desync", d.culprits, {"pg": pg, "seq": seq, "op": "/".join(ops)},
+            f"collective #{seq} of process group {pg} does not match across ranks ({who}): " + "; ".join(parts),
+            {r: s.where for r, s in sigs.items() if s.where}, ts=self.clock()))
+
+    def _crash(self, rank: int | None, info: dict[str, Any]) -> None:
+        if self.crash_sent:
+            return
+        cur = self._crash_pending.setdefault(rank, {})
+        for k, v in info.items():
+            if v is not None and k not in cur:
+                cur[k] = v
+        if self._crash_first is None:
+            self._crash_first = self.clock()
+
+    def _judge(self, now: float) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = self._pending_alerts
+        self._pending_alerts = []
+        st = self.state
+        if self._crash_pending and not self.crash_sent and (
+                self._once or now - (self._crash_first or now) >= CRASH_GRACE_S):
+            a = self._crash_alert(now)
+            if a is not None:
+                out.append(a)
+        if self.hang is None:
+            if not self.crash_sent and not self.desync_pgs and not st.exited():
+                h = stall.judge_hang(st, now, self.config.stall_seconds)
+                if h is not None:
+                    out.append(self._open_hang(h, now))
+        else:
+            inc = self.hang
+            if stall.cleared(st, inc.h.pg, inc.h.seq):
+                self.hang = None
+                out.append(make_alert(
+                    "cleared", "healthy", inc.h.culprits, _stuck(inc.h),
+                    f"{inc.h.op or 'collective'} #{inc.h.seq} of process group {inc.h.pg} completed after "
+                    f"{now - inc.opened + inc.h.age_s:.1f} s without progress: the job moves again",
+                    ts=now, incident="hang"))
+            else:
+                out.extend(self._follow_hang(inc, now))
+        return out
+
+    def _crash_alert(self, now: float) -> dict[str, Any] | None:
+        pending, self._crash_pending = self._crash_pending, {}
+        self._crash_first = None
+        if self.hang is not None or self.desync_pgs:
+            return None  # the consequence of an incident already reported
+        self.crash_sent = True
+        ranks = sorted(r for r in pending if r is not None)
+        msgs = [v["message"] for _, v in sorted(pending.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
+                if v.get("message")]
+        where = {r: pending[r]["where"] for r in ranks if pending[r].get("where")}
+        for r in ranks:
+            if r not in where and r in self.state.ranks and self.state.ranks[r].where:
+                where[r] = self.state.ranks[r].where
+        codes = {r: pending[r].get("code") for r in ranks if pending[r].get("code") is not None}
+        return make_alert("crash", "crash", ranks, None, "; ".join(dict.fromkeys(msgs)) or "a rank failed",
+                          where, ts=now, exit_codes={str(r): c for r, c in codes.items()})
+
+    def _open_hang(self, h: stall.Hang, now: float) -> dict[str, Any]:
+        req_t, req_id = self._request_dump(now)
+        self.hang = _Hang(h, now, req_t, req_id, set())
+        return make_alert("hang", "hang", h.culprits, _stuck(h), _hang_message(h, self.nccl_warns),
+                          self._hang_where(h), ts=now, threshold_s=round(h.threshold_s, 2),
+                          stalled_s=round(h.age_s, 2), waiting_ranks=list(h.waiters))
+
+    def _hang_where(self, h: stall.Hang) -> dict[int, str]:
+        where: dict[int, str] = {}
+        sigs = self.state.colls.get(h.pg, {}).get(h.seq, {})
+        for r in list(h.culprits) + list(h.waiters):
+            rs = self.state.ranks.get(r)
+            fresh = rs is not None and rs.where and (
+                (self.hang is not None and r in self.hang.stacks_after)
+                or (rs.stack_t is not None and rs.last_progress is not None and rs.stack_t >= rs.last_progress))
+            if fresh and rs is not None and rs.where:
+                where[r] = rs.where
+            elif r in sigs and sigs[r].where:
+                where[r] = str(sigs[r].where)
+        return where
+
+    def _follow_hang(self, inc: _Hang, now: float) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        h = inc.h
+        live = {r for r in list(h.culprits) + list(h.waiters)
+                if r in self.state.ranks and self.state.ranks[r].exit_code is None}
+        arrived = live <= inc.stacks_after
+        waited = now - inc.opened >= DETAIL_WAIT_S
+        if not inc.detail_sent and inc.request_t is not None and (arrived or waited) and inc.stacks_after:
+            inc.detail_sent = True
+            stacks = {str(r): self.state.ranks[r].frames for r in sorted(inc.stacks_after)
+                      if r in self.state.ranks and self.state.ranks[r].frames}
+            fr = sorted(p.rsplit("/", 1)[-1] for p, t in self.fr_files.items() if t >= inc.opened - 1)
+            missing = sorted(live - inc.stacks_after)
+            msg = (f"stacks of rank{'s' if len(inc.stacks_after) > 1 else ''} "
+                   f"{', '.join(map(str, sorted(inc.stacks_after)))} after the hang of "
+                   f"{h.op or 'collective'} #{h.seq} (process group {h.pg})")
+            if missing:
+                msg += f"; no stack from rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
+            out.append(make_alert("hang_detail", "hang", h.culprits, _stuck(h), msg, self._hang_where(h), ts=now,
+                                  stacks=stacks, flight_recorder=fr))
+        if self.config.kill_on_hang and not inc.killed and (arrived or waited):
+            inc.killed = True
+            if self.on_kill is not None:
+                try:
+                    self.on_kill()
+                except Exception as e:  # noqa: BLE001
+                    self.problems.append(f"kill on hang: {e}")
+        return out
+
+    def _request_dump(self, now: float) -> tuple[float | None, int | None]:
+        if not self.config.write:
+            return None, None
+        self.dump_id += 1
+        d = self.run_dir / CONTROL_DIR
+        try:
+            d.mkdir(exist_ok=True)
+            tmp = d / f".dump-request.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps({"id": self.dump_id, "t": now}))
+            os.replace(tmp, d / "dump-request")
+        except OSError as e:
+            self.problems.append(f"cannot write the dump request in {d}: {e.strerror or e}")
+            return None, None
+        return now, self.dump_id
+
+    # --- views ------------------------------------------------------------------------------------------
+    def snapshot(self, now: float | None = None) -> dict[str, Any]:
+        """The current state, JSON-able: per rank progress, the threshold, the open incident."""
+        now = self.clock() if now is None else now
+        st = self.state
+        ranks = []
+        for r in st.all_ranks():
+            rs = st.ranks.get(r)
+            ranks.append({
+                "rank": r,
+                "step": rs.step if rs else None,
+                "enqueued": dict(rs.enq) if rs else {},
+                "completed": dict(rs.done) if rs else {},
+                "idle_s": round(now - rs.last_progress, 1) if rs and rs.last_progress is not None else None,
+                "exit_code": rs.exit_code if rs else None,
+                "where": rs.where if rs else None,
+            })
+        pend = [{"pg": pg, "seq": n, "op": stall.op_of(st, pg, n), "never_joined": list(never),
+                 "waiting": list(waiting)} for pg, n, never, waiting in stall.pending(st)]
+        return {
+            "run_dir": str(self.run_dir), "world_size": st.world, "ranks": ranks, "pending": pend,
+            "threshold_s": round(stall.threshold(st.gaps, self.config.stall_seconds), 2),
+            "rhythm": stall.rhythm(st), "exited": st.exited(),
+            "open_hang": _stuck(self.hang.h) if self.hang else None,
+            "alerts": len(self.alerts), "files": len(self.tailer.files), "problems": self.errors(),
+        }
+
+
+def _stuck(h: stall.Hang) -> dict[str, Any]:
+    return {"pg": h.pg, "seq": h.seq, "op": h.op}
+
+
+def _plural(ranks: tuple[int, ...] | list[int]) -> str:
+    return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
+
+
+def _hang_message(h: stall.Hang, warns: deque[str]) -> str:
+    op = h.op or "collective"
+    if h.culprits:
+        msg = (f"{_plural(h.culprits)} never joined {op} #{h.seq} of process group {h.pg}; "
+               f"{_plural(h.waiters) if h.waiters else 'no rank'} wait{'' if len(h.waiters) > 1 else 's'} in it; "
+               f"no progress for {h.age_s:.1f} s (threshold {h.threshold_s:.1f} s)")
+        if h.silent:
+            msg += f"; {_plural(h.silent)} also stopped writing heartbeats (process gone or frozen)"
+        return msg
+    msg = (f"every rank joined {op} #{h.seq} of process group {h.pg} but it has not completed for "
+           f"{h.age_s:.1f} s (threshold {h.threshold_s:.1f} s): NCCL or network side")
+    if warns:
+        msg += f"; last NCCL warning: {warns[-1]}"
+    return msg
+
+
+def _open_traceback(batch: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The lines of a traceback still waiting for its exception line (to parse again with what follows)."""
+    start = None
+    for i in range(len(batch) - 1, max(-1, len(batch) - 400), -1):
+        if TRACEBACK in batch[i][1]:
+            start = i
+            break
+    if start is None:
+        return []
+    for _, text in batch[start + 1:]:
+        body = RANK_PREFIX_RE.sub("", text, count=1)
+        if body and not body[0].isspace() and TRACEBACK not in body:
+            return []  # the exception line arrived
+    return batch[start:]
