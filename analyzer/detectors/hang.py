@@ -69,6 +69,9 @@ def detect(run: Run) -> list[Finding]:
                    f"rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting)) or '-'} wait{'' if len(waiting) > 1 else 's'} in it")
             if wait_desc:
                 msg += f" ({wait_desc})"
+            for r in never:
+                if r in where:
+                    msg += f"; rank {r} is at {where[r]}"
             findings.append(Finding(
                 "hang", Severity.CRITICAL, msg, tuple(never), HINT_NEVER_JOINED.format(r=never[0], seq=stuck_seq),
                 tuple(_dedupe(evidence)), Stuck(pg, stuck_seq, op), Verdict.HANG,
