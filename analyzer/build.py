@@ -8,6 +8,7 @@ per-(process, communicator) line counter.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ DTYPE_BYTES = {
 }
 
 ProcKey = tuple[str, int]  # (host, pid)
+WRAP_RANK_RE = re.compile(r"^\[(?:rank|default)(\d+)\]:|^\[\d+,(\d+)\]<std")
 
 
 def ev(rec: R.Rec) -> Evidence:
@@ -95,6 +97,7 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
     tests: list[R.NcclTestsRow] = []
     exit_code: int | None = None
     proc_first_seen: dict[ProcKey, tuple[str, int]] = {}
+    wrapper_rank: dict[ProcKey, int] = {}  # from "[rank3]:" / "[default3]:" / mpirun "[1,3]<stdout>:" prefixes
 
     for p in parsed:
         for rec in p.records:
@@ -102,6 +105,9 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
                 key = (rec.host, rec.pid)
                 if rec.pid and key not in proc_first_seen:
                     proc_first_seen[key] = (rec.file, rec.line)
+                    wm = WRAP_RANK_RE.match(rec.text)
+                    if wm:
+                        wrapper_rank[key] = int(wm.group(1) or wm.group(2))
                 if isinstance(rec, R.NcclColl):
                     coll_lines.append(rec)
                     cl = comms.get((key, rec.comm))
@@ -217,6 +223,8 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
             for k, v in (h.data.get("env") or {}).items():
                 if isinstance(v, str):
                     settings.setdefault(k, Setting(k, v, "wrapper", ev(h)))
+    for key, r in wrapper_rank.items():
+        proc_rank.setdefault(key, r)
     pid_rank_launcher = {le.pid: le.rank for le in launcher if le.pid is not None and le.rank is not None}
     for key in proc_first_seen:
         if key not in proc_rank and key[1] in pid_rank_launcher:

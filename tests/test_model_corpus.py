@@ -57,3 +57,14 @@ def test_interleaved_stdout_separates_processes(corpus):
     run = analyze_paths([corpus / "healthy_interleaved_stdout"]).run
     assert sorted(p.rank for p in run.job.processes) == [0, 1]
     assert len(run.communicators) == 1 and sorted(run.communicators[0].members.values()) == [0, 1]
+
+
+def test_rank_from_wrapper_prefix_when_init_lines_are_missing(tmp_path):
+    log = tmp_path / "stdout.log"
+    log.write_text(
+        "[rank3]:node1:4242:4242 [3] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 4 datatype 7 op 0 "
+        "root 0 comm 0xabc [nranks=4] stream 0x2\n"
+        "[1,2]<stdout>:node1:4243:4243 [2] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 4 datatype 7 "
+        "op 0 root 0 comm 0xabd [nranks=4] stream 0x2\n")
+    run = analyze_paths([log]).run
+    assert {p.pid: p.rank for p in run.job.processes} == {4242: 3, 4243: 2}
