@@ -19,7 +19,7 @@ from typing import Any
 from ..safe_pickle import loads_plain
 from .records import FrDump
 
-RANK_IN_NAME_RE = re.compile(r"(?:rank[_-]?)?(\d+)(?:\.(?:pkl|pickle|json))?$", re.IGNORECASE)
+RANK_IN_NAME_RE = re.compile(r"(?:rank[_-]?)?(?<!\d)(\d+)(?:\.(?:pkl|pickle|json))?$", re.IGNORECASE)
 ENTRY_KEYS = (
     "record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "op_id", "profiling_name",
     "time_created_ns", "duration_ms", "input_sizes", "input_dtypes", "output_sizes", "output_dtypes", "state",

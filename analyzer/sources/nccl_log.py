@@ -48,8 +48,8 @@ PREFIX_RE = re.compile(
 VERSION_RE = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+)(?:\+cuda(?P<cuda>[\d.]+))?")
 
 INIT_RE = re.compile(
-    r"(?:\[Rank \d+\] )?(?:(?P<caller>nccl\w+) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) rank (?P<rank>\d+) "
-    r"nranks (?P<nranks>\d+) cudaDev (?P<dev>-?\d+)(?P<rest>.*?)- ?(?P<phase>Init START|Init COMPLETE|"
+    r"(?:\[Rank \d+\] )?(?:(?P<caller>nccl\w{1,64}) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) rank (?P<rank>\d+) "
+    r"nranks (?P<nranks>\d+) cudaDev (?P<dev>-?\d+)\b(?P<rest>.{0,600}?)- ?(?P<phase>Init START|Init COMPLETE|"
     r"Destroy COMPLETE|Abort COMPLETE|Abort START|Revoke START|Revoke COMPLETE)"
 )
 BUSID_RE = re.compile(r"busId (?P<bus>[0-9a-fA-F]+)")
@@ -69,18 +69,18 @@ TREES_ITEM_RE = re.compile(r"\[(\d+)\] (-?\d+)/(-?\d+)/(-?\d+)->(\d+)->(-?\d+)")
 TREE_RE = re.compile(r"^Tree (?P<c>\d+) : (?P<up>-?\d+) -> (?P<rank>\d+) -> (?P<downs>-?\d+(?:/-?\d+)*)")
 CONN_RE = re.compile(
     r"^Channel (?P<c>\d+)(?:/(?P<ci>\d+))? : (?P<src>\d+)\[[0-9a-fA-Fx]+\] -> (?P<dst>\d+)\[[0-9a-fA-Fx]+\] "
-    r"(?:\[(?P<dir>send|receive)\] )?via (?P<via>.+?)\s*$"
+    r"(?:\[(?P<dir>send|receive)\] )?via (?P<via>.+)$"  # greedy to the end: ".+?\s*$" is quadratic
 )
 RING_CONN_OLD_RE = re.compile(
     r"^Ring (?P<c>\d+) : (?P<src>\d+)\[[0-9a-fA-Fx]+\] -> (?P<dst>\d+)\[[0-9a-fA-Fx]+\] "
-    r"(?:\[(?P<dir>send|receive)\] )?via (?P<via>.+?)\s*$"
+    r"(?:\[(?P<dir>send|receive)\] )?via (?P<via>.+)$"
 )
 COLLNET_RE = re.compile(r"^CollNet (?P<c>\d+)/(?P<ci>\d+) : (?P<rank>\d+) \[(?P<dir>send|receive)\] via (?P<via>\S+)")
 PATTERN_RE = re.compile(
     r"^Pattern (?P<p>\d+), crossNic \d+, nChannels (?P<n>\d+), (?:bw|speed) (?P<a>[\d.]+)/(?P<b>[\d.]+), "
     r"type (?P<ti>\w+)/(?P<te>\w+)"
 )
-CHANNELS_RE = re.compile(r"^(?P<coll>\d+) coll channels, .*?(?P<p2p>\d+) p2p channels, \d+ p2p channels per peer")
+CHANNELS_RE = re.compile(r"^(?P<coll>\d+) coll channels, .*?(?<!\d)(?P<p2p>\d+) p2p channels, \d+ p2p channels per peer")
 TUNING_NEW_RE = re.compile(r"^(?P<op>\w+): (?P<b>\d+) Bytes -> Algo (?P<algo>\w+) proto (?P<proto>\w+)")
 TUNING_OLD_RE = re.compile(r"^(?P<b>\d+) Bytes -> Algo (?P<algo>\d+) proto (?P<proto>\d+) time")
 TIMINGS_RE = re.compile(

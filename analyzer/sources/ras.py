@@ -12,7 +12,7 @@ from .records import RasComm
 
 COMM_HDR_RE = re.compile(r"^#(?P<g>\d+)-(?P<c>\d+) \((?P<hash>[0-9a-fA-F]+)\) (?P<err>[A-Z, ]+)$")
 LAUNCHED_RE = re.compile(r"Rank (?P<rank>\d+) has launched up to operation (?P<n>\d+)")
-RANKS_LAUNCHED_RE = re.compile(r"(?P<k>\d+) ranks have launched up to operation (?P<n>\d+)")
+RANKS_LAUNCHED_RE = re.compile(r"(?<!\d)(?P<k>\d+) ranks have launched up to operation (?P<n>\d+)")
 MISSING_RE = re.compile(r"The missing ranks?: (?P<ranks>[\d, -]+)")
 VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 COUNTS_OP_RE = re.compile(r"different (?P<op>\w+) operation counts")

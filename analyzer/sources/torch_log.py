@@ -28,7 +28,7 @@ MAX_LINE = 64 * 1024
 RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
 GLOG_RE = re.compile(r"^\[(?P<sev>[EWIF])(?P<md>\d{4}) (?P<t>[\d:.]+) (?P<src>[^\]]+)\] ?")
 PG_RE = re.compile(
-    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s(]+))?(?: ?\((?P<desc>[^)]*)\))? Rank (?P<rank>\d+)\]"
+    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s(]{1,200}))?(?: ?\((?P<desc>[^)]{0,500})\))? Rank (?P<rank>\d+)\]"
 )
 RANK_BRACKET_RE = re.compile(r"\[Rank (\d+)\]")
 WORK_RE = re.compile(
@@ -37,19 +37,19 @@ WORK_RE = re.compile(
 )
 FAILURE_RE = re.compile(
     r"failure detected by watchdog at work sequence id: (?P<seq>\d+) PG status: last enqueued work: (?P<e>-?\d+)"
-    r"(?:, last started work: (?P<s>-?\d+)[^,]*)?, last completed work: (?P<c>-?\d+)"
+    r"(?:, last started work: (?P<s>-?\d+)[^,]{0,200})?, last completed work: (?P<c>-?\d+)"
 )
 OLD_FAILURE_RE = re.compile(
     r"(?:Timeout at NCCL work|detected by watchdog at work): (?P<seq>-?\d+), last enqueued NCCL work: (?P<e>-?\d+), "
     r"last completed NCCL work: (?P<c>-?\d+)"
 )
 DUMP_SIGNAL_RE = re.compile(
-    r"Received a dump signal due to a collective timeout from\s+(?:this local rank|rank (?P<from>\d+)).*?"
+    r"Received a dump signal due to a collective timeout from\s+(?:this local rank|rank (?P<from>\d+)).{0,1000}?"
     r"Last enqueued NCCL work: (?P<e>-?\d+), last completed NCCL work: (?P<c>-?\d+)"
 )
 DESYNC_LAG_RE = re.compile(r"ranks \[(?P<ranks>[\d, ]*)\] are the lagging ranks")
 DESYNC_AT_RE = re.compile(r"Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)")
-MISMATCH_RE = re.compile(r"Rank (?P<rank>\d+) is running collective: (?P<fp>CollectiveFingerPrint\([^)]*\))")
+MISMATCH_RE = re.compile(r"Rank (?P<rank>\d+) is running collective: (?P<fp>CollectiveFingerPrint\([^)]{0,4000}\))")
 BARRIER_RE = re.compile(r"Ranks? (?P<ranks>[\d, ]+) failed to pass monitoredBarrier in (?P<ms>\d+) ms")
 EXC_RE = re.compile(
     r"^(?P<type>(?:[\w.]+\.)?(?:\w*Error|\w*Exception|KeyboardInterrupt|SystemExit))(?::\s?(?P<msg>.*))?$"
