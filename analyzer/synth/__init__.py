@@ -1,0 +1,11 @@
+"""Synthetic NCCL run folders for tests and benchmarks: ``generate_run(dest, nranks=..., fault=...)``.
+
+The files imitate what a real ``torchrun`` + DDP job writes with ``NCCL_DEBUG=INFO``,
+``NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,COLL`` and ``NCCL_DEBUG_FILE=%h.%p.nccl.log`` on NCCL 2.28,
+plus the launcher's ``stderr.log``. The returned ``SynthTruth`` says what an analyser should find.
+"""
+from __future__ import annotations
+
+from .generator import FAULTS, SynthTruth, generate_run, ring_orders, tree_parents
+
+__all__ = ["FAULTS", "SynthTruth", "generate_run", "ring_orders", "tree_parents"]

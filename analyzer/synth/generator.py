@@ -1,0 +1,384 @@
+"""Write a run folder of NCCL 2.28-style logs, one ``<host>.<pid>.nccl.log`` per rank.
+
+Layout: ``nranks`` ranks, ``gpus_per_host`` per host (``node000``, ``node001``, ...), one default
+communicator (``ncclCommInitRankConfig``). Every rank prints its init lines, its ``Ring`` and
+``Trees`` lines and, once its first collective runs (runtime connect, the 2.22+ default), its
+connection lines: NVLink P2P inside a host, IB ``[send]`` / ``[receive]`` pairs between hosts.
+Rank 0 also prints the ring order per channel, cut at 128 characters as ``dumpLine`` does.
+Then the training loop: a parameter broadcast, and per step ``buckets`` DDP gradient all-reduces
+of ``bucket_mb`` MB plus a one-element loss all-reduce.
+
+Faults (``fault=``):
+- ``hang``: ``fault_rank`` stops issuing collectives at step ``fault_step``; the others issue the
+  next one and wait in it (watchdog timeout lines in stderr, then the launcher's summary).
+- ``crash``: ``fault_rank`` raises at step ``fault_step`` and exits 1; the launcher stops the rest.
+- ``desync``: at the first collective of step ``fault_step`` ``fault_rank`` calls AllGather with
+  another count where the others call AllReduce; every rank then waits.
+- ``straggler``: ``fault_rank`` issues every collective ``straggle_s`` later than the others.
+
+Speed: each rank's file is built from per-position templates in one list comprehension and
+written with one ``write``; 10 M lines take seconds.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+FAULTS = (None, "hang", "crash", "desync", "straggler")
+BUS_IDS = ("18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000")
+FLOAT32 = 7
+NCCL_VERSION = "2.28.9+cuda12.9"
+T0_US = 1_795_980_000_000_000  # 2026-11-29 ~19:20 UTC, in microseconds since the epoch
+
+
+@dataclass(frozen=True)
+class SynthTruth:
+    """What the generated folder holds and what an analyser should conclude from it."""
+
+    path: Path
+    nranks: int
+    nnodes: int
+    nchannels: int
+    fault: str | None
+    verdict: str  # healthy | hang | crash | desync | degraded
+    culprit_ranks: tuple[int, ...]
+    stuck_seq: int | None  # 1-based NCCL call number on the default communicator
+    comm_id: str
+    lines: int  # lines in all files written
+    nccl_lines: int  # lines that contain "NCCL INFO"
+    bytes: int
+    files: int
+    steps: int
+    per_step: int  # collectives per training step
+    rings: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+def ring_orders(nranks: int, gpus_per_host: int, nchannels: int) -> dict[int, tuple[int, ...]]:
+    """Ring order per channel, starting at rank 0: hosts in order (reversed on odd channels),
+    the GPUs of a host in an order rotated per channel pair, as NCCL's rail-aligned rings do."""
+    hosts = _hosts_ranks(nranks, gpus_per_host)
+    out = {}
+    for c in range(nchannels):
+        node_order = range(len(hosts)) if c % 2 == 0 else range(len(hosts) - 1, -1, -1)
+        order: list[int] = []
+        for n in node_order:
+            local = hosts[n]
+            k = (c // 2) % len(local)
+            order.extend(local[k:] + local[:k])
+        i = order.index(0)
+        out[c] = tuple(order[i:] + order[:i])
+    return out
+
+
+def tree_parents(nranks: int, gpus_per_host: int, nchannels: int) -> dict[int, dict[int, tuple[list[int], int]]]:
+    """Per channel, rank -> (children, parent): a chain inside each host, hosts in a binary tree
+    (mirrored on odd channels: NCCL's double binary tree); -1 is no parent."""
+    hosts = _hosts_ranks(nranks, gpus_per_host)
+    nn = len(hosts)
+    out: dict[int, dict[int, tuple[list[int], int]]] = {}
+    for c in range(nchannels):
+        k = (c // 2) % gpus_per_host
+        chains = []
+        for local in hosts:
+            kk = k % len(local)
+            chains.append(local[kk:] + local[:kk])
+        # heap position -> node index; mirrored tree on odd channels
+        node_at = list(range(nn)) if c % 2 == 0 else list(range(nn - 1, -1, -1))
+        pos_of = {n: p for p, n in enumerate(node_at)}
+        ch: dict[int, tuple[list[int], int]] = {}
+        for n, chain in enumerate(chains):
+            p = pos_of[n]
+            parent_node = node_at[(p - 1) // 2] if p > 0 else None
+            kids_nodes = [node_at[q] for q in (2 * p + 1, 2 * p + 2) if q < nn]
+            for i, r in enumerate(chain):
+                if i == 0:
+                    up = chains[parent_node][0] if parent_node is not None else -1
+                    downs = ([chain[1]] if len(chain) > 1 else []) + [chains[q][0] for q in kids_nodes]
+                else:
+                    up = chain[i - 1]
+                    downs = [chain[i + 1]] if i + 1 < len(chain) else []
+                ch[r] = (downs, up)
+        out[c] = ch
+    return out
+
+
+def _hosts_ranks(nranks: int, g: int) -> list[list[int]]:
+    return [list(range(s, min(s + g, nranks))) for s in range(0, nranks, g)]
+
+
+def _dump_line(prefix: str, values: tuple[int, ...], nranks: int) -> str:
+    """NCCL's ``dumpLine``: ``" %*d"`` per rank into a 128-byte buffer, ``...`` when cut."""
+    width = len(str(nranks - 1))
+    s = prefix
+    for v in values:
+        if len(s) >= 127:
+            break
+        s += " %*d" % (width, v)
+    if len(s) >= 128:
+        s = s[:124] + "..."
+    return s
+
+
+def generate_run(  # noqa: C901, PLR0913 - one writer, every knob a keyword
+    dest: Path | str,
+    nranks: int = 64,
+    steps: int = 50,
+    *,
+    buckets: int = 10,
+    bucket_mb: float = 25.0,
+    nchannels: int = 16,
+    gpus_per_host: int = 8,
+    fault: str | None = None,
+    fault_rank: int | None = None,
+    fault_step: int | None = None,
+    straggle_s: float = 0.25,
+    step_s: float = 0.8,
+    timestamps: bool = True,
+    stderr: bool = True,
+    watchdog_status: bool = False,
+    seed: int = 0,
+) -> SynthTruth:
+    """Write the folder ``dest`` (created) and return its ground truth.
+
+    ``watchdog_status`` adds PyTorch's ``failure detected by watchdog ... PG status`` line per waiting
+    rank (real jobs print it); without it stderr has only the ``Watchdog caught ...`` lines.
+    """
+    if fault not in FAULTS:
+        raise ValueError(f"fault must be one of {FAULTS}")
+    if nranks < 2:
+        raise ValueError("nranks must be at least 2")
+    rng = random.Random(seed)
+    nprng = np.random.default_rng(seed)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    hosts = _hosts_ranks(nranks, gpus_per_host)
+    nnodes = len(hosts)
+    if fault is not None:
+        fault_rank = nranks // 2 + 3 if fault_rank is None else fault_rank
+        fault_rank %= nranks
+        fault_step = max(1, steps * 2 // 3) if fault_step is None else fault_step
+        fault_step = min(max(fault_step, 0), steps - 1)
+    comm_id = f"0x{rng.getrandbits(64) | (1 << 60):x}"
+    rings = ring_orders(nranks, gpus_per_host, nchannels)
+    nexts = {c: {r: order[(i + 1) % nranks] for i, r in enumerate(order)} for c, order in rings.items()}
+    prevs = {c: {r: order[i - 1] for i, r in enumerate(order)} for c, order in rings.items()}
+    trees = tree_parents(nranks, gpus_per_host, nchannels)
+    node_of = [r // gpus_per_host for r in range(nranks)]
+    pids = []
+    for n in range(nnodes):
+        base = rng.randrange(20_000, 3_000_000)
+        pids.extend(base + i for i in range(len(hosts[n])))
+    hostname = [f"node{n:03d}" for n in range(nnodes)]
+
+    # the sequence of collectives every healthy rank issues: (nccl op name, count, datatype)
+    numel = int(bucket_mb * 1024 * 1024) // 4
+    total_params = numel * buckets - numel // 3  # last bucket is partial, as in DDP
+    step_ops: list[tuple[str, int, int]] = []
+    left = total_params
+    for _ in range(buckets):
+        step_ops.append(("AllReduce", min(numel, left), FLOAT32))
+        left -= numel
+    step_ops.append(("AllReduce", 1, FLOAT32))  # loss
+    pre_ops = [("AllGather", 1, 4), ("Broadcast", min(total_params, 62_914_560), FLOAT32)]
+    per_step = len(step_ops)
+    plan = pre_ops + step_ops * steps
+    n_total = len(plan)
+    stuck_seq: int | None = None
+    if fault in ("hang", "crash", "desync"):
+        stuck_seq = len(pre_ops) + fault_step * per_step + 1  # type: ignore[operator]
+
+    # enqueue times (us since T0) of each position: init takes ~4 s, then steps
+    init_us = 4_000_000
+    t_pre = np.array([init_us + 200_000, init_us + 400_000], dtype=np.int64)
+    within = np.array([int(step_s * 1e6 * 0.55 * (j + 1) / buckets) for j in range(buckets)] + [int(step_s * 0.95e6)],
+                      dtype=np.int64)
+    step_base = init_us + 1_000_000 + np.arange(steps, dtype=np.int64) * int(step_s * 1e6)
+    t_plan = np.concatenate([t_pre, (step_base[:, None] + within[None, :]).ravel()])
+
+    total_lines = 0
+    nccl_lines = 0
+    total_bytes = 0
+    files = 0
+    for r in range(nranks):
+        n = node_of[r]
+        local = r - hosts[n][0]
+        host = hostname[n]
+        pid = pids[r]
+        pre = f"{host}:{pid}:{pid} [{local}] NCCL INFO "
+        comm = f"0x{rng.randrange(0x55d0_0000_0000, 0x55ff_ffff_ffff):x}"
+        stream = f"0x{rng.randrange(0x55d0_0000_0000, 0x55ff_ffff_ffff):x}"
+        bufbase = 0x7F00_0000_0000 + rng.randrange(0, 0xF0) * 0x1_0000_0000
+        # how many of the planned collectives this rank issues
+        n_issue = n_total
+        if fault in ("hang", "crash"):
+            n_issue = stuck_seq - 1 if r == fault_rank else stuck_seq  # type: ignore[operator]
+        elif fault == "desync":
+            n_issue = stuck_seq  # type: ignore[assignment]
+        jitter = nprng.integers(0, 2_000, size=n_issue, dtype=np.int64)
+        t_rank = t_plan[:n_issue] + jitter + r * 3
+        if fault == "straggler" and r == fault_rank:
+            t_rank[len(pre_ops):] += int(straggle_s * 1e6)
+        init_t = T0_US + local * 40 + np.arange(0, 400, dtype=np.int64) * 900
+
+        lines: list[str] = []
+        it = iter(_ts_strings(init_t) if timestamps else [""] * 400)
+
+        def info(msg: str) -> None:
+            lines.append(f"{next(it)}{pre}{msg}\n")
+
+        info("cudaDriverVersion 12090")
+        info(f"Bootstrap: Using ib0:10.{n // 250}.{n % 250}.{10 + local}<0>")
+        info(f"NCCL version {NCCL_VERSION}")
+        info("Comm config Blocking set to 1")
+        info("NCCL_SOCKET_IFNAME set by environment to ib0")
+        info("NCCL_IB_HCA set by environment to mlx5")
+        info("NCCL_IB_TIMEOUT set by environment to 22.")
+        info("NET/Plugin: Could not find: libnccl-net.so")
+        info("NET/IB : Using " + " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(gpus_per_host))
+             + f" [RO]; OOB ib0:10.{n // 250}.{n % 250}.{10 + local}<0>")
+        info("Initialized NET plugin IB")
+        info("Assigned NET plugin IB to comm")
+        info("Using network IB")
+        info(f"ncclCommInitRankConfig comm {comm} rank {r} nranks {nranks} cudaDev {local} nvmlDev {local} "
+             f"busId {BUS_IDS[local % 8]} commId {comm_id} - Init START")
+        info("NCCL_NVLS_ENABLE set by environment to 0.")
+        info(f"Pattern 4, crossNic 0, nChannels {nchannels}, bw 40.000000/40.000000, type NVL/PIX, sameChannels 1")
+        info(f"Pattern 1, crossNic 0, nChannels {nchannels}, bw 80.000000/40.000000, type NVL/PIX, sameChannels 0")
+        info(f"comm {comm} rank {r} nRanks {nranks} nNodes {nnodes} localRanks {len(hosts[n])} localRank {local} MNNVL 0")
+        if r == 0:
+            for c in range(nchannels):
+                info(_dump_line(f"Channel {c:02d}/{nchannels:02d} :", rings[c], nranks))
+        for c in range(nchannels):
+            info(f"Ring {c:02d} : {prevs[c][r]} -> {r} -> {nexts[c][r]}")
+        parts = []
+        for c in range(nchannels):
+            downs, up = trees[c][r]
+            d = (downs + [-1, -1, -1])[:3]
+            parts.append(f"[{c}] {d[0]}/{d[1]}/{d[2]}->{r}->{up}")
+        info("Trees " + " ".join(parts))
+        info("P2P Chunksize set to 524288")
+        info("PROFILER/Plugin: Could not find: libnccl-profiler.so")
+        info("Check P2P Type isAllDirectP2p 0 directMode 0 isAllCudaP2p 1")
+        info("threadThresholds 8/8/64 | 1024/8/64 | 512 | 512")
+        info(f"{nchannels} coll channels, {nchannels} collnet channels, 0 nvls channels, 32 p2p channels, "
+             "32 p2p channels per peer")
+        info("CC Off, workFifoBytes 1048576")
+        info(f"ncclCommInitRankConfig comm {comm} rank {r} nranks {nranks} cudaDev {local} nvmlDev {local} "
+             f"busId {BUS_IDS[local % 8]} commId {comm_id} - Init COMPLETE")
+        info(f"Init timings - ncclCommInitRankConfig: rank {r} nranks {nranks} total 3.21 (kernels 0.41, alloc 0.02, "
+             "bootstrap 1.62, allgathers 0.21, topo 0.55, graphs 0.03, connections 0.33, rest 0.04)")
+        conn_lines: list[str] = []
+        for c in range(nchannels):
+            nx, pv = nexts[c][r], prevs[c][r]
+            if node_of[nx] == n:
+                conn_lines.append(f"Channel {c:02d}/0 : {r}[{local}] -> {nx}[{nx % gpus_per_host}] via P2P/CUMEM/read")
+            else:
+                conn_lines.append(f"Channel {c:02d}/0 : {r}[{local}] -> {nx}[{nx % gpus_per_host}] [send] via "
+                                  f"NET/IB/{local}/GDRDMA")
+            if node_of[pv] != n:
+                conn_lines.append(f"Channel {c:02d}/0 : {pv}[{pv % gpus_per_host}] -> {r}[{local}] [receive] via "
+                                  f"NET/IB/{local}/GDRDMA")
+        conn_lines.append("Connected all rings, use ring PXN 0 GDR 1")
+        conn_lines.append("Connected all trees")
+
+        # collectives
+        ts = _ts_strings(T0_US + t_rank) if timestamps else [""] * n_issue
+        bufs = [f"0x{bufbase + j * 0x6400000:x}" for j in range(per_step)]
+        tails_step = [f" sendbuff {bufs[j]} recvbuff {bufs[j]} count {cnt} datatype {dt} op 0 root 0 comm {comm} "
+                      f"[nranks={nranks}] stream {stream}\n" for j, (_op, cnt, dt) in enumerate(step_ops)]
+        heads_step = [f"{pre}{op}: opCount " for op, _c, _d in step_ops]
+        heads = [f"{pre}{op}: opCount " for op, _c, _d in pre_ops] + heads_step * steps
+        tails = [f" sendbuff 0x{bufbase - 0x1000:x} recvbuff 0x{bufbase - 0x800:x} count 1 datatype 4 op 0 root 0 "
+                 f"comm {comm} [nranks={nranks}] stream {stream}\n",
+                 f" sendbuff 0x{bufbase - 0x400000000:x} recvbuff 0x{bufbase - 0x400000000:x} count "
+                 f"{pre_ops[1][1]} datatype 7 op 0 root 0 comm {comm} [nranks={nranks}] stream {stream}\n"]
+        tails += tails_step * steps
+        if fault == "desync" and r == fault_rank:
+            k = stuck_seq - 1  # type: ignore[operator]
+            heads[k] = f"{pre}AllGather: opCount "
+            tails[k] = tails[k].replace(f" count {step_ops[0][1]} ", f" count {step_ops[0][1] // nranks + 7} ")
+        coll = [f"{ts[i]}{heads[i]}{i:x}{tails[i]}" for i in range(n_issue)]
+        cut = min(1, n_issue)
+        body = lines + coll[:cut] + [f"{ts[0] if ts else ''}{pre}{x}\n" for x in conn_lines] + coll[cut:]
+        text = "".join(body)
+        data = text.encode()
+        (dest / f"{host}.{pid}.nccl.log").write_bytes(data)
+        files += 1
+        nl = len(body)
+        total_lines += nl
+        nccl_lines += nl
+        total_bytes += len(data)
+
+    if stderr:
+        text = _stderr(fault, fault_rank, nranks, pids, hostname, node_of, gpus_per_host, stuck_seq, per_step,
+                       watchdog_status, step_ops)
+        if text:
+            data = text.encode()
+            (dest / "stderr.log").write_bytes(data)
+            files += 1
+            total_lines += text.count("\n")
+            total_bytes += len(data)
+
+    verdict = {None: "healthy", "hang": "hang", "crash": "crash", "desync": "desync", "straggler": "degraded"}[fault]
+    return SynthTruth(dest, nranks, nnodes, nchannels, fault, verdict,
+                      (fault_rank,) if fault is not None else (), stuck_seq, comm_id, total_lines, nccl_lines,
+                      total_bytes, files, steps, per_step, rings)
+
+
+def _ts_strings(us: np.ndarray) -> list[str]:
+    """``[%F %T.%6f] `` prefixes for microsecond timestamps, vectorised."""
+    s = np.datetime_as_string(us.astype("datetime64[us]"), unit="us")
+    return ["[" + x[:10] + " " + x[11:] + "] " for x in s.tolist()]
+
+
+def _stderr(fault: str | None, culprit: int | None, nranks: int, pids: list[int], hostname: list[str],
+            node_of: list[int], g: int, stuck_seq: int | None, per_step: int, watchdog_status: bool,
+            step_ops: list[tuple[str, int, int]]) -> str:
+    out = ["*****************************************\n",
+           "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system "
+           "being overloaded, please further tune the variable for optimal performance in your application as "
+           "needed. \n", "*****************************************\n"]
+    if fault is None or fault == "straggler":
+        return "".join(out)
+    numel = step_ops[0][1]
+    if fault in ("hang", "desync"):
+        waiting = [r for r in range(nranks) if fault == "desync" or r != culprit]
+        for r in waiting:
+            out.append(f"[rank{r}]:[E1129 19:37:35.{564976 + r:06d}045 ProcessGroupNCCL.cpp:689] [Rank {r}] Watchdog "
+                       f"caught collective operation timeout: WorkNCCL(SeqNum={stuck_seq}, OpType=ALLREDUCE, "
+                       f"NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for 600035 milliseconds before "
+                       "timing out.\n")
+            if watchdog_status:
+                out.append(f"[rank{r}]:[E1129 19:37:35.{565207 + r:06d}099 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID "
+                           f"0(default_pg) Rank {r}]  failure detected by watchdog at work sequence id: {stuck_seq} "
+                           f"PG status: last enqueued work: {stuck_seq}, last completed work: {stuck_seq - 1}\n")  # type: ignore[operator]
+        root = waiting[0]
+        root_code, root_tb = -6, f"Signal 6 (SIGABRT) received by PID {pids[root]}"
+    else:  # crash
+        out.append(f"[rank{culprit}]: Traceback (most recent call last):\n")
+        out.append(f'[rank{culprit}]:   File "/workspace/train.py", line 88, in <module>\n')
+        out.append(f"[rank{culprit}]:     loss = step(model, batch)\n")
+        out.append(f"[rank{culprit}]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+        root = culprit  # type: ignore[assignment]
+        root_code, root_tb = 1, "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+    for r in range(nranks):
+        if r != root and node_of[r] == node_of[root]:
+            out.append(f"W1129 19:38:16.491000 2499 torch/distributed/elastic/multiprocessing/api.py:1012] Sending "
+                       f"process {pids[r]} closing signal SIGTERM\n")
+    out.append("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n")
+    out.append("============================================================\n/workspace/train.py FAILED\n")
+    out.append("------------------------------------------------------------\nFailures:\n")
+    others = [r for r in range(nranks) if r != root]
+    for i, r in enumerate(others, 1):
+        out.append(f"[{i}]:\n  time      : 2026-11-29_19:38:16\n  host      : {hostname[node_of[r]]}\n"
+                   f"  rank      : {r} (local_rank: {r % g})\n  exitcode  : -15 (pid: {pids[r]})\n"
+                   f"  error_file: <N/A>\n  traceback : Signal 15 (SIGTERM) received by PID {pids[r]}\n")
+    out.append("------------------------------------------------------------\nRoot Cause (first observed failure):\n")
+    out.append(f"[0]:\n  time      : 2026-11-29_19:38:16\n  host      : {hostname[node_of[root]]}\n"
+               f"  rank      : {root} (local_rank: {root % g})\n  exitcode  : {root_code} (pid: {pids[root]})\n"
+               f"  error_file: <N/A>\n  traceback : {root_tb}\n")
+    out.append("============================================================\n")
+    return "".join(out)
