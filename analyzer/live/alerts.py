@@ -130,7 +130,7 @@ class _Worker:
     def _run(self) -> None:
         while True:
             item = self.q.get()
-            if item is None:
+            if item is None or self._stop.is_set():
                 return
             try:
                 self.handle(item)
@@ -138,12 +138,22 @@ class _Worker:
                 self.errors.append(str(e))
 
     def close(self) -> None:
-        self._stop.set()
+        """Deliver what is queued within ``join_s``; then abandon the rest (a dead endpoint must not hang us)."""
         try:
             self.q.put(None, timeout=1)
         except queue.Full:
-            pass
+            self._stop.set()
         self.thread.join(timeout=self.join_s)
+        if self.thread.is_alive():
+            self._stop.set()
+            left = self.q.qsize()
+            if left:
+                self.errors.append(f"{left} alert(s) not delivered before shutdown")
+            try:
+                self.q.put_nowait(None)
+            except queue.Full:
+                pass
+            self.thread.join(timeout=self.join_s)
 
 
 class WebhookSink(_Worker):
@@ -160,7 +170,7 @@ class WebhookSink(_Worker):
         body = json.dumps({"text": slack_text(alert), **alert}, default=str).encode()
         last, attempt = "", 0
         for attempt in range(max(1, self.retries)):
-            if self._stop.is_set() and attempt:
+            if self._stop.is_set():
                 break
             req = urllib.request.Request(self.url, data=body, method="POST",
                                          headers={"Content-Type": "application/json",

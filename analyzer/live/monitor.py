@@ -206,6 +206,8 @@ class LiveMonitor:
             if not isinstance(rec, R.HookRec) or not isinstance(rec.rank, int):
                 continue
             touched = stall.apply(self.state, rec.rank, rec.type, rec.data)
+            if rec.type == "fr" and isinstance(rec.data.get("path"), str):
+                self.fr_files.setdefault(rec.data["path"], self.clock())
             if rec.type == "stack" and self.hang is not None and self.hang.request_t is not None:
                 self.hang.stacks_after.add(rec.rank)
             elif rec.type == "exit":

@@ -67,6 +67,7 @@ class RankState:
     frames: list[str] = field(default_factory=list)
     host: str | None = None
     pid: int | None = None
+    exception: str | None = None
 
 
 @dataclass(slots=True)
@@ -232,11 +233,13 @@ def apply(state: JobState, rank: int, rtype: str, d: dict[str, Any]) -> tuple[st
             st.where = w
         fr = d.get("frames")
         if isinstance(fr, list):
-            st.frames = [fmt_where(x) or "" for x in fr[-50:]]
+            st.frames = [fmt_where(x) or "" for x in fr[:50]]  # innermost first
         st.stack_t = t if t is not None else st.stack_t
     elif rtype == "exit":
         code = _int(d.get("code"))
         st.exit_code = code if code is not None else -1
+        if d.get("exception"):
+            st.exception = str(d["exception"])[:500]
     return None
 
 
@@ -351,7 +354,10 @@ def crash_of_exit(state: JobState, rank: int) -> Crash | None:
     st = state.ranks.get(rank)
     if st is None or st.exit_code in (None, 0):
         return None
-    return Crash(rank, st.exit_code, f"rank {rank} exited with code {st.exit_code}")
+    msg = f"rank {rank} exited with code {st.exit_code}"
+    if st.exception:
+        msg += f": {st.exception}"
+    return Crash(rank, st.exit_code, msg)
 
 
 def rhythm(state: JobState) -> dict[str, float | int | None]:

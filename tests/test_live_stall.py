@@ -1,0 +1,159 @@
+"""Stall judgement on record sequences: hang, all joined, desync, crash, healthy pause, start-up."""
+from __future__ import annotations
+
+from analyzer.live import stall
+
+
+def _job(world: int, steps: int, dt: float = 0.1, skip: dict[int, int] | None = None,
+         t0: float = 1000.0) -> tuple[stall.JobState, float]:
+    """``world`` ranks run ``steps`` allreduces dt apart; rank r stops before collective skip[r]."""
+    st = stall.JobState()
+    skip = skip or {}
+    for r in range(world):
+        stall.apply(st, r, "start", {"world": world, "t": t0})
+    t = t0
+    for s in range(1, steps + 1):
+        t = t0 + s * dt
+        for r in range(world):
+            if s >= skip.get(r, 1 << 30):
+                continue
+            stall.apply(st, r, "coll", {"pg": "0", "seq": s, "op": "allreduce", "numel": 8, "dtype": "float32",
+                                        "where": f"train.py:{40 + r} in step (dist.all_reduce)", "t": t})
+        if any(s >= v for v in skip.values()):
+            continue  # nobody completes a collective someone never joined
+        for r in range(world):
+            stall.apply(st, r, "done", {"pg": "0", "seq": s, "t": t + dt / 2})
+    return st, t
+
+
+def test_hang_names_the_rank_that_never_joined() -> None:
+    st, t = _job(4, 100, skip={2: 100})
+    assert stall.judge_hang(st, t + 4.0) is None  # under the 5 s floor
+    h = stall.judge_hang(st, t + 6.0)
+    assert h is not None
+    assert (h.pg, h.seq, h.op, h.culprits, h.waiters) == ("0", 100, "allreduce", (2,), (0, 1, 3))
+    assert h.threshold_s == stall.FLOOR_S
+
+
+def test_every_rank_joined_culprit_unknown() -> None:
+    st, t = _job(2, 60)
+    for r in range(2):
+        stall.apply(st, r, "coll", {"pg": "0", "seq": 61, "op": "allgather", "numel": 4, "dtype": "bf16", "t": t + 0.1})
+    assert stall.judge_hang(st, t + 5.0) is None
+    h = stall.judge_hang(st, t + 6.0)
+    assert h is not None and h.culprits == () and h.waiters == (0, 1) and h.op == "allgather"
+
+
+def test_missing_rank_counts_as_never_joined() -> None:
+    st, t = _job(2, 40)
+    stall.apply(st, 0, "start", {"world": 3, "t": t})  # world is 3, rank 2 never wrote a record
+    stall.apply(st, 0, "coll", {"pg": "0", "seq": 41, "op": "allreduce", "t": t})
+    h = stall.judge_hang(st, t + 10)
+    assert h is not None and 2 in h.culprits and 2 in h.silent
+
+
+def test_healthy_pause_with_nothing_pending_never_alerts() -> None:
+    st, t = _job(4, 200)
+    # every rank stops with everything complete: checkpoint, evaluation
+    for gap in (10.0, 60.0, 3600.0):
+        assert stall.judge_hang(st, t + gap) is None
+    for r in range(4):  # heartbeats during the pause change nothing
+        stall.apply(st, r, "hb", {"t": t + 30, "step": 7, "pgs": {"0": {"enq": 200, "start": 200, "done": 200}}})
+    assert stall.judge_hang(st, t + 100) is None
+
+
+def test_progress_anywhere_defers_the_hang() -> None:
+    st, t = _job(2, 50, skip={1: 50})
+    stall.apply(st, 0, "hb", {"t": t + 4, "step": 99, "pgs": {}})  # rank 0 still moves (a new step)
+    assert stall.judge_hang(st, t + 8) is None
+    assert stall.judge_hang(st, t + 9.5) is not None
+
+
+def test_startup_uses_a_longer_threshold() -> None:
+    st = stall.JobState()
+    for r in range(2):
+        stall.apply(st, r, "start", {"world": 2, "t": 0.0})
+    stall.apply(st, 0, "coll", {"pg": "0", "seq": 1, "op": "broadcast", "t": 1.0})  # rank 1 still loading
+    assert stall.threshold(st.gaps) == stall.STARTUP_S
+    assert stall.judge_hang(st, 20.0) is None
+    h = stall.judge_hang(st, 40.0)
+    assert h is not None and h.culprits == (1,)
+
+
+def test_threshold_follows_the_rhythm_and_explicit_value_wins() -> None:
+    st, t = _job(2, 200, dt=3.0)  # a slow job: 3 s between collectives
+    assert stall.threshold(st.gaps) == 3 * 3.0
+    assert stall.threshold(st.gaps, 2.5) == 2.5
+    stall.apply(st, 0, "coll", {"pg": "0", "seq": 201, "op": "allreduce", "t": t + 1})
+    assert stall.judge_hang(st, t + 1 + 8) is None
+    assert stall.judge_hang(st, t + 1 + 10) is not None
+    assert stall.judge_hang(st, t + 1 + 3, stall_seconds=2.0) is not None
+
+
+def test_a_rare_long_gap_does_not_raise_the_threshold_much() -> None:
+    st, t = _job(2, 300, dt=0.05)
+    st.gaps.append(30.0)  # one checkpoint pause among hundreds of gaps
+    assert stall.threshold(st.gaps) == stall.FLOOR_S
+
+
+def test_desync_majority_and_tie() -> None:
+    st, _ = _job(3, 5)
+    for r, numel in ((0, 8), (1, 8), (2, 16)):
+        pg_seq = stall.apply(st, r, "coll", {"pg": "0", "seq": 6, "op": "allreduce", "numel": numel,
+                                             "dtype": "float32", "t": 2000.0})
+        assert pg_seq == ("0", 6)
+    d = stall.check_desync(st, "0", 6)
+    assert d is not None and d.culprits == (2,)
+    st2, _ = _job(2, 5)
+    stall.apply(st2, 0, "coll", {"pg": "0", "seq": 6, "op": "allreduce", "numel": 8, "dtype": "float32"})
+    assert stall.check_desync(st2, "0", 6) is None  # one rank only so far
+    stall.apply(st2, 1, "coll", {"pg": "0", "seq": 6, "op": "broadcast", "numel": 8, "dtype": "float32"})
+    d2 = stall.check_desync(st2, "0", 6)
+    assert d2 is not None and d2.culprits == ()
+
+
+def test_matching_collectives_are_not_a_desync() -> None:
+    st, _ = _job(3, 20)
+    assert all(stall.check_desync(st, "0", s) is None for s in range(1, 21))
+
+
+def test_crash_from_exit_record() -> None:
+    st, t = _job(2, 10)
+    stall.apply(st, 0, "exit", {"code": 0, "t": t})
+    assert stall.crash_of_exit(st, 0) is None
+    stall.apply(st, 1, "exit", {"code": 3, "exception": "RuntimeError: boom", "t": t})
+    c = stall.crash_of_exit(st, 1)
+    assert c is not None and c.code == 3 and "boom" in c.message
+    assert st.exited()
+    assert stall.judge_hang(st, t + 100) is None  # nobody alive to hang
+
+
+def test_cleared_when_the_stuck_collective_completes() -> None:
+    st, t = _job(2, 30, skip={1: 30})
+    h = stall.judge_hang(st, t + 10)
+    assert h is not None and not stall.cleared(st, h.pg, h.seq)
+    stall.apply(st, 1, "coll", {"pg": "0", "seq": 30, "op": "allreduce", "t": t + 11})
+    for r in range(2):
+        stall.apply(st, r, "done", {"pg": "0", "seq": 30, "t": t + 11})
+    assert stall.cleared(st, "0", 30)
+
+
+def test_subgroup_hang_and_bad_fields() -> None:
+    st, t = _job(4, 30)
+    for r in (0, 1):
+        stall.apply(st, r, "coll", {"pg": "3", "seq": 1, "op": "allreduce", "t": t})
+        stall.apply(st, r, "done", {"pg": "3", "seq": 1, "t": t})
+    stall.apply(st, 0, "coll", {"pg": "3", "seq": 2, "op": "allreduce", "t": t + 0.1})
+    for bad in ({"seq": "x"}, {"seq": None}, {"pgs": "nope"}, {"t": "soon"}, {"pgs": {"0": 5}}):
+        for rt in ("coll", "done", "hb", "stack", "exit", "start"):
+            stall.apply(st, 3, rt, dict(bad))
+    st.ranks[3].exit_code = None
+    h = stall.judge_hang(st, t + 10)
+    assert h is not None and (h.pg, h.seq, h.culprits, h.waiters) == ("3", 2, (1,), (0,))
+
+
+def test_fmt_where_forms() -> None:
+    assert stall.fmt_where({"file": "/a/b/train.py", "line": 88, "func": "main", "code": "time.sleep(5)"}) == \
+        "train.py:88 in main (time.sleep(5))"
+    assert stall.fmt_where("x.py:1 in f") == "x.py:1 in f"
+    assert stall.fmt_where(None) is None
