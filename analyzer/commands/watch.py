@@ -1,11 +1,104 @@
-"""`ncclscope watch` (not built yet)."""
+"""`ncclscope watch DIR`: attach the live monitor to a run folder written by any launcher."""
 from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
 
 import click
 
+EXIT_GRACE_S = 2.0  # after every rank exited: the last crash alert, the last lines
 
-@click.command("watch", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def command(args: tuple[str, ...]) -> None:
-    """Not available in this version yet."""
-    raise click.ClickException("'ncclscope watch' is not available in this version yet")
+
+def render_state(snap: dict[str, Any], console: Any) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"ncclscope: {snap['run_dir']}", title_justify="left")
+    for col in ("rank", "step", "enqueued", "completed", "idle s", "exit", "where"):
+        t.add_column(col, overflow="fold")
+    for r in snap["ranks"]:
+        t.add_row(str(r["rank"]), "" if r["step"] is None else str(r["step"]),
+                  " ".join(f"pg{k}:{v}" for k, v in sorted(r["enqueued"].items())),
+                  " ".join(f"pg{k}:{v}" for k, v in sorted(r["completed"].items())),
+                  "" if r["idle_s"] is None else f"{r['idle_s']:.1f}",
+                  "" if r["exit_code"] is None else str(r["exit_code"]), r["where"] or "")
+    console.print(t)
+    rh = snap["rhythm"]
+    p99 = f"{rh['p99_gap_s']:.3f} s" if rh.get("p99_gap_s") is not None else "-"
+    console.print(f"stall threshold {snap['threshold_s']:.1f} s (p99 gap between completions {p99}, "
+                  f"{rh['gaps']} gaps); files read: {snap['files']}")
+    for p in snap["pending"]:
+        console.print(f"pending: {p['op'] or 'collective'} #{p['seq']} of process group {p['pg']}; never joined: "
+                      f"{p['never_joined'] or '-'}; waiting: {p['waiting'] or '-'}")
+    if snap["exited"]:
+        console.print("every rank has exited")
+    for e in snap["problems"]:
+        console.print(f"[yellow]warning:[/] {e}")
+
+
+@click.command("watch")
+@click.argument("run_dir", metavar="DIR", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--stall-seconds", type=click.FloatRange(min=0.1), default=None,
+              help="Alert after this many seconds without progress while a collective is pending "
+                   "[default: max(5 s, 3 x p99 of the job's gaps between completions)].")
+@click.option("--webhook", metavar="URL", default=None, help="POST every alert as JSON (Slack-compatible 'text').")
+@click.option("--alert-command", metavar="CMD", default=None, help="Run CMD with the alert JSON on stdin.")
+@click.option("--poll", is_flag=True, help="Poll the folder instead of file events (NFS, Lustre, GPFS).")
+@click.option("--once", is_flag=True, help="Read what is there, print the state and the alerts, exit 0.")
+@click.option("--json", "as_json", is_flag=True, help="With --once: one JSON object (state and alerts) on stdout.")
+def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, alert_command: str | None,
+            poll: bool, once: bool, as_json: bool) -> None:
+    """Watch a run folder (ncclscope run, Slurm, Kubernetes...) and alert on hangs, desyncs and crashes.
+
+    Runs until Ctrl-C or until every rank has exited. Alerts are printed, appended to
+    DIR/alerts.jsonl and sent to the webhook / command.
+    """
+    from rich.console import Console
+
+    from ..live.monitor import LiveConfig, LiveMonitor
+
+    out = Console(highlight=False)
+    if once:
+        if not run_dir.is_dir():
+            raise click.ClickException(f"{run_dir} is not a folder")
+        cfg = LiveConfig(stall_seconds=stall_seconds, poll=poll, console=not as_json, write=False)
+        mon = LiveMonitor(run_dir, cfg, console=out)
+        try:
+            alerts = mon.run_once()
+            snap = mon.snapshot()
+        finally:
+            mon.stop()
+        if as_json:
+            click.echo(json.dumps({"state": snap, "alerts": alerts}, default=str))
+        else:
+            render_state(snap, out)
+            if not alerts:
+                out.print("no alert")
+        return
+    cfg = LiveConfig(stall_seconds=stall_seconds, webhook=webhook, command=alert_command, poll=poll)
+    mon = LiveMonitor(run_dir, cfg, console=out)
+    if not run_dir.is_dir():
+        out.print(f"waiting for {run_dir} to appear (Ctrl-C to stop)")
+    out.print(f"watching {run_dir} (stall threshold: "
+              f"{'%g s' % stall_seconds if stall_seconds else 'from the job rhythm'}; Ctrl-C to stop)")
+    reported: set[str] = set()
+    mon.start()
+    exited_at = None
+    try:
+        while True:
+            time.sleep(0.5)
+            for e in mon.errors():
+                if e not in reported:
+                    reported.add(e)
+                    out.print(f"[yellow]warning:[/] {e}")
+            if mon.state.exited():
+                exited_at = exited_at or time.monotonic()
+                if time.monotonic() - exited_at >= EXIT_GRACE_S:
+                    break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        mon.stop()
+    render_state(mon.snapshot(), out)
+    out.print(f"{len(mon.alerts)} alert(s)")

@@ -109,6 +109,7 @@ class LiveMonitor:
         self._crash_pending: dict[int | None, dict[str, Any]] = {}
         self._crash_first: float | None = None
         self._pending_alerts: list[dict[str, Any]] = []
+        self._wd: dict[str, Any] = {}  # what PyTorch's watchdog lines said, gathered for CRASH_GRACE_S
         self._torch_carry: dict[str, list[tuple[int, str]]] = {}
         self._torch_seen: dict[str, set[tuple[int, str]]] = {}
         self.nccl_warns: deque[str] = deque(maxlen=20)
@@ -225,7 +226,9 @@ class LiveMonitor:
             if key in seen:
                 continue
             seen.add(key)
-            if isinstance(rec, R.DistError) and rec.rank is not None:
+            if isinstance(rec, (R.WatchdogTimeout, R.WatchdogFailure, R.DumpSignal, R.DesyncReport)):
+                self._watchdog(rec)
+            elif isinstance(rec, R.DistError) and rec.rank is not None:
                 where = rec.frames[-1] if rec.frames else None
                 self._crash(rec.rank, {"message": f"rank {rec.rank}: {rec.exc_type}: {rec.message}"[:400],
                                        "where": where})
@@ -260,6 +263,49 @@ class LiveMonitor:
             f"collective #{seq} of process group {pg} does not match across ranks ({who}): " + "; ".join(parts),
             {r: s.where for r, s in sigs.items() if s.where}, ts=self.clock()))
 
+    def _watchdog(self, rec: R.TorchRec) -> None:
+        """PyTorch's own watchdog saw a timeout: a hang even without the hook (any launcher)."""
+        w = self._wd
+        if isinstance(rec, R.WatchdogTimeout):
+            w.setdefault("seq", rec.seq)
+            w.setdefault("op", stall.canonical_op(rec.op))
+            w.setdefault("pg", rec.pg or "0")
+            w.setdefault("timeout_ms", rec.timeout_ms)
+        elif isinstance(rec, R.WatchdogFailure):
+            if rec.seq is not None:
+                w.setdefault("seq", rec.seq)
+            w.setdefault("pg", rec.pg or "0")
+            if rec.rank is not None and rec.last_enqueued is not None:
+                w.setdefault("enq", {})[rec.rank] = rec.last_enqueued
+        elif isinstance(rec, R.DumpSignal):
+            if rec.rank is not None and rec.last_enqueued is not None:
+                w.setdefault("enq", {})[rec.rank] = rec.last_enqueued
+        elif isinstance(rec, R.DesyncReport):
+            w["lagging"] = list(rec.lagging_ranks)
+            if rec.seq is not None:
+                w.setdefault("seq", rec.seq)
+        if rec.rank is not None:
+            w.setdefault("ranks", set()).add(rec.rank)
+        w.setdefault("first", self.clock())
+        w.setdefault("evidence", f"{rec.file.rsplit('/', 1)[-1]}:{rec.line}")
+
+    def _watchdog_alert(self, now: float) -> dict[str, Any] | None:
+        w, self._wd = self._wd, {}
+        if self.hang is not None or self.crash_sent or self.desync_pgs or "seq" not in w:
+            return None
+        seq, pg, op = int(w["seq"]), str(w.get("pg") or "0"), w.get("op")
+        enq: dict[int, int] = w.get("enq", {})
+        culprits = tuple(sorted(set(w.get("lagging") or []) | {r for r, e in enq.items() if e < seq}))
+        waiters = tuple(sorted(r for r in w.get("ranks", set()) | set(enq) if r not in culprits))
+        thr = (w.get("timeout_ms") or 0) / 1000.0
+        h = stall.Hang(pg, seq, op, culprits, waiters, thr, thr)
+        self.hang = _Hang(h, now, None, None, set(), detail_sent=True, killed=True)
+        who = (f"{_plural(culprits)} never joined {op or 'collective'} #{seq} of process group {pg}"
+               if culprits else f"{op or 'collective'} #{seq} of process group {pg} did not complete")
+        return make_alert("hang", "hang", culprits, _stuck(h),
+                          f"PyTorch's watchdog timed out ({w['evidence']}): {who}", self._hang_where(h), ts=now,
+                          source="pytorch_watchdog", waiting_ranks=list(waiters))
+
     def _crash(self, rank: int | None, info: dict[str, Any]) -> None:
         if self.crash_sent:
             return
@@ -274,6 +320,10 @@ class LiveMonitor:
         out: list[dict[str, Any]] = self._pending_alerts
         self._pending_alerts = []
         st = self.state
+        if self._wd and (self._once or now - self._wd.get("first", now) >= CRASH_GRACE_S):
+            a = self._watchdog_alert(now)
+            if a is not None:
+                out.append(a)
         if self._crash_pending and not self.crash_sent and (
                 self._once or now - (self._crash_first or now) >= CRASH_GRACE_S):
             a = self._crash_alert(now)
@@ -304,8 +354,8 @@ class LiveMonitor:
             return None  # the consequence of an incident already reported
         self.crash_sent = True
         ranks = sorted(r for r in pending if r is not None)
-        msgs = [v["message"] for _, v in sorted(pending.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
-                if v.get("message")]
+        msgs = [v["message"] for r, v in sorted(pending.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
+                if v.get("message") and (r is not None or not ranks)]
         where = {r: pending[r]["where"] for r in ranks if pending[r].get("where")}
         for r in ranks:
             if r not in where and r in self.state.ranks and self.state.ranks[r].where:
