@@ -1,11 +1,34 @@
-"""`ncclscope serve` (not built yet)."""
+"""`ncclscope serve [PATH | --live DIR] [--host 127.0.0.1] [--port 8050] [--token T]`: the dashboard."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
 
-@click.command("serve", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def command(args: tuple[str, ...]) -> None:
-    """Not available in this version yet."""
-    raise click.ClickException("'ncclscope serve' is not available in this version yet")
+@click.command("serve")
+@click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
+@click.option("--live", "live", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A run folder in progress: re-analysed when its files change; alerts.jsonl shown as a banner.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback requires a token.")
+@click.option("--port", default=8050, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--token", default=None, help="Access token (generated and printed when binding beyond loopback).")
+def command(path: Path | None, live: Path | None, host: str, port: int, token: str | None) -> None:
+    """Serve the dashboard for a finished run (PATH: folder, files' folder or archive) or a live one (--live DIR).
+
+    Without PATH, runs are uploaded from the browser. Never runs in debug mode.
+    """
+    if path is not None and live is not None:
+        raise click.UsageError("give either PATH or --live DIR, not both")
+    from dashboard.app import create_app, is_loopback, new_token
+
+    if not is_loopback(host) and not token:
+        token = new_token()
+    app = create_app(path=path, live=live, token=token)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    click.echo(f"ncclscope dashboard: {url}", err=True)
+    if token and not is_loopback(host):
+        click.echo("every request needs the token; share this URL only with people who may read the logs", err=True)
+    app.run(host=host, port=port, debug=False, dev_tools_ui=False, dev_tools_hot_reload=False, use_reloader=False)

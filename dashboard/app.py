@@ -1,0 +1,174 @@
+"""``create_app``: the Dash app factory (pages in ``pages/``, data in ``data.py``, figures in ``figures.py``).
+
+The app shell holds the navigation, the run key (``dcc.Store``, the key only) and, in live mode,
+the polling interval and the alert banner. A token, when set, is checked on every request.
+"""
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import dash
+from dash import Dash, Input, Output, State, dcc, html, no_update
+from flask import Response, redirect, request
+
+from . import ids
+from .data import MAX_UPLOAD_BYTES, RunStore, set_current
+
+TOKEN_COOKIE = "ncclscope_token"
+PAGES = [("Overview", "/"), ("Topology", "/topology"), ("Timeline", "/timeline"), ("Hotspots", "/hotspots"),
+         ("Hang report", "/hang"), ("Logs", "/logs")]
+LIVE_POLL_MS = 2000
+
+JOB_POLL_MS = 400
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _reset_global_callbacks() -> None:
+    # Pages register their callbacks on import; Dash re-imports the pages for every app it
+    # creates, so leftovers from an earlier app (or a test import) would register twice.
+    from dash import _callback
+
+    _callback.GLOBAL_CALLBACK_LIST.clear()
+    _callback.GLOBAL_CALLBACK_MAP.clear()
+
+
+def create_app(path: Path | None = None, live: Path | None = None, token: str | None = None,
+               run_store: RunStore | None = None, wait: bool = False) -> Dash:
+    """A Dash app over ``path`` (a finished run: folder, file or archive) or ``live`` (a run folder in progress).
+
+    ``token``: when set, every request must carry it (``?token=`` once, then a cookie). ``wait``:
+    analyse ``path`` before returning instead of in the background.
+    """
+    rs = run_store or RunStore()
+    set_current(rs)
+    if path is not None:
+        rs.default_key = rs.submit([Path(path)], Path(path).name or str(path))
+        if wait:
+            rs.wait(rs.default_key)
+    if live is not None:
+        rs.start_live(Path(live))
+
+    _reset_global_callbacks()
+    # named after the package so the pages import as dashboard.pages.<name>, the same modules tests import
+    app = Dash("dashboard", use_pages=True, pages_folder=str(Path(__file__).parent / "pages"),
+               suppress_callback_exceptions=True, title="ncclscope", update_title=None)
+    app.server.config["MAX_CONTENT_LENGTH"] = MAX_UPLOAD_BYTES * 4 // 3 + 1024 * 1024  # base64 + JSON overhead
+    app.server.config["ncclscope_store"] = rs
+    if token:
+        _install_token_check(app, token)
+
+    nav = [dcc.Link(name, href=href, className="nav-link", id=f"nav-{href.strip('/') or 'overview'}")
+           for name, href in PAGES]
+    shell: list[Any] = [
+        html.Header([html.Span("ncclscope", className="brand"), html.Nav(nav, id=ids.NAV),
+                     html.Span(id=ids.RUN_LABEL, className="run-label")], className="top"),
+        html.Div(id=ids.LIVE_BANNER),
+        html.Div(id=ids.JOB_STATUS),
+        dcc.Store(id=ids.RUN_KEY, storage_type="session", data=rs.default_key),
+        dcc.Store(id=ids.PENDING_KEY, data=rs.default_key),
+        dcc.Interval(id=ids.JOB_POLL, interval=JOB_POLL_MS, disabled=rs.default_key is None),
+        html.Main(dash.page_container, className="page"),
+    ]
+    if live is not None:
+        shell.append(dcc.Interval(id=ids.LIVE_INTERVAL, interval=LIVE_POLL_MS, n_intervals=0))
+    app.layout = html.Div(shell)
+
+    @app.callback(Output(ids.RUN_LABEL, "children"), Input(ids.RUN_KEY, "data"))
+    def _label(key: str | None) -> str:
+        return run_label(rs, key)
+
+    @app.callback(Output(ids.RUN_KEY, "data", allow_duplicate=True), Output(ids.PENDING_KEY, "data"),
+                  Output(ids.JOB_POLL, "disabled"), Output(ids.JOB_STATUS, "children"),
+                  Input(ids.JOB_POLL, "n_intervals"), Input(ids.PENDING_KEY, "data"),
+                  prevent_initial_call="initial_duplicate")
+    def _poll(_n: int | None, pending: str | None) -> tuple[Any, Any, bool, Any]:
+        return poll_job(rs, pending)
+
+    if live is not None:
+        @app.callback(Output(ids.RUN_KEY, "data", allow_duplicate=True), Output(ids.LIVE_BANNER, "children"),
+                      Input(ids.LIVE_INTERVAL, "n_intervals"), State(ids.RUN_KEY, "data"),
+                      prevent_initial_call="initial_duplicate")
+        def _live(_n: int, current: str | None) -> tuple[Any, Any]:
+            return live_update(rs, current)
+
+    return app
+
+
+def run_label(rs: RunStore, key: str | None) -> str:
+    entry = rs.get(key)
+    if entry is not None:
+        return f"{entry.label} - {entry.analysis.decision.verdict.value}"
+    st = rs.status(key)
+    if st is not None:
+        return f"{st['label']} - {st['state']}"
+    return "no run loaded"
+
+
+def poll_job(rs: RunStore, pending: str | None) -> tuple[Any, Any, bool, Any]:
+    """(run key, pending key, poll disabled, status line) for the job being parsed, if any."""
+    if not pending:
+        return no_update, None, True, None
+    st = rs.status(pending)
+    if st is None:
+        return no_update, None, True, html.Div("that analysis is gone (the server restarted?)", className="banner error")
+    if st["state"] == "done":
+        return pending, None, True, None
+    if st["state"] == "error":
+        return no_update, None, True, html.Div(f"{st['label']}: {st['message']}", className="banner error",
+                                               id="job-error")
+    pct = f" {100 * st['done'] // st['total']}%" if st["total"] else ""
+    return no_update, pending, False, html.Div(
+        [html.Progress(value=str(st["done"]), max=str(max(st["total"], 1))),
+         html.Span(f" {st['label']}: {st['state']}{pct} {st['message']} ({st['elapsed_s']:.1f} s)")],
+        className="banner progress", id="job-progress")
+
+
+def live_update(rs: RunStore, current: str | None) -> tuple[Any, Any]:
+    """The live poll: the newest analysis key when it changed, and the newest alert as a banner."""
+    key, alert = rs.live_poll()
+    banner: Any = html.Div(f"live: watching {rs.live_dir} - "
+                           + ("waiting for the first analysis" if key is None else "up to date"),
+                           className="banner live")
+    if alert:
+        ranks = ", ".join(map(str, alert.get("culprit_ranks") or [])) or "-"
+        banner = html.Div([html.B(f"ALERT {alert.get('time') or ''} {str(alert.get('kind', '')).upper()}: "),
+                           html.Span(f"{alert.get('message', '')} (culprit rank(s): {ranks})")],
+                          className="banner alert", id="live-alert")
+    return (key if key and key != current else no_update), banner
+
+
+def _install_token_check(app: Dash, token: str) -> None:
+    """Every request must carry the token: ``?token=...`` once (sets a cookie), then the cookie."""
+    server = app.server
+
+    @server.before_request
+    def _check() -> Any:
+        given = request.args.get("token")
+        if given is not None and hmac.compare_digest(given.encode(), token.encode()):
+            args = {k: v for k, v in request.args.items() if k != "token"}
+            target = request.path + ("?" + urlencode(args) if args else "")
+            resp = redirect(target)
+            resp.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
+            return resp
+        cookie = request.cookies.get(TOKEN_COOKIE, "")
+        if cookie and hmac.compare_digest(cookie.encode(), token.encode()):
+            return None
+        return Response("ncclscope: this dashboard needs its access token (open the URL printed by "
+                        "'ncclscope serve', which carries ?token=...)\n", status=403, mimetype="text/plain")
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)

@@ -1,0 +1,443 @@
+"""Server-side data for the dashboard: analyses cached by key, background parsing, uploads, live folders.
+
+The browser only ever holds a key (a random token). Everything heavy (the ``Analysis``, the log
+line index, figures) lives here, in one ``RunStore`` per app. File paths never come from the
+browser: uploads are written into a folder this module creates, under names it sanitises, and
+the log view reads only files the analysis itself listed, looked up by their display name.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analyzer import archive
+from analyzer.analysis import Analysis, analyze_paths
+from analyzer.ingest import SKIP_NAMES, InputError, iter_lines
+
+MAX_UPLOAD_BYTES = 512 * 1024 * 1024  # decoded bytes, all files of one upload together
+MAX_EXTRACT_BYTES = 4 * 1024**3
+MAX_ENTRIES = 8  # analyses kept in memory; the oldest is dropped first
+MAX_LOG_LINES = 2_000_000  # the log view indexes at most this many lines per run
+LOG_TEXT_CHARS = 400
+TEXT_FORMATS = {"log", "ras", "env", "nccl_tests", "jsonl"}
+
+
+class UploadError(ValueError):
+    """An upload refused, with a message fit for the page."""
+
+
+@dataclass
+class JobStatus:
+    key: str
+    label: str
+    state: str = "queued"  # queued | extracting | parsing | analysing | done | error
+    done: int = 0
+    total: int = 0
+    message: str = ""
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "label": self.label, "state": self.state, "done": self.done, "total": self.total,
+                "message": self.message, "elapsed_s": round((self.finished or time.time()) - self.started, 2)}
+
+
+@dataclass
+class Entry:
+    """One analysed run and what the pages derived from it (memoised per key)."""
+
+    key: str
+    label: str
+    analysis: Analysis
+    files: dict[str, Path]  # display name (as in evidence) -> file on this server
+    parse_s: float
+    memo: dict[Hashable, Any] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def cached(self, name: Hashable, build: Callable[[], Any]) -> Any:
+        """``build()`` once per (entry, name); figures and tables are memoised this way."""
+        with self.lock:
+            if name in self.memo:
+                return self.memo[name]
+        value = build()
+        with self.lock:
+            self.memo.setdefault(name, value)
+            if len(self.memo) > 64:
+                self.memo.pop(next(iter(self.memo)))
+        return value
+
+
+def _safe_name(name: str, taken: set[str]) -> str:
+    """A browser-supplied file name reduced to a plain basename of safe characters, unique in ``taken``."""
+    base = re.split(r"[\\/]", name or "")[-1]
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", base).lstrip(".")[:120] or "upload"
+    out, i = base, 1
+    while out in taken:
+        out = f"{i}_{base}"
+        i += 1
+    taken.add(out)
+    return out
+
+
+def decode_upload(contents: str) -> bytes:
+    """A dcc.Upload data URL (``data:<type>;base64,<data>``) -> bytes."""
+    if not isinstance(contents, str) or "," not in contents:
+        raise UploadError("the upload arrived empty or malformed")
+    try:
+        return base64.b64decode(contents.split(",", 1)[1], validate=False)
+    except (binascii.Error, ValueError) as e:
+        raise UploadError(f"the upload is not valid base64 ({e})") from None
+
+
+def folder_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """(name, size, mtime_ns) of every input file under ``root``: cheap change detection for live mode."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for fn in filenames:
+            if fn in SKIP_NAMES or fn.startswith("."):
+                continue
+            try:
+                st = os.stat(os.path.join(dirpath, fn), follow_symlinks=False)
+            except OSError:
+                continue
+            out.append((os.path.relpath(os.path.join(dirpath, fn), root), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
+
+
+def newest_alert(path: Path, tail_bytes: int = 65536) -> dict[str, Any] | None:
+    """The last complete JSON line of ``alerts.jsonl`` (read from its end only), or None."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - tail_bytes))
+            chunk = f.read()
+    except OSError:
+        return None
+    for raw in reversed(chunk.split(b"\n")):
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+_CURRENT: list[RunStore] = []
+
+
+def set_current(rs: RunStore) -> None:
+    """Make ``rs`` the store the pages' callbacks use (one app per process is served)."""
+    _CURRENT[:] = [rs]
+
+
+def current() -> RunStore:
+    if not _CURRENT:
+        raise RuntimeError("no dashboard app has been created")
+    return _CURRENT[0]
+
+
+class RunStore:
+    """Analyses by key, the jobs that produce them, and the files behind them.
+
+    ``submit`` parses in a background thread and reports progress through ``status(key)``;
+    ``get(key)`` returns the finished ``Entry``. ``close()`` waits for the threads and removes
+    the upload folder.
+    """
+
+    def __init__(self, workdir: Path | None = None, max_entries: int = MAX_ENTRIES):
+        self._own_workdir = workdir is None
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="ncclscope-serve-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.max_entries = max_entries
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._jobs: dict[str, JobStatus] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+        self.default_key: str | None = None
+        # live mode
+        self.live_dir: Path | None = None
+        self._live_sig: tuple | None = None
+        self._live_key: str | None = None  # newest finished live analysis
+        self._live_pending: str | None = None
+        self._live_count = 0
+
+    # -- jobs -----------------------------------------------------------------------------------
+    def submit(self, paths: list[Path], label: str, key: str | None = None,
+               prepare: Callable[[JobStatus], list[Path]] | None = None) -> str:
+        """Start analysing ``paths`` in a background thread; returns the key at once."""
+        key = key or secrets.token_urlsafe(12)
+        job = JobStatus(key, label)
+        with self._lock:
+            self._jobs[key] = job
+        t = threading.Thread(target=self._work, args=(job, paths, prepare), name=f"ncclscope-parse-{key[:6]}",
+                             daemon=True)
+        with self._lock:
+            self._threads[key] = t
+        t.start()
+        return key
+
+    def analyze(self, paths: list[Path], label: str, key: str | None = None) -> str:
+        """Analyse in the calling thread (startup, tests); raises what the analysis raises."""
+        key = self.submit(paths, label, key)
+        self.wait(key)
+        job = self._jobs[key]
+        if job.state == "error":
+            raise InputError(job.message)
+        return key
+
+    def _work(self, job: JobStatus, paths: list[Path], prepare: Callable[[JobStatus], list[Path]] | None) -> None:
+        t0 = time.perf_counter()
+        try:
+            if prepare is not None:
+                paths = prepare(job)
+            paths = [self._unpack(p, job) if p.is_file() and archive.is_archive(p) else p for p in paths]
+            job.state = "parsing"
+
+            def progress(i: int, n: int) -> None:
+                job.done, job.total = i, n
+                job.message = f"parsed {i} of {n} files"
+
+            analysis = analyze_paths(paths, progress=progress)
+            job.state = "analysing"
+            files = _file_map(paths, analysis)
+            entry = Entry(job.key, job.label, analysis, files, time.perf_counter() - t0)
+            with self._lock:
+                self._entries[job.key] = entry
+                protected = {self.default_key, self._live_key, job.key}
+                for old in [k for k in self._entries if k not in protected][:max(0, len(self._entries) - self.max_entries)]:
+                    self._entries.pop(old)
+            d = analysis.decision
+            job.message = f"{d.verdict.value}: {d.headline}"
+            job.state = "done"
+        except (InputError, archive.ArchiveError, UploadError, OSError) as e:
+            job.state, job.message = "error", str(e)
+        except Exception as e:  # noqa: BLE001 - a parse thread must report, never die silently
+            job.state, job.message = "error", f"analysis failed: {type(e).__name__}: {e}"
+        finally:
+            job.finished = time.time()
+
+    def _unpack(self, path: Path, job: JobStatus) -> Path:
+        job.state, job.message = "extracting", f"unpacking {path.name}"
+        dest = Path(tempfile.mkdtemp(prefix="x-", dir=self.workdir))
+        return archive.extract(path, dest, max_total=MAX_EXTRACT_BYTES)
+
+    def status(self, key: str | None) -> dict[str, Any] | None:
+        job = self._jobs.get(key or "")
+        return job.to_json() if job else None
+
+    def get(self, key: str | None) -> Entry | None:
+        if not key:
+            return None
+        with self._lock:
+            return self._entries.get(key)
+
+    def wait(self, key: str, timeout: float = 120.0) -> None:
+        t = self._threads.get(key)
+        if t is not None:
+            t.join(timeout)
+
+    def close(self) -> None:
+        for t in list(self._threads.values()):
+            t.join(30)
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- uploads --------------------------------------------------------------------------------
+    def submit_upload(self, filenames: list[str], contents: list[str], max_bytes: int = MAX_UPLOAD_BYTES) -> str:
+        """Write the uploaded files into a fresh server folder and analyse it in the background.
+
+        Raises UploadError (nothing written) when the files are over ``max_bytes`` in all.
+        """
+        if not contents:
+            raise UploadError("no files in the upload")
+        # base64 is 4/3 of the data: refuse before decoding anything big
+        approx = sum(len(c) * 3 // 4 for c in contents if isinstance(c, str))
+        if approx > max_bytes + 4 * len(contents):
+            raise UploadError(f"upload refused: {approx / 1e6:.0f} MB is over the {max_bytes / 1e6:.0f} MB limit")
+        blobs = [decode_upload(c) for c in contents]
+        total = sum(len(b) for b in blobs)
+        if total > max_bytes:
+            raise UploadError(f"upload refused: {total / 1e6:.0f} MB is over the {max_bytes / 1e6:.0f} MB limit")
+        key = secrets.token_urlsafe(12)
+        folder = self.workdir / f"u-{key}"
+        folder.mkdir()
+        taken: set[str] = set()
+        for name, blob in zip(filenames or [], blobs, strict=False):
+            (folder / _safe_name(name, taken)).write_bytes(blob)
+        names = sorted(taken)
+        label = names[0] if len(names) == 1 else f"{len(names)} uploaded files"
+        return self.submit([folder], label, key)
+
+    # -- live folders ---------------------------------------------------------------------------
+    def start_live(self, folder: Path) -> None:
+        self.live_dir = folder
+
+    def live_poll(self) -> tuple[str | None, dict[str, Any] | None]:
+        """Called by the page every few seconds: re-analyse when the folder changed (by mtime).
+
+        Returns the newest finished live key (None before the first analysis) and the newest alert.
+        """
+        if self.live_dir is None:
+            return None, None
+        pending = self._live_pending
+        if pending is not None:
+            st = self._jobs[pending]
+            if st.state in ("done", "error"):
+                self._live_pending = None
+                if st.state == "done":
+                    self._live_key = pending
+        elif self.live_dir.is_dir():
+            sig = folder_signature(self.live_dir)
+            if sig and sig != self._live_sig:
+                self._live_sig = sig
+                self._live_count += 1
+                self._live_pending = self.submit([self.live_dir], f"live: {self.live_dir.name}",
+                                                 f"live{self._live_count}-{secrets.token_urlsafe(6)}")
+        return self._live_key, newest_alert(self.live_dir / "alerts.jsonl")
+
+
+def _file_map(paths: list[Path], analysis: Analysis) -> dict[str, Path]:
+    """Display names from ``run.files`` -> files on this server (the same walk ingest made)."""
+    names = {f for f, _ in analysis.run.files}
+    out: dict[str, Path] = {}
+    for root in paths:
+        if root.is_dir():
+            for name in names:
+                p = root / name
+                if archive.within(root, p) and p.is_file():
+                    out.setdefault(name, p)
+        elif root.name in names:
+            out.setdefault(root.name, root)
+    return out
+
+
+# -- the log view ---------------------------------------------------------------------------------
+NCCL_LINE_RE = re.compile(r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL (?P<lvl>INFO|WARN|TRACE)")
+RANK_PREFIX_RE = re.compile(r"^\[(?:rank|Rank )(\d+)\]")
+TORCH_LEVEL_RE = re.compile(r"^(?:\[rank\d+\]:)?\[([IWEF])\d{4} ")
+FILE_RANK_RE = re.compile(r"rank[_-]?(\d+)", re.I)
+FILE_PID_RE = re.compile(r"\.(\d+)\.nccl")
+NCCL_SUBSYS = [  # first match wins: (substring in the message, subsystem)
+    ("set by environment", "ENV"), ("NET/", "NET"), (" via NET", "NET"), ("via P2P", "P2P"), ("via SHM", "SHM"),
+    ("P2P", "P2P"), ("SHM", "SHM"), ("RAS", "RAS"), ("Channel", "GRAPH"), ("Pattern", "GRAPH"),
+    ("Trees", "GRAPH"), ("Ring", "GRAPH"), ("Tuning", "TUNING"), ("Algo", "TUNING"), ("opCount", "COLL"),
+    ("AllReduce", "COLL"), ("AllGather", "COLL"), ("Broadcast", "COLL"), ("ReduceScatter", "COLL"),
+    ("Reduce:", "COLL"), ("Send", "P2P"), ("Recv", "P2P"), ("Plugin", "PLUGIN"), ("Proxy", "PROXY"),
+]
+TORCH_LEVELS = {"I": "INFO", "W": "WARN", "E": "ERROR", "F": "ERROR"}
+LOG_COLUMNS = ["file", "line", "rank", "level", "subsys", "text"]
+
+
+def classify_line(text: str, file_rank: int | None, pid_rank: dict[int, int]) -> tuple[int, str, str]:
+    """(rank or -1, level, subsystem) of one log line, from its own prefix or its file's name."""
+    m = NCCL_LINE_RE.match(text)
+    if m:
+        rank = pid_rank.get(int(m.group("pid")), file_rank if file_rank is not None else -1)
+        msg = text[m.end():]
+        sub = next((s for k, s in NCCL_SUBSYS if k in msg), "INIT")
+        return rank, m.group("lvl"), sub
+    rank = file_rank if file_rank is not None else -1
+    r = RANK_PREFIX_RE.match(text)
+    if r:
+        rank = int(r.group(1))
+    lv = TORCH_LEVEL_RE.match(text)
+    if lv:
+        return rank, TORCH_LEVELS[lv.group(1)], "TORCH"
+    if "torch.distributed.elastic" in text or "torchrun" in text or text.startswith(("time:", "host:", "rank:")):
+        return rank, ("ERROR" if "error" in text.lower() or "exitcode" in text else "INFO"), "TORCHRUN"
+    if "Traceback" in text or re.search(r"\b\w*(Error|Exception)\b", text):
+        return rank, "ERROR", "PYTHON"
+    if "NCCL WARN" in text:
+        return rank, "WARN", "NCCL"
+    return rank, "-", "OTHER"
+
+
+def build_log_index(entry: Entry, max_lines: int = MAX_LOG_LINES) -> pd.DataFrame:
+    """Every line of the run's text files as a table (file, line, rank, level, subsys, text)."""
+    run = entry.analysis.run
+    pid_rank = {p.pid: p.rank for p in run.job.processes if p.rank is not None}
+    fmts = dict(run.files)
+    cols: dict[str, list] = {c: [] for c in LOG_COLUMNS}
+    n = 0
+    for name in sorted(entry.files):
+        if fmts.get(name) not in TEXT_FORMATS:
+            continue
+        fr = FILE_RANK_RE.search(name)
+        fp = FILE_PID_RE.search(name)
+        file_rank = int(fr.group(1)) if fr else (pid_rank.get(int(fp.group(1))) if fp else None)
+        for lineno, raw in iter_lines(entry.files[name]):
+            text = raw.rstrip("\r\n")
+            rank, level, sub = classify_line(text, file_rank, pid_rank)
+            cols["file"].append(name)
+            cols["line"].append(lineno)
+            cols["rank"].append(rank)
+            cols["level"].append(level)
+            cols["subsys"].append(sub)
+            cols["text"].append(text[:LOG_TEXT_CHARS])
+            n += 1
+            if n >= max_lines:
+                break
+        if n >= max_lines:
+            break
+    df = pd.DataFrame(cols)
+    for c in ("file", "level", "subsys"):
+        df[c] = df[c].astype("category")
+    df["rank"] = df["rank"].astype(np.int32)
+    df["line"] = df["line"].astype(np.int64)
+    return df
+
+
+def log_index(entry: Entry) -> pd.DataFrame:
+    return entry.cached("log_index", lambda: build_log_index(entry))
+
+
+def filter_logs(df: pd.DataFrame, file: str | None = None, ranks: list[int] | None = None,
+                levels: list[str] | None = None, subsys: list[str] | None = None,
+                search: str | None = None) -> pd.DataFrame:
+    """The rows matching every filter given (None / empty = no filter); search is a plain substring."""
+    mask = np.ones(len(df), dtype=bool)
+    if file:
+        mask &= (df["file"] == file).to_numpy()
+    if ranks:
+        mask &= df["rank"].isin(ranks).to_numpy()
+    if levels:
+        mask &= df["level"].isin(levels).to_numpy()
+    if subsys:
+        mask &= df["subsys"].isin(subsys).to_numpy()
+    if search:
+        mask &= df["text"].str.contains(search, case=False, regex=False, na=False).to_numpy()
+    return df[mask]
+
+
+def page_of(df: pd.DataFrame, page: int, size: int) -> list[dict[str, Any]]:
+    """One page of rows as records: only this page ever travels to the browser."""
+    part = df.iloc[page * size:(page + 1) * size]
+    return part.astype({"file": str, "level": str, "subsys": str}).to_dict("records")
+
+
+def page_with_line(df: pd.DataFrame, file: str, line: int, size: int) -> int:
+    """The page (of ``df``) that holds ``file:line``, or the nearest line after it; 0 if none."""
+    pos = np.flatnonzero(((df["file"] == file) & (df["line"] >= line)).to_numpy())
+    return int(pos[0] // size) if len(pos) else 0

@@ -1,0 +1,51 @@
+"""Component ids, one place for all of them (pages and callbacks import these constants)."""
+from __future__ import annotations
+
+# app shell
+RUN_KEY = "run-key"  # dcc.Store: the server-side key of the analysis on screen, nothing else
+RUN_LABEL = "run-label"
+LIVE_INTERVAL = "live-interval"
+LIVE_BANNER = "live-banner"
+NAV = "nav"
+PENDING_KEY = "pending-key"  # dcc.Store: key of an analysis still being parsed (startup, upload)
+JOB_POLL = "job-poll"  # dcc.Interval polling that job's status
+JOB_STATUS = "job-status"
+
+# overview
+UPLOAD = "upload"
+UPLOAD_STATUS = "upload-status"
+OVERVIEW_BODY = "overview-body"
+VERDICT_BANNER = "verdict-banner"
+
+# topology
+TOPO_COMM = "topo-comm"
+TOPO_VIEW = "topo-view"
+TOPO_CHANNEL = "topo-channel"
+TOPO_GRAPH = "topo-graph"
+TOPO_INFO = "topo-info"
+
+# timeline
+TL_PG = "tl-pg"
+TL_AXIS = "tl-axis"
+TL_GRAPH = "tl-graph"
+TL_INFO = "tl-info"
+
+# hotspots
+HS_SHARE_BY = "hs-share-by"
+HS_SHARE = "hs-share"
+HS_BUSBW = "hs-busbw"
+HS_WAIT = "hs-wait"
+HS_INFO = "hs-info"
+
+# hang report
+HANG_BODY = "hang-body"
+
+# logs
+LOG_FILE = "log-file"
+LOG_RANK = "log-rank"
+LOG_LEVEL = "log-level"
+LOG_SUBSYS = "log-subsys"
+LOG_SEARCH = "log-search"
+LOG_TABLE = "log-table"
+LOG_INFO = "log-info"
+LOG_TARGET = "log-target"  # dcc.Store: {"file", "line"} from an evidence link

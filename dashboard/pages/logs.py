@@ -1,0 +1,101 @@
+"""Logs: every line of the run's text inputs, filtered by file, rank, level, subsystem and text; paged
+on the server (only the page on screen travels). Evidence links land here with ?file=...&line=..."""
+from __future__ import annotations
+
+from typing import Any
+
+import dash
+from dash import Input, Output, State, callback, ctx, dash_table, dcc, html
+
+from dashboard import ids
+from dashboard.data import RunStore, current, filter_logs, log_index, page_of, page_with_line
+
+dash.register_page(__name__, path="/logs", name="Logs", order=5, title="ncclscope - logs")
+
+PAGE_SIZE = 100
+LEVELS = ["ERROR", "WARN", "INFO", "TRACE", "-"]
+
+
+def layout(file: str | None = None, line: str | None = None, **_: Any) -> html.Div:
+    try:
+        target = {"file": file, "line": int(line)} if file and line is not None else None
+    except ValueError:
+        target = None
+    return html.Div([
+        dcc.Store(id=ids.LOG_TARGET, data=target),
+        html.Div([
+            html.Label(["file", dcc.Dropdown(id=ids.LOG_FILE, value=file, placeholder="all files")], className="ctl wide"),
+            html.Label(["rank", dcc.Dropdown(id=ids.LOG_RANK, multi=True, placeholder="all ranks")], className="ctl"),
+            html.Label(["level", dcc.Dropdown(id=ids.LOG_LEVEL, multi=True, placeholder="all levels",
+                                              options=LEVELS)], className="ctl"),
+            html.Label(["subsystem", dcc.Dropdown(id=ids.LOG_SUBSYS, multi=True, placeholder="all")], className="ctl"),
+            html.Label(["search", dcc.Input(id=ids.LOG_SEARCH, type="text", debounce=True, placeholder="text")],
+                       className="ctl"),
+        ], className="controls"),
+        html.Div(id=ids.LOG_INFO, className="muted"),
+        dash_table.DataTable(
+            id=ids.LOG_TABLE, page_action="custom", page_current=0, page_size=PAGE_SIZE,
+            columns=[{"name": c, "id": c} for c in ("file", "line", "rank", "level", "subsys", "text")],
+            style_cell={"fontFamily": "monospace", "fontSize": "12px", "textAlign": "left", "whiteSpace": "pre",
+                        "maxWidth": "900px", "overflow": "hidden", "textOverflow": "ellipsis", "padding": "2px 6px"},
+            style_table={"overflowX": "auto"},
+            style_data_conditional=[{"if": {"filter_query": '{level} = "WARN"'}, "backgroundColor": "#fff7e0"},
+                                    {"if": {"filter_query": '{level} = "ERROR"'}, "backgroundColor": "#fde8e8"}],
+        ),
+    ])
+
+
+def options(rs: RunStore, key: str | None) -> tuple[list, list, list]:
+    entry = rs.get(key)
+    if entry is None:
+        return [], [], []
+    df = log_index(entry)
+    files = [str(f) for f in df["file"].cat.categories]
+    ranks = sorted(int(r) for r in df["rank"].unique() if r >= 0)
+    subs = sorted(str(s) for s in df["subsys"].cat.categories)
+    return files, [{"label": f"rank {r}", "value": r} for r in ranks], subs
+
+
+def page(rs: RunStore, key: str | None, file: str | None, ranks: list[int] | None, levels: list[str] | None,
+         subsys: list[str] | None, search: str | None, page_current: int | None, target: dict | None,
+         jump: bool) -> tuple[list[dict], int, int, str, list[dict]]:
+    """(rows of the page, page count, page shown, info line, row styles). ``jump``: go to ``target``'s page."""
+    entry = rs.get(key)
+    base_styles = [{"if": {"filter_query": '{level} = "WARN"'}, "backgroundColor": "#fff7e0"},
+                   {"if": {"filter_query": '{level} = "ERROR"'}, "backgroundColor": "#fde8e8"}]
+    if entry is None:
+        return [], 1, 0, "no run loaded", base_styles
+    df = log_index(entry)
+    view = filter_logs(df, file, ranks, levels, subsys, search)
+    pages = max(1, -(-len(view) // PAGE_SIZE))
+    cur = min(max(page_current or 0, 0), pages - 1)
+    styles = list(base_styles)
+    info = f"{len(view):,} of {len(df):,} lines"
+    if target and target.get("file"):
+        if jump:
+            cur = page_with_line(view, target["file"], int(target.get("line") or 0), PAGE_SIZE)
+        styles.append({"if": {"filter_query": f'{{line}} = {int(target.get("line") or 0)} && {{file}} = '
+                                              f'"{str(target["file"]).replace(chr(34), "")}"'},
+                       "backgroundColor": "#ffe08a", "fontWeight": "bold"})
+        if target["file"] not in set(df["file"].cat.categories):
+            info += f" - {target['file']} is not a text log (evidence from a dump); its line is quoted on the finding"
+        else:
+            info += f" - evidence: {target['file']} line {target.get('line')} highlighted"
+    return page_of(view, cur, PAGE_SIZE), pages, cur, info, styles
+
+
+@callback(Output(ids.LOG_FILE, "options"), Output(ids.LOG_RANK, "options"), Output(ids.LOG_SUBSYS, "options"),
+          Input(ids.RUN_KEY, "data"))
+def _options(key: str | None) -> tuple[Any, Any, Any]:
+    return options(current(), key)
+
+
+@callback(Output(ids.LOG_TABLE, "data"), Output(ids.LOG_TABLE, "page_count"), Output(ids.LOG_TABLE, "page_current"),
+          Output(ids.LOG_INFO, "children"), Output(ids.LOG_TABLE, "style_data_conditional"),
+          Input(ids.RUN_KEY, "data"), Input(ids.LOG_FILE, "value"), Input(ids.LOG_RANK, "value"),
+          Input(ids.LOG_LEVEL, "value"), Input(ids.LOG_SUBSYS, "value"), Input(ids.LOG_SEARCH, "value"),
+          Input(ids.LOG_TABLE, "page_current"), State(ids.LOG_TARGET, "data"))
+def _page(key: str | None, file: str | None, ranks: list[int] | None, levels: list[str] | None,
+          subsys: list[str] | None, search: str | None, page_current: int | None, target: dict | None) -> tuple:
+    jump = ctx.triggered_id in (None, ids.RUN_KEY, ids.LOG_FILE)
+    return page(current(), key, file, ranks, levels, subsys, search, page_current, target, jump)

@@ -1,0 +1,77 @@
+"""Overview: upload, verdict banner, culprit ranks, job facts, NCCL settings, findings with evidence."""
+from __future__ import annotations
+
+from typing import Any
+
+import dash
+from dash import Input, Output, State, callback, dcc, html, no_update
+
+from dashboard import ids
+from dashboard.components import finding_card, not_ready, settings_rows, table, verdict_banner
+from dashboard.data import MAX_UPLOAD_BYTES, RunStore, UploadError, current
+
+dash.register_page(__name__, path="/", name="Overview", order=0, title="ncclscope - overview")
+
+
+def layout(**_: Any) -> html.Div:
+    return html.Div([
+        dcc.Upload(id=ids.UPLOAD, multiple=True, max_size=MAX_UPLOAD_BYTES, className="upload",
+                   children=html.Div(["Drop log files, Flight Recorder dumps, or a .zip / .tar.gz of a run folder "
+                                      "here, or ", html.A("choose files"),
+                                      f" (at most {MAX_UPLOAD_BYTES // 2**20} MB in all)"])),
+        html.Div(id=ids.UPLOAD_STATUS),
+        dcc.Loading(html.Div(id=ids.OVERVIEW_BODY), delay_show=300),
+    ])
+
+
+def render(rs: RunStore, key: str | None) -> Any:
+    entry = rs.get(key)
+    if entry is None:
+        return not_ready(rs, key)
+    a = entry.analysis
+    run, job = a.run, a.run.job
+    hosts = list(job.hosts)
+    facts = [
+        ("world size", job.world_size), ("hosts", f"{len(hosts)}: " + ", ".join(hosts[:8]) + (" ..." if len(hosts) > 8 else "")),
+        ("NCCL", job.nccl_version), ("PyTorch", job.torch_version), ("CUDA", job.cuda_version),
+        ("exit code", job.exit_code), ("communicators", len(run.communicators)),
+        ("collective records", f"{len(run.collectives):,}"), ("input files", len(run.files)),
+        ("analysed in", f"{entry.parse_s:.2f} s"),
+    ]
+    settings = settings_rows(job)
+    out: list[Any] = [
+        verdict_banner(a.decision),
+        html.H3("Job"),
+        html.Table(html.Tbody([html.Tr([html.Th(k), html.Td("?" if v is None else str(v))]) for k, v in facts]),
+                   className="facts", id="job-facts"),
+        html.H3("NCCL and PyTorch settings"),
+        table(settings, ["name", "value", "source", "warning"]) if settings else html.Div("none recorded", className="muted"),
+        html.H3(f"Findings ({len(a.findings)})"),
+        html.Div([finding_card(f) for f in a.findings] or [html.Div("nothing found", className="muted")],
+                 id="findings"),
+    ]
+    if run.problems:
+        out += [html.H3("Skipped inputs"), html.Ul([html.Li(p) for p in run.problems[:50]], className="muted")]
+    return html.Div(out)
+
+
+def handle_upload(rs: RunStore, filenames: list[str] | None, contents: list[str] | None) -> tuple[Any, Any]:
+    """(pending key, message): the upload is written server-side and parsed in the background."""
+    if not contents:
+        return no_update, no_update
+    try:
+        key = rs.submit_upload(list(filenames or []), list(contents))
+    except UploadError as e:
+        return no_update, html.Div(str(e), className="banner error", id="upload-error")
+    return key, html.Div(f"received {len(contents)} file(s); analysing...", className="muted")
+
+
+@callback(Output(ids.OVERVIEW_BODY, "children"), Input(ids.RUN_KEY, "data"))
+def _render(key: str | None) -> Any:
+    return render(current(), key)
+
+
+@callback(Output(ids.PENDING_KEY, "data", allow_duplicate=True), Output(ids.UPLOAD_STATUS, "children"),
+          Input(ids.UPLOAD, "contents"), State(ids.UPLOAD, "filename"), prevent_initial_call=True)
+def _upload(contents: list[str] | None, filenames: list[str] | None) -> tuple[Any, Any]:
+    return handle_upload(current(), filenames, contents)
