@@ -1,11 +1,68 @@
-"""`ncclscope run` (not built yet)."""
+"""`ncclscope run [--run-dir DIR] [options] -- COMMAND...`: run a training command traced."""
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def command(args: tuple[str, ...]) -> None:
-    """Not available in this version yet."""
-    raise click.ClickException("'ncclscope run' is not available in this version yet")
+@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--run-dir", type=click.Path(path_type=Path), default=None,
+              help="Folder for everything the run writes (default ./ncclscope-runs/<timestamp>).")
+@click.option("--coll", is_flag=True, help="Also log NCCL COLL lines (one per collective; ~10% on short steps).")
+@click.option("--no-hook", is_flag=True, help="Do not inject the in-process collective tracer.")
+@click.option("--stall-seconds", type=float, default=None,
+              help="Alert when progress stops this long (default: judged from the job's rhythm).")
+@click.option("--webhook", default=None, metavar="URL", help="POST each alert as JSON to URL.")
+@click.option("--alert-command", default=None, metavar="CMD", help="Run CMD for each alert (alert JSON on stdin).")
+@click.option("--kill-on-hang", is_flag=True, help="End the job once a hang is confirmed and evidence is saved.")
+@click.option("--poll", is_flag=True, help="Watch files by polling (network filesystems).")
+@click.option("--dashboard", is_flag=True, help="Also serve the live dashboard (ncclscope serve --live DIR).")
+@click.option("--quiet", is_flag=True, help="Print only the job's own output and errors.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def command(run_dir: Path | None, coll: bool, no_hook: bool, stall_seconds: float | None, webhook: str | None,
+            alert_command: str | None, kill_on_hang: bool, poll: bool, dashboard: bool, quiet: bool,
+            command: tuple[str, ...]) -> None:
+    """Run COMMAND (torchrun, srun, mpirun, deepspeed, a script) with NCCL / PyTorch tracing set up,
+    tee its output, then analyse the run. Exits with COMMAND's exit code."""
+    from ..launch import RunOptions, default_run_dir, run_job
+
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise click.UsageError("no command given: ncclscope run [OPTIONS] -- COMMAND...")
+    folder = run_dir if run_dir is not None else default_run_dir()
+
+    def note(text: str) -> None:
+        click.echo(f"ncclscope: {text}", err=True)
+
+    def render(result: Any) -> None:
+        from rich.console import Console
+
+        from ..report import render_text
+
+        render_text(result, Console(stderr=True, highlight=False))
+
+    if not quiet:
+        note(f"run folder: {folder}")
+    opts = RunOptions(command=command, run_dir=folder, coll=coll, hook=not no_hook, stall_seconds=stall_seconds,
+                      webhook=webhook, alert_command=alert_command, kill_on_hang=kill_on_hang, poll=poll,
+                      dashboard=dashboard, quiet=quiet)
+    try:
+        code = run_job(opts, note if not quiet else _errors_only(note), render=None if quiet else render,
+                       stdout=sys.stdout.buffer, stderr=sys.stderr.buffer)
+    except OSError as e:
+        raise click.ClickException(f"cannot use run folder {folder}: {e.strerror or e}") from None
+    if not quiet:
+        note(f"exit code {code}; report: {folder / 'report.json'}")
+    raise click.exceptions.Exit(code)
+
+
+def _errors_only(note: Any) -> Any:
+    def quiet_note(text: str) -> None:
+        if text.startswith(("cannot", "could not")):
+            note(text)
+
+    return quiet_note

@@ -1,0 +1,708 @@
+"""The in-process collective tracer: patches ``torch.distributed`` and writes
+``$NCCLSCOPE_RUN_DIR/ncclscope-rank<R>.jsonl`` (record types in ``records.py``).
+
+Rules it keeps, because it runs inside someone's training:
+- a collective pays a dict build, a frame walk and a ``queue.put_nowait``; JSON and disk happen
+  on a writer thread; when the bounded queue is full the record is dropped and counted;
+- every hook path is wrapped: an exception becomes an ``error`` record, never reaches user code
+  or a PyTorch callback (``NCCLSCOPE_HOOK_CHAOS=all`` or ``coll,done,...`` raises inside each
+  path to prove it);
+- completion is observed from a poller thread (``work.is_completed()``, Flight Recorder
+  ``pg_status``), never by a callback on PyTorch's threads;
+- memory is bounded (pending works, queue, path cache).
+
+Settings (environment): ``NCCLSCOPE_RUN_DIR`` (required), ``NCCLSCOPE_HOOK_HB_S`` (1.0),
+``NCCLSCOPE_HOOK_STALL_S`` (3.0), ``NCCLSCOPE_HOOK_POLL_S`` (0.1), ``NCCLSCOPE_HOOK_QUEUE``
+(20000), ``NCCLSCOPE_HOOK_PENDING`` (4096), ``NCCLSCOPE_HOOK_CHAOS``.
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import functools
+import inspect
+import json
+import os
+import queue
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import Any
+
+from . import records as R
+
+# name in torch.distributed -> (op as recorded, parameter holding this rank's input, point-to-point)
+OPS: dict[str, tuple[str, str | None, bool]] = {
+    "all_reduce": ("allreduce", "tensor", False),
+    "all_reduce_coalesced": ("allreduce", "tensors", False),
+    "broadcast": ("broadcast", "tensor", False),
+    "reduce": ("reduce", "tensor", False),
+    "all_gather": ("allgather", "tensor", False),
+    "all_gather_into_tensor": ("allgather", "input_tensor", False),
+    "_all_gather_base": ("allgather", "input_tensor", False),
+    "all_gather_coalesced": ("allgather", "input_tensor_list", False),
+    "reduce_scatter": ("reducescatter", "input_list", False),
+    "reduce_scatter_tensor": ("reducescatter", "input", False),
+    "_reduce_scatter_base": ("reducescatter", "input", False),
+    "all_to_all": ("alltoall", "input_tensor_list", False),
+    "all_to_all_single": ("alltoall", "input", False),
+    "gather": ("gather", "tensor", False),
+    "scatter": ("scatter", "tensor", False),
+    "barrier": ("barrier", None, False),
+    "send": ("send", "tensor", True),
+    "recv": ("recv", "tensor", True),
+    "isend": ("send", "tensor", True),
+    "irecv": ("recv", "tensor", True),
+}
+CHAOS_POINTS = ("start", "coll", "done", "poll", "hb", "stack", "request", "write", "step", "exit")
+_SENTINEL: dict[str, Any] = {"type": "__stop__"}
+
+_TRACER: Tracer | None = None
+_ARMED = False
+_PATCHED = False
+_STARTING = False
+_tls = threading.local()
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def _numel_dtype(obj: Any) -> tuple[int | None, str | None, int | None]:
+    """(numel, dtype, bytes) of a tensor or a list of tensors; Nones when unknown."""
+    tensors = obj if isinstance(obj, (list, tuple)) else [obj]
+    numel = 0
+    nbytes = 0
+    dtype = None
+    for t in tensors:
+        n = getattr(t, "numel", None)
+        if n is None:
+            return None, None, None
+        k = int(n())
+        numel += k
+        nbytes += k * int(t.element_size())
+        if dtype is None:
+            dtype = str(t.dtype).replace("torch.", "")
+    return numel, dtype, nbytes
+
+
+def _is_cpu(obj: Any) -> bool:
+    t = obj[0] if isinstance(obj, (list, tuple)) and obj else obj
+    dev = getattr(t, "device", None)
+    return dev is None or getattr(dev, "type", "cpu") == "cpu"
+
+
+class Tracer:
+    """One per training process, created once a process group exists."""
+
+    def __init__(self, run_dir: Path, dist: ModuleType) -> None:
+        self.dist = dist
+        self.c10d = dist.distributed_c10d
+        self.run_dir = run_dir
+        self.rank = int(dist.get_rank())
+        self.world = int(dist.get_world_size())
+        self.backend = str(dist.get_backend())
+        self.path = run_dir / f"ncclscope-rank{self.rank}.jsonl"
+        self.hb_s = max(0.05, _env_float("NCCLSCOPE_HOOK_HB_S", 1.0))
+        self.poll_s = max(0.01, min(self.hb_s, _env_float("NCCLSCOPE_HOOK_POLL_S", 0.1)))
+        self.stall_s = max(0.1, _env_float("NCCLSCOPE_HOOK_STALL_S", 3.0))
+        chaos = os.environ.get("NCCLSCOPE_HOOK_CHAOS", "")
+        self.chaos = set(CHAOS_POINTS) if chaos.strip() == "all" else {c.strip() for c in chaos.split(",") if c.strip()}
+        self.queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=max(100, _env_int("NCCLSCOPE_HOOK_QUEUE", 20000)))
+        self.pending: collections.deque[tuple[str, int, float, float, Any]] = collections.deque(
+            maxlen=max(16, _env_int("NCCLSCOPE_HOOK_PENDING", 4096)))
+        self.open: dict[tuple[str, int], tuple[float, float, Any]] = {}
+        self.max_open = self.pending.maxlen or 4096
+        self.dropped = 0
+        self.errors: dict[str, int] = collections.Counter()
+        self.enq: dict[str, int] = {}
+        self.done: dict[str, int] = {}
+        self.p2p: dict[str, int] = collections.Counter()
+        self.pg_info: dict[int, tuple[str, Callable[[], int]]] = {}
+        self.step: int | None = None
+        self._opt_id: int | None = None
+        self._step_handle: Any = None
+        self.main_ident = threading.main_thread().ident
+        self.stop_event = threading.Event()
+        self.control = run_dir / "ncclscope-control" / "dump-request"
+        self._req_key = self._control_key()
+        self._progress_sig: Any = None
+        self._last_progress = time.monotonic()
+        self._gaps: collections.deque[float] = collections.deque(maxlen=20)
+        self._stall_reported = False
+        self._fr_status_fn: Callable[..., Any] | None = None
+        self._fr_status_failed = False
+        self.exit_code: int | None = None
+        self.exc: tuple[type[BaseException], BaseException, TracebackType | None] | None = None
+        self._finished = False
+        self.writer = threading.Thread(target=self._write_loop, name="ncclscope-writer", daemon=True)
+        self.ticker = threading.Thread(target=self._tick_loop, name="ncclscope-ticker", daemon=True)
+
+    # --- plumbing ----------------------------------------------------------------------------
+    def check_chaos(self, point: str) -> None:
+        if point in self.chaos:
+            raise RuntimeError(f"ncclscope chaos in {point}")
+
+    def put(self, rec: dict[str, Any]) -> None:
+        try:
+            self.queue.put_nowait(rec)
+        except queue.Full:
+            self.dropped += 1
+
+    def fail(self, where: str, exc: BaseException) -> None:
+        """The hook's own trouble: an ``error`` record (at most 5 per place), never an exception."""
+        try:
+            self.errors[where] += 1
+            if self.errors[where] <= 5:
+                self.put(R.error(self.rank, where, f"{type(exc).__name__}: {exc}"))
+        except Exception:  # noqa: BLE001 - the last line of defence
+            pass
+
+    def start(self) -> None:
+        self.writer.start()
+        try:
+            self.put(self._start_record())
+            self.check_chaos("start")
+        except Exception as e:  # noqa: BLE001
+            self.fail("start", e)
+        try:
+            import torch.optim.optimizer as optim_mod
+
+            self._step_handle = optim_mod.register_optimizer_step_post_hook(self._on_step)
+        except Exception as e:  # noqa: BLE001
+            self.fail("step", e)
+        self.ticker.start()
+
+    def _start_record(self) -> dict[str, Any]:
+        import torch
+
+        nccl = cuda = None
+        if "nccl" in self.backend:
+            try:
+                v = torch.cuda.nccl.version()
+                nccl = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+            except Exception:  # noqa: BLE001
+                nccl = None
+        cuda = torch.version.cuda
+        env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_", "NCCLSCOPE_"))}
+        lr = os.environ.get("LOCAL_RANK")
+        return R.start(self.rank, self.world, int(lr) if lr and lr.isdigit() else None, socket.gethostname(),
+                       os.getpid(), self.backend, str(torch.__version__), nccl, cuda, env)
+
+    def _on_step(self, opt: Any, args: Any, kwargs: Any) -> None:
+        try:
+            if self._opt_id is None:
+                self._opt_id = id(opt)
+            if id(opt) == self._opt_id:
+                self.step = (self.step or 0) + 1
+            self.check_chaos("step")
+        except Exception as e:  # noqa: BLE001
+            self.fail("step", e)
+
+    # --- the collective path (training thread) ----------------------------------------------
+    def _pg(self, group: Any) -> tuple[str, Callable[[], int]] | None:
+        pg = group if group is not None else self.c10d._get_default_group()
+        if pg is self.c10d.GroupMember.NON_GROUP_MEMBER:
+            return None
+        info = self.pg_info.get(id(pg))
+        if info is None:
+            info = (str(pg.group_name), pg._get_sequence_number_for_group)
+            if len(self.pg_info) < 1024:
+                self.pg_info[id(pg)] = info
+        return info
+
+    def before(self, op: str, p2p: bool, tensor: Any, group: Any) -> tuple[str, int, float, bool] | None:
+        self.check_chaos("coll")
+        info = self._pg(group)
+        if info is None:
+            return None
+        name, seqfn = info
+        t = time.time()
+        if p2p and "gloo" not in self.backend:
+            # NCCL numbers send/recv apart from collectives (FR p2p_seq_id); count them ourselves
+            self.p2p[name] += 1
+            pgname, seq = name + ":p2p", self.p2p[name]
+        else:
+            pgname, seq = name, int(seqfn()) + 1
+            if seq > self.enq.get(name, 0):
+                self.enq[name] = seq
+        numel, dtype, nbytes = _numel_dtype(tensor) if tensor is not None else (None, None, None)
+        self.put(R.coll(self.rank, pgname, seq, op, numel, dtype, nbytes, R.caller_where(2), round(t, 6), p2p))
+        return pgname, seq, time.perf_counter(), tensor is None or _is_cpu(tensor)
+
+    def after(self, token: tuple[str, int, float, bool], result: Any, async_op: bool) -> None:
+        self.check_chaos("done")
+        pgname, seq, t0, cpu = token
+        work = result if async_op and hasattr(result, "is_completed") else None
+        if work is None and cpu and not async_op:
+            # a synchronous call on CPU tensors has completed when it returns
+            self.put(R.done(self.rank, pgname, seq, (time.perf_counter() - t0) * 1000.0, "sync"))
+            if seq > self.done.get(pgname, 0):
+                self.done[pgname] = seq
+        else:
+            self.pending.append((pgname, seq, t0, time.time(), work))
+
+    # --- the poller thread -------------------------------------------------------------------
+    def _fr_status(self) -> dict[str, dict[str, int | None]]:
+        """Flight Recorder ``pg_status`` (keys: process group ids) or {} where there is none."""
+        if self._fr_status_failed:
+            return {}
+        import torch._C._distributed_c10d as C
+
+        names = (["_dump_nccl_trace_json"] if "nccl" in self.backend else []) + ["_dump_fr_trace_json"]
+        fns = [self._fr_status_fn] if self._fr_status_fn is not None else [getattr(C, n, None) for n in names]
+        for fn in fns:
+            if fn is None:
+                continue
+            try:
+                raw = fn(includeCollectives=False)
+            except Exception:  # noqa: BLE001 - try the next one
+                continue
+            self._fr_status_fn = fn
+            obj = json.loads(raw)
+            out: dict[str, dict[str, int | None]] = {}
+            for pgid, st in (obj.get("pg_status") or {}).items():
+                if isinstance(st, dict):
+                    out[str(pgid)] = {k: _to_int(st.get(f"last_{k}_collective")) for k in ("enqueued", "started", "completed")}
+            return out
+        self._fr_status_failed = True
+        return {}
+
+    def poll(self) -> dict[str, dict[str, int | None]]:
+        self.check_chaos("poll")
+        while self.pending:
+            pgname, seq, t0, tw, work = self.pending.popleft()
+            self.open[(pgname, seq)] = (t0, tw, work)
+        while len(self.open) > self.max_open:
+            self.open.pop(next(iter(self.open)))
+            self.dropped += 1
+        status: dict[str, dict[str, int | None]] = {}
+        if not self.open:
+            return status
+        need_fr = False
+        completed: dict[str, int] = {}
+        finished: list[tuple[str, int, float, str]] = []
+        for (pgname, seq), (t0, _tw, work) in list(self.open.items()):
+            if work is None:
+                need_fr = True
+                continue
+            try:
+                ok = bool(work.is_completed())
+            except Exception:  # noqa: BLE001 - a failed work counts as finished
+                ok = True
+            if ok:
+                dur = _work_duration(work)
+                finished.append((pgname, seq, dur if dur is not None else (time.perf_counter() - t0) * 1000.0, "work"))
+                completed[pgname] = max(completed.get(pgname, 0), seq)
+        if need_fr:
+            status = self._fr_status()
+        now_pc = time.perf_counter()
+        for (pgname, seq), (t0, _tw, work) in list(self.open.items()):
+            if work is not None:
+                continue
+            fr_done = (status.get(pgname) or {}).get("completed")
+            if fr_done is not None and fr_done >= seq:
+                finished.append((pgname, seq, (now_pc - t0) * 1000.0, "fr"))
+            elif completed.get(pgname, 0) > seq:  # ops of one group complete in order
+                finished.append((pgname, seq, (now_pc - t0) * 1000.0, "order"))
+        for pgname, seq, dur, how in finished:
+            if self.open.pop((pgname, seq), None) is not None:
+                self.put(R.done(self.rank, pgname, seq, dur, how))
+                if not pgname.endswith(":p2p") and seq > self.done.get(pgname, 0):
+                    self.done[pgname] = seq
+        return status
+
+    def heartbeat(self, status: dict[str, dict[str, int | None]] | None) -> None:
+        self.check_chaos("hb")
+        if not status:
+            status = self._fr_status()
+        pgs: dict[str, dict[str, int | None]] = {}
+        for name in set(self.enq) | set(self.done) | set(status):
+            st = status.get(name) or {}
+            enq = max(self.enq.get(name, 0), st.get("enqueued") or 0)
+            dn = max(self.done.get(name, 0), st.get("completed") or 0)
+            started = st.get("started")
+            pgs[name] = {"enq": enq, "start": started if started is not None and started >= 0 else None, "done": dn}
+        self.put(R.heartbeat(self.rank, self.step, pgs, self.dropped))
+        sig = tuple(sorted((k, v["enq"], v["done"]) for k, v in pgs.items()))
+        now = time.monotonic()
+        if sig != self._progress_sig:
+            if self._progress_sig is not None:
+                self._gaps.append(now - self._last_progress)
+            self._progress_sig = sig
+            self._last_progress = now
+            self._stall_reported = False
+        elif sig and not self._stall_reported and now - self._last_progress > self.stall_threshold():
+            self._stall_reported = True
+            self.write_stack("stall", stalled_s=round(now - self._last_progress, 3))
+
+    def stall_threshold(self) -> float:
+        """``NCCLSCOPE_HOOK_STALL_S``, or three times the job's usual gap between progress, if longer."""
+        if len(self._gaps) >= 5:
+            gaps = sorted(self._gaps)
+            return max(self.stall_s, 3.0 * gaps[len(gaps) // 2])
+        return self.stall_s
+
+    def write_stack(self, reason: str, **extra: Any) -> None:
+        self.check_chaos("stack")
+        frame = sys._current_frames().get(self.main_ident) if self.main_ident is not None else None
+        frames = R.frames_of(frame, limit=400)
+        del frame
+        self.put(R.stack(self.rank, reason, R.where_of(frames), R.trim(frames), **extra))
+
+    def _control_key(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.control)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def check_request(self) -> None:
+        key = self._control_key()
+        if key is None or key == self._req_key:
+            return
+        self._req_key = key
+        self.check_chaos("request")
+        req_id: Any = None
+        try:
+            req_id = json.loads(self.control.read_text()[:4096]).get("id")
+        except (OSError, ValueError, AttributeError):
+            req_id = None
+        try:
+            self.write_stack("request", request_id=req_id)
+        except Exception as e:  # noqa: BLE001
+            self.fail("stack", e)
+        path = self.dump_fr()
+        if path is not None:
+            self.put(R.fr(self.rank, str(path), req_id))
+
+    def dump_fr(self) -> Path | None:
+        """Flight Recorder pickle to ``fr_live_rank<R>.pkl`` (written aside, then renamed)."""
+        import torch._C._distributed_c10d as C
+
+        names = (["_dump_nccl_trace"] if "nccl" in self.backend else []) + ["_dump_fr_trace"]
+        for n in names:
+            fn = getattr(C, n, None)
+            if fn is None:
+                continue
+            try:
+                data = fn()
+            except Exception:  # noqa: BLE001
+                continue
+            dest = self.run_dir / f"fr_live_rank{self.rank}.pkl"
+            tmp = self.run_dir / f".fr_live_rank{self.rank}.pkl.tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, dest)
+            return dest
+        return None
+
+    def _tick_loop(self) -> None:
+        last_hb = 0.0
+        while not self.stop_event.wait(self.poll_s):
+            status: dict[str, dict[str, int | None]] | None = None
+            try:
+                status = self.poll()
+            except Exception as e:  # noqa: BLE001
+                self.fail("poll", e)
+            now = time.monotonic()
+            if now - last_hb < self.hb_s:
+                continue
+            last_hb = now
+            try:
+                self.heartbeat(status)
+            except Exception as e:  # noqa: BLE001
+                self.fail("hb", e)
+            try:
+                self.check_request()
+            except Exception as e:  # noqa: BLE001
+                self.fail("request", e)
+
+    # --- the writer thread -------------------------------------------------------------------
+    def _write_loop(self) -> None:
+        f = None
+        next_open = 0.0
+        while True:
+            batch = [self.queue.get()]
+            try:
+                while len(batch) < 2000:
+                    batch.append(self.queue.get_nowait())
+            except queue.Empty:
+                pass
+            stop = any(r is _SENTINEL for r in batch)
+            batch = [r for r in batch if r is not _SENTINEL]
+            try:
+                self.check_chaos("write")
+                text = "".join(json.dumps(r, default=str, separators=(",", ":")) + "\n" for r in batch)
+                if f is None and time.monotonic() >= next_open:
+                    try:
+                        f = open(self.path, "a", encoding="utf-8")
+                    except OSError:
+                        next_open = time.monotonic() + 5.0
+                if f is None:
+                    self.dropped += len(batch)
+                else:
+                    f.write(text)
+                    f.flush()
+            except Exception as e:  # noqa: BLE001 - disk full, folder gone, chaos: drop and go on
+                self.dropped += len(batch)
+                self.errors["write"] += 1
+                if self.errors["write"] <= 5 and "write" not in self.chaos:
+                    self.put(R.error(self.rank, "write", f"{type(e).__name__}: {e}"))
+            if stop:
+                break
+        if f is not None:
+            try:
+                f.close()
+            except OSError:
+                pass
+
+    # --- the end -------------------------------------------------------------------------------
+    def finish(self) -> None:
+        """At interpreter exit: a last heartbeat, the exit record, then drain the queue (bounded wait)."""
+        if self._finished:
+            return
+        self._finished = True
+        self.stop_event.set()
+        if self.ticker.is_alive():
+            self.ticker.join(timeout=1.0)
+        try:
+            self.check_chaos("exit")
+            self.heartbeat(self.poll())
+        except Exception as e:  # noqa: BLE001
+            self.fail("exit", e)
+        try:
+            exc_text = None
+            if self.exc is not None:
+                etype, value, tb = self.exc
+                exc_text = f"{etype.__name__}: {value}"
+                frames = []
+                while tb is not None and tb.tb_next is not None:
+                    tb = tb.tb_next
+                if tb is not None:
+                    frames = R.frames_of(tb.tb_frame, limit=400)
+                    frames[0]["line"] = tb.tb_lineno
+                self.put(R.stack(self.rank, "exit", R.where_of(frames), R.trim(frames), exception=exc_text[:500]))
+            code = self.exit_code if self.exit_code is not None else (1 if self.exc is not None else 0)
+            self.put(R.exit_(self.rank, code, exc_text))
+        except Exception as e:  # noqa: BLE001
+            self.fail("exit", e)
+        try:
+            if self._step_handle is not None:
+                self._step_handle.remove()
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            self.queue.put(_SENTINEL, timeout=0.5)
+        except queue.Full:
+            pass
+        self.writer.join(timeout=2.0)
+
+
+def _to_int(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _work_duration(work: Any) -> float | None:
+    fn = getattr(work, "_get_duration", None)
+    if fn is None:
+        return None
+    try:
+        d = float(fn())
+    except Exception:  # noqa: BLE001 - gloo, or timing off
+        return None
+    return d if d >= 0 else None
+
+
+# --- activation ----------------------------------------------------------------------------------
+
+def _maybe_start() -> None:
+    """Create the tracer once a process group exists (called after init_process_group, or lazily)."""
+    global _TRACER, _STARTING
+    if _TRACER is not None or _STARTING or not _ARMED:
+        return
+    _STARTING = True
+    try:
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            return
+        run_dir = os.environ.get("NCCLSCOPE_RUN_DIR")
+        if not run_dir:
+            return
+        tracer = Tracer(Path(run_dir), dist)
+        _TRACER = tracer
+        tracer.start()
+        atexit.register(_at_exit)
+    except Exception as e:  # noqa: BLE001
+        _TRACER = None
+        _note(f"collective tracing disabled ({type(e).__name__}: {e})")
+    finally:
+        _STARTING = False
+
+
+def _note(text: str) -> None:
+    try:
+        sys.stderr.write(f"ncclscope hook: {text}\n")
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _at_exit() -> None:
+    tr = _TRACER
+    if tr is not None:
+        try:
+            tr.finish()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> Callable[..., Any]:
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+
+    def pos(name: str | None) -> int:
+        return params.index(name) if name is not None and name in params else -1
+
+    i_in, i_group, i_async = pos(in_param), pos("group"), pos("async_op")
+
+    def arg(args: tuple[Any, ...], kwargs: dict[str, Any], i: int, name: str | None) -> Any:
+        if name is not None and name in kwargs:
+            return kwargs[name]
+        if 0 <= i < len(args):
+            return args[i]
+        return None
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        tr = _TRACER
+        if tr is None:
+            if _ARMED:
+                _maybe_start()
+            tr = _TRACER
+        if tr is None or getattr(_tls, "depth", 0):
+            return fn(*args, **kwargs)
+        token = None
+        async_op = False
+        try:
+            async_op = bool(arg(args, kwargs, i_async, "async_op"))
+            token = tr.before(op, p2p or (op in ("send", "recv")), arg(args, kwargs, i_in, in_param),
+                              arg(args, kwargs, i_group, "group"))
+        except Exception as e:  # noqa: BLE001
+            tr.fail("coll", e)
+        if fn.__name__ in ("isend", "irecv"):
+            async_op = True
+        _tls.depth = 1
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            _tls.depth = 0
+        if token is not None:
+            try:
+                tr.after(token, result, async_op)
+            except Exception as e:  # noqa: BLE001
+                tr.fail("done", e)
+        return result
+
+    wrapper.__ncclscope_wrapped__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _wrap_init(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        try:
+            _maybe_start()
+        except Exception:  # noqa: BLE001
+            pass
+        return result
+
+    init_process_group.__ncclscope_wrapped__ = True  # type: ignore[attr-defined]
+    return init_process_group
+
+
+def patch_distributed(dist: ModuleType) -> None:
+    """Wrap the ``torch.distributed`` collectives (module and ``distributed_c10d`` namespaces)."""
+    global _PATCHED
+    if _PATCHED:
+        return
+    _PATCHED = True
+    c10d = getattr(dist, "distributed_c10d", None)
+    if c10d is None:
+        return
+    for name, (op, in_param, p2p) in OPS.items():
+        fn = getattr(c10d, name, None)
+        if fn is None or not callable(fn) or getattr(fn, "__ncclscope_wrapped__", False):
+            continue
+        w = _wrap(fn, op, in_param, p2p)
+        setattr(c10d, name, w)
+        if getattr(dist, name, None) is fn:
+            setattr(dist, name, w)
+    fn = getattr(c10d, "init_process_group", None)
+    if fn is not None and not getattr(fn, "__ncclscope_wrapped__", False):
+        w = _wrap_init(fn)
+        setattr(c10d, "init_process_group", w)
+        if getattr(dist, "init_process_group", None) is fn:
+            setattr(dist, "init_process_group", w)
+
+
+def _disable_in_child() -> None:
+    global _TRACER, _ARMED
+    _TRACER = None
+    _ARMED = False
+
+
+def _wrap_exit_paths() -> None:
+    prev_hook = sys.excepthook
+    prev_exit = sys.exit
+
+    def excepthook(etype: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        tr = _TRACER
+        if tr is not None and tr.exc is None:
+            tr.exc = (etype, value, tb)
+        prev_hook(etype, value, tb)
+
+    def exit(status: Any = None) -> None:  # noqa: A001 - mirrors sys.exit
+        tr = _TRACER
+        if tr is not None:
+            tr.exit_code = status if isinstance(status, int) else (0 if status is None else 1)
+        prev_exit(status)
+
+    sys.excepthook = excepthook
+    sys.exit = exit
+
+
+def on_distributed_imported(dist: ModuleType) -> None:
+    """Called by the ``sitecustomize`` shim right after ``torch.distributed`` is imported."""
+    global _ARMED
+    if not os.environ.get("NCCLSCOPE_RUN_DIR"):
+        return
+    try:
+        if not dist.is_available():
+            return
+        patch_distributed(dist)
+        _ARMED = True
+        _wrap_exit_paths()
+        os.register_at_fork(after_in_child=_disable_in_child)
+    except Exception as e:  # noqa: BLE001
+        _note(f"collective tracing disabled ({type(e).__name__}: {e})")

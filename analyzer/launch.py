@@ -1,0 +1,346 @@
+"""The `ncclscope run` wrapper: set up tracing for a training command, run it, tee its output,
+forward signals, then analyse the run folder.
+
+Pure parts (``tracing_env``, ``merge_env``, ``exit_status``) are separate from the process
+handling (``ChildGroup``, ``Tee``) and the whole sequence (``run_job``). Nothing here prints on
+its own: messages go through the ``note`` callable the CLI passes in.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+HOOK_SITE = ".ncclscope-site"
+HOOK_PACKAGE = "_ncclscope_hook"
+HOOK_FILES = ("__init__.py", "records.py", "tracer.py")
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+Note = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    command: tuple[str, ...]
+    run_dir: Path
+    coll: bool = False
+    hook: bool = True
+    stall_seconds: float | None = None
+    webhook: str | None = None
+    alert_command: str | None = None
+    kill_on_hang: bool = False
+    poll: bool = False
+    dashboard: bool = False
+    quiet: bool = False
+    grace_s: float = 10.0
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+
+def default_run_dir(base: Path = Path("ncclscope-runs"), now: datetime | None = None) -> Path:
+    """``./ncclscope-runs/<YYYYmmdd-HHMMSS>``, with a suffix when that folder exists already."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    path = base / stamp
+    n = 1
+    while path.exists():
+        n += 1
+        path = base / f"{stamp}-{n}"
+    return path
+
+
+def tracing_env(run_dir: Path, coll: bool, hook_site: Path | None) -> dict[str, str]:
+    """What ncclscope sets for the job (before the user's own settings take precedence)."""
+    d = str(run_dir)
+    env = {
+        "NCCL_DEBUG": "INFO",
+        "NCCL_DEBUG_SUBSYS": "INIT,ENV,NET,GRAPH" + (",COLL" if coll else ""),
+        "NCCL_DEBUG_FILE": f"{d}/%h.%p.nccl.log",
+        "NCCL_DEBUG_TIMESTAMP_LEVELS": "ALL",
+        "NCCL_DEBUG_TIMESTAMP_FORMAT": "[%F %T.%6f] ",
+        "NCCL_TOPO_DUMP_FILE": f"{d}/topo.xml",
+        "NCCL_GRAPH_DUMP_FILE": f"{d}/graph.xml",
+        "TORCH_FR_BUFFER_SIZE": "20000",
+        "TORCH_NCCL_TRACE_BUFFER_SIZE": "20000",
+        "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{d}/fr_timeout_rank",
+        "TORCH_FR_DUMP_TEMP_FILE": f"{d}/fr_timeout_rank",
+        "TORCH_NCCL_ENABLE_TIMING": "1",
+        "NCCLSCOPE_RUN_DIR": d,
+    }
+    if hook_site is not None:
+        env["PYTHONPATH"] = str(hook_site)
+    return env
+
+
+def merge_env(base: Mapping[str, str], wanted: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """(child env, what ncclscope set, what the user had set and was kept).
+
+    A variable the user set wins; ``PYTHONPATH`` is the exception: ours goes first, theirs after.
+    """
+    env = dict(base)
+    applied: dict[str, str] = {}
+    kept: dict[str, str] = {}
+    for k, v in wanted.items():
+        if k == "PYTHONPATH":
+            old = base.get(k, "")
+            env[k] = v + (os.pathsep + old if old else "")
+            applied[k] = env[k]
+        elif k in base and k != "NCCLSCOPE_RUN_DIR":
+            kept[k] = base[k]
+        else:
+            env[k] = v
+            applied[k] = v
+    return env, applied, kept
+
+
+def exit_status(returncode: int) -> int:
+    """A child's return code as a shell would report it: 128+N for death by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def prepare_hook_site(run_dir: Path) -> Path:
+    """``DIR/.ncclscope-site`` holding only ``sitecustomize.py`` and the ``_ncclscope_hook`` package,
+    so the folder can go first on ``PYTHONPATH`` without shadowing anything of the user's."""
+    src = Path(__file__).resolve().parent / "hook"
+    site = run_dir / HOOK_SITE
+    pkg = site / HOOK_PACKAGE
+    pkg.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src / "sitecustomize.py", site / "sitecustomize.py")
+    for name in HOOK_FILES:
+        shutil.copyfile(src / name, pkg / name)
+    return site
+
+
+class Tee(threading.Thread):
+    """Copies a child's pipe line by line to a file and a terminal stream; a last half line is kept."""
+
+    def __init__(self, pipe: IO[bytes], path: Path, echo: IO[bytes] | None) -> None:
+        super().__init__(name=f"ncclscope-tee-{path.name}", daemon=True)
+        self.pipe, self.path, self.echo = pipe, path, echo
+
+    def run(self) -> None:
+        with open(self.path, "ab") as f:
+            for line in iter(self.pipe.readline, b""):
+                f.write(line)
+                f.flush()
+                if self.echo is not None:
+                    try:
+                        self.echo.write(line)
+                        self.echo.flush()
+                    except (OSError, ValueError):
+                        self.echo = None
+        try:
+            self.pipe.close()
+        except OSError:
+            pass
+
+
+class ChildGroup:
+    """The command in its own session / process group; signals go to the whole group."""
+
+    def __init__(self, command: Sequence[str], env: Mapping[str, str], grace_s: float) -> None:
+        self.proc = subprocess.Popen(list(command), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        self.pgid = self.proc.pid
+        self.grace_s = grace_s
+        self.kill_at: float | None = None
+        self.signals = 0
+
+    def send(self, sig: int) -> None:
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def terminate(self) -> None:
+        """SIGTERM now, SIGKILL after the grace period (checked by ``wait``)."""
+        self.send(signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_s
+        self.kill_at = deadline if self.kill_at is None else min(self.kill_at, deadline)
+
+    def on_signal(self, signum: int) -> None:
+        """First signal: forwarded. Second: SIGTERM, SIGKILL after the grace period. Third: SIGKILL."""
+        self.signals += 1
+        if self.signals == 1:
+            self.send(signum)
+        elif self.signals == 2:
+            self.terminate()
+        else:
+            self.send(signal.SIGKILL)
+
+    def wait(self) -> int:
+        while True:
+            try:
+                return self.proc.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                if self.kill_at is not None and time.monotonic() >= self.kill_at:
+                    self.send(signal.SIGKILL)
+                    self.kill_at = None
+
+    def alive(self) -> bool:
+        try:
+            os.killpg(self.pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def reap_group(self, grace_s: float = 3.0) -> bool:
+        """After the leader exits: end what is left of its group. True when something was left."""
+        if not self.alive():
+            return False
+        self.send(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and self.alive():
+            time.sleep(0.05)
+        if self.alive():
+            self.send(signal.SIGKILL)
+        return True
+
+
+def _start_monitor(opts: RunOptions, on_kill: Callable[[], None], note: Note) -> Any:
+    try:
+        from .live.monitor import LiveConfig, LiveMonitor
+    except Exception as e:  # noqa: BLE001 - the monitor is optional
+        note(f"live monitor not available ({type(e).__name__}: {e}); running without live alerts")
+        return None
+    try:
+        cfg = LiveConfig(stall_seconds=opts.stall_seconds, webhook=opts.webhook, command=opts.alert_command,
+                         poll=opts.poll, kill_on_hang=opts.kill_on_hang, console=not opts.quiet)
+        mon = LiveMonitor(opts.run_dir, cfg, on_kill=on_kill)
+        mon.start()
+        return mon
+    except Exception as e:  # noqa: BLE001
+        note(f"live monitor failed to start ({type(e).__name__}: {e}); running without live alerts")
+        return None
+
+
+def _start_dashboard(run_dir: Path, note: Note) -> subprocess.Popen[bytes] | None:
+    try:
+        from .commands import serve
+
+        names = {p.name for p in getattr(serve.command, "params", [])}
+    except Exception:  # noqa: BLE001
+        names = set()
+    if "live" not in names:
+        note("the live dashboard is not available in this version; --dashboard skipped")
+        return None
+    log = open(run_dir / ".dashboard.log", "ab")
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "analyzer", "serve", "--live", str(run_dir)],
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as e:
+        note(f"could not start the dashboard: {e}")
+        return None
+    finally:
+        log.close()
+    note("dashboard: ncclscope serve --live (log in .dashboard.log), http://127.0.0.1:8050")
+    return proc
+
+
+def _stop(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=5)
+    except (ProcessLookupError, PermissionError):
+        pass
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+            pass
+
+
+def write_env_record(opts: RunOptions, applied: Mapping[str, str], kept: Mapping[str, str]) -> None:
+    from . import __version__
+
+    data = {"ncclscope": __version__, "command": list(opts.command), "hook": opts.hook,
+            "set_by_ncclscope": dict(applied), "set_by_user": dict(kept), "started": time.time()}
+    (opts.run_dir / "ncclscope-env.json").write_text(json.dumps(data, indent=1) + "\n")
+
+
+def analyse_run(run_dir: Path, render: Callable[[Any], None] | None, note: Note) -> None:
+    """``DIR/report.json`` and the text report; any failure is one note, never an exception."""
+    try:
+        from .analysis import analyze_paths
+        from .report import to_json
+
+        result = analyze_paths([run_dir])
+        (run_dir / "report.json").write_text(json.dumps(to_json(result), indent=1, default=str) + "\n")
+        if render is not None:
+            render(result)
+    except KeyboardInterrupt:
+        note("analysis interrupted; run `ncclscope analyze` on the folder later")
+    except Exception as e:  # noqa: BLE001
+        note(f"could not analyse the run ({type(e).__name__}: {e})")
+
+
+def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None = None,
+            stdout: IO[bytes] | None = None, stderr: IO[bytes] | None = None,
+            base_env: Mapping[str, str] | None = None) -> int:
+    """Run the command traced; returns its exit status (128+N for signal N)."""
+    opts.run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = opts.run_dir.resolve()
+    opts = RunOptions(**{**opts.__dict__, "run_dir": run_dir})
+    site = prepare_hook_site(run_dir) if opts.hook else None
+    env, applied, kept = merge_env(base_env if base_env is not None else os.environ,
+                                   {**tracing_env(run_dir, opts.coll, site), **opts.extra_env})
+    write_env_record(opts, applied, kept)
+    if kept:
+        note("kept your settings: " + ", ".join(f"{k}={v}" for k, v in sorted(kept.items())))
+    holder: dict[str, ChildGroup] = {}
+
+    def on_kill() -> None:
+        child = holder.get("child")
+        if child is not None:
+            child.terminate()
+
+    monitor = _start_monitor(opts, on_kill, note)
+    dashboard = _start_dashboard(run_dir, note) if opts.dashboard else None
+    previous: dict[int, Any] = {}
+    code = 127
+    try:
+        try:
+            child = ChildGroup(opts.command, env, opts.grace_s)
+        except OSError as e:
+            note(f"cannot start {opts.command[0]!r}: {e.strerror or e}")
+            code = 127 if isinstance(e, FileNotFoundError) else 126
+            (run_dir / "exit.txt").write_text(f"exit={code}\n")
+            return code
+        holder["child"] = child
+        if threading.current_thread() is threading.main_thread():
+            for sig in FORWARDED:
+                previous[sig] = signal.signal(sig, lambda s, _f: child.on_signal(s))
+        tees = [Tee(child.proc.stdout, run_dir / "stdout.log", stdout),  # type: ignore[arg-type]
+                Tee(child.proc.stderr, run_dir / "stderr.log", stderr)]  # type: ignore[arg-type]
+        for t in tees:
+            t.start()
+        code = exit_status(child.wait())
+        if child.reap_group():
+            note("ended processes the command left behind in its process group")
+        for t in tees:
+            t.join(timeout=5.0)
+        (run_dir / "exit.txt").write_text(f"exit={code}\n")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if monitor is not None:
+            try:
+                monitor.stop()
+            except Exception as e:  # noqa: BLE001
+                note(f"live monitor did not stop cleanly ({type(e).__name__}: {e})")
+        _stop(dashboard)
+        if site is not None:
+            shutil.rmtree(site, ignore_errors=True)
+    analyse_run(run_dir, render, note)
+    return code
