@@ -34,7 +34,8 @@ from .watcher import DirWatcher
 
 POLL_S = 0.25
 DETAIL_WAIT_S = 5.0  # how long to wait for the ranks' stacks after a dump request
-CRASH_GRACE_S = 1.0  # gather exit records and tracebacks of one crash into one alert
+CRASH_GRACE_S = 1.0
+DESYNC_WAIT_S = 1.0  # a 1-1 tie: wait this long for the other ranks' records before alerting  # gather exit records and tracebacks of one crash into one alert
 CONTROL_DIR = "ncclscope-control"
 ALERTS_FILE = "alerts.jsonl"
 SIGNALLED = {-15, -9, 143, 137, -2, 130}  # ranks the launcher took down after another failed
@@ -108,7 +109,6 @@ class LiveMonitor:
         self.crash_sent = False
         self._crash_pending: dict[int | None, dict[str, Any]] = {}
         self._crash_first: float | None = None
-        self._pending_alerts: list[dict[str, Any]] = []
         self._wd: dict[str, Any] = {}  # what PyTorch's watchdog lines said, gathered for CRASH_GRACE_S
         self._torch_carry: dict[str, list[tuple[int, str]]] = {}
         self._torch_seen: dict[str, set[tuple[int, str]]] = {}
@@ -121,6 +121,8 @@ class LiveMonitor:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._once = False
+        self._now = clock()
+        self._desync_wait: dict[tuple[str, int], float] = {}  # (pg, seq) -> first seen mismatched
 
     # --- threads ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -161,10 +163,11 @@ class LiveMonitor:
     def poll_once(self, now: float | None = None) -> list[dict[str, Any]]:
         """Read what is new, judge, emit. Returns the alerts raised by this pass."""
         with self._lock:
+            self._now = self.clock() if now is None else now
             paths = self.watcher.changed(force_scan=self._thread is None) | set(self.tailer.pending())
             for p in sorted(paths):
                 self._read(p)
-            raised = self._judge(self.clock() if now is None else now)
+            raised = self._judge(self._now)
             for a in raised:
                 self.alerts.append(a)
                 self.sinks.emit(a)
@@ -181,7 +184,7 @@ class LiveMonitor:
     def _read(self, path: str) -> None:
         kind = classify(path.rsplit("/", 1)[-1])
         if kind == "fr":
-            self.fr_files.setdefault(path, self.clock())
+            self.fr_files.setdefault(path, self._now)
             return
         if kind is None:
             return
@@ -208,15 +211,15 @@ class LiveMonitor:
                 continue
             touched = stall.apply(self.state, rec.rank, rec.type, rec.data)
             if rec.type == "fr" and isinstance(rec.data.get("path"), str):
-                self.fr_files.setdefault(rec.data["path"], self.clock())
+                self.fr_files.setdefault(rec.data["path"], self._now)
             if rec.type == "stack" and self.hang is not None and self.hang.request_t is not None:
                 self.hang.stacks_after.add(rec.rank)
             elif rec.type == "exit":
                 c = stall.crash_of_exit(self.state, rec.rank)
                 if c is not None:
                     self._crash(rec.rank, {"code": c.code, "message": c.message})
-            if touched is not None:
-                self._desync(*touched)
+            if touched is not None and touched[0] not in self.desync_pgs:
+                self._desync_wait.setdefault(touched, self._now)
 
     def _feed_torch(self, path: str, lines: list[tuple[int, str]]) -> None:
         batch = self._torch_carry.pop(path, []) + lines
@@ -230,7 +233,7 @@ class LiveMonitor:
                 self._watchdog(rec)
             elif isinstance(rec, R.DistError) and rec.rank is not None:
                 where = rec.frames[-1] if rec.frames else None
-                self._crash(rec.rank, {"message": f"rank {rec.rank}: {rec.exc_type}: {rec.message}"[:400],
+                self._crash(rec.rank, {"exception": f"rank {rec.rank}: {rec.exc_type}: {rec.message}"[:400],
                                        "where": where})
             elif isinstance(rec, R.LauncherExit) and rec.exitcode not in (None, 0) \
                     and rec.exitcode not in SIGNALLED:
@@ -246,22 +249,34 @@ class LiveMonitor:
             seen.clear()
 
     # --- incidents ------------------------------------------------------------------------------------
-    def _desync(self, pg: str, seq: int) -> None:
-        if pg in self.desync_pgs:
-            return
-        d = stall.check_desync(self.state, pg, seq)
-        if d is None:
-            return
-        self.desync_pgs.add(pg)
-        sigs = self.state.colls.get(pg, {}).get(seq, {})
-        parts = [f"rank {r}: {op} numel={numel} dtype={dtype}" for r, (op, numel, dtype) in d.sigs.items()]
-        who = (f"rank{'s' if len(d.culprits) > 1 else ''} {', '.join(map(str, d.culprits))} differ"
-               if d.culprits else "the ranks disagree")
-        ops = sorted({k[0] for k in d.sigs.values()})
-        self._pending_alerts.append(make_alert(
-            "desync", "desync", d.culprits, {"pg": pg, "seq": seq, "op": "/".join(ops)},
-            f"collective #{seq} of process group {pg} does not match across ranks ({who}): " + "; ".join(parts),
-            {r: s.where for r, s in sigs.items() if s.where}, ts=self.clock()))
+    def _desyncs(self, now: float) -> list[dict[str, Any]]:
+        """Mismatched (pg, seq): at once when a majority names the odd rank out, else after DESYNC_WAIT_S."""
+        out = []
+        for key, first in list(self._desync_wait.items()):
+            pg, seq = key
+            if pg in self.desync_pgs:
+                self._desync_wait.pop(key, None)
+                continue
+            d = stall.check_desync(self.state, pg, seq)
+            sigs = self.state.colls.get(pg, {}).get(seq, {})
+            members = len(self.state.all_ranks()) if pg == "0" else len(sigs)
+            if d is None:
+                if len(sigs) >= members or now - first > 60:
+                    self._desync_wait.pop(key, None)
+                continue
+            if not d.culprits and len(sigs) < members and not self._once and now - first < DESYNC_WAIT_S:
+                continue  # a tie so far: wait for the other ranks' records
+            self._desync_wait.pop(key, None)
+            self.desync_pgs.add(pg)
+            parts = [f"rank {r}: {op} numel={numel} dtype={dtype}" for r, (op, numel, dtype) in d.sigs.items()]
+            who = (f"rank{'s' if len(d.culprits) > 1 else ''} {', '.join(map(str, d.culprits))} differ"
+                   if d.culprits else "the ranks disagree")
+            ops = sorted({k[0] for k in d.sigs.values()})
+            out.append(make_alert(
+                "desync", "desync", d.culprits, {"pg": pg, "seq": seq, "op": "/".join(ops)},
+                f"collective #{seq} of process group {pg} does not match across ranks ({who}): " + "; ".join(parts),
+                {r: s.where for r, s in sigs.items() if s.where}, ts=now))
+        return out
 
     def _watchdog(self, rec: R.TorchRec) -> None:
         """PyTorch's own watchdog saw a timeout: a hang even without the hook (any launcher)."""
@@ -286,7 +301,7 @@ class LiveMonitor:
                 w.setdefault("seq", rec.seq)
         if rec.rank is not None:
             w.setdefault("ranks", set()).add(rec.rank)
-        w.setdefault("first", self.clock())
+        w.setdefault("first", self._now)
         w.setdefault("evidence", f"{rec.file.rsplit('/', 1)[-1]}:{rec.line}")
 
     def _watchdog_alert(self, now: float) -> dict[str, Any] | None:
@@ -314,11 +329,10 @@ class LiveMonitor:
             if v is not None and k not in cur:
                 cur[k] = v
         if self._crash_first is None:
-            self._crash_first = self.clock()
+            self._crash_first = self._now
 
     def _judge(self, now: float) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = self._pending_alerts
-        self._pending_alerts = []
+        out: list[dict[str, Any]] = self._desyncs(now) if self._desync_wait else []
         st = self.state
         if self._wd and (self._once or now - self._wd.get("first", now) >= CRASH_GRACE_S):
             a = self._watchdog_alert(now)
@@ -354,8 +368,9 @@ class LiveMonitor:
             return None  # the consequence of an incident already reported
         self.crash_sent = True
         ranks = sorted(r for r in pending if r is not None)
-        msgs = [v["message"] for r, v in sorted(pending.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
-                if v.get("message") and (r is not None or not ranks)]
+        msgs = [v.get("exception") or v["message"] for r, v in sorted(pending.items(),
+                                                                      key=lambda kv: (kv[0] is None, kv[0] or 0))
+                if (v.get("exception") or v.get("message")) and (r is not None or not ranks)]
         where = {r: pending[r]["where"] for r in ranks if pending[r].get("where")}
         for r in ranks:
             if r not in where and r in self.state.ranks and self.state.ranks[r].where:
