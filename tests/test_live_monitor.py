@@ -124,10 +124,25 @@ def test_crash_from_a_traceback_written_in_pieces(tmp_path: Path) -> None:
                 "[rank1]: RuntimeError: boom\n")
     _w(tmp_path / "ncclscope-rank1.jsonl", {"type": "exit", "rank": 1, "code": 1, "t": T0 + 1})
     assert mon.poll_once(now=T0 + 1.2) == []  # gathering the pieces of one crash
-    (a,) = mon.poll_once(now=T0 + 3)
+    _w(tmp_path / "ncclscope-rank0.jsonl", {"type": "exit", "rank": 0, "code": 1, "t": T0 + 1.1,
+                                            "exception": "RuntimeError: Connection closed by peer [127.0.0.1]:5"})
+    (a,) = mon.poll_once(now=T0 + 3.5)
     assert a["kind"] == "crash" and a["culprit_ranks"] == [1]
+    assert "then rank 0 failed too (rank 0 exited with code 1: RuntimeError: Connection closed" in a["message"]
     assert "RuntimeError: boom" in a["message"] and a["where"] == {"1": "/w/train.py:9 in main"}
-    assert a["exit_codes"] == {"1": 1}
+    assert a["exit_codes"] == {"0": 1, "1": 1}
+
+
+def test_crash_of_a_rank_that_vanished(tmp_path: Path) -> None:
+    mon = _mon(tmp_path)
+    _steps(tmp_path, 3, 1, 5)
+    for r in (0, 2):
+        _w(tmp_path / f"ncclscope-rank{r}.jsonl", {"type": "hb", "rank": r, "t": T0 + 2, "step": 5, "pgs": {}},
+           {"type": "exit", "rank": r, "code": 1, "t": T0 + 2.1, "exception": "RuntimeError: Connection reset by peer"})
+    assert mon.poll_once(now=T0 + 2.2) == []
+    (a,) = mon.poll_once(now=T0 + 4.5)
+    assert a["culprit_ranks"] == [1] and a["message"].startswith("rank 1 stopped without an exit record")
+    mon.stop()
     mon.stop()
 
 

@@ -34,12 +34,15 @@ from .watcher import DirWatcher
 
 POLL_S = 0.25
 DETAIL_WAIT_S = 5.0  # how long to wait for the ranks' stacks after a dump request
-CRASH_GRACE_S = 1.0
+CRASH_GRACE_S = 2.0
 DESYNC_WAIT_S = 1.0  # a 1-1 tie: wait this long for the other ranks' records before alerting  # gather exit records and tracebacks of one crash into one alert
 CONTROL_DIR = "ncclscope-control"
 ALERTS_FILE = "alerts.jsonl"
 SIGNALLED = {-15, -9, 143, 137, -2, 130}  # ranks the launcher took down after another failed
 FR_RE = re.compile(r"^fr_(?:timeout|live|end|dump)?_?rank(\d+)")
+VANISHED_S = 1.6  # heartbeats come every second: a rank silent this long while others fail is gone
+PEER_ERROR_RE = re.compile(r"(?i)by peer|broken pipe|connection (?:refused|closed|reset)|read error|write error|"
+                           r"abort|timed? ?out|socket|remote process|DistNetworkError")
 TRACEBACK = "Traceback (most recent call last)"
 RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)\d+\]:\s?")
 
@@ -217,7 +220,7 @@ class LiveMonitor:
             elif rec.type == "exit":
                 c = stall.crash_of_exit(self.state, rec.rank)
                 if c is not None:
-                    self._crash(rec.rank, {"code": c.code, "message": c.message})
+                    self._crash(rec.rank, {"code": c.code, "message": c.message, "t": rec.data.get("t")})
             if touched is not None and touched[0] not in self.desync_pgs:
                 self._desync_wait.setdefault(touched, self._now)
 
@@ -234,7 +237,7 @@ class LiveMonitor:
             elif isinstance(rec, R.DistError) and rec.rank is not None:
                 where = rec.frames[-1] if rec.frames else None
                 self._crash(rec.rank, {"exception": f"rank {rec.rank}: {rec.exc_type}: {rec.message}"[:400],
-                                       "where": where})
+                                       "where": where, "t": self._now})
             elif isinstance(rec, R.LauncherExit) and rec.exitcode not in (None, 0) \
                     and rec.exitcode not in SIGNALLED:
                 self._crash(rec.rank, {"code": rec.exitcode,
@@ -367,16 +370,29 @@ class LiveMonitor:
         if self.hang is not None or self.desync_pgs:
             return None  # the consequence of an incident already reported
         self.crash_sent = True
-        ranks = sorted(r for r in pending if r is not None)
-        msgs = [v.get("exception") or v["message"] for r, v in sorted(pending.items(),
-                                                                      key=lambda kv: (kv[0] is None, kv[0] or 0))
-                if (v.get("exception") or v.get("message")) and (r is not None or not ranks)]
-        where = {r: pending[r]["where"] for r in ranks if pending[r].get("where")}
-        for r in ranks:
-            if r not in where and r in self.state.ranks and self.state.ranks[r].where:
-                where[r] = self.state.ranks[r].where
-        codes = {r: pending[r].get("code") for r in ranks if pending[r].get("code") is not None}
-        return make_alert("crash", "crash", ranks, None, "; ".join(dict.fromkeys(msgs)) or "a rank failed",
+        failed = sorted(r for r in pending if r is not None)
+        culprits = crash_culprits(self.state, pending, now)
+        others = [r for r in failed if r not in culprits]
+
+        def text(r: int | None) -> str | None:
+            v = pending.get(r, {})
+            return v.get("exception") or v.get("message")
+
+        msgs = [m for m in (text(r) for r in culprits) if m]
+        vanished = [r for r in culprits if r not in pending]
+        if vanished:
+            msgs.insert(0, f"{_plural(vanished)} stopped without an exit record (killed, os._exit, segfault or OOM)")
+        if not failed and None in pending:
+            msgs += [m for m in [text(None)] if m]
+        if others:
+            msgs.append(f"then {_plural(others)} failed too ({(text(others[0]) or '')[:160]})")
+        where: dict[int, str] = {}
+        for r in culprits + others:
+            w = pending.get(r, {}).get("where") or (self.state.ranks[r].where if r in self.state.ranks else None)
+            if w:
+                where[r] = w
+        codes = {r: pending[r].get("code") for r in failed if pending[r].get("code") is not None}
+        return make_alert("crash", "crash", culprits, None, "; ".join(dict.fromkeys(msgs)) or "a rank failed",
                           where, ts=now, exit_codes={str(r): c for r, c in codes.items()})
 
     def _open_hang(self, h: stall.Hang, now: float) -> dict[str, Any]:
@@ -494,6 +510,27 @@ def _hang_message(h: stall.Hang, warns: deque[str]) -> str:
     if warns:
         msg += f"; last NCCL warning: {warns[-1]}"
     return msg
+
+
+def crash_culprits(state: stall.JobState, pending: dict[int | None, dict[str, Any]], now: float) -> list[int]:
+    """Who failed first: a rank that vanished (no exit record, heartbeats stopped) while others then
+    failed, else the failed ranks whose error is not a peer's consequence, earliest first."""
+    failed = [r for r in pending if r is not None]
+    first_fail = min((t for v in pending.values() if isinstance(t := v.get("t"), (int, float))), default=now)
+    vanished = sorted(r for r, rs in state.ranks.items() if r not in pending and rs.exit_code is None
+                      and rs.last_seen is not None and rs.last_seen < first_fail and now - rs.last_seen > VANISHED_S)
+    if vanished and failed:
+        return vanished
+    if not failed:
+        return []
+    own = [r for r in failed if not PEER_ERROR_RE.search(str(pending[r].get("exception") or
+                                                             state.ranks.get(r, stall.RankState(r)).exception or ""))]
+    pool = own or failed
+    times = {r: t for r in pool if isinstance(t := pending[r].get("t"), (int, float))}
+    if not times:
+        return sorted(pool)
+    first = min(times.values())
+    return sorted(r for r in pool if times.get(r, first) <= first + 0.5)
 
 
 def _open_traceback(batch: list[tuple[int, str]]) -> list[tuple[int, str]]:
