@@ -342,15 +342,16 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
     for h in hook:
         d = h.data
         if h.type == "done" and isinstance(h.rank, int):
-            hook_done[(h.rank, str(d.get("pg", "0")), int(d.get("seq", -1)))] = (d.get("t"), d.get("dur_ms"))
+            seq = _seq(d.get("seq", -1))
+            if seq is not None:
+                hook_done[(h.rank, str(d.get("pg", "0")), seq)] = (d.get("t"), d.get("dur_ms"))
     for h in hook:
         d = h.data
         if not isinstance(h.rank, int):
             continue
         if h.type == "coll":
-            try:
-                seq = int(d.get("seq", -1))
-            except (TypeError, ValueError):
+            seq = _seq(d.get("seq", -1))
+            if seq is None:
                 continue
             pg = str(d.get("pg", "0"))
             done = hook_done.get((h.rank, pg, seq))
@@ -532,14 +533,26 @@ def _count_ranks(ranks: Any) -> int | None:
     return None
 
 
+def _seq(v: Any) -> int | None:
+    """A sequence number from untrusted JSON: an int within int64, else None."""
+    try:
+        i = int(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return i if -(1 << 62) < i < (1 << 62) else None
+
+
 def _numel(sizes: Any) -> int | None:
     if not isinstance(sizes, (list, tuple)) or not sizes:
         return None
     total = 0
-    for s in sizes:
-        if isinstance(s, (list, tuple)):
-            total += math.prod(int(x) for x in s) if s else 1
-    return total
+    try:
+        for s in sizes:
+            if isinstance(s, (list, tuple)):
+                total += math.prod(int(x) for x in s) if s else 1
+    except (TypeError, ValueError, OverflowError):  # a dump with non-numbers in its shapes
+        return None
+    return total if 0 <= total < (1 << 53) else None
 
 
 def _ns(v: Any) -> float | None:

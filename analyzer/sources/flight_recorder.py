@@ -28,25 +28,34 @@ ENTRY_KEYS = (
 )
 
 
+MAX_RANK = 1 << 24  # larger numbers in a name are not ranks
+MAX_INT = 1 << 62  # sequence numbers and counters beyond this are corrupt (the model stores int64)
+
+
 def rank_from_name(name: str) -> int | None:
     m = RANK_IN_NAME_RE.search(name)
-    return int(m.group(1)) if m else None
+    if not m or len(m.group(1)) > 9:
+        return None
+    r = int(m.group(1))
+    return r if r < MAX_RANK else None
 
 
 def _int(v: Any) -> int | None:
     if v is None or v == "":
         return None
     try:
-        return int(v)
-    except (TypeError, ValueError):
+        i = int(v)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a JSON Infinity
         return None
+    return i if -MAX_INT < i < MAX_INT else None
 
 
 def fr_from_obj(obj: Any, file: str, fmt: str) -> FrDump:
     if not isinstance(obj, dict) or "entries" not in obj and "pg_status" not in obj and "version" not in obj:
         raise ValueError("not a Flight Recorder dump (no version / entries / pg_status)")
     status: dict[str, dict[str, int | None]] = {}
-    for pg, st in (obj.get("pg_status") or {}).items():
+    raw_status = obj.get("pg_status")
+    for pg, st in (raw_status.items() if isinstance(raw_status, dict) else ()):
         if isinstance(st, dict):
             status[str(pg)] = {
                 "last_enqueued": _int(st.get("last_enqueued_collective")),
@@ -54,10 +63,17 @@ def fr_from_obj(obj: Any, file: str, fmt: str) -> FrDump:
                 "last_completed": _int(st.get("last_completed_collective")),
             }
     entries = []
-    for e in obj.get("entries") or []:
+    raw_entries = obj.get("entries")
+    for e in raw_entries if isinstance(raw_entries, list) else ():
         if not isinstance(e, dict):
             continue
-        entries.append({k: e.get(k) for k in ENTRY_KEYS})
+        entry = {k: e.get(k) for k in ENTRY_KEYS}
+        for k in ("collective_seq_id", "p2p_seq_id"):  # the model counts on ints or None here
+            entry[k] = _int(entry[k]) if not isinstance(entry[k], bool) else None
+        for k in ("input_sizes", "input_dtypes", "output_sizes", "output_dtypes", "frames"):
+            if not isinstance(entry[k], list):
+                entry[k] = None
+        entries.append(entry)
     pg_config = obj.get("pg_config") if isinstance(obj.get("pg_config"), dict) else {}
     version = obj.get("version")
     lib = obj.get("comm_lib_version") or obj.get("nccl_version")

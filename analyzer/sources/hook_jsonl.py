@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
-from .flight_recorder import rank_from_name
+from .flight_recorder import MAX_INT, MAX_RANK, rank_from_name
 from .records import CompletionRec, HookRec, Rec
 
 TD_RE = re.compile(r"^(?:(?P<d>-?\d+) days?, )?(?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d(?:\.\d+)?)$")
@@ -28,8 +28,11 @@ def _td_seconds(v: object) -> float | None:
     m = TD_RE.match(v.strip())
     if not m:
         return None
-    return timedelta(days=int(m.group("d") or 0), hours=int(m.group("h")), minutes=int(m.group("m")),
-                     seconds=float(m.group("s"))).total_seconds()
+    try:
+        return timedelta(days=int(m.group("d") or 0), hours=int(m.group("h")), minutes=int(m.group("m")),
+                         seconds=float(m.group("s"))).total_seconds()
+    except OverflowError:  # more days than timedelta holds
+        return None
 
 
 def canonical_op(name: str) -> str:
@@ -44,6 +47,56 @@ def canonical_op(name: str) -> str:
     return aliases.get(n, n)
 
 
+INT_FIELDS = ("seq", "pid", "world", "code", "numel", "bytes", "local_rank", "step", "dropped")
+FLOAT_FIELDS = ("t", "dur_ms")
+STR_FIELDS = ("pg", "op", "dtype", "where", "host", "message", "torch", "nccl", "cuda", "path", "reason", "how",
+              "backend", "exception")
+
+
+def _finite(v: object, kind: type) -> int | float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+        return None
+    if abs(v) >= MAX_INT:
+        return None
+    return kind(v)
+
+
+def clean_hook_fields(obj: dict) -> dict:
+    """The hook's fields with the types its writer gives them (analyzer/hook/records.py); a field of
+    another type (a list where a number belongs, NaN, 2**70) is dropped, so the model sees it missing."""
+    out = dict(obj)
+    for k in INT_FIELDS:
+        if k in out and out[k] is not None:
+            v = _finite(out[k], int)
+            if v is None:
+                del out[k]
+            else:
+                out[k] = v
+    for k in FLOAT_FIELDS:
+        if k in out and out[k] is not None:
+            v = _finite(out[k], float)
+            if v is None:
+                del out[k]
+            else:
+                out[k] = v
+    for k in STR_FIELDS:
+        if k in out and out[k] is not None:
+            if isinstance(out[k], (int, str)) and not isinstance(out[k], bool):
+                out[k] = str(out[k])[:2000]
+            else:
+                del out[k]
+    if "pgs" in out:
+        pgs = out["pgs"]
+        out["pgs"] = {str(pg): {c: _finite(st.get(c), int) for c in ("enq", "start", "done")}
+                      for pg, st in (pgs.items() if isinstance(pgs, dict) else ()) if isinstance(st, dict)}
+    if "env" in out:
+        env = out["env"]
+        out["env"] = {str(k): v for k, v in (env.items() if isinstance(env, dict) else ()) if isinstance(v, str)}
+    if "frames" in out and not isinstance(out["frames"], list):
+        del out["frames"]
+    return out
+
+
 def parse_jsonl(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
     name_rank = rank_from_name(file.rsplit("/", 1)[-1].split(".", 1)[0])
     for lineno, text in lines:
@@ -52,18 +105,21 @@ def parse_jsonl(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
             continue
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
             continue
         if not isinstance(obj, dict):
             continue
         if "type" in obj and isinstance(obj["type"], str):
             rank = obj.get("rank", name_rank)
-            yield HookRec(file, lineno, text[:2000], obj["type"], rank if isinstance(rank, int) else name_rank, obj)
+            ok = isinstance(rank, int) and not isinstance(rank, bool) and 0 <= rank < MAX_RANK
+            yield HookRec(file, lineno, text[:2000], obj["type"], rank if ok else name_rank, clean_hook_fields(obj))
         elif "op_type" in obj and "seq" in obj:
             dur = _td_seconds(obj.get("active_duration"))
             try:
                 seq = int(obj["seq"])
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
+                continue
+            if not -MAX_INT < seq < MAX_INT:
                 continue
             yield CompletionRec(file, lineno, text[:2000], name_rank, canonical_op(str(obj["op_type"])), seq,
                                 _td_seconds(obj.get("time_started")), _td_seconds(obj.get("time_finished")),

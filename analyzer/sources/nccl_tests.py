@@ -40,6 +40,12 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
         m = ROW_RE.match(text)
         if not m:
             continue
+        try:
+            float(m.group("t1")), float(m.group("a1")), float(m.group("b1"))  # "[\d.]+" also takes "0..0"
+            if m.group("t2"):
+                float(m.group("t2")), float(m.group("a2")), float(m.group("b2"))
+        except ValueError:
+            continue
         base = (int(m.group("size")), int(m.group("count")), m.group("type"), m.group("redop"), int(m.group("root")))
         yield NcclTestsRow(file, lineno, text, test, nranks, *base, float(m.group("t1")), float(m.group("a1")),
                            float(m.group("b1")), False)
@@ -50,7 +56,10 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
 
 def parse_nccl_tests_json(obj: dict, file: str) -> list[NcclTestsRow]:
     rows = []
-    for i, r in enumerate(obj.get("results") or [], 1):
+    results = obj.get("results")
+    for i, r in enumerate(results if isinstance(results, list) else (), 1):
+        if not isinstance(r, dict):
+            continue
         try:
             for key, inplace in (("out_of_place", False), ("in_place", True)):
                 v = r.get(key)
@@ -59,6 +68,6 @@ def parse_nccl_tests_json(obj: dict, file: str) -> list[NcclTestsRow]:
                                              int(r.get("count", 0)), str(r.get("type", "")), str(r.get("redop", "")),
                                              int(r.get("root", -1)), float(v["time"]), float(v["alg_bw"]),
                                              float(v["bus_bw"]), inplace))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             continue
     return rows

@@ -52,19 +52,26 @@ def parse_ras_text(text: str, file: str) -> list[RasComm]:
 
 def parse_ras_json(obj: dict, file: str) -> list[RasComm]:
     out: list[RasComm] = []
-    for c in obj.get("communicators") or []:
+    for c in _list(obj.get("communicators")):
         if not isinstance(c, dict):
             continue
         counts: dict[int, dict[str, int]] = {}
-        for r in c.get("ranks") or []:
-            if isinstance(r, dict) and isinstance(r.get("rank"), int):
-                cc = r.get("collective_counts") or {}
+        for r in _list(c.get("ranks")):
+            if isinstance(r, dict) and isinstance(r.get("rank"), int) and not isinstance(r.get("rank"), bool):
+                cc = r.get("collective_counts")
+                cc = cc if isinstance(cc, dict) else {}
                 counts[r["rank"]] = {str(k): int(v) for k, v in cc.items() if isinstance(v, int)}
-        missing = [m.get("rank") for m in c.get("missing_ranks") or [] if isinstance(m, dict)]
+        missing = [m.get("rank") for m in _list(c.get("missing_ranks")) if isinstance(m, dict)]
         launched = {r: max(v.values()) if v else 0 for r, v in counts.items()}
         out.append(RasComm(file, 1, json.dumps(c)[:300], str(c.get("hash", "")).lower(), None, None, counts, launched,
-                           [m for m in missing if isinstance(m, int)], obj.get("nccl_version")))
+                           [m for m in missing if isinstance(m, int)],
+                           str(obj["nccl_version"]) if obj.get("nccl_version") is not None else None))
     return out
+
+
+def _list(v: object) -> list:
+    """A JSON field that should be a list; anything else (a number, a dict) counts as empty."""
+    return v if isinstance(v, list) else []
 
 
 def looks_like_ras_json(obj: object) -> bool:
