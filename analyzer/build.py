@@ -14,7 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from .ingest import Parsed
 from .model import (
@@ -31,7 +33,7 @@ from .model import (
     Setting,
 )
 from .sources.hook_jsonl import canonical_op
-from .sources.nccl_log import NCCL_DTYPES
+from .sources.nccl_log import NCCL_DTYPES, NCCL_OPS, NcclCollBatch
 from .sources import records as R
 
 STATE_ORDER = {"scheduled": 0, "started": 1, "completed": 2}
@@ -85,7 +87,7 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
     cuda_version: str | None = None
     proc_dev: dict[ProcKey, tuple[int | None, str | None]] = {}
     settings: dict[str, Setting] = {}
-    coll_lines: list[R.NcclColl] = []
+    coll_lines: list[R.NcclColl | NcclCollBatch] = []
     nccl_events: list[tuple[ProcKey, R.Rec]] = []
     torch_recs: list[R.Rec] = []
     launcher: list[R.LauncherExit] = []
@@ -108,7 +110,10 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
                     wm = WRAP_RANK_RE.match(rec.text)
                     if wm:
                         wrapper_rank[key] = int(wm.group(1) or wm.group(2))
-                if isinstance(rec, R.NcclColl):
+                if isinstance(rec, NcclCollBatch):
+                    coll_lines.append(rec)
+                    _batch_current(rec, comms, current, proc_first_seen)
+                elif isinstance(rec, R.NcclColl):
                     coll_lines.append(rec)
                     cl = comms.get((key, rec.comm))
                     if cl is not None:
@@ -366,16 +371,6 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
                                     "start": st.get("start"), "done": st.get("done")})
         elif h.type == "stack" and d.get("where"):
             stacks[h.rank] = str(d["where"])
-    # NCCL COLL lines: per (process, communicator) counter as the sequence number
-    counters: dict[tuple[ProcKey, str], int] = defaultdict(int)
-    for rec in coll_lines:
-        key = (rec.host, rec.pid)
-        counters[(key, rec.comm)] += 1
-        dtname, size = NCCL_DTYPES.get(rec.datatype, (str(rec.datatype), 0))
-        add(rank=proc_rank.get(key, -1), pg="nccl:" + ident.get((key, rec.comm), rec.comm),
-            seq=counters[(key, rec.comm)], op=rec.op, count=rec.count, dtype=dtname, bytes=rec.count * size,
-            state="enqueued", t_created=rec.ts, t_started=None, t_completed=None, duration_ms=None, source="nccl",
-            file=rec.file, line=rec.line, where=None)
     collectives = pd.DataFrame(cols, columns=COLLECTIVE_COLUMNS)
     if len(collectives):
         collectives["rank"] = collectives["rank"].fillna(-1).astype("int64")
@@ -386,6 +381,10 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
         collectives["count"] = pd.to_numeric(collectives["count"], errors="coerce")
         for c in ("pg", "op", "state", "source", "dtype", "file"):
             collectives[c] = collectives[c].astype("category")
+    # NCCL COLL lines: per (process, communicator) counter as the sequence number
+    nccl_table = nccl_coll_table(coll_lines, proc_rank, ident)
+    if nccl_table is not None:
+        collectives = _concat_tables(collectives, nccl_table) if len(collectives) else nccl_table
     heartbeats = pd.DataFrame(hb_rows) if hb_rows else None
 
     # --- events -----------------------------------------------------------------------------------------
@@ -575,3 +574,128 @@ def _frames_where(frames: Any, thread: Any = None) -> str | None:
     if isinstance(thread, str) and thread.startswith("pt_autograd"):
         return f"DDP gradient-bucket all-reduce from the autograd thread ({thread})"
     return None
+
+
+# --- NCCL COLL rows, columnar -------------------------------------------------------------------------
+
+
+def _batch_current(b: NcclCollBatch, comms: dict, current: dict, first_seen: dict) -> None:
+    """What a run of COLL lines leaves behind: each process's current communicator is the one of its last line."""
+    for code, proc in enumerate(b.procs):
+        if len(b.procs) == 1:
+            last, first = len(b) - 1, 0
+        else:
+            rows = np.flatnonzero(b.proc == code)
+            if not len(rows):
+                continue
+            first, last = int(rows[0]), int(rows[-1])
+        if proc[1] and proc not in first_seen:
+            first_seen[proc] = (b.file, int(b.lines[first]))
+        cl = comms.get((proc, b.comms[int(b.comm[last])]))
+        if cl is not None:
+            current[proc] = cl
+
+
+def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[ProcKey, int],
+                    ident: dict[tuple[ProcKey, str], str]) -> pd.DataFrame | None:
+    """COLL lines (single records and column batches, in file order) -> collectives rows, vectorised.
+
+    seq is a per-(process, communicator pointer) counter over all files in order; pg is
+    ``nccl:<commId>`` when the communicator was joined, else the pointer.
+    """
+    if not items:
+        return None
+    procs: dict[ProcKey, int] = {}
+    comms: dict[str, int] = {}
+    ops: dict[str, int] = {}
+    files: dict[str, int] = {}
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("proc", "comm", "op", "count", "dt", "ts", "line", "file")}
+    single: list[R.NcclColl] = []
+
+    def code(d: dict, k: Any) -> int:
+        return d.setdefault(k, len(d))
+
+    def flush() -> None:
+        if not single:
+            return
+        parts["proc"].append(np.array([code(procs, (r.host, r.pid)) for r in single], dtype=np.int32))
+        parts["comm"].append(np.array([code(comms, r.comm) for r in single], dtype=np.int32))
+        parts["op"].append(np.array([code(ops, r.nccl_op) for r in single], dtype=np.int32))
+        parts["count"].append(np.array([r.count for r in single], dtype=np.int64))
+        parts["dt"].append(np.array([r.datatype for r in single], dtype=np.int32))
+        parts["ts"].append(np.array([np.nan if r.ts is None else r.ts for r in single], dtype=np.float64))
+        parts["line"].append(np.array([r.line for r in single], dtype=np.int64))
+        parts["file"].append(np.array([code(files, r.file) for r in single], dtype=np.int32))
+        single.clear()
+
+    for it in items:
+        if isinstance(it, NcclCollBatch):
+            flush()
+            parts["proc"].append(np.array([code(procs, p) for p in it.procs], dtype=np.int32)[it.proc])
+            parts["comm"].append(np.array([code(comms, c) for c in it.comms], dtype=np.int32)[it.comm])
+            parts["op"].append(np.array([code(ops, o) for o in it.ops], dtype=np.int32)[it.op])
+            parts["count"].append(it.count)
+            parts["dt"].append(it.datatype.astype(np.int32))
+            parts["ts"].append(it.tss)
+            parts["line"].append(it.lines)
+            parts["file"].append(np.full(len(it), code(files, it.file), dtype=np.int32))
+        else:
+            single.append(it)
+    flush()
+    col = {k: np.concatenate(v) for k, v in parts.items()}
+    n = len(col["line"])
+    proc_list = list(procs)
+    comm_list = list(comms)
+    key = col["proc"].astype(np.int64) * len(comm_list) + col["comm"]
+    pair_codes, pair_uniq = pd.factorize(key, sort=False)
+    seq = pd.Series(pair_codes).groupby(pair_codes, sort=False).cumcount().to_numpy() + 1
+    # pg label per (process, comm) pair; many pairs share a label (one communicator, many ranks)
+    labels: dict[str, int] = {}
+    pair_label = np.array([code(labels, "nccl:" + ident.get((proc_list[int(k) // len(comm_list)],
+                                                              comm_list[int(k) % len(comm_list)]),
+                                                             comm_list[int(k) % len(comm_list)]))
+                           for k in pair_uniq], dtype=np.int32)
+    rank_of = np.array([proc_rank.get(p, -1) for p in proc_list], dtype=np.int64)
+    op_names = [NCCL_OPS.get(o, o.lower()) for o in ops]
+    op_cat = {name: i for i, name in enumerate(dict.fromkeys(op_names))}
+    op_map = np.array([op_cat[name] for name in op_names], dtype=np.int32)
+    dt_codes, dt_uniq = pd.factorize(col["dt"], sort=True)
+    dt_info = [NCCL_DTYPES.get(int(d), (str(int(d)), 0)) for d in dt_uniq]
+    dt_names = [x[0] for x in dt_info]
+    dt_name_cat = {name: i for i, name in enumerate(dict.fromkeys(dt_names))}
+    dt_map = np.array([dt_name_cat[name] for name in dt_names], dtype=np.int32)
+    sizes = np.array([x[1] for x in dt_info], dtype=np.int64)[dt_codes]
+    nan = np.full(n, np.nan)
+    df = pd.DataFrame({
+        "rank": rank_of[col["proc"]],
+        "pg": pd.Categorical.from_codes(pair_label[pair_codes], list(labels)),
+        "seq": seq.astype(np.int64),
+        "op": pd.Categorical.from_codes(op_map[col["op"]], list(op_cat)),
+        "count": col["count"],
+        "dtype": pd.Categorical.from_codes(dt_map[dt_codes], list(dt_name_cat)),
+        "bytes": col["count"] * sizes,
+        "state": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), ["enqueued"]),
+        "t_created": col["ts"],
+        "t_started": nan,
+        "t_completed": nan.copy(),
+        "duration_ms": nan.copy(),
+        "source": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), ["nccl"]),
+        "file": pd.Categorical.from_codes(col["file"], list(files)),
+        "line": col["line"],
+        "where": pd.Series([None] * n, dtype=object),
+    }, columns=COLLECTIVE_COLUMNS)
+    return df
+
+
+def _concat_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Row-wise concat that keeps categorical columns categorical (their categories united)."""
+    out: dict[str, Any] = {}
+    for c in COLLECTIVE_COLUMNS:
+        x, y = a[c], b[c]
+        if isinstance(x.dtype, pd.CategoricalDtype) or isinstance(y.dtype, pd.CategoricalDtype):
+            cx, cy = (v.astype("category") for v in (x, y))
+            cx, cy = (v.cat.set_categories(v.cat.categories.astype(object)) for v in (cx, cy))
+            out[c] = pd.Series(union_categoricals([cx, cy], ignore_order=True))
+        else:
+            out[c] = pd.concat([x, y], ignore_index=True)
+    return pd.DataFrame(out, columns=COLLECTIVE_COLUMNS)

@@ -14,12 +14,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from . import archive
 from .safe_pickle import UnsafePickleError
 from .sources.env_file import parse_env_lines
 from .sources.flight_recorder import parse_fr_json, parse_fr_pickle
 from .sources.hook_jsonl import parse_jsonl
-from .sources.nccl_log import parse_nccl_line
+from .sources.nccl_log import NcclCollBatch, parse_nccl_line, scan_coll_block
 from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 from .sources.ras import looks_like_ras_json, parse_ras_json, parse_ras_text
 from .sources.records import Rec
@@ -30,6 +32,7 @@ MAX_LINE = 64 * 1024
 MAX_STRUCTURED_BYTES = 256 * 1024 * 1024  # JSON / pickle / XML are loaded whole: bounded
 MAX_FILES = 50_000
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+BLOCK_BYTES = 16 * 1024 * 1024  # bulk COLL scan: bytes read and matched at a time
 SKIP_NAMES = {"report.json", "alerts.jsonl", "cache.parquet"}
 
 
@@ -98,25 +101,93 @@ def sniff(head: bytes, name: str) -> str:
     return "log"
 
 
+def iter_blocks(path: Path, block_bytes: int = BLOCK_BYTES, max_line: int = MAX_LINE) -> Iterator[tuple[int, bytes]]:
+    """(number of the first line, block of whole lines) over a file, ``block_bytes`` at a time.
+
+    Line numbers agree with ``iter_lines``: a line longer than ``max_line`` is cut there and counts as one.
+    """
+    with open(path, "rb") as f:
+        lineno = 1
+        rest = b""
+        skipping = False  # inside the tail of an overlong line
+        while True:
+            data = f.read(block_bytes)
+            if not data:
+                if rest and not skipping:
+                    yield lineno, rest
+                return
+            if skipping:
+                nl = data.find(b"\n")
+                if nl < 0:
+                    continue
+                data, skipping = data[nl + 1:], False
+            buf = rest + data if rest else data
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                if len(buf) > max_line:
+                    yield lineno, buf[:max_line] + b"\n"
+                    lineno += 1
+                    rest, skipping = b"", True
+                else:
+                    rest = buf
+                continue
+            block, rest = buf[:cut + 1], buf[cut + 1:]
+            if len(rest) > max_line:
+                block += rest[:max_line] + b"\n"
+                rest, skipping = b"", True
+            yield lineno, block
+            lineno += block.count(b"\n")
+
+
 def parse_log(path: Path, name: str) -> list[Rec]:
-    """A text log: NCCL lines go to the NCCL parser, the rest to the PyTorch/torchrun parser."""
+    """A text log: NCCL lines go to the NCCL parser, the rest to the PyTorch/torchrun parser.
+
+    COLL lines, nearly all of a long job's log, are taken a block at a time as columns
+    (``scan_coll_block``); the batch is then cut at every other record so that records and
+    COLL rows keep the file's order.
+    """
     out: list[Rec] = []
+    batches: list[NcclCollBatch] = []
 
     def others() -> Iterator[tuple[int, str]]:
-        for lineno, text in iter_lines(path):
-            if "NCCL " in text:
-                rec = parse_nccl_line(text, name, lineno)
-                if rec is not None:
-                    out.append(rec)
-                    continue
-                if "NCCL INFO" in text or "NCCL WARN" in text:
-                    continue
-            yield lineno, text
+        for first, block in iter_blocks(path):
+            batch, rest = scan_coll_block(block, first, name)
+            if batch is not None:
+                batches.append(batch)
+            for lineno, text in rest:
+                if "NCCL " in text:
+                    rec = parse_nccl_line(text, name, lineno)
+                    if rec is not None:
+                        out.append(rec)
+                        continue
+                    if "NCCL INFO" in text or "NCCL WARN" in text:
+                        continue
+                yield lineno, text
 
     for rec in parse_torch_lines(others(), name):
         out.append(rec)
     out.sort(key=lambda r: r.line)
+    if batches:
+        out = _interleave(out, batches)
     return out
+
+
+def _interleave(recs: list[Rec], batches: list[NcclCollBatch]) -> list[Rec]:
+    """Cut each batch at the lines of the other records, then merge everything by line."""
+    marks = np.array([r.line for r in recs], dtype=np.int64)
+    pieces: list[Rec] = []
+    for b in batches:
+        inside = marks[(marks > b.lines[0]) & (marks < b.lines[-1])]
+        if not len(inside):
+            pieces.append(b)
+            continue
+        cuts = [0, *np.searchsorted(b.lines, inside).tolist(), len(b)]
+        for lo, hi in zip(cuts, cuts[1:]):
+            if hi > lo:
+                pieces.append(b.take(lo, hi))
+    merged = recs + pieces
+    merged.sort(key=lambda r: r.line)
+    return merged
 
 
 def _read_bounded(path: Path) -> bytes:

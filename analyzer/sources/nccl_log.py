@@ -8,9 +8,13 @@ rather than anchors. Lines without ``NCCL `` are rejected by a substring test be
 from __future__ import annotations
 
 import calendar
+import gc
 import re
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
 
 from .records import (
     NcclBacktrace,
@@ -344,3 +348,120 @@ def parse_nccl_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Nc
         rec = parse_nccl_line(text, file, lineno)
         if rec is not None:
             yield rec
+
+
+# --- bulk path for COLL lines -------------------------------------------------------------------
+# A log of a long job is almost all COLL lines. ``scan_coll_block`` takes a block of whole lines
+# and returns the COLL lines as columns (one regex pass in C over the block, no per-line Python
+# objects that outlive the call) and every other line as (line number, text) for the line parser.
+# A COLL line this pattern does not take (a wrapper prefix, an odd field) is handed back as an
+# "other" line, so ``parse_nccl_line`` still sees it: the bulk path only ever narrows the work.
+
+COLL_SCAN_RE = re.compile(
+    rb"\n(?:(?:\[(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:\.\d{1,9})?)\] ?)?"
+    rb"([^\s:\[\]<>(),=]{1,255}):(\d{1,10}):\d{1,10} (?:\[\d{1,4}\] )?NCCL INFO "
+    rb"([A-Za-z]{1,32}): opCount [0-9a-fA-F]{1,16} sendbuff \S{1,64} recvbuff \S{1,64} count (\d{1,19}) "
+    rb"datatype (\d{1,4}) op \d{1,6} root -?\d{1,10} comm (0x[0-9a-fA-F]{1,16}|\(nil\)) \[nranks=\d{1,9}\][^\n]*"
+    rb"|([^\n]*))"
+)
+
+
+@dataclass(slots=True)
+class NcclCollBatch(NcclRec):
+    """Consecutive COLL lines of one file as columns; ``line`` and ``host``/``pid`` are the first row's.
+
+    Codes index the small lists: ``procs`` (host, pid), ``comms`` (comm pointers), ``ops`` (op names
+    as NCCL prints them). ``ts`` is seconds since the epoch, NaN where the line had no timestamp.
+    """
+
+    procs: list[tuple[str, int]]
+    proc: np.ndarray  # int32
+    comms: list[str]
+    comm: np.ndarray  # int32
+    ops: list[str]
+    op: np.ndarray  # int16
+    count: np.ndarray  # int64
+    datatype: np.ndarray  # int16
+    tss: np.ndarray  # float64
+    lines: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def take(self, lo: int, hi: int) -> "NcclCollBatch":
+        """Rows lo..hi as a batch of their own (copies, so a pickled slice carries only its rows)."""
+        p = self.procs[int(self.proc[lo])]
+        return NcclCollBatch(self.file, int(self.lines[lo]), "", p[0], p[1], p[1], None, self.procs,
+                             self.proc[lo:hi].copy(), self.comms, self.comm[lo:hi].copy(), self.ops,
+                             self.op[lo:hi].copy(), self.count[lo:hi].copy(), self.datatype[lo:hi].copy(),
+                             self.tss[lo:hi].copy(), self.lines[lo:hi].copy())
+
+
+def _codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Small-cardinality bytes column -> (distinct values decoded, int32 codes)."""
+    if not len(values):
+        return [], np.zeros(0, dtype=np.int32)
+    first = values[0]
+    if (values == first).all():
+        return [first.decode("utf-8", "replace")], np.zeros(len(values), dtype=np.int32)
+    uniq, inv = np.unique(values, return_inverse=True)
+    return [u.decode("utf-8", "replace") for u in uniq.tolist()], inv.astype(np.int32)
+
+
+def _ts_column(raw: np.ndarray) -> np.ndarray:
+    out = np.full(len(raw), np.nan)
+    have = raw != b""
+    if not have.any():
+        return out
+    sel = raw[have]
+    try:
+        out[have] = sel.astype("datetime64[us]").astype(np.int64) / 1e6
+    except ValueError:  # "T" or "_" between date and time, or more than 6 fraction digits
+        out[have] = [parse_ts(x.decode()) or np.nan for x in sel.tolist()]
+    return out
+
+
+def scan_coll_block(block: bytes, first_line: int, file: str,
+                    max_line: int = MAX_LINE) -> tuple[NcclCollBatch | None, list[tuple[int, str]]]:
+    """COLL lines of ``block`` (whole lines; ``first_line`` is the number of its first) as one batch,
+    and the other lines as (line number, text) with the same decoding as a line reader."""
+    if not block:
+        return None, []
+    was_enabled = gc.isenabled()
+    gc.disable()  # millions of short-lived tuples, no cycles: collections would only cost time
+    try:
+        return _scan(block, first_line, file, max_line)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _scan(block: bytes, first_line: int, file: str, max_line: int) -> tuple[NcclCollBatch | None,
+                                                                           list[tuple[int, str]]]:
+    rows = COLL_SCAN_RE.findall(b"\n" + block)
+    if block.endswith(b"\n"):
+        rows.pop()  # the empty "line" after the last newline
+    ts, host, pid, op, count, dt, comm, other = zip(*rows)
+    ops_raw = np.array(op)
+    is_coll = ops_raw != b""
+    others: list[tuple[int, str]] = []
+    for i in np.flatnonzero(~is_coll).tolist():
+        raw = other[i][:max_line]
+        others.append((first_line + i, raw.decode("utf-8", "replace").replace("\x00", "") + "\n"))
+    idx = np.flatnonzero(is_coll)
+    if not len(idx):
+        return None, others
+    hosts = np.array(host)[idx]
+    pids = np.array(pid)[idx]
+    hp = np.char.add(np.char.add(hosts, b":"), pids) if not ((hosts == hosts[0]).all() and (pids == pids[0]).all()) \
+        else np.full(len(idx), hosts[0] + b":" + pids[0])
+    proc_names, proc = _codes(hp)
+    procs = [(h, int(p)) for h, p in (x.rsplit(":", 1) for x in proc_names)]
+    comms, comm_code = _codes(np.array(comm)[idx])
+    ops, op_code = _codes(ops_raw[idx])
+    batch = NcclCollBatch(
+        file, first_line + int(idx[0]), "", procs[int(proc[0])][0], procs[int(proc[0])][1], procs[int(proc[0])][1],
+        None, procs, proc, comms, comm_code, ops, op_code.astype(np.int16),
+        np.array(count)[idx].astype(np.int64), np.array(dt)[idx].astype(np.int16), _ts_column(np.array(ts)[idx]),
+        (idx + first_line).astype(np.int64))
+    return batch, others
