@@ -57,7 +57,8 @@ def command(run_dir: Path | None, coll: bool, no_hook: bool, stall_seconds: floa
         raise click.ClickException(f"cannot use run folder {folder}: {e.strerror or e}") from None
     if not quiet:
         note(f"exit code {code}; report: {folder / 'report.json'}")
-    raise click.exceptions.Exit(code)
+    # click (standalone_mode=False) would swallow click.exceptions.Exit and main() would return 0
+    raise SystemExit(code)
 
 
 def _errors_only(note: Any) -> Any:
