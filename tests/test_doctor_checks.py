@@ -9,9 +9,19 @@ import pytest
 
 from analyzer.cli import main
 from analyzer.doctor import report_from_facts
-from analyzer.doctor.checks import (Check, Status, check_launch_env, check_master, check_network, check_settings,
-                                    check_version_compat, explain_settings, nccl_socket_candidates, parse_if_spec,
-                                    run_checks)
+from analyzer.doctor.checks import (
+    Check,
+    Status,
+    check_launch_env,
+    check_master,
+    check_network,
+    check_settings,
+    check_version_compat,
+    explain_settings,
+    nccl_socket_candidates,
+    parse_if_spec,
+    run_checks,
+)
 from analyzer.doctor.facts import Facts, IbPort, Iface, LibNccl, TorchInfo, probe_master
 
 IFACES = [Iface("lo", 1, "unknown", None, ("127.0.0.1",)), Iface("eth0", 2, "up", 25000, ("10.0.0.5",)),

@@ -6,8 +6,13 @@ from pathlib import Path
 import pytest
 
 from analyzer.doctor.checks import Status, topology_checks
-from analyzer.sources.nvidia_smi import (link_class, nvlink_count, parse_gpu_list, parse_smi_banner,
-                                         parse_topo_matrix)
+from analyzer.sources.nvidia_smi import (
+    link_class,
+    nvlink_count,
+    parse_gpu_list,
+    parse_smi_banner,
+    parse_topo_matrix,
+)
 
 DATA = Path(__file__).parent / "data" / "doctor"
 

@@ -109,7 +109,7 @@ def test_real_gloo_sweep_on_cpu(tmp_path, monkeypatch, capsys):
     assert [r.size for r in rows if r.test == "all_reduce"] == sizes(8, 1 << 20, 2)
     assert all(r.time_us > 0 for r in rows)
     for r in rows:
-        a, b = bandwidths(r.size, r.time_us, r.test, 2)
+        _a, b = bandwidths(r.size, r.time_us, r.test, 2)
         assert r.busbw == pytest.approx(b, abs=0.011)
     data = json.loads((out / "perf.json").read_text())
     assert data["backend"] == "gloo" and data["nranks"] == 2 and data["link"] == "gloo"

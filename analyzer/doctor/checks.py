@@ -122,13 +122,13 @@ def check_nccl_library(f: Facts) -> list[Check]:
         return [Check("nccl.library", "libnccl on disk", Status.WARN,
                       f"torch runs NCCL {torch_nccl} but LD_LIBRARY_PATH holds libnccl {overriding[0].version} "
                       f"({overriding[0].path}), which the loader may pick first: {listing}",
-                      ("Make sure every node loads the same libnccl; remove the other one from LD_LIBRARY_PATH "
-                       "unless you mean to use it.",), data)]
+                      (("Make sure every node loads the same libnccl; remove the other one from LD_LIBRARY_PATH "
+                       "unless you mean to use it."),), data)]
     versions = {x.version for x in libs if x.version}
     status = Status.OK if len(versions) <= 1 else Status.WARN
     msg = listing + ("; " + "; ".join(extra) if extra else "")
-    advice = ("Several libnccl versions are installed: check which one each process loads "
-              "(NCCL_DEBUG=VERSION prints it).",) if status is Status.WARN else ()
+    advice = (("Several libnccl versions are installed: check which one each process loads "
+              "(NCCL_DEBUG=VERSION prints it)."),) if status is Status.WARN else ()
     return [Check("nccl.library", "libnccl on disk", status, msg, advice, data)]
 
 
@@ -165,8 +165,8 @@ def check_version_compat(f: Facts) -> list[Check]:
             f"NCCL {nccl}: 2.19 turned cuMem allocation on by default (NCCL env docs, NCCL_CUMEM_ENABLE); "
             "reported with it: deadlocks during connection setup (NVIDIA/nccl#1116) and extra memory during "
             "CUDA-graph capture (NVIDIA/nccl#1234, vllm-project/vllm#5091)",
-            ("Upgrade NCCL (newer torch wheels ship 2.21+), or set NCCL_CUMEM_ENABLE=0 if you see hangs at "
-             "connection setup or memory growth under CUDA graphs.",), {"nccl": nccl}))
+            (("Upgrade NCCL (newer torch wheels ship 2.21+), or set NCCL_CUMEM_ENABLE=0 if you see hangs at "
+             "connection setup or memory growth under CUDA graphs."),), {"nccl": nccl}))
     else:
         out.append(Check("compat.nccl_cumem", "NCCL known issues", Status.OK, f"NCCL {nccl}: no known issue on file"))
     return out
@@ -244,8 +244,8 @@ def topology_checks(topo: TopoMatrix, env: dict[str, str]) -> list[Check]:
         if far_gpus:
             out.append(Check("topology.nic", "GPU-NIC affinity", Status.WARN,
                              f"{', '.join(far_gpus)} have no NIC under the same PCIe switch (GPU Direct RDMA limited)",
-                             ("Inter-node traffic of those GPUs crosses the CPU; NCCL uses PXN through an NVLink peer "
-                              "when it can (leave NCCL_PXN_DISABLE unset).",), {"nearest": far}))
+                             (("Inter-node traffic of those GPUs crosses the CPU; NCCL uses PXN through an NVLink peer "
+                              "when it can (leave NCCL_PXN_DISABLE unset)."),), {"nearest": far}))
         else:
             out.append(Check("topology.nic", "GPU-NIC affinity", Status.OK,
                              "every GPU has a NIC under its PCIe switch: " +
@@ -328,8 +328,8 @@ def check_network(f: Facts) -> list[Check]:
                              f"NCCL_SOCKET_IFNAME={spec} matches no interface with an address "
                              f"({', '.join(_iface_words(i) for i in f.ifaces)}): NCCL init fails "
                              "('Bootstrap : no socket interface found')",
-                             ("Set NCCL_SOCKET_IFNAME to an interface listed here (prefix match; '=' for exact, "
-                              "'^' to exclude).",), data))
+                             (("Set NCCL_SOCKET_IFNAME to an interface listed here (prefix match; '=' for exact, "
+                              "'^' to exclude)."),), data))
         elif cands and all(c.startswith("lo") for c in cands) and multi_node:
             out.append(Check("net.socket", "Socket interface", Status.FAIL,
                              f"only loopback would be used ({desc}) but the job spans nodes "

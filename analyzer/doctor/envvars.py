@@ -17,8 +17,8 @@ NCCL_VARS: dict[str, tuple[str, str]] = {
     "NCCL_DEBUG_FILE": ("stdout", "log file pattern (%h host, %p pid)"),
     "NCCL_DEBUG_TIMESTAMP_FORMAT": ("[%F %T] ", "strftime format of log timestamps"),
     "NCCL_DEBUG_TIMESTAMP_LEVELS": ("WARN", "log levels that carry a timestamp"),
-    "NCCL_SOCKET_IFNAME": ("auto (ib*, then any but lo/docker*)", "interfaces for bootstrap and socket transport; "
-                           "^ excludes, = exact match, else prefix"),
+    "NCCL_SOCKET_IFNAME": ("auto (ib*, then any but lo/docker*)", ("interfaces for bootstrap and socket transport; "
+                           "^ excludes, = exact match, else prefix")),
     "NCCL_SOCKET_FAMILY": ("auto", "AF_INET or AF_INET6 for sockets"),
     "NCCL_SOCKET_NTHREADS": ("1 (2 on AWS, 4 on GCP gVNIC)", "CPU helper threads per socket connection"),
     "NCCL_NSOCKS_PERTHREAD": ("1 (8 on AWS)", "sockets per helper thread"),
@@ -139,8 +139,8 @@ NCCL_VARS: dict[str, tuple[str, str]] = {
     "NCCL_NVLSTREE_MAX_CHUNKSIZE": ("262144", "NVLSTree chunk size"),
     "NCCL_WIN_ENABLE": ("1 (2.27+)", "symmetric memory windows"),
     "NCCL_SYM_ENABLE": ("1 (2.27+)", "symmetric-memory kernels"),
-    "NCCL_ASYNC_ERROR_HANDLING": ("see TORCH_NCCL_ASYNC_ERROR_HANDLING", "PyTorch's old name (before 2.2) of "
-                                  "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+    "NCCL_ASYNC_ERROR_HANDLING": ("see TORCH_NCCL_ASYNC_ERROR_HANDLING", ("PyTorch's old name (before 2.2) of "
+                                  "TORCH_NCCL_ASYNC_ERROR_HANDLING")),
     "NCCL_BLOCKING_WAIT": ("see TORCH_NCCL_BLOCKING_WAIT", "PyTorch's old name (before 2.2) of TORCH_NCCL_BLOCKING_WAIT"),
     "NCCL_DESYNC_DEBUG": ("see TORCH_NCCL_DESYNC_DEBUG", "PyTorch's old name of TORCH_NCCL_DESYNC_DEBUG"),
 }
@@ -159,8 +159,8 @@ NOT_NCCL_SETTINGS: dict[str, str] = {
 
 TORCH_VARS: dict[str, tuple[str, str]] = {
     "TORCH_NCCL_BLOCKING_WAIT": ("0", "wait() blocks the CPU until the collective ends or times out"),
-    "TORCH_NCCL_ASYNC_ERROR_HANDLING": ("3 (skip cleanup)", "what the watchdog does on timeout/error: "
-                                        "0 nothing, 1 abort+kill, 2 abort, 3 kill without cleanup"),
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING": ("3 (skip cleanup)", ("what the watchdog does on timeout/error: "
+                                        "0 nothing, 1 abort+kill, 2 abort, 3 kill without cleanup")),
     "TORCH_NCCL_DESYNC_DEBUG": ("0", "on timeout, report which ranks lag (needs a store round-trip)"),
     "TORCH_NCCL_ENABLE_TIMING": ("0", "record start events: durations in Flight Recorder and hooks"),
     "TORCH_NCCL_ENABLE_MONITORING": ("1", "heartbeat monitor that kills a stuck watchdog"),

@@ -108,7 +108,7 @@ LAUNCH_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
 def _run(cmd: list[str]) -> tuple[int, str]:
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, errors="replace",
-                           stdin=subprocess.DEVNULL)
+                           stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         return -1, str(e)
     return p.returncode, p.stdout + (p.stderr if p.returncode else "")
@@ -185,9 +185,9 @@ def gather_libnccl(env: dict[str, str]) -> list[LibNccl]:
         for ln in text.splitlines() if rc == 0 else []:
             if "libnccl.so" in ln and "=>" in ln:
                 add(ln.split("=>", 1)[1].strip(), "ldconfig")
-    for d in (env.get("LD_LIBRARY_PATH") or "").split(":"):
-        if d:
-            for p in sorted(glob.glob(os.path.join(d, "libnccl.so*"))):
+    for libdir in (env.get("LD_LIBRARY_PATH") or "").split(":"):
+        if libdir:
+            for p in sorted(glob.glob(os.path.join(libdir, "libnccl.so*"))):
                 add(p, "LD_LIBRARY_PATH")
     return out
 
@@ -195,8 +195,8 @@ def gather_libnccl(env: dict[str, str]) -> list[LibNccl]:
 def gather_ifaces() -> list[Iface]:
     names: dict[str, int | None] = {}
     try:
-        for idx, name in socket.if_nameindex():
-            names[name] = idx
+        for index, ifname in socket.if_nameindex():
+            names[ifname] = index
     except OSError:
         pass
     net = Path("/sys/class/net")
@@ -207,6 +207,7 @@ def gather_ifaces() -> list[Iface]:
     out = []
     for name, idx in sorted(names.items(), key=lambda kv: (kv[1] is None, kv[1] or 0, kv[0])):
         speed = _read(net / name / "speed")
+        mbps: int | None
         try:
             mbps = int(speed) if speed is not None else None
         except ValueError:
@@ -246,7 +247,7 @@ def gather_ib(root: str = "/sys/class/infiniband") -> list[IbPort]:
 def probe_master(addr: str, port: int, local_addresses: tuple[str, ...]) -> tuple[tuple[str, ...], bool, Probe]:
     """Resolve ``addr``; if it is this host, try to bind ``port`` there, else try to connect."""
     infos = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)
-    resolved = tuple(dict.fromkeys(i[4][0] for i in infos))
+    resolved = tuple(dict.fromkeys(str(i[4][0]) for i in infos))
     local = any(_is_local(a, local_addresses) for a in resolved)
     if local:
         target = next(a for a in resolved if _is_local(a, local_addresses))
@@ -302,7 +303,7 @@ def gather(env: dict[str, str] | None = None, probe_network: bool = True) -> Fac
     f.addresses_known = shutil.which("ip") is not None
     local = {a for i in f.ifaces for a in i.addresses}
     try:
-        local.update(i[4][0] for i in socket.getaddrinfo(f.hostname, None))
+        local.update(str(i[4][0]) for i in socket.getaddrinfo(f.hostname, None))
     except OSError:
         pass
     f.local_addresses = tuple(sorted(local))
@@ -316,7 +317,7 @@ def gather(env: dict[str, str] | None = None, probe_network: bool = True) -> Fac
             if port is not None and 0 < port < 65536:
                 f.master_resolved, f.master_is_local, f.master_port = probe_master(addr, port, f.local_addresses)
             else:
-                f.master_resolved = tuple(dict.fromkeys(i[4][0] for i in socket.getaddrinfo(addr, None)))
+                f.master_resolved = tuple(dict.fromkeys(str(i[4][0]) for i in socket.getaddrinfo(addr, None)))
         except OSError as e:
             f.master_resolve_error = str(e.strerror or e)
     return f

@@ -176,7 +176,7 @@ def _link_class(sweep: Sweep, backend: str, env: Mapping[str, str]) -> str | Non
 
     try:
         text = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=10,
-                              stdin=subprocess.DEVNULL).stdout
+                              stdin=subprocess.DEVNULL, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     topo = parse_topo_matrix(text)

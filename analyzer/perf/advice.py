@@ -50,7 +50,7 @@ def sweep_advice(results: list[OpResult], link: str | None, env: Mapping[str, st
     if results and largest < PLATEAU_BYTES:
         out.append(f"the sweep stops at {_human(largest)}: busbw only reaches its plateau above ~64 MB; "
                    "rerun with --max-bytes 256M to compare with the link's bandwidth.")
-    if link in expected and largest >= PLATEAU_BYTES:
+    if link is not None and link in expected and largest >= PLATEAU_BYTES:
         floor, typical, words = expected[link]
         for res in results:
             p = plateau(res)

@@ -99,7 +99,7 @@ def sizes(min_bytes: int, max_bytes: int, factor: float) -> list[int]:
         raise ValueError(f"need 1 <= min-bytes <= max-bytes, got {min_bytes}, {max_bytes}")
     if factor <= 1:
         raise ValueError(f"factor must be > 1, got {factor}")
-    out = []
+    out: list[int] = []
     s = float(min_bytes)
     while int(s) <= max_bytes:
         if not out or int(s) != out[-1]:

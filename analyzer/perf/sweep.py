@@ -38,7 +38,7 @@ def _collective(op: str, dist: Any) -> Callable[..., Any]:
 
 def _buffers(op: str, count: int, n: int, torch: Any, device: Any) -> tuple[Any, Any]:
     """(out, inp) for a full buffer of ``count`` elements (nccl-tests' size)."""
-    z = lambda k: torch.zeros(k, dtype=torch.float32, device=device)  # noqa: E731
+    z = lambda k: torch.zeros(k, dtype=torch.float32, device=device)
     if op in ("all_reduce", "broadcast"):
         return None, z(count)
     if op == "all_gather":

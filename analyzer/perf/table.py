@@ -108,10 +108,10 @@ def format_header(op: str, sweep: Sweep) -> list[str]:
     p = sweep.params
     v = sweep.versions
     lines = [
-        f"# ncclscope perf: {op} nranks {sweep.nranks} backend {p.backend} torch {v.get('torch')} "
-        f"nccl {v.get('nccl') or 'n/a'} cuda {v.get('cuda') or 'n/a'}",
-        f"# nThread 1 nGpus 1 minBytes {p.min_bytes} maxBytes {p.max_bytes} step: {p.factor:g}(factor) "
-        f"warmup iters: {p.warmup} iters: {p.iters} agg iters: 1 validation: {int(p.check)} graph: 0",
+        (f"# ncclscope perf: {op} nranks {sweep.nranks} backend {p.backend} torch {v.get('torch')} "
+        f"nccl {v.get('nccl') or 'n/a'} cuda {v.get('cuda') or 'n/a'}"),
+        (f"# nThread 1 nGpus 1 minBytes {p.min_bytes} maxBytes {p.max_bytes} step: {p.factor:g}(factor) "
+        f"warmup iters: {p.warmup} iters: {p.iters} agg iters: 1 validation: {int(p.check)} graph: 0"),
         "#",
         "# Using devices",
     ]
