@@ -26,5 +26,16 @@ def analyze_run(run: Run) -> Analysis:
     return Analysis(run, findings, decide(run, findings))
 
 
-def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None = None) -> Analysis:
-    return analyze_run(build_run(ingest(paths, progress=progress)))
+def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None = None,
+                  cache: bool = True) -> Analysis:
+    """``cache``: reuse the parsed run stored by an earlier call on the same, unchanged files (cache.py)."""
+    run = None
+    if cache:
+        from . import cache as run_cache
+
+        run = run_cache.load(paths)
+    if run is None:
+        run = build_run(ingest(paths, progress=progress))
+        if cache:
+            run_cache.store(paths, run)
+    return analyze_run(run)
