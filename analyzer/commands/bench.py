@@ -1,11 +1,163 @@
-"""`ncclscope bench` (not built yet)."""
+"""`ncclscope bench`: parse + analyse speed on generated runs, against ``grep -c`` on the same files.
+
+For each rank count a hang run is generated in a temporary folder (``analyzer.synth``), then, in
+this one invocation: ``grep -c "NCCL INFO"`` over its files (the baseline, best of 3), a fresh
+``analyze`` in a child process (wall and CPU seconds, peak RSS of the child and of its parse
+workers, time spent in the detectors), the same ``analyze`` again from the cache, and whether the
+verdict and culprit match the generated truth. Every time is printed with its ratio to grep.
+"""
 from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
+DEFAULT_STEPS = {64: 1700, 512: 420, 4096: 215}  # about 1.2 M, 2.4 M and 9.8 M lines
 
-@click.command("bench", context_settings={"ignore_unknown_options": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def command(args: tuple[str, ...]) -> None:
-    """Not available in this version yet."""
-    raise click.ClickException("'ncclscope bench' is not available in this version yet")
+
+@dataclass(frozen=True)
+class BenchRow:
+    ranks: int
+    lines: int
+    mbytes: float
+    gen_s: float
+    grep_s: float
+    wall_s: float
+    cpu_s: float
+    detect_s: float
+    peak_main_mb: float
+    peak_workers_mb: float
+    right: bool
+    verdict: str
+    cached_s: float
+
+    @property
+    def lines_per_s(self) -> float:
+        return self.lines / self.wall_s if self.wall_s else 0.0
+
+
+def _child(path: str, cache: bool) -> None:
+    """Run in a child process: analyse ``path`` and print timings and peak memory as JSON."""
+    import os
+
+    from analyzer.analysis import analyze_run
+    from analyzer.build import build_run
+    from analyzer.ingest import ingest
+
+    t0 = time.perf_counter()  # after the imports: this times parsing and analysis, not start-up
+    c0 = os.times()
+
+    run = None
+    if cache:
+        from analyzer import cache as run_cache
+
+        run = run_cache.load([Path(path)])
+    loaded = run is not None
+    if run is None:
+        run = build_run(ingest([Path(path)]))
+        from analyzer import cache as run_cache
+
+        run_cache.store([Path(path)], run)
+    t1 = time.perf_counter()
+    res = analyze_run(run)
+    t2 = time.perf_counter()
+    c1 = os.times()
+    out = {
+        "wall_s": t2 - t0, "detect_s": t2 - t1, "loaded": loaded,
+        "cpu_s": (c1.user - c0.user) + (c1.system - c0.system) + (c1.children_user - c0.children_user)
+        + (c1.children_system - c0.children_system),
+        "peak_main_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_workers_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "verdict": res.decision.verdict.value, "culprits": list(res.decision.culprit_ranks),
+    }
+    sys.stdout.write(json.dumps(out) + "\n")
+
+
+def _analyze_in_child(path: Path, cache: bool) -> dict:
+    code = f"from analyzer.commands.bench import _child; _child({str(path)!r}, {cache!r})"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                       cwd=Path(__file__).resolve().parents[2])
+    if p.returncode != 0:
+        raise RuntimeError(f"analyze failed on {path}: {p.stderr.strip()[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _grep_seconds(files: list[str], repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(["grep", "-c", "NCCL INFO", *files], capture_output=True, check=False)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def bench_one(nranks: int, steps: int, workdir: Path, seed: int = 0) -> BenchRow:
+    from analyzer.synth import generate_run
+
+    dest = workdir / f"run{nranks}"
+    t = time.perf_counter()
+    truth = generate_run(dest, nranks=nranks, steps=steps, fault="hang", fault_step=max(1, steps - 10), seed=seed)
+    gen_s = time.perf_counter() - t
+    files = sorted(str(p) for p in dest.iterdir() if p.is_file())
+    _grep_seconds(files, repeat=1)  # warm the page cache for both contenders
+    grep_s = _grep_seconds(files)
+    fresh = _analyze_in_child(dest, cache=False)
+    cached = _analyze_in_child(dest, cache=True)
+    right = fresh["verdict"] == truth.verdict and tuple(fresh["culprits"]) == truth.culprit_ranks
+    shutil.rmtree(dest, ignore_errors=True)
+    return BenchRow(nranks, truth.lines, truth.bytes / 1e6, gen_s, grep_s, fresh["wall_s"], fresh["cpu_s"],
+                    fresh["detect_s"], fresh["peak_main_mb"], fresh["peak_workers_mb"], right,
+                    f"{fresh['verdict']} {fresh['culprits']}", cached["wall_s"] if cached["loaded"] else float("nan"))
+
+
+def format_rows(rows: list[BenchRow]) -> str:
+    head = ("ranks", "lines", "MB", "grep -c s", "analyse s", "x grep", "lines/s", "CPU s", "detect s",
+            "peak MB main/workers", "verdict right", "cached s", "cached x grep")
+    out = [head]
+    for r in rows:
+        out.append((f"{r.ranks}", f"{r.lines:,}", f"{r.mbytes:,.0f}", f"{r.grep_s:.2f}", f"{r.wall_s:.2f}",
+                    f"{r.wall_s / r.grep_s:.1f}x", f"{r.lines_per_s:,.0f}", f"{r.cpu_s:.2f}", f"{r.detect_s:.2f}",
+                    f"{r.peak_main_mb:,.0f} / {r.peak_workers_mb:,.0f}", "yes" if r.right else f"NO ({r.verdict})",
+                    f"{r.cached_s:.2f}", f"{r.cached_s / r.grep_s:.1f}x"))
+    widths = [max(len(row[i]) for row in out) for i in range(len(head))]
+    lines = [" | ".join(c.rjust(w) for c, w in zip(row, widths)) for row in out]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def run_bench(ranks: list[int], steps: int | None, workdir: Path | None = None,
+              echo=None) -> list[BenchRow]:  # noqa: ANN001 - a print-like callable
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ncclscope-bench-", dir=workdir) as tmp:
+        for n in ranks:
+            s = steps or DEFAULT_STEPS.get(n) or max(20, 9_800_000 // (n * 11))
+            row = bench_one(n, s, Path(tmp))
+            rows.append(row)
+            if echo:
+                echo(f"{n} ranks: {row.lines:,} lines, analyse {row.wall_s:.2f} s = {row.wall_s / row.grep_s:.1f}x "
+                     f"grep ({row.grep_s:.2f} s), cached {row.cached_s:.2f} s = {row.cached_s / row.grep_s:.1f}x grep")
+    return rows
+
+
+@click.command("bench")
+@click.option("--ranks", default="64,512,4096", show_default=True, help="Comma-separated rank counts.")
+@click.option("--steps", type=int, default=None, help="Training steps per run (default: about 1.2 M / 2.4 M / "
+              "9.8 M lines for 64 / 512 / 4096 ranks).")
+@click.option("--workdir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where the generated runs go (a temporary folder inside it; default: the system temp dir).")
+def command(ranks: str, steps: int | None, workdir: Path | None) -> None:
+    """Time parse + analyse on generated hang runs against grep -c on the same files."""
+    try:
+        counts = [int(x) for x in ranks.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter("--ranks takes integers separated by commas") from None
+    rows = run_bench(counts, steps, workdir, echo=lambda s: click.echo(s, err=True))
+    click.echo(format_rows(rows))
