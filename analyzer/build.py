@@ -344,6 +344,7 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
     stacks: dict[int, str] = {}
     hb_rows: list[dict[str, Any]] = []
     hook_done: dict[tuple[int, str, int], tuple[float | None, float | None]] = {}
+    last_hb: dict[tuple[int, str], R.HookRec] = {}
     for h in hook:
         d = h.data
         if h.type == "done" and isinstance(h.rank, int):
@@ -369,6 +370,10 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
                 if isinstance(st, dict):
                     hb_rows.append({"rank": h.rank, "pg": str(pg), "t": d.get("t"), "enq": st.get("enq"),
                                     "start": st.get("start"), "done": st.get("done")})
+            last_hb[(h.rank, "")] = h  # any heartbeat: the rank was alive then
+            for pg, st in (d.get("pgs") or {}).items():
+                if isinstance(st, dict):
+                    last_hb[(h.rank, str(pg))] = h
         elif h.type == "stack" and d.get("where"):
             stacks[h.rank] = str(d["where"])
     collectives = pd.DataFrame(cols, columns=COLLECTIVE_COLUMNS)
@@ -381,6 +386,11 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
         collectives["count"] = pd.to_numeric(collectives["count"], errors="coerce")
         for c in ("pg", "op", "state", "source", "dtype", "file"):
             collectives[c] = collectives[c].astype("category")
+    for (rank, pg), h in last_hb.items():
+        st = (h.data.get("pgs") or {}).get(pg) if pg else None
+        if isinstance(st, dict):
+            pg_status.append(PgStatus(rank, pg, _opt_int(st.get("enq")), _opt_int(st.get("start")),
+                                      _opt_int(st.get("done")), "hook", h.data.get("t"), ev(h)))
     # NCCL COLL lines: per (process, communicator) counter as the sequence number
     nccl_table = nccl_coll_table(coll_lines, proc_rank, ident)
     if nccl_table is not None:
@@ -429,6 +439,9 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
             kind = "heartbeat_timeout"
         events.append(LogEvent(kind, rec.rank, rec.text.strip(), ev(rec), None, data))
     for h in hook:
+        if h.type == "stack" and h.data.get("reason") == "stall" and isinstance(h.rank, int):
+            events.append(LogEvent("hook_stall", h.rank, f"rank {h.rank} made no progress; at {h.data.get('where')}",
+                                   ev(h), h.data.get("t"), {"where": h.data.get("where")}))
         if h.type in ("error", "exit", "stall", "desync") and isinstance(h.rank, int):
             events.append(LogEvent("hook_" + h.type, h.rank, str(h.data.get("message", h.data))[:500], ev(h),
                                    h.data.get("t"), dict(h.data)))
@@ -480,6 +493,10 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
                            "file": t.file, "line": t.line} for t in tests],
               killed_pids=killed)
     return run
+
+
+def _opt_int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _ras_dict(r: R.RasComm) -> dict[str, Any]:

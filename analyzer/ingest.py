@@ -33,7 +33,8 @@ MAX_STRUCTURED_BYTES = 256 * 1024 * 1024  # JSON / pickle / XML are loaded whole
 MAX_FILES = 50_000
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 BLOCK_BYTES = 16 * 1024 * 1024  # bulk COLL scan: bytes read and matched at a time
-SKIP_NAMES = {"report.json", "alerts.jsonl", "cache.parquet"}
+SKIP_NAMES = {"report.json", "alerts.jsonl", "cache.parquet", "ncclscope-env.json"}
+SKIP_DIRS = {"__pycache__", "ncclscope-control"}
 
 
 class InputError(Exception):
@@ -274,7 +275,7 @@ def collect_files(paths: list[Path], workdir: Path) -> list[tuple[Path, str]]:
 def _walk(root: Path) -> list[tuple[Path, str]]:
     out = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
         for fn in sorted(filenames):
             if fn in SKIP_NAMES or fn.startswith("."):
                 continue

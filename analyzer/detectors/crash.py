@@ -66,7 +66,7 @@ def detect(run: Run) -> list[Finding]:
                 {"exitcode": root.exitcode, "signal": sig, "stopped_after": killed}))
     elif not exits:
         # no launcher summary: an exception or NCCL error is still a failure
-        errs = [e for e in run.events if e.kind == "dist_error"]
+        errs = [e for e in run.events if e.kind == "dist_error" and not _launcher_echo(e)]
         if errs:
             first = errs[0]
             k = classify(first.text + " " + str(first.data.get("last_error") or ""))
@@ -85,6 +85,12 @@ def detect(run: Run) -> list[Finding]:
                 f"first NCCL warning (rank {first_warn.rank if first_warn.rank is not None else '?'}): {k.meaning}",
                 (first_warn.rank,) if first_warn.rank is not None else (), k.hint, (first_warn.evidence,)))
     return findings
+
+
+def _launcher_echo(e) -> bool:
+    """torchrun's own exceptions: it was signalled, or it reports a child's failure (already counted)."""
+    t = str(e.data.get("type", ""))
+    return e.rank is None and ("SignalException" in t or "ChildFailedError" in t)
 
 
 def _exit_hint(e: ExitRecord, sig: str | None) -> str:
