@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,22 @@ _CLASSES: dict[str, type] = {
 _ENUMS: dict[str, type[enum.Enum]] = {
     name: obj for name, obj in vars(model).items() if isinstance(obj, type) and issubclass(obj, enum.Enum)
 }
+
+
+def code_digest() -> str:
+    """Hash of the code that turns files into a Run: a parser change invalidates every entry."""
+    global _DIGEST
+    if _DIGEST is None:
+        here = Path(__file__).resolve().parent
+        h = hashlib.sha256()
+        for p in sorted([*here.glob("sources/*.py"), here / "ingest.py", here / "build.py", here / "model.py",
+                         here / "cache.py"]):
+            h.update(p.name.encode() + b"\0" + p.read_bytes())
+        _DIGEST = h.hexdigest()[:16]
+    return _DIGEST
+
+
+_DIGEST: str | None = None
 
 
 def input_key(paths: list[Path]) -> list[list[Any]] | None:
@@ -69,11 +86,20 @@ def cache_dir(paths: list[Path]) -> Path:
     """Where the entry for ``paths`` lives: inside a single writable run folder, else the user cache."""
     if len(paths) == 1 and Path(paths[0]).is_dir():
         d = Path(paths[0]).resolve() / CACHE_DIRNAME
-        if os.access(d if d.exists() else d.parent, os.W_OK):
+        if _writable(d if d.exists() else d.parent):
             return d
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope"
     h = hashlib.sha256("\0".join(str(Path(p).resolve()) for p in paths).encode()).hexdigest()[:20]
     return base / h
+
+
+def _writable(d: Path) -> bool:
+    """Writable by mode bits too: root passes every ``os.access`` test, yet a folder marked read-only
+    (a shared corpus, a mounted archive) must not get a cache folder inside it."""
+    try:
+        return os.access(d, os.W_OK) and bool(d.stat().st_mode & stat.S_IWUSR)
+    except OSError:
+        return False
 
 
 def load(paths: list[Path]) -> Run | None:
@@ -84,7 +110,7 @@ def load(paths: list[Path]) -> Run | None:
     d = cache_dir(paths)
     try:
         stored = json.loads((d / "key.json").read_text())
-        if stored.get("format") != FORMAT or stored.get("files") != key:
+        if stored.get("format") != FORMAT or stored.get("code") != code_digest() or stored.get("files") != key:
             return None
         parts = json.loads((d / "run.json").read_text(), object_hook=_decode)
         collectives = pd.read_parquet(d / "collectives.parquet")
@@ -112,7 +138,7 @@ def store(paths: list[Path], run: Run) -> Path | None:
             if run.heartbeats is not None:
                 run.heartbeats.to_parquet(tmp / "heartbeats.parquet", index=False)
             (tmp / "run.json").write_text(json.dumps(_encode(fields), allow_nan=True))
-            (tmp / "key.json").write_text(json.dumps({"format": FORMAT, "files": key}))
+            (tmp / "key.json").write_text(json.dumps({"format": FORMAT, "code": code_digest(), "files": key}))
             if d.exists():
                 shutil.rmtree(d, ignore_errors=True)
             os.replace(tmp, d)

@@ -25,7 +25,8 @@ def cli() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (CONTRACT.md schema) on stdout.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
-def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool) -> None:
+@click.option("--no-cache", is_flag=True, help="Parse again; do not read or write .ncclscope-cache.")
+def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache: bool) -> None:
     """Analyse a run folder, log files, Flight Recorder dumps, or a .zip / .tar(.gz) of them."""
     from rich.console import Console
 
@@ -44,7 +45,7 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool) -> None:
         def progress(i: int, n: int) -> None:
             bar.update(task, completed=i, total=n)
     try:
-        result = analyze_paths(list(paths), progress=progress)
+        result = analyze_paths(list(paths), progress=progress, cache=not no_cache)
     finally:
         if progress is not None:
             bar.stop()
