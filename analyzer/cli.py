@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .ingest import InputError
 
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="ncclscope", standalone_mode=False)
+        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="ncclscope", standalone_mode=False)
     except InputError as e:
         click.echo(f"ncclscope: {e}", err=True)
         return 2
@@ -85,4 +85,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    return 0
+    return rv if isinstance(rv, int) else 0

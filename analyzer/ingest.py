@@ -218,6 +218,8 @@ def parse_file(path: Path, name: str) -> Parsed:
                 p.fmt, p.records = "ras", list(parse_ras_json(obj, name))
             elif isinstance(obj, dict) and "results" in obj and isinstance(obj["results"], list):
                 p.fmt, p.records = "nccl_tests", list(parse_nccl_tests_json(obj, name))
+            elif isinstance(obj, dict) and obj.get("tool") == "ncclscope perf":
+                p.fmt = "perf_json"  # the same sweep as perf.txt, which is read as a table
             elif isinstance(obj, dict) and ("entries" in obj or "pg_status" in obj):
                 p.fmt, p.records = "flight_recorder", [parse_fr_json(data, name)]
             else:

@@ -23,25 +23,57 @@ MIN_TOTAL_WAIT_MS = 200.0
 
 def late_arrivals(df: pd.DataFrame) -> pd.DataFrame:
     """One row per collective with a material spread: pg, seq, op, late rank, wait (ms)."""
-    d = df[df["source"].isin(["fr", "hook", "completion_hook"]) & df["duration_ms"].notna()]
+    d = df[df["source"].isin(["fr", "hook", "completion_hook"])]
     d = d[~d["pg"].astype(str).str.endswith(":p2p")]
+    d = d[d["seq"] > 1]  # the first collective of a group pays for connection set-up on every rank
     if not len(d):
-        return pd.DataFrame(columns=["pg", "seq", "op", "late_rank", "wait_ms", "n"])
+        return _EMPTY.copy()
     d = d.drop_duplicates(["rank", "pg", "seq"], keep="first")
-    g = d.groupby(["pg", "seq"], observed=True)
-    n = g["rank"].transform("count")
+    timed = d[d["duration_ms"].notna()]
+    if len(timed) >= 0.5 * len(d):
+        return _by_duration(timed)
+    return _by_arrival(d[d["t_created"].notna()])
+
+
+_EMPTY = pd.DataFrame(columns=["pg", "seq", "op", "late_rank", "wait_ms", "n"])
+
+
+def _by_duration(d: pd.DataFrame) -> pd.DataFrame:
+    """GPU-timed collectives: the late rank waited least, so its kernel was the shortest."""
+    n = d.groupby(["pg", "seq"], observed=True)["rank"].transform("count")
     d = d[n >= 2]
     if not len(d):
-        return pd.DataFrame(columns=["pg", "seq", "op", "late_rank", "wait_ms", "n"])
+        return _EMPTY.copy()
     g = d.groupby(["pg", "seq"], observed=True)
     agg = g["duration_ms"].agg(["min", "max", "count"])
-    idx = g["duration_ms"].idxmin()
-    late = d.loc[idx, ["pg", "seq", "rank", "op"]].set_index(["pg", "seq"])
+    late = d.loc[g["duration_ms"].idxmin(), ["pg", "seq", "rank", "op"]].set_index(["pg", "seq"])
     out = agg.join(late)
     out["wait_ms"] = out["max"] - out["min"]
-    out = out[(out["wait_ms"] >= MIN_SPREAD_MS) & (out.index.get_level_values("seq") > 1)]
-    return out.reset_index().rename(columns={"rank": "late_rank", "count": "n"})[
-        ["pg", "seq", "op", "late_rank", "wait_ms", "n"]]
+    out = out[out["wait_ms"] >= MIN_SPREAD_MS]
+    return out.reset_index().rename(columns={"rank": "late_rank", "count": "n"})[list(_EMPTY.columns)]
+
+
+def _by_arrival(d: pd.DataFrame) -> pd.DataFrame:
+    """Untimed collectives (gloo, the hook's enqueue times): the late rank issued its call last.
+
+    Only meaningful where the ranks share a clock and calls block (CPU backends), which is why it is
+    used only when no GPU durations exist. The late rank must be alone: its lead over the second-latest
+    rank, which is what everyone else waited at least, must be material too.
+    """
+    n = d.groupby(["pg", "seq"], observed=True)["rank"].transform("count")
+    d = d[n >= 2]
+    if not len(d):
+        return _EMPTY.copy()
+    g = d.groupby(["pg", "seq"], observed=True)
+    t = g["t_created"]
+    agg = pd.DataFrame({"first": t.min(), "last": t.max(), "n": t.count(),
+                        "second": t.apply(lambda x: x.nlargest(2).iloc[-1])})
+    late = d.loc[t.idxmax(), ["pg", "seq", "rank", "op"]].set_index(["pg", "seq"])
+    out = agg.join(late)
+    out["wait_ms"] = (out["last"] - out["first"]) * 1000.0
+    lead_ms = (out["last"] - out["second"]) * 1000.0
+    out = out[(out["wait_ms"] >= MIN_SPREAD_MS) & (lead_ms >= MIN_SPREAD_MS)]
+    return out.reset_index().rename(columns={"rank": "late_rank"})[list(_EMPTY.columns)]
 
 
 def binom_tail(k: int, n: int, p: float) -> float:

@@ -1,0 +1,176 @@
+"""Fault-injection matrix: real torch.distributed jobs (gloo, CPU) under `ncclscope run`, with hangs,
+desyncs, crashes and stragglers at random ranks and steps, and fault-free runs. Prints precision and
+recall of the verdict and the culprit per fault class, and false alarms on fault-free runs.
+
+    python benchmarks/fault_matrix.py --n 40 --seed 1 [--jobs 1] [--out matrix.json]
+
+Each scenario runs tests/jobs/train_job.py under `python -m analyzer run --kill-on-hang`; the
+verdict is read from the run folder's report.json, live alerts from alerts.jsonl.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "tests" / "jobs" / "train_job.py"
+
+
+@dataclass
+class Scenario:
+    kind: str  # healthy | pause | hang | desync | crash | straggler
+    world: int
+    env: dict[str, str]
+    culprit: int | None
+    expect: str  # expected verdict
+    label: str = ""
+
+
+@dataclass
+class Outcome:
+    scenario: Scenario
+    verdict: str | None
+    culprits: list[int]
+    alerts: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    exit_code: int | None = None
+    error: str | None = None
+
+    @property
+    def verdict_ok(self) -> bool:
+        return self.verdict == self.scenario.expect
+
+    @property
+    def culprit_ok(self) -> bool:
+        s = self.scenario
+        if s.culprit is None:
+            return not self.culprits
+        if s.kind == "desync" and s.world == 2:
+            # two ranks that disagree: no majority can say which one is wrong
+            return self.culprits in ([], [s.culprit])
+        return self.culprits == [s.culprit]
+
+
+def scenarios(n: int, seed: int, worlds: list[int]) -> list[Scenario]:
+    rng = random.Random(seed)
+    kinds = ["hang", "desync", "crash", "straggler", "healthy", "pause"]
+    out = []
+    for i in range(n):
+        kind = kinds[i % len(kinds)]
+        world = rng.choice(worlds)
+        rank = rng.randrange(world)
+        step = rng.randint(4, 10)
+        env = {"JOB_BACKEND": "gloo", "JOB_STEPS": "16", "JOB_PG_TIMEOUT": "60", "JOB_STEP_S": "0.05"}
+        culprit: int | None = rank
+        if kind == "hang":
+            env |= {"JOB_HANG_RANK": str(rank), "JOB_HANG_STEP": str(step)}
+            expect = "hang"
+        elif kind == "desync":
+            dk = rng.choice(["op", "size", "dtype"])
+            env |= {"JOB_DESYNC_RANK": str(rank), "JOB_DESYNC_STEP": str(step), "JOB_DESYNC_KIND": dk}
+            expect = "desync"
+            kind_label = dk
+        elif kind == "crash":
+            env |= {"JOB_CRASH_RANK": str(rank), "JOB_CRASH_STEP": str(step),
+                    "JOB_CRASH_CODE": str(rng.randint(2, 9)), "JOB_CRASH_MODE": rng.choice(["exit", "raise"])}
+            expect = "crash"
+        elif kind == "straggler":
+            s = rng.choice([0.05, 0.1, 0.15, 0.2, 0.3])
+            env |= {"JOB_STRAGGLER_RANK": str(rank), "JOB_STRAGGLER_S": str(s), "JOB_STRAGGLER_FROM": "3",
+                    "JOB_STEPS": "24"}
+            expect = "degraded"
+            kind_label = f"{int(s * 1000)}ms"
+        elif kind == "pause":
+            env |= {"JOB_PAUSE_S": "10", "JOB_PAUSE_STEP": str(step)}
+            culprit, expect = None, "healthy"
+        else:
+            culprit, expect = None, "healthy"
+        label = f"{kind}{'(' + kind_label + ')' if kind in ('desync', 'straggler') else ''} n={world}" + (
+            f" rank={culprit} step={step}" if culprit is not None else "")
+        out.append(Scenario(kind, world, env, culprit, expect, label))
+    return out
+
+
+def run_one(sc: Scenario, workdir: Path, timeout: float = 240.0) -> Outcome:
+    run_dir = workdir / f"run-{abs(hash(sc.label)) % 10**8}-{int(time.time() * 1000) % 10**6}"
+    env = os.environ | sc.env | {"PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "analyzer", "run", "--run-dir", str(run_dir), "--kill-on-hang", "--quiet", "--",
+           sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={sc.world}", str(JOB)]
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        code: int | None = p.returncode
+    except subprocess.TimeoutExpired:
+        return Outcome(sc, None, [], seconds=time.time() - t0, error="timeout")
+    seconds = time.time() - t0
+    try:
+        report = json.loads((run_dir / "report.json").read_text())
+    except (OSError, ValueError) as e:
+        return Outcome(sc, None, [], seconds=seconds, exit_code=code, error=f"no report: {e}")
+    alerts = []
+    try:
+        for line in (run_dir / "alerts.jsonl").read_text().splitlines():
+            a = json.loads(line)
+            if a.get("kind") not in ("cleared", "hang_detail"):
+                alerts.append(a.get("kind"))
+    except (OSError, ValueError):
+        pass
+    return Outcome(sc, report.get("verdict"), sorted(report.get("culprit_ranks") or []), alerts, seconds, code)
+
+
+def table(outcomes: list[Outcome]) -> str:
+    by: dict[str, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        by[o.scenario.expect].append(o)
+    verdicts = sorted({o.scenario.expect for o in outcomes})
+    lines = ["| fault class | runs | verdict recall | verdict precision | culprit right | live alerts | false alarms |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for v in verdicts:
+        runs = by[v]
+        predicted = [o for o in outcomes if o.verdict == v]
+        tp = sum(1 for o in runs if o.verdict_ok)
+        prec = tp / len(predicted) if predicted else float("nan")
+        culprit = sum(1 for o in runs if o.verdict_ok and o.culprit_ok)
+        live = sum(1 for o in runs if o.alerts)
+        fa = sum(1 for o in runs if v == "healthy" and (o.alerts or o.verdict != "healthy"))
+        lines.append(f"| {v} | {len(runs)} | {tp}/{len(runs)} | {prec:.2f} | {culprit}/{len(runs)} | {live}/{len(runs)} | "
+                     f"{fa if v == 'healthy' else '-'} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=24)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--worlds", default="2,3,4,8")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    worlds = [int(w) for w in args.worlds.split(",")]
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="ncclscope-matrix-") as tmp:
+        for i, sc in enumerate(scenarios(args.n, args.seed, worlds), 1):
+            o = run_one(sc, Path(tmp))
+            outcomes.append(o)
+            mark = "ok" if o.verdict_ok and o.culprit_ok else "WRONG"
+            print(f"[{i}/{args.n}] {sc.label:40s} -> {o.verdict} {o.culprits} alerts={o.alerts} "
+                  f"{o.seconds:.0f}s {mark}{' ' + o.error if o.error else ''}", flush=True)
+    print()
+    print(table(outcomes))
+    if args.out:
+        args.out.write_text(json.dumps([asdict(o.scenario) | {"verdict": o.verdict, "culprits": o.culprits,
+                                                               "alerts": o.alerts, "seconds": o.seconds}
+                                        for o in outcomes], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
