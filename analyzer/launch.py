@@ -285,6 +285,14 @@ def analyse_run(run_dir: Path, render: Callable[[Any], None] | None, note: Note)
         note(f"could not analyse the run ({type(e).__name__}: {e})")
 
 
+def _preload_analysis() -> None:
+    """Import the analyser while the job runs (pandas & co. take seconds on a cold disk)."""
+    try:
+        from . import analysis, report  # noqa: F401
+    except Exception:  # noqa: BLE001 - analyse_run reports it later
+        pass
+
+
 def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None = None,
             stdout: IO[bytes] | None = None, stderr: IO[bytes] | None = None,
             base_env: Mapping[str, str] | None = None) -> int:
@@ -325,6 +333,7 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
                 Tee(child.proc.stderr, run_dir / "stderr.log", stderr)]  # type: ignore[arg-type]
         for t in tees:
             t.start()
+        threading.Thread(target=_preload_analysis, name="ncclscope-preload", daemon=True).start()
         code = exit_status(child.wait())
         if child.reap_group():
             note("ended processes the command left behind in its process group")

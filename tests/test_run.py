@@ -59,19 +59,18 @@ def results(out: Path) -> dict[int, dict[str, Any]]:
     return {int(p.stem.rsplit("rank", 1)[1]): json.loads(p.read_text()) for p in out.glob("result_rank*.json")}
 
 
-@pytest.fixture(scope="module")
-def healthy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
-    base = tmp_path_factory.mktemp("healthy")
-    run_dir, out = base / "run", base / "out"
+@pytest.mark.slow
+def test_healthy_run_then_chaos_run(tmp_path: Path) -> None:
+    """One test, two runs (a module fixture would be set up twice under xdist)."""
+    run_dir, out = tmp_path / "run", tmp_path / "out"
     out.mkdir()
     proc = run_wrapped(run_dir, job_env(JOB_OUT=out, JOB_FR_DUMP=1, JOB_SUBGROUP=1))
-    return run_dir, out, proc
+    check_healthy_run(run_dir, proc)
+    check_hook_seq_matches_flight_recorder(run_dir, out)
+    check_chaos_changes_nothing(tmp_path, out)
 
 
-@pytest.mark.slow
-@pytest.mark.xdist_group("run_healthy")
-def test_healthy_run_exit_report_and_files(healthy: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
-    run_dir, _out, proc = healthy
+def check_healthy_run(run_dir: Path, proc: subprocess.CompletedProcess[str]) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "step 11 loss" in proc.stdout  # the child's stdout reaches the terminal
     assert "step 11 loss" in (run_dir / "stdout.log").read_text()
@@ -85,11 +84,7 @@ def test_healthy_run_exit_report_and_files(healthy: tuple[Path, Path, subprocess
     assert not (run_dir / ".ncclscope-site").exists()
 
 
-@pytest.mark.slow
-@pytest.mark.xdist_group("run_healthy")
-def test_hook_seq_matches_flight_recorder(healthy: tuple[Path, Path, subprocess.CompletedProcess[str]]) -> None:
-    run_dir, out, proc = healthy
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def check_hook_seq_matches_flight_recorder(run_dir: Path, out: Path) -> None:
     for rank in range(NPROC):
         recs = hook_records(run_dir, rank)
         types = {r["type"] for r in recs}
@@ -119,15 +114,10 @@ def test_hook_seq_matches_flight_recorder(healthy: tuple[Path, Path, subprocess.
         assert next(r for r in recs if r["type"] == "exit")["code"] == 0
 
 
-@pytest.mark.slow
-@pytest.mark.xdist_group("run_healthy")
-def test_chaos_in_every_hook_path_changes_nothing(
-        healthy: tuple[Path, Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
-    _run_dir, out_ref, proc_ref = healthy
-    assert proc_ref.returncode == 0
-    out = tmp_path / "out"
+def check_chaos_changes_nothing(tmp_path: Path, out_ref: Path) -> None:
+    out = tmp_path / "out_chaos"
     out.mkdir()
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / "run_chaos"
     proc = run_wrapped(run_dir, job_env(JOB_OUT=out, JOB_FR_DUMP=1, JOB_SUBGROUP=1, NCCLSCOPE_HOOK_CHAOS="all"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     ref, got = results(out_ref), results(out)
@@ -143,7 +133,7 @@ def test_chaos_in_every_hook_path_changes_nothing(
 @pytest.mark.slow
 def test_crash_exit_code_and_culprit(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    proc = run_wrapped(run_dir, job_env(JOB_CRASH_RANK=2, JOB_CRASH_STEP=3, JOB_CRASH_CODE=3))
+    proc = run_wrapped(run_dir, job_env(JOB_CRASH_RANK=2, JOB_CRASH_STEP=3, JOB_CRASH_CODE=3, JOB_DDP=0))
     torchrun_code = int((run_dir / "exit.txt").read_text().strip().split("=")[1])
     assert proc.returncode == torchrun_code != 0
     report = json.loads((run_dir / "report.json").read_text())
@@ -154,7 +144,7 @@ def test_crash_exit_code_and_culprit(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_stuck_rank_stack_dump_request_and_sigterm(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    env = job_env(JOB_HANG_RANK=1, JOB_HANG_STEP=3, JOB_STEPS=50, NCCLSCOPE_HOOK_STALL_S=2)
+    env = job_env(JOB_HANG_RANK=1, JOB_HANG_STEP=3, JOB_STEPS=50, NCCLSCOPE_HOOK_STALL_S=2, JOB_DDP=0)
     proc = subprocess.Popen(wrapper(run_dir, "--quiet") + TORCHRUN, env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     pids: list[int] = []
