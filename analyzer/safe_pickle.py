@@ -1,48 +1,215 @@
-"""Loading pickles that may come from anyone: plain data types only.
+"""Loading pickles that may come from anyone: plain data only, bounded in size and shape.
 
 Flight Recorder dumps are pickles of dicts, lists, tuples, strings and numbers. A pickle can
 name any importable callable (``os.system``) and have the loader call it, so ``find_class`` here
-refuses every global except a few inert containers. The refusal names what was asked for.
+refuses every global except a few inert constructors, and those are wrapped so that they accept
+only the arguments the pickle protocol itself writes (``bytearray(10**12)`` would allocate a
+terabyte). Persistent ids are refused. After loading, the object is walked once, without
+recursion: anything that is not plain data, nesting deeper than ``MAX_DEPTH``, an object that
+contains itself, or shared references that expand to far more objects than the file could hold
+(the pickle form of a "billion laughs") is refused. Every refusal raises ``UnsafePickleError``
+and says what was asked for; nothing named in the pickle is ever called.
 """
 from __future__ import annotations
 
+import _codecs
+import collections
 import io
 import pickle
 from typing import Any
 
-ALLOWED_GLOBALS = {
-    ("builtins", "set"),
-    ("builtins", "frozenset"),
-    ("builtins", "complex"),
-    ("builtins", "bytearray"),
-    ("collections", "OrderedDict"),
-    ("_codecs", "encode"),  # protocol 2 writes bytes as _codecs.encode(str, 'latin1')
-}
 MAX_PICKLE_BYTES = 512 * 1024 * 1024
+MAX_DEPTH = 100  # Flight Recorder dumps nest 5 levels
+NODES_PER_BYTE = 8  # a plain pickle spends at least one byte per object it references
+PLAIN_SCALARS = (str, bytes, bytearray, int, float, complex, bool, type(None))
+PLAIN_CONTAINERS = (dict, list, tuple, set, frozenset)  # OrderedDict is a dict
 
 
 class UnsafePickleError(ValueError):
     """The pickle asked for something other than plain data."""
 
 
+def _set(items: Any = ()) -> set:
+    if not isinstance(items, (list, tuple, set, frozenset)):
+        raise UnsafePickleError(f"refused: builtins.set called with {type(items).__name__}, not a list")
+    return set(items)
+
+
+def _frozenset(items: Any = ()) -> frozenset:
+    if not isinstance(items, (list, tuple, set, frozenset)):
+        raise UnsafePickleError(f"refused: builtins.frozenset called with {type(items).__name__}, not a list")
+    return frozenset(items)
+
+
+def _complex(real: Any = 0.0, imag: Any = 0.0) -> complex:
+    if not isinstance(real, (int, float)) or not isinstance(imag, (int, float)):
+        raise UnsafePickleError("refused: builtins.complex called with something other than two numbers")
+    return complex(real, imag)
+
+
+def _bytearray(data: Any = b"", encoding: Any = None) -> bytearray:
+    # protocols 0-2 write bytearray(str, 'latin-1'), 3-4 bytearray(bytes); an int would allocate that many bytes
+    if isinstance(data, bytes) and encoding is None:
+        return bytearray(data)
+    if isinstance(data, str) and encoding in ("latin-1", "latin1"):
+        return bytearray(data, "latin-1")
+    raise UnsafePickleError(f"refused: builtins.bytearray called with {type(data).__name__}, not bytes")
+
+
+def _bytes(data: Any = b"") -> bytes:
+    # protocols 0-2 write b"" as bytes(); bytes(10**12) would allocate a terabyte
+    if isinstance(data, bytes):
+        return data
+    raise UnsafePickleError(f"refused: builtins.bytes called with {type(data).__name__}, not bytes")
+
+
+def _encode(text: Any, encoding: Any = "utf-8", errors: Any = "strict") -> bytes:
+    # protocol 2 writes bytes as _codecs.encode(str, 'latin1'); other codecs are not plain data
+    if isinstance(text, str) and encoding in ("latin1", "latin-1") and errors == "strict":
+        return _codecs.encode(text, "latin1")
+    raise UnsafePickleError(f"refused: _codecs.encode with encoding {encoding!r}; only latin1 text is plain data")
+
+
+def _ordered_dict(items: Any = ()) -> collections.OrderedDict:
+    if not isinstance(items, (list, tuple)):
+        raise UnsafePickleError("refused: collections.OrderedDict called with something other than a list")
+    return collections.OrderedDict(items)
+
+
+ALLOWED_GLOBALS = {
+    ("builtins", "set"): _set,
+    ("builtins", "frozenset"): _frozenset,
+    ("builtins", "complex"): _complex,
+    ("builtins", "bytearray"): _bytearray,
+    ("builtins", "bytes"): _bytes,
+    ("collections", "OrderedDict"): _ordered_dict,
+    ("_codecs", "encode"): _encode,
+}
+
+
 class PlainDataUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in ALLOWED_GLOBALS:
-            return super().find_class(module, name)
+        # protocols 0-2 name Python 2 modules; map them as pickle's own find_class does (fix_imports)
+        fn = ALLOWED_GLOBALS.get(("builtins" if module == "__builtin__" else module, name))
+        if fn is not None:
+            return fn
         raise UnsafePickleError(f"refused: the pickle asks for {module}.{name}, which is not plain data")
 
     def persistent_load(self, pid: Any) -> Any:
         raise UnsafePickleError("refused: the pickle uses persistent ids")
 
 
+def check_plain(obj: Any, max_nodes: int, max_depth: int = MAX_DEPTH) -> int:
+    """Walk ``obj`` (iteratively) and raise UnsafePickleError unless it is a tree of plain data no
+    larger than ``max_nodes`` nodes, counting shared references once per reference. Returns the count."""
+    nodes = 0
+    on_path: set[int] = set()
+    # (object, depth, leaving?) ; containers are pushed twice: once to enter, once to leave
+    stack: list[tuple[Any, int, bool]] = [(obj, 0, False)]
+    while stack:
+        cur, depth, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(cur))
+            continue
+        nodes += 1
+        if nodes > max_nodes:
+            raise UnsafePickleError(f"refused: the pickle expands to more than {max_nodes} objects "
+                                    "(shared references repeated, a pickle bomb)")
+        if isinstance(cur, PLAIN_SCALARS):
+            continue
+        if not isinstance(cur, PLAIN_CONTAINERS):
+            raise UnsafePickleError(f"refused: the pickle holds a {type(cur).__module__}.{type(cur).__qualname__}, "
+                                    "which is not plain data")
+        if depth >= max_depth:
+            raise UnsafePickleError(f"refused: the pickle nests deeper than {max_depth} levels")
+        if id(cur) in on_path:
+            raise UnsafePickleError("refused: the pickle holds an object that contains itself")
+        on_path.add(id(cur))
+        stack.append((cur, depth, True))
+        if isinstance(cur, dict):
+            if type(cur) not in (dict, collections.OrderedDict):
+                raise UnsafePickleError(f"refused: the pickle holds a {type(cur).__qualname__}, which is not plain data")
+            if getattr(cur, "__dict__", None):
+                raise UnsafePickleError("refused: the pickle sets attributes on a dictionary")
+            for k, v in cur.items():
+                stack.append((k, depth + 1, False))
+                stack.append((v, depth + 1, False))
+        else:
+            for v in cur:
+                stack.append((v, depth + 1, False))
+    return nodes
+
+
+def _arg_table() -> dict[int, tuple[int, str]]:
+    """Opcode byte -> (argument size code from pickletools, opcode name)."""
+    import pickletools
+
+    return {ord(op.code): (op.arg.n if op.arg is not None else 0, op.name) for op in pickletools.opcodes}
+
+
+_ARGS = _arg_table()
+_LEN_BYTES = {-2: 1, -3: 4, -4: 4, -5: 8}  # pickletools.TAKEN_FROM_ARGUMENT1 / 4 / 4U / 8U
+_TWO_LINES = {"GLOBAL", "INST"}
+
+
+def scan_opcodes(data: bytes) -> None:
+    """Walk the opcode stream once (no object is built) and refuse what would make the C loader
+    allocate far more than the file holds: a memo index (``PUT``, ``LONG_BINPUT``) beyond the file's
+    length (the loader grows its memo table to twice the index), or a length prefix beyond the end."""
+    n = len(data)
+    limit = n + 16
+    i = 0
+    while i < n:
+        op = data[i]
+        entry = _ARGS.get(op)
+        if entry is None:
+            raise ValueError(f"not a readable pickle: unknown opcode {op:#04x} at byte {i}")
+        size, name = entry
+        i += 1
+        if size >= 0:
+            if name == "LONG_BINPUT" and int.from_bytes(data[i:i + 4], "little") > limit:
+                raise UnsafePickleError(f"refused: the pickle stores to memo slot {int.from_bytes(data[i:i + 4], 'little')}, "
+                                        f"far beyond its {n} bytes (a memory bomb)")
+            if name == "FRAME" and int.from_bytes(data[i:i + 8], "little") > n - i - 8:
+                raise ValueError("not a readable pickle: a frame runs past the end of the data")
+            i += size
+        elif size == -1:  # up to a newline (two lines for GLOBAL / INST)
+            end = data.find(b"\n", i)
+            if end < 0:
+                raise ValueError(f"not a readable pickle: {name} without its newline")
+            if name == "PUT":
+                idx = data[i:end].strip()
+                if not idx.isdigit() or len(idx) > 12 or int(idx) > limit:
+                    raise UnsafePickleError(f"refused: the pickle stores to memo slot {idx[:20]!r}, "
+                                            f"far beyond its {n} bytes (a memory bomb)")
+            if name in _TWO_LINES:
+                end = data.find(b"\n", end + 1)
+                if end < 0:
+                    raise ValueError(f"not a readable pickle: {name} without its newline")
+            i = end + 1
+        else:
+            k = _LEN_BYTES.get(size)
+            if k is None:
+                raise ValueError(f"not a readable pickle: opcode {name} not understood")
+            length = int.from_bytes(data[i:i + k], "little", signed=(size == -3))
+            i += k
+            if length < 0 or length > n - i:
+                raise ValueError(f"not a readable pickle: {name} claims {length} bytes, only {max(n - i, 0)} remain")
+            i += length
+        if name == "STOP":
+            return
+
+
 def loads_plain(data: bytes) -> Any:
     """``pickle.loads`` restricted to plain data; raises UnsafePickleError or ValueError."""
     if len(data) > MAX_PICKLE_BYTES:
         raise ValueError(f"pickle of {len(data)} bytes is over the {MAX_PICKLE_BYTES} byte limit")
+    scan_opcodes(data)
     try:
-        return PlainDataUnpickler(io.BytesIO(data)).load()
+        obj = PlainDataUnpickler(io.BytesIO(data)).load()
     except UnsafePickleError:
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
-            AttributeError, MemoryError, RecursionError, OverflowError, UnicodeDecodeError) as e:
-        raise ValueError(f"not a readable pickle: {type(e).__name__}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - corrupt input may fail in any of the loader's ways
+        raise ValueError(f"not a readable pickle: {type(e).__name__}: {str(e)[:200]}") from None
+    check_plain(obj, NODES_PER_BYTE * len(data) + 100_000)
+    return obj

@@ -205,7 +205,7 @@ def run_fuzz(name: str, one: Callable[[random.Random], None], argv: list[str] | 
     deadline = time.monotonic() + a.seconds
     tried = 0
     crashes: list[str] = []
-    slowest = 0.0
+    slowest, slowest_seed = 0.0, None
     while time.monotonic() < deadline and len(crashes) < a.max_crashes:
         s = master.randrange(2**63)
         t0 = time.perf_counter()
@@ -213,9 +213,12 @@ def run_fuzz(name: str, one: Callable[[random.Random], None], argv: list[str] | 
             one(random.Random(s))
         except Exception:  # noqa: BLE001 - that is what we are looking for
             crashes.append(f"--- input seed {s}\n{traceback.format_exc()}")
-        slowest = max(slowest, time.perf_counter() - t0)
+        dt = time.perf_counter() - t0
+        if dt > slowest:
+            slowest, slowest_seed = dt, s
         tried += 1
-    print(f"{name}: {tried} inputs in {a.seconds:.0f} s (seed {seed}), slowest {slowest * 1e3:.1f} ms, "
+    print(f"{name}: {tried} inputs in {a.seconds:.0f} s (seed {seed}), slowest {slowest * 1e3:.1f} ms "
+          f"(input seed {slowest_seed}), "
           f"{len(crashes)} crashes")
     for c in crashes:
         print(c)
