@@ -8,6 +8,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -16,7 +17,7 @@ import dash
 from dash import Dash, Input, Output, State, dcc, html, no_update
 from flask import Response, redirect, request
 
-from . import ids
+from . import figures, ids
 from .data import MAX_UPLOAD_BYTES, RunStore, set_current
 
 TOKEN_COOKIE = "ncclscope_token"
@@ -54,6 +55,7 @@ def create_app(path: Path | None = None, live: Path | None = None, token: str | 
     """
     rs = run_store or RunStore()
     set_current(rs)
+    threading.Thread(target=figures.warm_up, name="ncclscope-plotly-warm-up", daemon=True).start()
     if path is not None:
         rs.default_key = rs.submit([Path(path)], Path(path).name or str(path))
         if wait:

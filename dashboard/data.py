@@ -33,8 +33,8 @@ from analyzer.ingest import SKIP_NAMES, InputError, iter_lines
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024  # decoded bytes, all files of one upload together
 MAX_EXTRACT_BYTES = 4 * 1024**3
 MAX_ENTRIES = 8  # analyses kept in memory; the oldest is dropped first
-MAX_LOG_LINES = 2_000_000  # the log view indexes at most this many lines per run
-LOG_TEXT_CHARS = 400
+MAX_LOG_LINES = 1_000_000  # the log view indexes at most this many lines per run
+LOG_TEXT_CHARS = 300
 TEXT_FORMATS = {"log", "ras", "env", "nccl_tests", "jsonl"}
 
 
@@ -220,9 +220,11 @@ class RunStore:
                 job.message = f"parsed {i} of {n} files"
 
             analysis = analyze_paths(paths, progress=progress)
-            job.state = "analysing"
+            job.state, job.message = "indexing logs", "indexing log lines for the log view"
             files = _file_map(paths, analysis)
             entry = Entry(job.key, job.label, analysis, files, time.perf_counter() - t0)
+            log_index(entry)
+            entry.parse_s = time.perf_counter() - t0
             with self._lock:
                 self._entries[job.key] = entry
                 protected = {self.default_key, self._live_key, job.key}
@@ -288,7 +290,18 @@ class RunStore:
             (folder / _safe_name(name, taken)).write_bytes(blob)
         names = sorted(taken)
         label = names[0] if len(names) == 1 else f"{len(names)} uploaded files"
-        return self.submit([folder], label, key)
+
+        def unpack_archives(job: JobStatus) -> list[Path]:
+            # archives are unpacked in place (through analyzer.archive's limits), then removed
+            for name in names:
+                p = folder / name
+                if archive.is_archive(p):
+                    job.state, job.message = "extracting", f"unpacking {name}"
+                    archive.extract(p, folder / f"{name}.d", max_total=MAX_EXTRACT_BYTES)
+                    p.unlink()
+            return [folder]
+
+        return self.submit([folder], label, key, prepare=unpack_archives)
 
     # -- live folders ---------------------------------------------------------------------------
     def start_live(self, folder: Path) -> None:
@@ -334,12 +347,12 @@ def _file_map(paths: list[Path], analysis: Analysis) -> dict[str, Path]:
 
 
 # -- the log view ---------------------------------------------------------------------------------
-NCCL_LINE_RE = re.compile(r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL (?P<lvl>INFO|WARN|TRACE)")
-RANK_PREFIX_RE = re.compile(r"^\[(?:rank|Rank )(\d+)\]")
-TORCH_LEVEL_RE = re.compile(r"^(?:\[rank\d+\]:)?\[([IWEF])\d{4} ")
+NCCL_PREFIX = r"^(?:\[[^\]]*\] )?[\w.-]+:(\d+):\d+ \[\d+\] NCCL (INFO|WARN|TRACE) "  # optional timestamp
+RANK_PREFIX = r"^\[[Rr]ank ?(\d+)\]"
+TORCH_LEVEL = r"^(?:\[[Rr]ank ?\d+\]:)?\[([IWEF])\d{4} "
 FILE_RANK_RE = re.compile(r"rank[_-]?(\d+)", re.I)
 FILE_PID_RE = re.compile(r"\.(\d+)\.nccl")
-NCCL_SUBSYS = [  # first match wins: (substring in the message, subsystem)
+NCCL_SUBSYS = [  # first match wins: (substring in an NCCL line, subsystem); no match: INIT
     ("set by environment", "ENV"), ("NET/", "NET"), (" via NET", "NET"), ("via P2P", "P2P"), ("via SHM", "SHM"),
     ("P2P", "P2P"), ("SHM", "SHM"), ("RAS", "RAS"), ("Channel", "GRAPH"), ("Pattern", "GRAPH"),
     ("Trees", "GRAPH"), ("Ring", "GRAPH"), ("Tuning", "TUNING"), ("Algo", "TUNING"), ("opCount", "COLL"),
@@ -350,28 +363,48 @@ TORCH_LEVELS = {"I": "INFO", "W": "WARN", "E": "ERROR", "F": "ERROR"}
 LOG_COLUMNS = ["file", "line", "rank", "level", "subsys", "text"]
 
 
-def classify_line(text: str, file_rank: int | None, pid_rank: dict[int, int]) -> tuple[int, str, str]:
-    """(rank or -1, level, subsystem) of one log line, from its own prefix or its file's name."""
-    m = NCCL_LINE_RE.match(text)
-    if m:
-        rank = pid_rank.get(int(m.group("pid")), file_rank if file_rank is not None else -1)
-        msg = text[m.end():]
-        sub = next((s for k, s in NCCL_SUBSYS if k in msg), "INIT")
-        return rank, m.group("lvl"), sub
-    rank = file_rank if file_rank is not None else -1
-    r = RANK_PREFIX_RE.match(text)
-    if r:
-        rank = int(r.group(1))
-    lv = TORCH_LEVEL_RE.match(text)
-    if lv:
-        return rank, TORCH_LEVELS[lv.group(1)], "TORCH"
-    if "torch.distributed.elastic" in text or "torchrun" in text or text.startswith(("time:", "host:", "rank:")):
-        return rank, ("ERROR" if "error" in text.lower() or "exitcode" in text else "INFO"), "TORCHRUN"
-    if "Traceback" in text or re.search(r"\b\w*(Error|Exception)\b", text):
-        return rank, "ERROR", "PYTHON"
-    if "NCCL WARN" in text:
-        return rank, "WARN", "NCCL"
-    return rank, "-", "OTHER"
+def classify_lines(text: pd.Series, file_rank: np.ndarray, pid_rank: dict[int, int]) -> pd.DataFrame:
+    """(rank, level, subsys) of every line, vectorised (pyarrow regexes, no Python loop per line).
+
+    rank: the NCCL prefix's pid, else a ``[rankN]`` prefix, else the file's rank (from its name), else -1.
+    level: NCCL INFO/WARN/TRACE, PyTorch's I/W/E/F letter, ERROR for tracebacks and errors, else "-".
+    subsys: NCCL's subsystem guessed from the message (NCCL prints none at INFO), TORCH, TORCHRUN, PYTHON, OTHER.
+    """
+    n = len(text)
+    nccl = text.str.extract(NCCL_PREFIX)
+    is_nccl = nccl[1].notna().to_numpy()
+    pid = pd.to_numeric(nccl[0], errors="coerce").to_numpy()
+    rank = np.asarray(file_rank, dtype=np.int64).copy()
+    prefix_rank = pd.to_numeric(text.str.extract(RANK_PREFIX)[0], errors="coerce").to_numpy()
+    has_prefix = np.isfinite(prefix_rank)
+    rank[has_prefix] = prefix_rank[has_prefix].astype(np.int64)
+    if pid_rank and is_nccl.any():
+        mapped = pd.Series(pid[is_nccl]).map(pid_rank).to_numpy(dtype=float)
+        sub_rank = rank[is_nccl]
+        ok = np.isfinite(mapped)
+        sub_rank[ok] = mapped[ok].astype(np.int64)
+        rank[is_nccl] = sub_rank
+    torch_lv = text.str.extract(TORCH_LEVEL)[0].map(TORCH_LEVELS)
+    is_torch = torch_lv.notna().to_numpy() & ~is_nccl
+    elastic = (text.str.contains("torch.distributed.elastic", regex=False) | text.str.contains("torchrun", regex=False)
+               | text.str.match(r"^(time|host|rank): ")).fillna(False).to_numpy(dtype=bool)
+    errorish = (text.str.contains("Traceback", regex=False) | text.str.contains(r"\w(?:Error|Exception)\b")
+                | text.str.contains("exitcode", regex=False)).fillna(False).to_numpy(dtype=bool)
+    level = np.full(n, "-", dtype=object)
+    level[errorish] = "ERROR"
+    level[is_torch] = torch_lv.to_numpy()[is_torch]
+    level[is_nccl] = nccl[1].to_numpy()[is_nccl]
+    subsys = np.full(n, "OTHER", dtype=object)
+    subsys[errorish] = "PYTHON"
+    subsys[elastic & ~is_torch] = "TORCHRUN"
+    subsys[is_torch] = "TORCH"
+    if is_nccl.any():
+        nt = text[is_nccl]
+        conds = [nt.str.contains(k, regex=False).fillna(False).to_numpy(dtype=bool) for k, _ in NCCL_SUBSYS]
+        subsys[is_nccl] = np.select(conds, [v for _, v in NCCL_SUBSYS], default="INIT")
+    warn_words = text.str.contains("NCCL WARN", regex=False).fillna(False).to_numpy(dtype=bool) & ~is_nccl
+    level[warn_words] = "WARN"
+    return pd.DataFrame({"rank": rank.astype(np.int32), "level": level, "subsys": subsys})
 
 
 def build_log_index(entry: Entry, max_lines: int = MAX_LOG_LINES) -> pd.DataFrame:
@@ -379,33 +412,38 @@ def build_log_index(entry: Entry, max_lines: int = MAX_LOG_LINES) -> pd.DataFram
     run = entry.analysis.run
     pid_rank = {p.pid: p.rank for p in run.job.processes if p.rank is not None}
     fmts = dict(run.files)
-    cols: dict[str, list] = {c: [] for c in LOG_COLUMNS}
-    n = 0
+    names: list[str] = []
+    file_codes: list[np.ndarray] = []
+    linenos: list[int] = []
+    texts: list[str] = []
+    file_ranks: list[np.ndarray] = []
     for name in sorted(entry.files):
-        if fmts.get(name) not in TEXT_FORMATS:
+        if fmts.get(name) not in TEXT_FORMATS or len(texts) >= max_lines:
             continue
         fr = FILE_RANK_RE.search(name)
         fp = FILE_PID_RE.search(name)
-        file_rank = int(fr.group(1)) if fr else (pid_rank.get(int(fp.group(1))) if fp else None)
+        frank = int(fr.group(1)) if fr else (pid_rank.get(int(fp.group(1)), -1) if fp else -1)
+        before = len(texts)
         for lineno, raw in iter_lines(entry.files[name]):
-            text = raw.rstrip("\r\n")
-            rank, level, sub = classify_line(text, file_rank, pid_rank)
-            cols["file"].append(name)
-            cols["line"].append(lineno)
-            cols["rank"].append(rank)
-            cols["level"].append(level)
-            cols["subsys"].append(sub)
-            cols["text"].append(text[:LOG_TEXT_CHARS])
-            n += 1
-            if n >= max_lines:
+            linenos.append(lineno)
+            texts.append(raw.rstrip("\r\n")[:LOG_TEXT_CHARS])
+            if len(texts) >= max_lines:
                 break
-        if n >= max_lines:
-            break
-    df = pd.DataFrame(cols)
-    for c in ("file", "level", "subsys"):
-        df[c] = df[c].astype("category")
-    df["rank"] = df["rank"].astype(np.int32)
-    df["line"] = df["line"].astype(np.int64)
+        k = len(texts) - before
+        file_codes.append(np.full(k, len(names), dtype=np.int32))
+        file_ranks.append(np.full(k, frank, dtype=np.int64))
+        names.append(name)
+    if not texts:
+        return pd.DataFrame({"file": pd.Categorical([]), "line": np.array([], dtype=np.int64),
+                             "rank": np.array([], dtype=np.int32), "level": pd.Categorical([]),
+                             "subsys": pd.Categorical([]), "text": pd.Series([], dtype="string[pyarrow]")})
+    text = pd.Series(texts, dtype="string[pyarrow]")
+    cls = classify_lines(text, np.concatenate(file_ranks), pid_rank)
+    df = pd.DataFrame({
+        "file": pd.Categorical.from_codes(np.concatenate(file_codes), categories=names),
+        "line": np.asarray(linenos, dtype=np.int64), "rank": cls["rank"].to_numpy(),
+        "level": pd.Categorical(cls["level"]), "subsys": pd.Categorical(cls["subsys"]), "text": text,
+    })
     return df
 
 
@@ -418,6 +456,8 @@ def filter_logs(df: pd.DataFrame, file: str | None = None, ranks: list[int] | No
                 search: str | None = None) -> pd.DataFrame:
     """The rows matching every filter given (None / empty = no filter); search is a plain substring."""
     mask = np.ones(len(df), dtype=bool)
+    if not len(df):
+        return df
     if file:
         mask &= (df["file"] == file).to_numpy()
     if ranks:
@@ -427,14 +467,16 @@ def filter_logs(df: pd.DataFrame, file: str | None = None, ranks: list[int] | No
     if subsys:
         mask &= df["subsys"].isin(subsys).to_numpy()
     if search:
-        mask &= df["text"].str.contains(search, case=False, regex=False, na=False).to_numpy()
+        mask &= df["text"].str.contains(search, case=False, regex=False).fillna(False).to_numpy(dtype=bool)
     return df[mask]
 
 
 def page_of(df: pd.DataFrame, page: int, size: int) -> list[dict[str, Any]]:
     """One page of rows as records: only this page ever travels to the browser."""
     part = df.iloc[page * size:(page + 1) * size]
-    return part.astype({"file": str, "level": str, "subsys": str}).to_dict("records")
+    return [{"file": str(f), "line": int(ln), "rank": int(r), "level": str(lv), "subsys": str(sb), "text": str(t)}
+            for f, ln, r, lv, sb, t in zip(part["file"], part["line"], part["rank"], part["level"], part["subsys"],
+                                           part["text"], strict=False)]
 
 
 def page_with_line(df: pd.DataFrame, file: str, line: int, size: int) -> int:

@@ -46,6 +46,17 @@ BUSBW_FACTORS = {  # busbw = algbw x factor(n), as nccl-tests defines it
 LABEL_LIMIT = 64  # above this many ranks, nodes carry no text (hover still names them)
 
 
+def warm_up() -> None:
+    """Build one tiny figure of each trace type: plotly's first figure in a process costs ~1 s of
+    imports, paid here at start-up instead of by the first page a user opens."""
+    fig = go.Figure([go.Scatter(x=[0], y=[0]), go.Scattergl(x=[0], y=[0]), go.Bar(x=[1], y=["a"], orientation="h"),
+                     go.Heatmap(z=[[0.0]])])
+    fig.add_annotation(x=0, y=0, text="")
+    fig.add_vrect(x0=0, x1=1)
+    fig.update_layout(template="plotly_white")
+    fig.to_json()
+
+
 # -- helpers --------------------------------------------------------------------------------------
 def empty_figure(message: str, height: int = 260) -> go.Figure:
     fig = go.Figure()
@@ -279,11 +290,21 @@ def host_figure(comm: Communicator, processes: Iterable[Process], highlight: Ite
 
 
 # -- collectives ----------------------------------------------------------------------------------
+def strs(s: pd.Series) -> np.ndarray:
+    """A column as an object array of str, fast for categoricals (no per-row string conversion)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = np.asarray([str(c) for c in s.cat.categories] + [""], dtype=object)
+        return cats[s.cat.codes.to_numpy()]  # code -1 (missing) picks the trailing ""
+    return np.asarray([str(v) for v in s.to_numpy()], dtype=object)
+
+
 def best_source(df: pd.DataFrame) -> pd.DataFrame:
     """One record per collective: for each (rank, pg), keep the rows of its best source (fr > hook > nccl)."""
     if not len(df):
         return df
-    pri = df["source"].astype(str).map(SOURCE_PRIORITY).fillna(9).to_numpy()
+    if df["source"].nunique() <= 1:
+        return df.drop_duplicates(["rank", "pg", "seq"], keep="last")
+    pri = pd.Series(strs(df["source"])).map(SOURCE_PRIORITY).fillna(9).to_numpy()
     best = pd.Series(pri, index=df.index).groupby([df["rank"], df["pg"]], observed=True).transform("min").to_numpy()
     out = df[pri == best]
     return out.drop_duplicates(["rank", "pg", "seq"], keep="last")
@@ -293,8 +314,9 @@ def pg_choices(df: pd.DataFrame) -> list[str]:
     """Process groups by number of rows, largest first (torch pgs before NCCL-only comms)."""
     if not len(df):
         return []
-    counts = df["pg"].astype(str).value_counts()
-    return sorted(counts.index, key=lambda p: (p.startswith("nccl:"), -counts[p], p))
+    vc = df["pg"].value_counts()
+    counts = {str(k): int(v) for k, v in vc.items() if v > 0}
+    return sorted(counts, key=lambda p: (p.startswith("nccl:"), -counts[p], p))
 
 
 def _arrival(df: pd.DataFrame) -> np.ndarray:
@@ -310,7 +332,7 @@ def timeline_figure(df: pd.DataFrame, pg: str | None, stuck: Stuck | None = None
     ``df`` is the collectives table (best_source applied or not). The stuck collective is marked
     on every rank of ``ranks`` (and every rank in the table), whether or not the rank reached it.
     """
-    view = best_source(df[df["pg"].astype(str) == pg]) if (pg is not None and len(df)) else df.iloc[0:0]
+    view = best_source(df[(df["pg"] == pg).to_numpy()]) if (pg is not None and len(df)) else df.iloc[0:0]
     lanes = sorted(set(view["rank"].astype(int).tolist()) | set(ranks))
     if not len(view):
         return empty_figure(f"no collectives recorded for process group {pg}")
@@ -318,10 +340,9 @@ def timeline_figure(df: pd.DataFrame, pg: str | None, stuck: Stuck | None = None
     if truncated:
         view = view.sort_values("seq").iloc[-max_points:]
     fig = go.Figure()
-    ops = view["op"].astype(str).to_numpy()
+    ops = strs(view["op"])
     rank = view["rank"].to_numpy(dtype=float)
-    done = (view["state"].astype(str) == "completed").to_numpy()
-    hover_cols = np.char.add(np.char.add(ops.astype(str), " #"), view["seq"].astype(str).to_numpy().astype(str))
+    done = strs(view["state"]) == "completed"
     if axis == "time":
         start = _arrival(view)
         end = view["t_completed"].to_numpy(dtype=float)
@@ -340,7 +361,8 @@ def timeline_figure(df: pd.DataFrame, pg: str | None, stuck: Stuck | None = None
             xs[1::3] = np.maximum(end[m], start[m] + 1e-4) - t0
             ys[0::3] = rank[m]
             ys[1::3] = rank[m]
-            fig.add_trace(go.Scattergl(x=xs, y=ys, mode="lines+markers", name=op, hoverinfo="skip",
+            fig.add_trace(go.Scattergl(x=xs.astype(np.float32), y=ys.astype(np.float32), mode="lines+markers",
+                                       name=op, hoverinfo="skip",
                                        line={"color": OP_COLORS.get(op, "#444"), "width": 6},
                                        marker={"size": 3, "color": OP_COLORS.get(op, "#444")}))
         xtitle = "seconds since the first collective"
@@ -349,13 +371,13 @@ def timeline_figure(df: pd.DataFrame, pg: str | None, stuck: Stuck | None = None
         for op in sorted(set(ops)):
             m = (ops == op) & done
             if m.any():
-                fig.add_trace(go.Scattergl(x=seq[m], y=rank[m], mode="markers", name=op, text=hover_cols[m],
-                                           hovertemplate="%{text}<br>rank %{y}<extra></extra>",
+                fig.add_trace(go.Scattergl(x=seq[m].astype(np.int32), y=rank[m].astype(np.int32), mode="markers", name=op,
+                                           hovertemplate=f"{op} #%{{x}}<br>rank %{{y}}<extra></extra>",
                                            marker={"symbol": "square", "size": 6, "color": OP_COLORS.get(op, "#444")}))
         m = ~done
         if m.any():
-            fig.add_trace(go.Scattergl(x=seq[m], y=rank[m], mode="markers", name="not completed", text=hover_cols[m],
-                                       hovertemplate="%{text} (not completed)<br>rank %{y}<extra></extra>",
+            fig.add_trace(go.Scattergl(x=seq[m], y=rank[m], mode="markers", name="not completed",
+                                       hovertemplate="#%{x} (not completed)<br>rank %{y}<extra></extra>",
                                        marker={"symbol": "square-open", "size": 8, "color": "#000"}))
         xtitle = "collective sequence number"
     if stuck is not None and str(stuck.pg) == str(pg):
@@ -416,7 +438,7 @@ def time_share(df: pd.DataFrame, by: str) -> pd.DataFrame:
     if by == "size":
         key = size_bucket(view["bytes"].to_numpy(dtype=float))
     else:
-        key = view[by].astype(str).to_numpy()
+        key = strs(view[by])
     g = pd.DataFrame({"group": key, "ms": dur[ok]}).groupby("group", sort=False)["ms"].agg(["sum", "size"])
     out = pd.DataFrame({"group": g.index, "ms": g["sum"].to_numpy(), "count": g["size"].to_numpy()})
     out["share"] = out["ms"] / out["ms"].sum()
@@ -450,8 +472,8 @@ def busbw_frame(df: pd.DataFrame, pg_nranks: dict[str, int], pg_transport: dict[
         return pd.DataFrame(columns=["op", "pg", "bytes", "ms", "algbw", "busbw", "transport"])
     b = view["bytes"].to_numpy(dtype=float)
     ms = view["duration_ms"].to_numpy(dtype=float)
-    ops = view["op"].astype(str).to_numpy()
-    pgs = view["pg"].astype(str).to_numpy()
+    ops = strs(view["op"])
+    pgs = strs(view["pg"])
     ok = np.isfinite(b) & (b > 0) & np.isfinite(ms) & (ms > 0) & np.isin(ops, list(BUSBW_FACTORS))
     if not ok.any():
         return pd.DataFrame(columns=["op", "pg", "bytes", "ms", "algbw", "busbw", "transport"])
@@ -469,18 +491,22 @@ def busbw_frame(df: pd.DataFrame, pg_nranks: dict[str, int], pg_transport: dict[
     return out
 
 
-def busbw_figure(frame: pd.DataFrame, nccl_tests: Sequence[dict[str, Any]] = (), max_points: int = 200_000) -> go.Figure:
+def busbw_figure(frame: pd.DataFrame, nccl_tests: Sequence[dict[str, Any]] = (), max_points: int = 30_000) -> go.Figure:
     """busbw against message size, one colour per transport; nccl-tests / ``ncclscope perf`` rows as lines."""
     if not len(frame) and not nccl_tests:
         return empty_figure("no sized, timed collectives to compute bandwidth from")
     fig = go.Figure()
-    if len(frame) > max_points:
+    sampled = len(frame) > max_points
+    if sampled:
         frame = frame.sample(max_points, random_state=0)
-    for t, grp in frame.groupby("transport", sort=True):
+    symbols = {"allreduce": "circle", "allgather": "triangle-up", "reducescatter": "triangle-down",
+               "broadcast": "square", "reduce": "diamond"}
+    for (t, op), grp in frame.groupby(["transport", "op"], sort=True):
         fig.add_trace(go.Scattergl(
-            x=grp["bytes"], y=grp["busbw"], mode="markers", name=f"{t} (job)",
-            text=grp["op"], hovertemplate="%{text}<br>%{x:.3s}B<br>busbw %{y:.2f} GB/s<extra></extra>",
-            marker={"size": 5, "opacity": 0.6, "color": TRANSPORT_COLORS.get(t, "#7f7f7f")}))
+            x=grp["bytes"].to_numpy(), y=grp["busbw"].to_numpy(), mode="markers", name=f"{op} over {t}",
+            hovertemplate=f"{op} over {t}<br>%{{x:.3s}}B<br>busbw %{{y:.2f}} GB/s<extra></extra>",
+            marker={"size": 5, "opacity": 0.6, "color": TRANSPORT_COLORS.get(t, "#7f7f7f"),
+                    "symbol": symbols.get(op, "circle")}))
     if nccl_tests:
         nt = pd.DataFrame(list(nccl_tests))
         nt = nt[(nt["size"] > 0) & nt["busbw"].notna()]
@@ -489,7 +515,8 @@ def busbw_figure(frame: pd.DataFrame, nccl_tests: Sequence[dict[str, Any]] = (),
             fig.add_trace(go.Scatter(x=grp["size"], y=grp["busbw"], mode="lines+markers",
                                      name=f"{test} {'in' if inplace else 'out-of'}-place (reference)",
                                      line={"dash": "dash" if inplace else "solid", "width": 2}))
-    fig.update_layout(template="plotly_white", title="bus bandwidth against message size",
+    fig.update_layout(template="plotly_white", title="bus bandwidth against message size"
+                      + (f" ({max_points:,} collectives sampled)" if sampled else ""),
                       xaxis={"title": "message size (bytes)", "type": "log"},
                       yaxis={"title": "busbw (GB/s)"}, height=460, margin={"l": 60, "r": 20, "t": 50, "b": 50})
     return fig
@@ -502,7 +529,7 @@ def wait_matrix(df: pd.DataFrame, pg: str | None, max_steps: int = 400) -> tuple
     (arrival = kernel start when known, else enqueue time). Steps are binned (mean) down to
     ``max_steps`` columns.
     """
-    view = best_source(df[df["pg"].astype(str) == pg]) if pg is not None and len(df) else df.iloc[0:0]
+    view = best_source(df[(df["pg"] == pg).to_numpy()]) if pg is not None and len(df) else df.iloc[0:0]
     arr = _arrival(view) if len(view) else np.array([])
     ok = np.isfinite(arr)
     if not ok.any():
@@ -584,8 +611,9 @@ def pg_transports(communicators: Sequence[Communicator], df_pgs: Iterable[str], 
 
 def pg_nranks(df: pd.DataFrame, communicators: Sequence[Communicator]) -> dict[str, int]:
     by_id = {c.id: c.nranks for c in communicators}
-    counts = df.groupby(df["pg"].astype(str))["rank"].nunique().to_dict() if len(df) else {}
+    counts = df.groupby("pg", observed=True)["rank"].nunique().to_dict() if len(df) else {}
     out = {}
     for pg, n in counts.items():
+        pg = str(pg)
         out[pg] = by_id.get(pg[5:], n) if pg.startswith("nccl:") else int(n)
     return out

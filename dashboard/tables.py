@@ -8,6 +8,8 @@ import pandas as pd
 
 from analyzer.analysis import Analysis
 
+from .figures import strs
+
 STATUS_SOURCE_ORDER = {"fr": 0, "watchdog": 1, "heartbeat": 2, "hook": 3}
 
 
@@ -36,11 +38,13 @@ def rank_status_rows(a: Analysis, max_ranks: int = 4096) -> list[dict[str, Any]]
                          "source": st.source}
     df = run.collectives
     if len(df):
-        torch_pgs = df[~df["pg"].astype(str).str.startswith("nccl:")]
-        use = torch_pgs if len(torch_pgs) else df
+        pgs = strs(df["pg"])
+        torch_rows = np.array([not p.startswith("nccl:") for p in pgs], dtype=bool)
+        use = df[torch_rows] if torch_rows.any() else df
+        upg = pgs[torch_rows] if torch_rows.any() else pgs
         seq = use["seq"].to_numpy()
-        done = (use["state"].astype(str) == "completed").to_numpy()
-        g = pd.DataFrame({"rank": use["rank"].to_numpy(), "pg": use["pg"].astype(str).to_numpy(), "seq": seq,
+        done = strs(use["state"]) == "completed"
+        g = pd.DataFrame({"rank": use["rank"].to_numpy(), "pg": upg, "seq": seq,
                           "cseq": np.where(done, seq, -1)}).groupby(["rank", "pg"]).agg(
             enq=("seq", "max"), comp=("cseq", "max"))
         for (r, pg), row in g.iterrows():
@@ -48,8 +52,9 @@ def rank_status_rows(a: Analysis, max_ranks: int = 4096) -> list[dict[str, Any]]
                 rows[(int(r), str(pg))] = {"rank": int(r), "pg": str(pg), "last_enqueued": int(row.enq),
                                            "last_completed": int(row.comp) if row.comp >= 0 else None,
                                            "source": "collectives"}
+    seen = {k[0] for k in rows}
     for r in run.ranks():
-        if not any(k[0] == r for k in rows):
+        if r not in seen:
             rows[(r, "?")] = {"rank": r, "pg": "?", "last_enqueued": None, "last_completed": None,
                               "source": "no record"}
     culprits = set(a.decision.culprit_ranks)

@@ -4,10 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 import dash
-from dash import Input, Output, callback, dcc, html
+from dash import Input, Output, callback, dash_table, dcc, html
 
 from dashboard import ids
-from dashboard.components import evidence_list, not_ready, table, verdict_banner
+from dashboard.components import evidence_list, not_ready, verdict_banner
 from dashboard.data import RunStore, current
 from dashboard.tables import rank_status_rows
 
@@ -44,7 +44,12 @@ def render(rs: RunStore, key: str | None) -> Any:
                 html.Ul([html.Li([html.B(f"rank {r}: "), html.Pre(str(s)[:4000])]) for r, s in
                          sorted(a.run.stacks.items())[:256]])]
     out += [html.H3("Every rank's last collective per process group"),
-            table(rows, COLUMNS, cls="grid ranks", max_rows=4096)]
+            dash_table.DataTable(
+                id="hang-ranks", data=rows, columns=[{"name": c, "id": c} for c in COLUMNS], page_size=50,
+                sort_action="native", filter_action="native",
+                style_cell={"fontFamily": "monospace", "fontSize": "12px", "textAlign": "left", "padding": "2px 6px"},
+                style_data_conditional=[{"if": {"filter_query": '{culprit} = "yes"'}, "backgroundColor": "#fde8e8",
+                                         "fontWeight": "bold"}])]
     return html.Div(out)
 
 
