@@ -59,7 +59,7 @@ def one_run(i: int, world: int, rank: int, step: int, pg_timeout: float, base: P
            sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world),
            "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(JOB)]
     t0 = time.time()
-    p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    p = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
                        timeout=pg_timeout + 180)
     wall = time.time() - t0
     hang_t = max((r["t"] for r in records(run_dir, rank) if r.get("type") == "done"), default=None)

@@ -25,7 +25,7 @@ class _Server:
         outer = self
 
         class H(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 n = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(n)
                 outer.hits += 1

@@ -142,7 +142,7 @@ def test_hang_under_ncclscope_run_is_named_with_its_line_within_10s(tmp_path: Pa
 
 @pytest.mark.xdist_group("live-e2e-2")
 def test_desync_is_alerted_at_once(monitored: Callable[..., tuple[Ranks, LiveMonitor]]) -> None:
-    ranks, mon = monitored(3, JOB_DESYNC_RANK="1", JOB_DESYNC_STEP="4", JOB_DESYNC_KIND="size")
+    _, mon = monitored(3, JOB_DESYNC_RANK="1", JOB_DESYNC_STEP="4", JOB_DESYNC_KIND="size")
     a = wait_for(mon, "desync", 60)
     assert a is not None, mon.snapshot()
     assert a["culprit_ranks"] == [1] and "numel=7" in a["message"]
@@ -151,7 +151,7 @@ def test_desync_is_alerted_at_once(monitored: Callable[..., tuple[Ranks, LiveMon
 
 @pytest.mark.xdist_group("live-e2e-1")
 def test_crash_is_alerted_with_the_failing_rank(monitored: Callable[..., tuple[Ranks, LiveMonitor]]) -> None:
-    ranks, mon = monitored(2, JOB_CRASH_RANK="1", JOB_CRASH_STEP="4", JOB_CRASH_MODE="raise")
+    _, mon = monitored(2, JOB_CRASH_RANK="1", JOB_CRASH_STEP="4", JOB_CRASH_MODE="raise")
     a = wait_for(mon, "crash", 60)
     assert a is not None, mon.snapshot()
     assert a["culprit_ranks"] == [1] and "simulated failure on rank 1" in a["message"]

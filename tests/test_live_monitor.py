@@ -16,8 +16,7 @@ T0 = 1_800_000_000.0
 
 def _w(p: Path, *recs: dict[str, Any], raw: str = "") -> None:
     with open(p, "a", encoding="utf-8") as f:
-        for r in recs:
-            f.write(json.dumps(r) + "\n")
+        f.writelines(json.dumps(r) + "\n" for r in recs)
         f.write(raw)
 
 

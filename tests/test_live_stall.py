@@ -91,7 +91,7 @@ def test_threshold_follows_the_rhythm_and_explicit_value_wins() -> None:
 
 
 def test_a_rare_long_gap_does_not_raise_the_threshold_much() -> None:
-    st, t = _job(2, 300, dt=0.05)
+    st, _ = _job(2, 300, dt=0.05)
     st.gaps.append(30.0)  # one checkpoint pause among hundreds of gaps
     assert stall.threshold(st.gaps) == stall.FLOOR_S
 

@@ -80,8 +80,8 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
     mon = LiveMonitor(run_dir, cfg, console=out)
     if not run_dir.is_dir():
         out.print(f"waiting for {run_dir} to appear (Ctrl-C to stop)")
-    out.print(f"watching {run_dir} (stall threshold: "
-              f"{'%g s' % stall_seconds if stall_seconds else 'from the job rhythm'}; Ctrl-C to stop)")
+    rule = f"{stall_seconds:g} s" if stall_seconds else "from the job rhythm"
+    out.print(f"watching {run_dir} (stall threshold: {rule}; Ctrl-C to stop)")
     reported: set[str] = set()
     mon.start()
     exited_at = None

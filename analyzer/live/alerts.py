@@ -20,9 +20,9 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 QUEUE_MAX = 256
 
@@ -33,7 +33,7 @@ def make_alert(kind: str, verdict: str, culprit_ranks: list[int] | tuple[int, ..
     ts = time.time() if ts is None else ts
     alert: dict[str, Any] = {
         "ts": round(ts, 3),
-        "time": datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+        "time": datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
         "kind": kind,
         "verdict": verdict,
         "culprit_ranks": sorted(int(r) for r in culprit_ranks),
@@ -77,7 +77,7 @@ class FileSink:
 class ConsoleSink:
     """One rich block an alert."""
 
-    COLORS = {"hang": "red", "desync": "magenta", "crash": "red", "hang_detail": "yellow", "cleared": "green"}
+    COLORS: ClassVar[dict[str, str]] = {"hang": "red", "desync": "magenta", "crash": "red", "hang_detail": "yellow", "cleared": "green"}
 
     def __init__(self, console: Any | None = None) -> None:
         if console is None:
@@ -176,7 +176,7 @@ class WebhookSink(_Worker):
                                          headers={"Content-Type": "application/json",
                                                   "User-Agent": "ncclscope"})
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - user's URL
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                     resp.read(1 << 16)
                     if 200 <= resp.status < 300:
                         self.sent += 1
@@ -203,7 +203,7 @@ class CommandSink(_Worker):
     def _run_command(self, alert: dict[str, Any]) -> None:
         env = dict(os.environ, NCCLSCOPE_ALERT_KIND=str(alert.get("kind", "")))
         try:
-            p = subprocess.run(self.command, shell=True, input=json.dumps(alert, default=str).encode(),  # noqa: S602
+            p = subprocess.run(self.command, shell=True, input=json.dumps(alert, default=str).encode(), check=False,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=self.timeout_s,
                                start_new_session=True, env=env)
         except subprocess.TimeoutExpired:

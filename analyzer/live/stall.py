@@ -188,9 +188,9 @@ def apply(state: JobState, rank: int, rtype: str, d: dict[str, Any]) -> tuple[st
         st.last_seen = t if st.last_seen is None else max(st.last_seen, t)
         state.last_t = t if state.last_t is None else max(state.last_t, t)
     if rtype == "start":
-        w = _int(d.get("world"))
-        if w and 0 < w <= 1 << 20:
-            state.world = max(state.world or 0, w)
+        world = _int(d.get("world"))
+        if world and 0 < world <= 1 << 20:
+            state.world = max(state.world or 0, world)
         st.host = str(d["host"]) if d.get("host") is not None else st.host
         st.pid = _int(d.get("pid")) or st.pid
         _progress(st, t)
