@@ -6,10 +6,12 @@ ratio above ``max_ratio`` (a bomb). Every refusal raises ArchiveError with the r
 """
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import tarfile
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 MAX_MEMBERS = 20_000
@@ -18,7 +20,10 @@ MAX_RATIO = 200
 
 
 class ArchiveError(ValueError):
-    pass
+    """Why an archive was refused, always on one line (the CLI prints it as its one line on stderr)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split())[:500])
 
 
 def is_archive(path: Path) -> bool:
@@ -37,7 +42,20 @@ def _safe_rel(name: str) -> PurePosixPath:
 
 def extract(path: Path, dest: Path, max_members: int = MAX_MEMBERS, max_total: int = MAX_TOTAL,
             max_ratio: int = MAX_RATIO) -> Path:
-    """Unpack ``path`` into ``dest`` (created) and return ``dest``."""
+    """Unpack ``path`` into ``dest`` (created) and return ``dest``. Raises ArchiveError only."""
+    try:
+        return _extract(path, dest, max_members, max_total, max_ratio)
+    except ArchiveError:
+        raise
+    except RuntimeError as e:  # zipfile: "File ... is encrypted, password required"
+        raise ArchiveError(f"not a readable archive: {e}") from None
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, NotImplementedError,
+            ValueError, OSError) as e:  # corrupt or truncated data, unsupported method, clashing member names
+        reason = getattr(e, "strerror", None) or str(e) or type(e).__name__
+        raise ArchiveError(f"not a readable archive: {reason}") from None
+
+
+def _extract(path: Path, dest: Path, max_members: int, max_total: int, max_ratio: int) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     packed = max(path.stat().st_size, 1)
     if zipfile.is_zipfile(path):
@@ -70,8 +88,8 @@ def extract(path: Path, dest: Path, max_members: int = MAX_MEMBERS, max_total: i
         return dest
     try:
         tf = tarfile.open(path)
-    except (tarfile.TarError, OSError) as e:
-        raise ArchiveError(f"not a readable archive: {e}") from None
+    except (tarfile.TarError, OSError):
+        raise ArchiveError("not a readable archive: neither a zip nor a tar (plain, gz, bz2 or xz) file") from None
     with tf:
         total = 0
         count = 0
