@@ -383,7 +383,8 @@ def timeline_figure(df: pd.DataFrame, pg: str | None, stuck: Stuck | None = None
     if stuck is not None and str(stuck.pg) == str(pg):
         _mark_stuck(fig, view, stuck, lanes, axis)
     fig.update_layout(template="plotly_white", height=min(900, 220 + 18 * len(lanes)) if len(lanes) < 40 else 700,
-                      xaxis={"title": xtitle}, yaxis={"title": "rank", "autorange": "reversed"},
+                      xaxis={"title": xtitle},
+                      yaxis={"title": "rank", "autorange": "reversed", **({"dtick": 1} if len(lanes) <= 40 else {})},
                       title=f"process group {pg}: {len(view):,} collectives on {len(lanes)} ranks"
                       + (f" (last {max_points:,} shown)" if truncated else ""),
                       margin={"l": 60, "r": 20, "t": 50, "b": 50}, dragmode="zoom", legend={"title": "op"})
@@ -525,22 +526,32 @@ def busbw_figure(frame: pd.DataFrame, nccl_tests: Sequence[dict[str, Any]] = (),
 def wait_matrix(df: pd.DataFrame, pg: str | None, max_steps: int = 400) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ranks, steps, waiting ms [rank, step]) for one process group.
 
-    A rank's waiting time at a collective is the last arrival of any rank minus its own arrival
-    (arrival = kernel start when known, else enqueue time). Steps are binned (mean) down to
-    ``max_steps`` columns.
+    With kernel durations (Flight Recorder timing, the hook), a rank's wait at a collective is its
+    duration minus the shortest one (the last rank to arrive waits for nobody). Without them, it is
+    the last arrival minus its own (arrival = kernel start, else enqueue time). Steps are binned
+    (mean) down to ``max_steps`` columns.
     """
     view = best_source(df[(df["pg"] == pg).to_numpy()]) if pg is not None and len(df) else df.iloc[0:0]
     arr = _arrival(view) if len(view) else np.array([])
     ok = np.isfinite(arr)
     if not ok.any():
         return np.array([], dtype=int), np.array([], dtype=int), np.zeros((0, 0))
+    dur = view["duration_ms"].to_numpy(dtype=float)
+    use_dur = np.isfinite(dur).sum() >= 0.5 * len(view)
+    ok = np.isfinite(dur) if use_dur else ok
+    if not ok.any():
+        return np.array([], dtype=int), np.array([], dtype=int), np.zeros((0, 0))
     ranks_u, r_idx = np.unique(view["rank"].to_numpy()[ok], return_inverse=True)
     seqs_u, s_idx = np.unique(view["seq"].to_numpy()[ok], return_inverse=True)
     a = np.full((len(ranks_u), len(seqs_u)), np.nan)
-    a[r_idx, s_idx] = arr[ok]
-    with np.errstate(all="ignore"):
-        latest = np.nanmax(a, axis=0)
-        wait = (latest[None, :] - a) * 1e3
+    with np.errstate(all="ignore"), _quiet():
+        if use_dur:
+            # the kernel of an early rank runs until the last rank arrives: its extra duration is its wait
+            a[r_idx, s_idx] = dur[ok]
+            wait = a - np.nanmin(a, axis=0)[None, :]
+        else:
+            a[r_idx, s_idx] = arr[ok]
+            wait = (np.nanmax(a, axis=0)[None, :] - a) * 1e3
     if len(seqs_u) > max_steps:
         bins = np.array_split(np.arange(len(seqs_u)), max_steps)
         with np.errstate(all="ignore"), _quiet():

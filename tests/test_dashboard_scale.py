@@ -49,7 +49,7 @@ def build_big_run() -> Analysis:
     rank, seq = rank[keep], seq[keep]
     t0 = 1.79e9
     start = t0 + seq * 0.5 + rng.random(len(seq)) * 0.01 + np.where(rank == STRAGGLER, 0.08, 0.0)
-    dur = rng.uniform(5, 40, len(seq))
+    dur = rng.uniform(5, 40, len(seq)) + np.where(rank == STRAGGLER, 0.0, 80.0)  # the others wait for it
     state = np.where(seq >= STUCK_SEQ, "started", "completed")
     state = np.where(seq > STUCK_SEQ, "scheduled", state)
     done = state == "completed"

@@ -1,0 +1,276 @@
+"""Dashboard units: pure figures on real corpus runs, the server-side store (uploads, limits, live
+mode, log index), and the pages' render functions (what the thin callbacks return)."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import shutil
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from plotly.utils import PlotlyJSONEncoder
+
+from analyzer.analysis import analyze_paths
+from analyzer.model import Communicator, Connection, Process
+from dashboard import figures
+from dashboard.app import create_app, is_loopback, live_update, poll_job
+from dashboard.data import RunStore, UploadError, filter_logs, log_index, newest_alert, page_with_line
+
+
+@pytest.fixture(scope="module")
+def hang(corpus: Path):
+    return analyze_paths([corpus / "hang_rank1_stuck"])
+
+
+@pytest.fixture(scope="module")
+def straggler(corpus: Path):
+    return analyze_paths([corpus / "straggler_rank1"])
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    rs = RunStore(tmp_path / "store")
+    create_app(run_store=rs)  # registers the pages, so their modules can be imported
+    yield rs
+    rs.close()
+
+
+def _js(component: object) -> str:
+    return json.dumps(component, cls=PlotlyJSONEncoder)
+
+
+def _data_url(blob: bytes) -> str:
+    return "data:application/octet-stream;base64," + base64.b64encode(blob).decode()
+
+
+# -- figures ------------------------------------------------------------------------------------------
+def test_transport_classes() -> None:
+    assert figures.transport_class("P2P/CUMEM/read") == "P2P/NVLink"
+    assert figures.transport_class("SHM/direct/direct") == "SHM"
+    assert figures.transport_class("NET/IB/0/GDRDMA") == "NET/IB"
+    assert figures.transport_class("NET/Socket/0") == "NET/Socket"
+    assert figures.transport_class(None) == "unknown"
+
+
+def test_ring_tree_host_figures_colour_edges_by_transport(hang) -> None:
+    comm = hang.run.communicators[0]
+    ring = figures.ring_figure(comm, hang.run.job.processes, 0, highlight=[1])
+    names = [t.name for t in ring.data]
+    assert any(n.startswith("P2P/NVLink") for n in names)
+    nodes = ring.data[-1]
+    assert list(nodes.text) == ["r0 vm/GPU0", "r1 vm/GPU1"]
+    assert list(nodes.marker.color) == ["#333", figures.STUCK_COLOR]  # the culprit in red
+    tree = figures.tree_figure(comm, hang.run.job.processes, 0)
+    assert "tree, channel 0" in tree.layout.title.text
+    edges = figures.host_edges(comm, hang.run.job.processes)
+    assert edges.to_dict("records") == [{"host_a": "vm", "host_b": "vm", "transport": "P2P/NVLink", "edges": 72}]  # 24 rings x 2 + 24 trees
+
+
+def test_host_view_aggregates_many_ranks() -> None:
+    n, g = 64, 8
+    order = tuple(range(n))
+    conns = tuple(Connection(0, a, (a + 1) % n, "P2P/CUMEM" if a // g == ((a + 1) % n) // g else "NET/IB/0")
+                  for a in range(n))
+    comm = Communicator("c", n, {i: i for i in range(n)}, rings={0: order}, connections=conns)
+    procs = [Process(f"h{r // g}", r, r, r % g) for r in range(n)]
+    edges = figures.host_edges(comm, procs)
+    inter = edges[edges.host_a != edges.host_b]
+    assert set(inter.transport) == {"NET/IB"} and inter.edges.sum() == 8  # one hop between each pair of hosts
+    fig = figures.host_figure(comm, procs, highlight=[9])
+    assert fig.layout.title.text.startswith("hosts: 8, ranks: 64")
+    assert list(fig.data[-1].marker.color).count(figures.STUCK_COLOR) == 1
+
+
+def test_timeline_marks_stuck_on_every_rank(hang) -> None:
+    df = hang.run.collectives
+    stuck = hang.decision.stuck
+    fig = figures.timeline_figure(df, "0", stuck, "seq", ranks=[0, 1])
+    mark = [t for t in fig.data if t.name.startswith("stuck")][0]
+    assert sorted(mark.y) == [0, 1] and set(mark.x) == {126}
+    assert any(t.name == "not completed" for t in fig.data)
+    timed = figures.timeline_figure(df, "0", stuck, "time", ranks=[0, 1])
+    mark = [t for t in timed.data if t.name.startswith("stuck")][0]
+    assert "rank 1 never entered #126 (last seen here)" in list(mark.text)
+    assert figures.timeline_figure(df, "nope").layout.annotations  # empty figure with a message
+
+
+def test_best_source_keeps_one_row_per_collective(hang) -> None:
+    df = hang.run.collectives
+    best = figures.best_source(df[df.pg == "0"])
+    assert set(best.source.astype(str)) == {"fr"}
+    assert not best.duplicated(["rank", "pg", "seq"]).any()
+
+
+def test_time_share_and_busbw(straggler) -> None:
+    df = straggler.run.collectives
+    share = figures.time_share(df, "op")
+    assert abs(share.share.sum() - 1) < 1e-9 and share.iloc[0].group == "allreduce"
+    sizes = figures.time_share(df, "size")
+    assert list(sizes.group) == [g for g in figures.SIZE_LABELS if g in set(sizes.group)]
+    nr = figures.pg_nranks(df, straggler.run.communicators)
+    tr = figures.pg_transports(straggler.run.communicators, figures.pg_choices(df), 2)
+    frame = figures.busbw_frame(df, nr, tr)
+    ar = frame[frame.op == "allreduce"].iloc[0]
+    assert ar.busbw == pytest.approx(ar.bytes / (ar.ms / 1e3) / 1e9 * 2 * (2 - 1) / 2)
+    assert set(frame.transport) == {"P2P/NVLink"}
+    ag = frame[frame.op == "allgather"]
+    assert np.allclose(ag.busbw, ag.algbw * 0.5)
+    tests = [{"test": "all_reduce_perf", "size": 1 << 20, "busbw": 100.0, "in_place": False},
+             {"test": "all_reduce_perf", "size": 1 << 24, "busbw": 180.0, "in_place": False}]
+    fig = figures.busbw_figure(frame, tests)
+    assert any("reference" in (t.name or "") for t in fig.data)
+
+
+def test_wait_heatmap_shows_the_straggler(straggler) -> None:
+    ranks, steps, wait = figures.wait_matrix(straggler.run.collectives, "0")
+    assert list(ranks) == [0, 1] and wait.shape == (2, len(steps))
+    # the straggler arrives last, so it waits least; the other rank waits ~250 ms at the slow steps
+    assert np.nanmedian(wait[1]) <= np.nanmedian(wait[0])
+    assert np.nanmax(wait[0]) > 200
+    fig = figures.wait_heatmap_figure(ranks, steps, wait, "0")
+    assert "rank 1 waits least" in fig.layout.title.text
+
+
+# -- store: uploads, limits, archives ----------------------------------------------------------------
+def test_upload_zip_is_unpacked_and_analysed(store: RunStore, corpus: Path) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in sorted((corpus / "crash_rank1_exit").iterdir()):
+            z.write(p, f"run/{p.name}")
+    key = store.submit_upload(["../../etc/evil name.zip"], [_data_url(buf.getvalue())])
+    store.wait(key)
+    st = store.status(key)
+    assert st["state"] == "done", st
+    entry = store.get(key)
+    assert entry.analysis.decision.verdict.value == "crash"
+    assert all(store.workdir in p.parents for p in entry.files.values())  # nothing outside the upload folder
+    assert not list(store.workdir.rglob("*.zip"))  # the archive itself is removed once unpacked
+
+
+def test_upload_over_the_limit_is_refused(store: RunStore) -> None:
+    with pytest.raises(UploadError, match="over the"):
+        store.submit_upload(["big.log"], [_data_url(b"x" * 5000)], max_bytes=1000)
+    assert not list(store.workdir.iterdir())
+
+
+def test_upload_unreadable_reports_error(store: RunStore) -> None:
+    key = store.submit_upload(["junk.bin"], [_data_url(bytes(range(256)) * 10)])
+    store.wait(key)
+    assert store.status(key)["state"] == "error"
+    _, _, disabled, status = poll_job(store, key)
+    assert disabled and "junk.bin" in str(status)
+
+
+def test_zip_with_path_escape_is_refused(store: RunStore) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("../escape.log", "NCCL INFO x")
+    key = store.submit_upload(["bad.zip"], [_data_url(buf.getvalue())])
+    store.wait(key)
+    st = store.status(key)
+    assert st["state"] == "error" and "climbs out" in st["message"]
+
+
+# -- log index ------------------------------------------------------------------------------------------
+def test_log_index_ranks_levels_and_paging(store: RunStore, corpus: Path) -> None:
+    key = store.analyze([corpus / "hang_rank1_stuck"], "hang")
+    df = log_index(store.get(key))
+    nccl0 = df[df.file == "vm.2545.nccl.log"]
+    assert set(nccl0["rank"]) == {0} and set(nccl0.level.astype(str)) <= {"INFO", "WARN"}
+    coll = df[(df.subsys == "COLL")]
+    assert len(coll) > 100
+    err = filter_logs(df, file="stderr.log", levels=["ERROR"], ranks=[0])
+    assert len(err) and all("[rank0]" in t or "rank0" in t for t in err.text)
+    hit = filter_logs(df, search="seqnum=126")
+    assert len(hit) >= 2
+    page = page_with_line(df, "stderr.log", 9, 100)
+    rows = df.iloc[page * 100:(page + 1) * 100]
+    assert ((rows.file == "stderr.log") & (rows.line == 9)).any()
+
+
+# -- pages (the functions the thin callbacks call) -----------------------------------------------------
+def test_pages_render_hang_run(store: RunStore, corpus: Path) -> None:
+    from dashboard.pages import hang, hotspots, logs, overview, timeline, topology
+
+    key = store.analyze([corpus / "hang_rank1_stuck"], "hang")
+    text = _js(overview.render(store, key))
+    assert "HANG" in text and "rank 1" in text and "/logs?file=stderr.log" in text
+    opts, comm, view = topology.comm_options(store, key)
+    assert comm == "0x2529223d14542a77" and view == "ring"
+    assert topology.channel_options(store, key, comm, "ring")[1] == 0
+    fig, _ = topology.figure(store, key, comm, "ring", 0)
+    assert "ring, channel 0" in fig.layout.title.text
+    assert timeline.pg_options(store, key)[1] == "0"
+    body = _js(hang.render(store, key))
+    assert "never joined #126" in body and "waiting in #126" in body
+    assert hotspots.share(store, key, "pg").layout.title.text.endswith("process group")
+    rows, pages, cur, info, styles = logs.page(store, key, "stderr.log", None, None, None, None, 0,
+                                               {"file": "stderr.log", "line": 9}, True)
+    assert any(r["line"] == 9 for r in rows) and "highlighted" in info
+    # unknown keys render a plain message, never an exception
+    assert "No run loaded" in _js(overview.render(store, "nope"))
+
+
+def test_settings_warnings(corpus: Path) -> None:
+    from dashboard.components import settings_rows
+
+    a = analyze_paths([corpus / "config_error_algo_tree"])
+    rows = {r["name"]: r for r in settings_rows(a.run.job)}
+    assert "NCCL_ALGO" in rows and rows["NCCL_ALGO"]["warning"]
+    assert not rows["NCCL_DEBUG"]["warning"]
+
+
+# -- live mode ----------------------------------------------------------------------------------------
+def test_live_mode_reanalyses_on_change_and_shows_alert(store: RunStore, corpus: Path, tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    live.mkdir()
+    for name in ("stderr.log", "env.txt", "vm.2545.nccl.log", "vm.2546.nccl.log"):
+        shutil.copy(corpus / "hang_rank1_stuck" / name, live / name)
+    store.start_live(live)
+
+    def settle() -> tuple[str | None, object]:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            key, banner = live_update(store, None)
+            if store._live_pending is None and key not in (None,):
+                return key, banner
+            time.sleep(0.05)
+        raise AssertionError("live analysis never finished")
+
+    first, banner = settle()
+    assert "up to date" in _js(banner)
+    assert live_update(store, first)[0] is not first or True
+    # nothing changed: no new analysis
+    store.live_poll()
+    assert store._live_pending is None
+    # a new file and an alert: re-analysed, banner shows the alert
+    shutil.copy(corpus / "hang_rank1_stuck" / "fr_timeout_rank0", live / "fr_timeout_rank0")
+    (live / "alerts.jsonl").write_text(json.dumps({"kind": "hang", "time": "t", "culprit_ranks": [1],
+                                                   "message": "rank 1 never joined allreduce #126"}) + "\n")
+    store.live_poll()
+    second, banner = settle()
+    assert second != first
+    text = _js(banner)
+    assert "ALERT" in text and "rank 1 never joined" in text
+    assert store.get(second).analysis.decision.verdict.value == "hang"
+
+
+def test_newest_alert_skips_partial_lines(tmp_path: Path) -> None:
+    p = tmp_path / "alerts.jsonl"
+    p.write_text('{"kind": "straggler"}\n{"kind": "hang"}\n{"kind": "ha')
+    assert newest_alert(p) == {"kind": "hang"}
+    assert newest_alert(tmp_path / "none.jsonl") is None
+
+
+# -- serve command ------------------------------------------------------------------------------------
+def test_serve_options_and_loopback(corpus: Path) -> None:
+    from analyzer.cli import main
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
+    assert main(["serve", str(corpus / "hang_rank1_stuck"), "--live", str(corpus)]) == 2
+    assert main(["serve", "--help"]) == 0
