@@ -103,8 +103,8 @@ def not_ready(rs: RunStore, key: str | None) -> html.Div:
     """What a page shows when its run is not (yet) analysed."""
     st = rs.status(key)
     if st is None:
-        return html.Div(["No run loaded. Drop log files, Flight Recorder dumps or a .zip / .tar.gz of a run "
-                         "folder on the ", dcc.Link("Overview", href="/"), " page."], className="muted empty")
+        return html.Div([("No run loaded. Drop log files, Flight Recorder dumps or a .zip / .tar.gz of a run "
+                         "folder on the "), dcc.Link("Overview", href="/"), " page."], className="muted empty")
     if st["state"] == "error":
         return html.Div(f"{st['label']}: {st['message']}", className="banner error")
     return html.Div(f"{st['label']}: {st['state']} {st['message']}", className="muted empty")

@@ -350,7 +350,7 @@ def _file_map(paths: list[Path], analysis: Analysis) -> dict[str, Path]:
 NCCL_PREFIX = r"^(?:\[[^\]]*\] )?[\w.-]+:(\d+):\d+ \[\d+\] NCCL (INFO|WARN|TRACE) "  # optional timestamp
 RANK_PREFIX = r"^\[[Rr]ank ?(\d+)\]"
 TORCH_LEVEL = r"^(?:\[[Rr]ank ?\d+\]:)?\[([IWEF])\d{4} "
-FILE_RANK_RE = re.compile(r"rank[_-]?(\d+)", re.I)
+FILE_RANK_RE = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 FILE_PID_RE = re.compile(r"\.(\d+)\.nccl")
 NCCL_SUBSYS = [  # first match wins: (substring in an NCCL line, subsystem); no match: INIT
     ("set by environment", "ENV"), ("NET/", "NET"), (" via NET", "NET"), ("via P2P", "P2P"), ("via SHM", "SHM"),

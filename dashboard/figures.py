@@ -74,9 +74,9 @@ def transport_class(transport: str | None) -> str:
         return "P2P/NVLink"
     if t.startswith("SHM"):
         return "SHM"
-    if t.startswith("NET/IB") or "GDRDMA" in t or t.startswith("IB"):
+    if t.startswith(("NET/IB", "IB")) or "GDRDMA" in t:
         return "NET/IB"
-    if t.startswith("NET/SOCKET") or t.startswith("SOCKET"):
+    if t.startswith(("NET/SOCKET", "SOCKET")):
         return "NET/Socket"
     if t.startswith("NET"):
         return "NET"

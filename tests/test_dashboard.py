@@ -89,11 +89,11 @@ def test_timeline_marks_stuck_on_every_rank(hang) -> None:
     df = hang.run.collectives
     stuck = hang.decision.stuck
     fig = figures.timeline_figure(df, "0", stuck, "seq", ranks=[0, 1])
-    mark = [t for t in fig.data if t.name.startswith("stuck")][0]
+    mark = next(t for t in fig.data if t.name.startswith("stuck"))
     assert sorted(mark.y) == [0, 1] and set(mark.x) == {126}
     assert any(t.name == "not completed" for t in fig.data)
     timed = figures.timeline_figure(df, "0", stuck, "time", ranks=[0, 1])
-    mark = [t for t in timed.data if t.name.startswith("stuck")][0]
+    mark = next(t for t in timed.data if t.name.startswith("stuck"))
     assert "rank 1 never entered #126 (last seen here)" in list(mark.text)
     assert figures.timeline_figure(df, "nope").layout.annotations  # empty figure with a message
 
@@ -199,7 +199,7 @@ def test_pages_render_hang_run(store: RunStore, corpus: Path) -> None:
     key = store.analyze([corpus / "hang_rank1_stuck"], "hang")
     text = _js(overview.render(store, key))
     assert "HANG" in text and "rank 1" in text and "/logs?file=stderr.log" in text
-    opts, comm, view = topology.comm_options(store, key)
+    _opts, comm, view = topology.comm_options(store, key)
     assert comm == "0x2529223d14542a77" and view == "ring"
     assert topology.channel_options(store, key, comm, "ring")[1] == 0
     fig, _ = topology.figure(store, key, comm, "ring", 0)
@@ -208,7 +208,7 @@ def test_pages_render_hang_run(store: RunStore, corpus: Path) -> None:
     body = _js(hang.render(store, key))
     assert "never joined #126" in body and "waiting in #126" in body
     assert hotspots.share(store, key, "pg").layout.title.text.endswith("process group")
-    rows, pages, cur, info, styles = logs.page(store, key, "stderr.log", None, None, None, None, 0,
+    rows, _pages, _cur, info, _styles = logs.page(store, key, "stderr.log", None, None, None, None, 0,
                                                {"file": "stderr.log", "line": 9}, True)
     assert any(r["line"] == 9 for r in rows) and "highlighted" in info
     # unknown keys render a plain message, never an exception

@@ -254,7 +254,6 @@ def test_pages_hang_run_and_upload(corpus: Path, tmp_path: Path, browser: Browse
         b.click("#nav-topology")
         b.wait_text("#topo-comm", "0x9913440b67c3cc19")
         b.screenshot(shots / "upload.png")
-        assert not list((tmp_path / "store").glob("**/healthy.zip/..")) or True
     finally:
         server.close()
         rs.close()

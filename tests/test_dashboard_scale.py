@@ -7,7 +7,6 @@ arrival times, a straggler, a stuck collective), and a 1,024-rank run folder wri
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -17,8 +16,20 @@ import plotly.io as pio
 import pytest
 
 from analyzer.analysis import Analysis
-from analyzer.model import (COLLECTIVE_COLUMNS, Communicator, Connection, Evidence, Finding, Job, PgStatus, Process,
-                            Run, Severity, Stuck, Verdict)
+from analyzer.model import (
+    COLLECTIVE_COLUMNS,
+    Communicator,
+    Connection,
+    Evidence,
+    Finding,
+    Job,
+    PgStatus,
+    Process,
+    Run,
+    Severity,
+    Stuck,
+    Verdict,
+)
 from analyzer.synth import generate_run, ring_orders, tree_parents
 from analyzer.verdict import Decision
 from dashboard.data import Entry, RunStore
@@ -117,7 +128,6 @@ def _page_timings(rs: RunStore, key: str) -> dict[str, float]:
 @pytest.fixture
 def app_pages(tmp_path: Path):  # the page modules need an app to have been created
     from dashboard.app import create_app
-
     from dashboard.figures import warm_up
 
     rs = RunStore(tmp_path / "store")
@@ -141,7 +151,7 @@ def test_1024_ranks_in_memory_every_page_within_budget(app_pages: RunStore) -> N
     from dashboard import figures
 
     fig = figures.timeline_figure(a.run.collectives, "0", a.decision.stuck, "seq", ranks=a.run.ranks())
-    stuck_trace = [tr for tr in fig.data if tr.name.startswith("stuck")][0]
+    stuck_trace = next(tr for tr in fig.data if tr.name.startswith("stuck"))
     assert len(stuck_trace.y) == N  # marked on every rank, including the one that never got there
     ranks, _, wait = figures.wait_matrix(a.run.collectives, "0")
     assert int(ranks[int(np.nanargmin(np.nanmean(wait, axis=1)))]) == STRAGGLER

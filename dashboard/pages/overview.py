@@ -16,8 +16,8 @@ dash.register_page(__name__, path="/", name="Overview", order=0, title="ncclscop
 def layout(**_: Any) -> html.Div:
     return html.Div([
         dcc.Upload(id=ids.UPLOAD, multiple=True, max_size=MAX_UPLOAD_BYTES, className="upload",
-                   children=html.Div(["Drop log files, Flight Recorder dumps, or a .zip / .tar.gz of a run folder "
-                                      "here, or ", html.A("choose files"),
+                   children=html.Div([("Drop log files, Flight Recorder dumps, or a .zip / .tar.gz of a run folder "
+                                      "here, or "), html.A("choose files"),
                                       f" (at most {MAX_UPLOAD_BYTES // 2**20} MB in all)"])),
         html.Div(id=ids.UPLOAD_STATUS),
         dcc.Loading(html.Div(id=ids.OVERVIEW_BODY), delay_show=300),
