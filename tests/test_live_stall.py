@@ -48,7 +48,8 @@ def test_missing_rank_counts_as_never_joined() -> None:
     st, t = _job(2, 40)
     stall.apply(st, 0, "start", {"world": 3, "t": t})  # world is 3, rank 2 never wrote a record
     stall.apply(st, 0, "coll", {"pg": "0", "seq": 41, "op": "allreduce", "t": t})
-    h = stall.judge_hang(st, t + 10)
+    assert stall.judge_hang(st, t + 10) is None  # rank 2 never started: start-up threshold
+    h = stall.judge_hang(st, t + 31)
     assert h is not None and 2 in h.culprits and 2 in h.silent
 
 
@@ -74,9 +75,17 @@ def test_startup_uses_a_longer_threshold() -> None:
     for r in range(2):
         stall.apply(st, r, "start", {"world": 2, "t": 0.0})
     stall.apply(st, 0, "coll", {"pg": "0", "seq": 1, "op": "broadcast", "t": 1.0})  # rank 1 still loading
-    assert stall.threshold(st.gaps) == stall.STARTUP_S
+    assert not stall.started(st) and stall.threshold(st.gaps, started=False) == stall.STARTUP_S
     assert stall.judge_hang(st, 20.0) is None
     h = stall.judge_hang(st, 40.0)
+    assert h is not None and h.culprits == (1,)
+
+
+def test_young_job_uses_its_largest_gap() -> None:
+    st, t = _job(3, 4, dt=0.2, skip={1: 4})  # a hang at the 4th collective: only 3 gaps a rank known
+    assert stall.started(st) and len(st.gaps) < stall.MIN_GAPS
+    assert stall.threshold(st.gaps) == stall.FLOOR_S
+    h = stall.judge_hang(st, t + 5.5)
     assert h is not None and h.culprits == (1,)
 
 

@@ -481,7 +481,7 @@ class LiveMonitor:
                  "waiting": list(waiting)} for pg, n, never, waiting in stall.pending(st)]
         return {
             "run_dir": str(self.run_dir), "world_size": st.world, "ranks": ranks, "pending": pend,
-            "threshold_s": round(stall.threshold(st.gaps, self.config.stall_seconds), 2),
+            "threshold_s": round(stall.threshold(st.gaps, self.config.stall_seconds, stall.started(st)), 2),
             "rhythm": stall.rhythm(st), "exited": st.exited(),
             "open_hang": _stuck(self.hang.h) if self.hang else None,
             "alerts": len(self.alerts), "files": len(self.tailer.files), "problems": self.errors(),

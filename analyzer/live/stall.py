@@ -11,7 +11,8 @@ The rule (documented for users in docs/live.md):
   (or its ``step`` did), at the record's time ``t``.
 - The rhythm: gaps between consecutive completions of each rank, pooled, last 512.
 - Threshold: ``stall_seconds`` when given; otherwise ``max(5 s, 3 x p99(gaps))``, capped at
-  300 s; while fewer than 20 gaps are known (start-up) it is 30 s.
+  300 s. Start-up: until every rank has completed a collective it is 30 s; while fewer than 20
+  gaps are known the largest gap stands in for the p99 (capped at 30 s).
 - Hang: in some process group, the first collective N not completed on every rank
   (``N = min(done) + 1``) has been enqueued by at least one rank, and no live rank has made
   progress for longer than the threshold. Ranks whose last enqueued < N never joined: they
@@ -237,7 +238,7 @@ def apply(state: JobState, rank: int, rtype: str, d: dict[str, Any]) -> tuple[st
         st.stack_t = t if t is not None else st.stack_t
     elif rtype == "exit":
         code = _int(d.get("code"))
-        st.exit_code = code if code is not None else -1
+        st.exit_code = code if code is not None else 0  # exited, code unknown: not judged a crash
         if d.get("exception"):
             st.exception = str(d["exception"])[:500]
     return None
@@ -262,13 +263,25 @@ def p99(values: list[float] | deque[float]) -> float | None:
     return v[min(len(v) - 1, math.ceil(0.99 * len(v)) - 1)]
 
 
-def threshold(gaps: list[float] | deque[float], stall_seconds: float | None = None) -> float:
-    """Seconds without progress, with collective work pending, that make a hang."""
+def threshold(gaps: list[float] | deque[float], stall_seconds: float | None = None, started: bool = True) -> float:
+    """Seconds without progress, with collective work pending, that make a hang.
+
+    ``started``: every rank has completed a collective (before that, ranks still load and connect).
+    """
     if stall_seconds is not None:
         return float(stall_seconds)
-    if len(gaps) < MIN_GAPS:
+    if not started:
         return STARTUP_S
+    if len(gaps) < MIN_GAPS:  # a young job: its slowest gap so far stands in for the p99
+        return min(STARTUP_S, max(FLOOR_S, RHYTHM_K * max(gaps, default=0.0)))
     return min(CAP_S, max(FLOOR_S, RHYTHM_K * (p99(gaps) or 0.0)))
+
+
+def started(state: JobState) -> bool:
+    """Every rank we know of has completed at least one collective."""
+    ranks = state.all_ranks()
+    return bool(ranks) and all(r in state.ranks and any(v > 0 for v in state.ranks[r].done.values())
+                               for r in ranks)
 
 
 def pending(state: JobState) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...]]]:
@@ -299,7 +312,7 @@ def judge_hang(state: JobState, now: float, stall_seconds: float | None = None) 
     last = max((s.last_progress for s in live if s.last_progress is not None), default=None)
     if last is None:
         return None
-    thr = threshold(state.gaps, stall_seconds)
+    thr = threshold(state.gaps, stall_seconds, started(state))
     age = now - last
     if age <= thr:
         return None
