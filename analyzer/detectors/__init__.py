@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..model import Finding, Run, Severity
-from . import config, crash, desync, hang, hotspots, slow_link, straggler, transport
+from . import config, crash, desync, hang, hotspots, inputs, slow_link, straggler, transport
 
 Detector = Callable[[Run], list[Finding]]
 
@@ -21,6 +21,7 @@ DETECTORS: dict[str, Detector] = {
     "transport": transport.detect,
     "slow_link": slow_link.detect,
     "hotspots": hotspots.detect,
+    "inputs": inputs.detect,
 }
 
 

@@ -43,11 +43,27 @@ def stall_events(run: Run) -> list[LogEvent]:
     return [e for e in run.events if e.kind in STALL_EVENTS]
 
 
-def fr_entry(run: Run, rank: int, pg: str, seq: int) -> dict | None:
+def entries_at(run: Run, pg: str, seq: int) -> dict[int, dict]:
+    """Flight Recorder / hook rows of collective (pg, seq), by rank: one filtering pass, then lookups."""
     df = run.collectives
     if not len(df):
-        return None
-    rows = df[(df["rank"] == rank) & (df["pg"] == pg) & (df["seq"] == seq) & (df["source"].isin(["fr", "hook"]))]
-    if not len(rows):
-        return None
-    return rows.iloc[-1].to_dict()
+        return {}
+    rows = df[(df["seq"] == seq) & df["source"].isin(["fr", "hook"])]
+    rows = rows[rows["pg"].astype(str) == pg]
+    return {int(r["rank"]): r for r in rows.to_dict("records")}
+
+
+def fmt_ranks(ranks: list[int] | tuple[int, ...], limit: int = 12) -> str:
+    """``[0, 1, 2, 3, 5, 7, 8]`` -> ``0-3, 5, 7-8``; long lists are cut after ``limit`` runs."""
+    rs = sorted(set(ranks))
+    runs: list[str] = []
+    i = 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        runs.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
+        i = j + 1
+    if len(runs) > limit:
+        return ", ".join(runs[:limit]) + f", ... ({len(rs)} ranks)"
+    return ", ".join(runs)

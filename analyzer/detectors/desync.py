@@ -17,8 +17,18 @@ HINT = ("Ranks must call the same collectives in the same order with the same si
 
 
 def first_mismatch(df: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
-    """The earliest (pg, seq) whose ranks disagree on op, count or dtype, with those ranks' rows."""
-    d = df[df["source"].isin(["fr", "hook"])]
+    """The earliest (pg, seq) whose ranks disagree on op, count or dtype, with those ranks' rows.
+
+    Flight Recorder and hook rows first (PyTorch's own sequence numbers); without them, NCCL COLL
+    lines by their per-communicator call number (send/recv excluded: their counts differ by peer)."""
+    found = _first_mismatch(df[df["source"].isin(["fr", "hook"])])
+    if found is None:
+        nccl = df[(df["source"] == "nccl") & ~df["op"].isin(["send", "recv"])]
+        found = _first_mismatch(nccl)
+    return found
+
+
+def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
     if not len(d):
         return None
     d = d[~d["pg"].astype(str).str.endswith(":p2p")]

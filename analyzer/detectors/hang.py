@@ -9,7 +9,7 @@ and no stall signal are a snapshot of a running job, not a hang.
 from __future__ import annotations
 
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
-from .common import fr_entry, pg_status_by_rank, stall_events
+from .common import entries_at, fmt_ranks, pg_status_by_rank, stall_events
 
 HINT_NEVER_JOINED = (
     "Rank {r} stopped issuing collectives before #{seq}: look at what it runs between its last collective and "
@@ -47,12 +47,13 @@ def detect(run: Run) -> list[Finding]:
         if not never and missing:
             # the only status we have is from the ranks that wait; those we cannot see are suspects
             never = _missing_by_counts(run, missing) or missing
-        op = _op_for(run, by_rank, pg, stuck_seq)
+        at = entries_at(run, pg, stuck_seq)
+        op = _op_for(run, at, stuck_seq)
         waiting = sorted(r for r in by_rank if r not in never)
         evidence = [s.evidence for r, s in sorted(by_rank.items()) if s.evidence] + list(stall_ev)
         evidence += _ras_evidence(run, never)
         where = {r: run.stacks[r] for r in never + waiting if r in run.stacks}
-        wait_desc = _wait_where(run, waiting, pg, stuck_seq)
+        wait_desc = _wait_where(at, waiting)
         died = _died_first(run, never)
         if never and died:
             r, code = died
@@ -64,9 +65,9 @@ def detect(run: Run) -> list[Finding]:
                 tuple(_dedupe(evidence)), Stuck(pg, stuck_seq, op), Verdict.CRASH,
                 {"class": "process_died", "waiting": waiting, "where": where}))
         elif never:
-            msg = (f"rank{'s' if len(never) > 1 else ''} {', '.join(map(str, never))} never joined {op or 'collective'} "
+            msg = (f"rank{'s' if len(never) > 1 else ''} {fmt_ranks(never)} never joined {op or 'collective'} "
                    f"#{stuck_seq} of process group {pg}{_pg_desc(pg)}; "
-                   f"rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting)) or '-'} wait{'' if len(waiting) > 1 else 's'} in it")
+                   f"rank{'s' if len(waiting) > 1 else ''} {fmt_ranks(waiting) or '-'} wait{'' if len(waiting) > 1 else 's'} in it")
             if wait_desc:
                 msg += f" ({wait_desc})"
             for r in never:
@@ -132,10 +133,9 @@ def _pg_desc(pg: str) -> str:
     return " (default_pg)" if pg == "0" else ""
 
 
-def _op_for(run: Run, by_rank: dict, pg: str, seq: int) -> str | None:
-    for r in by_rank:
-        e = fr_entry(run, r, pg, seq)
-        if e is not None and e.get("op"):
+def _op_for(run: Run, at: dict[int, dict], seq: int) -> str | None:
+    for e in at.values():
+        if e.get("op"):
             return str(e["op"])
     for ev in run.events:
         if ev.kind == "watchdog_timeout" and ev.data.get("seq") == seq:
@@ -143,10 +143,10 @@ def _op_for(run: Run, by_rank: dict, pg: str, seq: int) -> str | None:
     return None
 
 
-def _wait_where(run: Run, waiting: list[int], pg: str, seq: int) -> str:
+def _wait_where(at: dict[int, dict], waiting: list[int]) -> str:
     parts = []
     for r in waiting[:4]:
-        e = fr_entry(run, r, pg, seq)
+        e = at.get(r)
         if e is None:
             continue
         count = e.get("count")
@@ -155,6 +155,8 @@ def _wait_where(run: Run, waiting: list[int], pg: str, seq: int) -> str:
         if isinstance(e.get("where"), str):
             desc += f", called at {e['where']}"
         parts.append(desc)
+    if len(waiting) > 4:
+        parts.append(f"and {len(waiting) - 4} more ranks")
     return "; ".join(parts)
 
 
@@ -194,7 +196,7 @@ def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]
               for row in last.itertuples()][:1]
         out.append(Finding(
             "hang", Severity.CRITICAL,
-            f"rank{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))} issued {low} NCCL calls on "
+            f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} issued {low} NCCL calls on "
             f"communicator {comm[5:]}, others up to {int(counts.max())}: it stopped first",
             tuple(behind), HINT_NEVER_JOINED.format(r=behind[0], seq=low + 1), tuple(ev) + stall_ev,
             None, Verdict.HANG, {"class": "never_joined_nccl"}))

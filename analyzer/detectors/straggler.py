@@ -24,6 +24,9 @@ MIN_TOTAL_WAIT_MS = 200.0
 def late_arrivals(df: pd.DataFrame) -> pd.DataFrame:
     """One row per collective with a material spread: pg, seq, op, late rank, wait (ms)."""
     d = df[df["source"].isin(["fr", "hook", "completion_hook"])]
+    if not len(d):
+        # only NCCL COLL lines: their timestamps (NCCL_DEBUG_TIMESTAMP_LEVELS) are the enqueue times
+        d = df[(df["source"] == "nccl") & df["t_created"].notna() & ~df["op"].isin(["send", "recv"])]
     d = d[~d["pg"].astype(str).str.endswith(":p2p")]
     d = d[d["seq"] > 1]  # the first collective of a group pays for connection set-up on every rank
     if not len(d):
@@ -66,8 +69,11 @@ def _by_arrival(d: pd.DataFrame) -> pd.DataFrame:
         return _EMPTY.copy()
     g = d.groupby(["pg", "seq"], observed=True)
     t = g["t_created"]
-    agg = pd.DataFrame({"first": t.min(), "last": t.max(), "n": t.count(),
-                        "second": t.apply(lambda x: x.nlargest(2).iloc[-1])})
+    ordered = d.sort_values("t_created")
+    second = ordered.groupby(["pg", "seq"], observed=True)["t_created"].nth(-2)
+    second.index = pd.MultiIndex.from_frame(ordered.loc[second.index, ["pg", "seq"]])
+    agg = pd.DataFrame({"first": t.min(), "last": t.max(), "n": t.count()})
+    agg["second"] = second.groupby(level=[0, 1], observed=True).first()
     late = d.loc[t.idxmax(), ["pg", "seq", "rank", "op"]].set_index(["pg", "seq"])
     out = agg.join(late)
     out["wait_ms"] = (out["last"] - out["first"]) * 1000.0

@@ -392,8 +392,8 @@ class Tracer:
         if path is not None:
             self.put(R.fr(self.rank, str(path), req_id))
 
-    def dump_fr(self) -> Path | None:
-        """Flight Recorder pickle to ``fr_live_rank<R>.pkl`` (written aside, then renamed)."""
+    def dump_fr(self, stem: str = "fr_live", stacks: bool = True) -> Path | None:
+        """Flight Recorder pickle to ``<stem>_rank<R>.pkl`` (written aside, then renamed)."""
         import torch._C._distributed_c10d as C
 
         names = (["_dump_nccl_trace"] if "nccl" in self.backend else []) + ["_dump_fr_trace"]
@@ -402,11 +402,18 @@ class Tracer:
             if fn is None:
                 continue
             try:
-                data = fn()
+                data = fn(True, stacks, False)
+            except TypeError:
+                try:
+                    data = fn()
+                except Exception:  # noqa: BLE001
+                    continue
             except Exception:  # noqa: BLE001
                 continue
-            dest = self.run_dir / f"fr_live_rank{self.rank}.pkl"
-            tmp = self.run_dir / f".fr_live_rank{self.rank}.pkl.tmp"
+            if not data or len(data) < 64:
+                continue
+            dest = self.run_dir / f"{stem}_rank{self.rank}.pkl"
+            tmp = self.run_dir / f".{stem}_rank{self.rank}.pkl.tmp"
             with open(tmp, "wb") as f:
                 f.write(data)
             os.replace(tmp, dest)
@@ -491,6 +498,13 @@ class Tracer:
             self.heartbeat(self.poll())
         except Exception as e:  # noqa: BLE001
             self.fail("exit", e)
+        try:
+            # the whole Flight Recorder ring (DDP's C++ collectives included, with their enqueue times):
+            # what straggler and desync analysis need after a run that ended normally
+            if os.environ.get("NCCLSCOPE_FR_AT_EXIT", "1") != "0":
+                self.dump_fr("fr_end", stacks=False)
+        except Exception as e:  # noqa: BLE001
+            self.fail("exit_fr", e)
         try:
             exc_text = None
             if self.exc is not None:
