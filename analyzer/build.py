@@ -99,6 +99,7 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
     tests: list[R.NcclTestsRow] = []
     exit_code: int | None = None
     proc_first_seen: dict[ProcKey, tuple[str, int]] = {}
+    bare_versions: dict[str, list[str]] = defaultdict(list)  # file -> unprefixed "NCCL version" lines (<=2.21)
     wrapper_rank: dict[ProcKey, int] = {}  # from "[rank3]:" / "[default3]:" / mpirun "[1,3]<stdout>:" prefixes
 
     for p in parsed:
@@ -107,6 +108,8 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
                 key = (rec.host, rec.pid)
                 if rec.pid and key not in proc_first_seen:
                     proc_first_seen[key] = (rec.file, rec.line)
+                    if bare_versions.get(rec.file):  # the bare version line printed just before by this process
+                        nccl_versions.setdefault(key, bare_versions[rec.file].pop(0))
                     wm = WRAP_RANK_RE.match(rec.text)
                     if wm:
                         wrapper_rank[key] = int(wm.group(1) or wm.group(2))
@@ -172,6 +175,7 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
                         nccl_versions[key] = rec.version
                     else:
                         nccl_versions.setdefault(("", 0), rec.version)
+                        bare_versions[rec.file].append(rec.version)
                     cuda_version = cuda_version or rec.cuda
                 elif isinstance(rec, R.NcclEnv):
                     # NCCL's own "set by environment" line is the proof that NCCL saw the setting

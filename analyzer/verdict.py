@@ -17,6 +17,9 @@ class Decision:
 
 
 def decide(run: Run, findings: list[Finding]) -> Decision:
+    blockers = [f for f in findings if f.verdict == Verdict.UNKNOWN]  # e.g. two jobs mixed in one input
+    if blockers:
+        return Decision(Verdict.UNKNOWN, (), None, blockers[0].message)
     for v in PRIORITY:
         hits = [f for f in findings if f.verdict == v]
         if hits:

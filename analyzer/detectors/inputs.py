@@ -1,0 +1,107 @@
+"""What the input does not cover, or covers twice: ranks with no input at all, ranks claimed by two
+processes, processes that belong to no communicator of the job, logs of more than one job.
+
+These findings (kind ``input``) argue for no verdict. They say what the verdict could not see, so a
+missing rank is reported as missing rather than judged, and a folder that mixes two runs is said to
+do so instead of being read as one job.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..model import Finding, Run, Severity, Verdict
+
+MAX_LISTED = 16
+
+
+def ranks_with_input(run: Run) -> set[int]:
+    """Global ranks that some input speaks for: an NCCL process, a collective row (Flight Recorder,
+    hooks, NCCL COLL lines), a process-group status, an exit record, a stack or a rank-tagged log line."""
+    seen: set[int] = {p.rank for p in run.job.processes if p.rank is not None}
+    df = run.collectives
+    if len(df):
+        seen |= {int(r) for r in df["rank"].unique() if int(r) >= 0}
+    seen |= {s.rank for s in run.pg_status}
+    seen |= {e.rank for e in run.exits if e.rank is not None}
+    seen |= set(run.stacks)
+    seen |= {e.rank for e in run.events if e.rank is not None}
+    return seen
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``0-2, 5, 7-8``; long lists are cut."""
+    parts: list[str] = []
+    start = prev = None
+    for r in sorted(ranks):
+        if start is None:
+            start = prev = r
+        elif r == prev + 1:
+            prev = r
+        else:
+            parts.append(f"{start}-{prev}" if prev != start else str(start))
+            start = prev = r
+    if start is not None:
+        parts.append(f"{start}-{prev}" if prev != start else str(start))
+    more = len(parts) - MAX_LISTED
+    return ", ".join(parts[:MAX_LISTED]) + (f" and {more} more ranges" if more > 0 else "")
+
+
+def detect(run: Run) -> list[Finding]:
+    findings: list[Finding] = []
+    world = run.job.world_size
+    seen = ranks_with_input(run)
+
+    # ranks of the world that no input speaks for ----------------------------------------------------
+    if world and seen:
+        missing = sorted(set(range(world)) - seen)
+        if missing:
+            findings.append(Finding(
+                "input", Severity.WARNING,
+                f"no input from rank{'s' if len(missing) > 1 else ''} {ranks_text(missing)} of a world of {world}: "
+                f"{'they are' if len(missing) > 1 else 'it is'} not judged; findings rest on the "
+                f"{len(seen & set(range(world)))} ranks that have logs or dumps",
+                tuple(missing[:1024]),
+                hint="collect the NCCL logs, stderr and Flight Recorder dumps of the missing ranks (every node) "
+                     "and analyse them together",
+                data={"missing_ranks": missing[:4096], "world_size": world},
+            ))
+
+    # one rank claimed by two processes: two runs or two jobs in one folder ------------------------------
+    procs_of: dict[int, list[str]] = defaultdict(list)
+    for p in run.job.processes:
+        if p.rank is not None:
+            procs_of[p.rank].append(f"{p.host}:{p.pid}")
+    dup = {r: ps for r, ps in sorted(procs_of.items()) if len(ps) > 1}
+    # job-wide ids only: "0x..." is NCCL's commId; "host:pid:ptr" stands in when NCCL printed none
+    full_roots = sorted(c.id for c in run.communicators if c.parent is None and world and c.nranks == world
+                        and c.id.startswith("0x"))
+    if dup:
+        first = next(iter(dup))
+        jobs = f" (communicators {', '.join(full_roots[:4])})" if len(full_roots) > 1 else ""
+        findings.append(Finding(
+            "input", Severity.ERROR,
+            f"the input mixes more than one job or run{jobs}: rank {first} is claimed by {len(dup[first])} "
+            f"processes ({', '.join(dup[first][:4])})"
+            + (f", and {len(dup) - 1} more ranks likewise" if len(dup) > 1 else "")
+            + ": no verdict is given for a mix; analyse each job on its own",
+            tuple(sorted(dup)[:1024]),
+            hint="analyse one job's files at a time: put each run in its own folder (NCCL_DEBUG_FILE=%h.%p "
+                 "names files by host and pid; a restarted job reuses ranks but not pids)",
+            verdict=Verdict.UNKNOWN,
+            data={"claimed_by": {str(r): ps for r, ps in dup.items()}, "communicators": full_roots},
+        ))
+
+    # NCCL processes that hold no rank of this job's world ---------------------------------------------
+    ranked = [p for p in run.job.processes if p.rank is not None]
+    stray = [f"{p.host}:{p.pid}" for p in run.job.processes if p.rank is None]
+    other_sizes = sorted({c.nranks for c in run.communicators if c.parent is None and c.nranks != world})
+    if ranked and stray:
+        findings.append(Finding(
+            "input", Severity.WARNING,
+            f"{len(stray)} process{'es' if len(stray) > 1 else ''} ({', '.join(stray[:4])}) "
+            f"{'have' if len(stray) > 1 else 'has'} NCCL lines but no rank in this job's world of {world or '?'}: "
+            "logs of another job, or cut before NCCL's Init lines; not judged",
+            hint="check that these files belong to the job being analysed",
+            data={"processes": stray[:256], "other_world_sizes": other_sizes},
+        ))
+    return findings
