@@ -34,6 +34,9 @@ MAX_FILES = 50_000
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 BLOCK_BYTES = 16 * 1024 * 1024  # bulk COLL scan: bytes read and matched at a time
 SKIP_NAMES = {"report.json", "alerts.jsonl", "cache.parquet", "ncclscope-env.json"}
+# lines that only NCCL or PyTorch print: a head holding one is a log, whatever junk (NUL runs left by a
+# crash, a binary blob, invalid UTF-8) surrounds it
+LOG_EVIDENCE = (b"NCCL INFO", b"NCCL WARN", b"ProcessGroupNCCL", b"torch.distributed", b"Traceback (most recent")
 SKIP_DIRS = {"__pycache__", "ncclscope-control"}
 
 
@@ -86,7 +89,7 @@ def sniff(head: bytes, name: str) -> str:
         return "json"
     if stripped.startswith(b"<system") or stripped.startswith(b"<graphs") or stripped.startswith(b"<?xml"):
         return "xml"
-    if b"\x00" in head[:4096]:
+    if b"\x00" in head[:4096] and not any(e in head for e in LOG_EVIDENCE):
         return "binary"
     text = head.decode("utf-8", "replace")
     if "SERVER PROTOCOL" in text or ("Job summary" in text and "Communicators" in text):
@@ -97,7 +100,7 @@ def sniff(head: bytes, name: str) -> str:
     if lines and all(("=" in ln and ln.split("=", 1)[0].replace("_", "").isalnum()) for ln in lines[:20]):
         return "env"
     nonprint = sum(1 for c in text[:4096] if ord(c) < 9 or 13 < ord(c) < 32 or c == "\ufffd")
-    if nonprint > 0.1 * min(len(text), 4096):
+    if nonprint > 0.1 * min(len(text), 4096) and not any(e in head for e in LOG_EVIDENCE):
         return "binary"
     return "log"
 

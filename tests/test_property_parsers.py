@@ -1,0 +1,196 @@
+"""Property tests: no parser, nor parse_file / ingest, lets an exception escape on any input.
+
+Two kinds of input: hypothesis' own strategies (any text, any bytes, any JSON), and the mutation
+engine of the standalone fuzz targets (``tests/fuzz/fuzz_*.py``: real corpus lines cut, spliced,
+with junk, NUL, invalid UTF-8, CRLF, huge numbers), driven by hypothesis' seeds. The number of
+inputs per parser is ``NCCLSCOPE_PROPERTY_EXAMPLES`` (default below; docs/when-things-go-wrong.md
+lists the totals). Inputs are derandomised in CI so a failure reproduces; the fuzz scripts explore.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fuzz"))
+import fuzz_env  # noqa: E402
+import fuzz_fr  # noqa: E402
+import fuzz_ingest  # noqa: E402
+import fuzz_jsonl  # noqa: E402
+import fuzz_nccl  # noqa: E402
+import fuzz_nccl_tests  # noqa: E402
+import fuzz_pickle  # noqa: E402
+import fuzz_ras  # noqa: E402
+import fuzz_torch  # noqa: E402
+import fuzz_xml  # noqa: E402
+
+from analyzer.ingest import InputError, Parsed, ingest, iter_lines, parse_file  # noqa: E402
+from analyzer.safe_pickle import loads_plain  # noqa: E402
+from analyzer.sources.flight_recorder import parse_fr_json  # noqa: E402
+from analyzer.sources.hook_jsonl import parse_jsonl  # noqa: E402
+from analyzer.sources.nccl_log import parse_nccl_line  # noqa: E402
+from analyzer.sources.ras import parse_ras_text  # noqa: E402
+from analyzer.sources.topo_xml import parse_topo_xml  # noqa: E402
+from analyzer.sources.torch_log import parse_torch_lines  # noqa: E402
+
+N = int(os.environ.get("NCCLSCOPE_PROPERTY_EXAMPLES", "200"))  # per parser, mutation inputs
+N_DEEP = max(3, N // 20)  # inputs that also go through model, detectors and report (slow: ~0.2 s each)
+N_STRAT = max(10, N // 2)  # per hypothesis strategy
+PROFILE = dict(deadline=None, derandomize=os.environ.get("NCCLSCOPE_PROPERTY_RANDOM") != "1", database=None,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+
+TARGETS = {"nccl": fuzz_nccl, "torch": fuzz_torch, "flight_recorder": fuzz_fr, "jsonl": fuzz_jsonl,
+           "ras": fuzz_ras, "topo_xml": fuzz_xml, "nccl_tests": fuzz_nccl_tests, "env": fuzz_env,
+           "parse_file": fuzz_ingest, "safe_pickle": fuzz_pickle}
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_mutated_real_inputs_never_crash_the_parser(name):
+    @settings(max_examples=N, **PROFILE)
+    @given(st.randoms(use_true_random=False))
+    def run(rng):
+        TARGETS[name].one(rng, deep=False)
+
+    run()
+
+
+@pytest.mark.parametrize("name", sorted(set(TARGETS) - {"topo_xml", "safe_pickle"}))
+def test_mutated_real_inputs_never_crash_model_detectors_report(name):
+    @settings(max_examples=N_DEEP, **PROFILE)
+    @given(st.randoms(use_true_random=False))
+    def run(rng):
+        TARGETS[name].one(rng, deep=True)
+
+    run()
+
+
+# --- hypothesis' own strategies ----------------------------------------------------------------------
+PREFIXES = ["", "h:1:2 [0] NCCL INFO ", "NCCL version ", "h:1:2 [0] a.cc:1 NCCL WARN ", "[rank0]:",
+            "[rank1]:[E1129 19:37:36.29 ProcessGroupNCCL.cpp:1849] [PG ID 0 PG GUID 0(default_pg) Rank 1] ",
+            "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 ", "h:1:2 [0] NCCL INFO Channel 00/0 : "]
+line_st = st.builds(lambda a, b: a + b, st.sampled_from(PREFIXES), st.text(max_size=300))
+json_st = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+                       lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
+                           st.sampled_from(["entries", "pg_status", "pg_config", "version", "type", "seq", "rank",
+                                            "op_type", "pgs", "collective_seq_id", "input_sizes", "x"]), kids,
+                           max_size=5), max_leaves=25)
+
+
+@settings(max_examples=N_STRAT, **PROFILE)
+@given(line_st)
+def test_any_text_line_nccl(line):
+    parse_nccl_line(line, "f", 1)
+
+
+@settings(max_examples=N_STRAT, **PROFILE)
+@given(st.lists(line_st, max_size=20))
+def test_any_text_lines_torch(lines):
+    list(parse_torch_lines(list(enumerate(lines, 1)), "stderr.log"))
+    parse_ras_text("\n".join(lines), "ras.txt")
+
+
+@settings(max_examples=N_STRAT, **PROFILE)
+@given(st.lists(json_st, max_size=8))
+def test_any_json_lines_hook(objs):
+    lines = [(i, json.dumps(o)) for i, o in enumerate(objs, 1)]
+    recs = list(parse_jsonl(lines, "ncclscope-rank0.jsonl"))
+    fuzz_jsonl.analyze_parsed([Parsed("ncclscope-rank0.jsonl", "jsonl", recs)]) if recs and len(objs) % 5 == 0 else None
+
+
+@settings(max_examples=N_STRAT, **PROFILE)
+@given(json_st)
+def test_any_json_flight_recorder(obj):
+    try:
+        parse_fr_json(json.dumps(obj).encode(), "fr_rank0.json")
+    except ValueError:
+        pass
+
+
+@settings(max_examples=N_STRAT, **PROFILE)
+@given(st.binary(max_size=2000))
+def test_any_bytes_pickle_and_xml(data):
+    for fn in (loads_plain, lambda d: parse_topo_xml(d, "topo.xml")):
+        try:
+            fn(data)
+        except ValueError:
+            pass
+
+
+_TMP = Path(tempfile.mkdtemp(prefix="ncclscope-prop-"))
+chunk_st = st.one_of(st.binary(max_size=200), st.sampled_from([b"\x00", b"\r\n", b"\n", b"\xff\xfe", b"\x80\x04",
+                                                               b"{", b"<system", b"NCCL INFO ", b"\xe2\x82"]),
+                     line_st.map(lambda s: s.encode("utf-8", "surrogatepass")))
+
+
+@settings(max_examples=N_STRAT, **PROFILE)
+@given(st.lists(chunk_st, max_size=30), st.sampled_from(["x.log", "fr_timeout_rank0", "a.jsonl", "env.txt", "t.xml"]))
+def test_any_file_parse_file_never_raises(chunks, name):
+    path = _TMP / name
+    path.write_bytes(b"".join(chunks))
+    p = parse_file(path, name)
+    assert isinstance(p, Parsed) and (p.problem is None or isinstance(p.problem, str))
+
+
+@settings(max_examples=max(5, N // 20), **PROFILE)
+@given(st.lists(st.tuples(st.sampled_from(["a.log", "b.jsonl", "fr_rank1", "env.txt", "c.json"]),
+                          st.lists(chunk_st, max_size=10)), min_size=1, max_size=4))
+def test_any_folder_ingest_reads_or_says_why(files):
+    with tempfile.TemporaryDirectory(dir=_TMP) as d:
+        for name, chunks in files:
+            (Path(d) / name).write_bytes(b"".join(chunks))
+        try:
+            fuzz_ingest.analyze_parsed(ingest([Path(d)], workers=1))
+        except InputError as e:
+            assert "\n" not in str(e)
+
+
+# --- real files cut short, with CRLF, with a megabyte line ----------------------------------------------------
+
+def _records(path: Path) -> list[tuple[str, int, str]]:
+    return [(type(r).__name__, r.line, r.text.rstrip("\r\n")) for r in parse_file(path, path.name).records]
+
+
+@pytest.fixture(scope="module")
+def real_log(corpus) -> Path:
+    return sorted((corpus / "hang_rank1_stuck").glob("*.nccl.log"))[0]
+
+
+@settings(max_examples=max(10, N // 10), **PROFILE)
+@given(st.floats(0, 1))
+def test_log_cut_anywhere_keeps_every_whole_line_before_the_cut(real_log, cut):
+    data = real_log.read_bytes()
+    k = int(len(data) * cut)
+    path = _TMP / "cut.nccl.log"
+    path.write_bytes(data[:k])
+    full = _records(real_log)
+    got = _records(path)
+    whole = data[:k].count(b"\n")  # lines 1..whole are complete
+    assert [r for r in got if r[1] <= whole] == [r for r in full if r[1] <= whole]
+
+
+def test_crlf_and_nul_do_not_change_what_is_read(real_log, tmp_path):
+    data = real_log.read_bytes()
+    crlf = tmp_path / "crlf.nccl.log"
+    crlf.write_bytes(data.replace(b"\n", b"\r\n"))
+    nul = tmp_path / "nul.nccl.log"
+    nul.write_bytes(data.replace(b"NCCL INFO", b"NCCL INFO\x00", 1).replace(b"\n", b"\x00\n", 3))
+    assert _records(crlf) == _records(real_log)
+    assert len(_records(nul)) == len(_records(real_log))
+
+
+def test_megabyte_line_and_invalid_utf8_leave_the_other_lines_alone(real_log, tmp_path):
+    lines = real_log.read_bytes().split(b"\n")
+    lines.insert(5, b"junk \xff\xfe\xc0 " * 100_000)  # 1.4 MB, invalid UTF-8
+    lines.insert(9, b"NCCL INFO " + b"\xe2\x82" * 10)
+    f = tmp_path / "big.nccl.log"
+    f.write_bytes(b"\n".join(lines))
+    got = [(t, ln if ln < 6 else ln - 1, x) for t, ln, x in _records(f) if ln != 10]
+    want = [r for r in _records(real_log) if r[1] != 9]
+    assert len(got) == len(want)
+    assert max(len(t) for _, t in iter_lines(f)) <= 64 * 1024
