@@ -28,14 +28,20 @@ def analyze_run(run: Run) -> Analysis:
 
 def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None = None,
                   cache: bool = True) -> Analysis:
-    """``cache``: reuse the parsed run stored by an earlier call on the same, unchanged files (cache.py)."""
-    run = None
-    if cache:
-        from . import cache as run_cache
+    """``cache``: reuse the parsed run stored by an earlier call on the same, unchanged files, and its
+    findings and decision while the detectors' code is unchanged (cache.py)."""
+    if not cache:
+        return analyze_run(build_run(ingest(paths, progress=progress)))
+    from . import cache as run_cache
 
-        run = run_cache.load(paths)
-    if run is None:
-        run = build_run(ingest(paths, progress=progress))
-        if cache:
-            run_cache.store(paths, run)
-    return analyze_run(run)
+    entry = run_cache.open_entry(paths, want_analysis=True)
+    if entry is not None and entry.findings is not None:
+        return Analysis(entry.run, entry.findings, entry.decision)
+    if entry is not None:
+        res = analyze_run(entry.run)
+        run_cache.store_analysis(entry.folder, res.findings, res.decision)
+        return res
+    run = build_run(ingest(paths, progress=progress))
+    res = analyze_run(run)
+    run_cache.store(paths, run, res.findings, res.decision)
+    return res

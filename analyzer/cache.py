@@ -7,6 +7,9 @@ folder is read-only, or the input is files or archives rather than one folder):
   added or removed, or another ncclscope cache format invalidates the entry.
 - ``collectives.parquet``, ``heartbeats.parquet``: the tables.
 - ``run.json``: everything else in ``Run`` (job, communicators, events, ...), as tagged JSON.
+- ``analysis.json``: the findings and the decision, with a hash of the detectors' code; when the
+  detectors changed, they run again on the cached run. A re-open that finds them current reads no
+  table at all: ``Run.collectives`` is then read from Parquet only when something asks for it.
 
 Only Parquet and JSON are read back, never pickle: a cache folder shipped inside a run archive
 cannot run code. Reading or writing the cache never fails an analysis; a bad entry is a miss.
@@ -27,10 +30,10 @@ from typing import Any
 import pandas as pd
 
 from . import model
-from .ingest import MAX_FILES, SKIP_NAMES
+from .ingest import MAX_FILES, SKIP_DIRS, SKIP_NAMES
 from .model import Run
 
-FORMAT = 1
+FORMAT = 2
 CACHE_DIRNAME = ".ncclscope-cache"
 _CLASSES: dict[str, type] = {
     name: obj for name, obj in vars(model).items() if isinstance(obj, type) and dataclasses.is_dataclass(obj)
@@ -40,46 +43,84 @@ _ENUMS: dict[str, type[enum.Enum]] = {
 }
 
 
+def _digest(files: list[Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(files):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def code_digest() -> str:
     """Hash of the code that turns files into a Run: a parser change invalidates every entry."""
     global _DIGEST
     if _DIGEST is None:
         here = Path(__file__).resolve().parent
-        h = hashlib.sha256()
-        for p in sorted([*here.glob("sources/*.py"), here / "ingest.py", here / "build.py", here / "model.py",
-                         here / "cache.py"]):
-            h.update(p.name.encode() + b"\0" + p.read_bytes())
-        _DIGEST = h.hexdigest()[:16]
+        _DIGEST = _digest([*here.glob("sources/*.py"), here / "ingest.py", here / "build.py", here / "model.py",
+                           here / "cache.py"])
     return _DIGEST
 
 
+def analysis_digest() -> str:
+    """Hash of the code that turns a Run into findings and a decision (detectors, verdict)."""
+    global _ADIGEST
+    if _ADIGEST is None:
+        here = Path(__file__).resolve().parent
+        _ADIGEST = _digest([*here.glob("detectors/*.py"), here / "verdict.py", here / "analysis.py",
+                            here / "model.py"])
+    return _ADIGEST
+
+
 _DIGEST: str | None = None
+_ADIGEST: str | None = None
 
 
 def input_key(paths: list[Path]) -> list[list[Any]] | None:
-    """(path, size, mtime_ns) of every file the input names, in a stable order; None if one is missing."""
+    """(path, size, mtime_ns) of every file the input names, in a stable order; None if one is missing.
+
+    One ``os.scandir`` pass per folder: the folder listing gives the file type, so a run of 4,096
+    rank logs costs one ``stat`` per file and no ``Path`` objects.
+    """
     out: list[list[Any]] = []
     for root in paths:
         root = Path(root).resolve()
         if root.is_dir():
-            for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
-                for fn in sorted(filenames):
-                    if fn in SKIP_NAMES or fn.startswith("."):
-                        continue
-                    p = Path(dirpath) / fn
-                    if p.is_symlink() or not p.is_file():
-                        continue
-                    st = p.stat()
-                    out.append([str(p), st.st_size, st.st_mtime_ns])
-                    if len(out) > MAX_FILES:
-                        return None
+            if not _scan_key(str(root), out):
+                return None
         elif root.is_file():
             st = root.stat()
             out.append([str(root), st.st_size, st.st_mtime_ns])
         else:
             return None
     return out
+
+
+def _scan_key(folder: str, out: list[list[Any]]) -> bool:
+    """Append the key rows of ``folder`` (same order and same files as ``ingest._walk``); False: too many."""
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return True
+    subdirs = []
+    for e in entries:
+        name = e.name
+        try:
+            if e.is_symlink():
+                continue
+            if e.is_dir(follow_symlinks=False):
+                if not name.startswith(".") and name != "__pycache__" and name not in SKIP_DIRS:
+                    subdirs.append(e.path)
+                continue
+            if name in SKIP_NAMES or name.startswith(".") or not e.is_file(follow_symlinks=False):
+                continue
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        out.append([e.path, st.st_size, st.st_mtime_ns])
+        if len(out) > MAX_FILES:
+            return False
+    # os.walk lists a folder's files before descending, in sorted order of subfolders
+    return all(_scan_key(d, out) for d in subdirs)
 
 
 def cache_dir(paths: list[Path]) -> Path:
@@ -102,8 +143,49 @@ def _writable(d: Path) -> bool:
         return False
 
 
-def load(paths: list[Path]) -> Run | None:
-    """The cached Run for ``paths`` if its key still matches the files, else None."""
+@dataclasses.dataclass
+class Entry:
+    """A cache hit: the run, and the findings and decision when the detectors' code is unchanged."""
+
+    folder: Path
+    run: Run
+    findings: list[model.Finding] | None = None
+    decision: Any = None  # verdict.Decision
+
+
+class _CachedRun(Run):
+    """A Run whose collectives table stays in Parquet until something reads ``collectives``."""
+
+    def __init__(self, table: Path, **parts: Any) -> None:
+        self._table: Path | None = table
+        self._df: pd.DataFrame | None = None
+        super().__init__(collectives=None, **parts)  # type: ignore[arg-type]
+
+    @property  # type: ignore[override]
+    def collectives(self) -> pd.DataFrame:
+        if self._df is None and self._table is not None:
+            self._df, self._table = _read_table(self._table), None
+        return self._df  # type: ignore[return-value]
+
+    @collectives.setter
+    def collectives(self, df: pd.DataFrame | None) -> None:
+        if df is not None:
+            self._df, self._table = df, None
+
+
+def _read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
+    """Parquet -> DataFrame; dictionary-encoded columns come back as categoricals without a copy to strings."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=columns, use_threads=True).to_pandas()
+
+
+def open_entry(paths: list[Path], want_analysis: bool = False) -> Entry | None:
+    """The cached entry for ``paths`` if its key still matches the files, else None.
+
+    With ``want_analysis`` and current findings stored, the collectives table is not read: it is
+    checked (its Parquet footer) and read on first use.
+    """
     key = input_key(paths)
     if not key:
         return None
@@ -113,17 +195,35 @@ def load(paths: list[Path]) -> Run | None:
         if stored.get("format") != FORMAT or stored.get("code") != code_digest() or stored.get("files") != key:
             return None
         parts = json.loads((d / "run.json").read_text(), object_hook=_decode)
-        collectives = pd.read_parquet(d / "collectives.parquet")
-        heartbeats = pd.read_parquet(d / "heartbeats.parquet") if (d / "heartbeats.parquet").exists() else None
-        return Run(collectives=collectives, heartbeats=heartbeats, **parts)
+        heartbeats = _read_table(d / "heartbeats.parquet") if (d / "heartbeats.parquet").exists() else None
+        findings = decision = None
+        if want_analysis and (d / "analysis.json").exists():
+            found = json.loads((d / "analysis.json").read_text(), object_hook=_decode)
+            if found.get("code") == analysis_digest():
+                findings, decision = found["findings"], found["decision"]
+        if findings is not None:
+            import pyarrow.parquet as pq
+
+            pq.read_metadata(d / "collectives.parquet")  # a damaged or missing table is a miss now, not later
+            run: Run = _CachedRun(d / "collectives.parquet", heartbeats=heartbeats, **parts)
+        else:
+            run = Run(collectives=_read_table(d / "collectives.parquet"), heartbeats=heartbeats, **parts)
+        return Entry(d, run, findings, decision)
     except (OSError, ValueError, TypeError, KeyError, ImportError):
         return None
     except Exception:  # noqa: BLE001 - pyarrow raises its own types for damaged files: a miss
         return None
 
 
-def store(paths: list[Path], run: Run) -> Path | None:
-    """Write the entry; returns its folder, or None when nothing could be written."""
+def load(paths: list[Path]) -> Run | None:
+    """The cached Run for ``paths`` if its key still matches the files, else None."""
+    entry = open_entry(paths)
+    return entry.run if entry else None
+
+
+def store(paths: list[Path], run: Run, findings: list[model.Finding] | None = None,
+          decision: Any = None) -> Path | None:
+    """Write the entry (and the analysis, when given); returns its folder, or None when nothing could be written."""
     key = input_key(paths)
     if not key:
         return None
@@ -138,6 +238,8 @@ def store(paths: list[Path], run: Run) -> Path | None:
             if run.heartbeats is not None:
                 run.heartbeats.to_parquet(tmp / "heartbeats.parquet", index=False)
             (tmp / "run.json").write_text(json.dumps(_encode(fields), allow_nan=True))
+            if findings is not None:
+                _write_analysis(tmp, findings, decision)
             (tmp / "key.json").write_text(json.dumps({"format": FORMAT, "code": code_digest(), "files": key}))
             if d.exists():
                 shutil.rmtree(d, ignore_errors=True)
@@ -148,6 +250,22 @@ def store(paths: list[Path], run: Run) -> Path | None:
                 shutil.rmtree(tmp, ignore_errors=True)
             continue
     return None
+
+
+def store_analysis(folder: Path, findings: list[model.Finding], decision: Any) -> bool:
+    """Add the findings and decision to an existing entry (the detectors changed since it was written)."""
+    try:
+        _write_analysis(folder, findings, decision)
+        return True
+    except Exception:  # noqa: BLE001 - a cache that cannot be written is no cache, not an error
+        return False
+
+
+def _write_analysis(folder: Path, findings: list[model.Finding], decision: Any) -> None:
+    tmp = folder / f".analysis-{os.getpid()}.json"
+    tmp.write_text(json.dumps(_encode({"code": analysis_digest(), "findings": list(findings),
+                                       "decision": decision}), allow_nan=True))
+    os.replace(tmp, folder / "analysis.json")
 
 
 def _candidates(paths: list[Path]) -> list[Path]:
@@ -183,7 +301,12 @@ def _encode(v: Any) -> Any:
 
 def _decode(o: dict[str, Any]) -> Any:
     if "__dc__" in o:
-        cls = _CLASSES[o.pop("__dc__")]
+        name = o.pop("__dc__")
+        if name == "Decision":
+            from .verdict import Decision
+
+            return Decision(**o)
+        cls = _CLASSES[name]
         return cls(**o)
     if "__enum__" in o:
         return _ENUMS[o["__enum__"]](o["v"])

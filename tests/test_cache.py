@@ -62,3 +62,20 @@ def test_damaged_entry_is_a_miss(tmp_path):
     assert cache.load([run]) is None
     assert analyze_paths([run]).decision.verdict.value == "healthy"
     shutil.rmtree(run / ".ncclscope-cache")
+
+
+def test_findings_cached_and_table_read_on_demand(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    generate_run(run, nranks=8, steps=3, fault="hang", fault_rank=2, seed=14)
+    first = analyze_paths([run])
+    entry = cache.open_entry([run], want_analysis=True)
+    assert entry is not None and entry.findings is not None
+    assert entry.run._df is None  # the table is not read for a re-open with current findings
+    assert entry.run.collectives.astype(str).equals(first.run.collectives.astype(str))
+    again = analyze_paths([run])
+    assert _json(again) == _json(first)
+    # other detector code: the findings are computed again from the cached run, then stored
+    monkeypatch.setattr(cache, "_ADIGEST", "other")
+    assert cache.open_entry([run], want_analysis=True).findings is None
+    assert _json(analyze_paths([run])) == _json(first)
+    assert cache.open_entry([run], want_analysis=True).findings is not None
