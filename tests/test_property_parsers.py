@@ -194,3 +194,15 @@ def test_megabyte_line_and_invalid_utf8_leave_the_other_lines_alone(real_log, tm
     want = [r for r in _records(real_log) if r[1] != 9]
     assert len(got) == len(want)
     assert max(len(t) for _, t in iter_lines(f)) <= 64 * 1024
+
+
+@pytest.mark.parametrize("count,dt", [("9" * 19, "7"), ("99999999999999999999", "7"), ("10", "9999999999"),
+                                      ("9223372036854775807", "7")])
+def test_coll_lines_with_impossible_numbers(tmp_path, count, dt):
+    """Found by fuzz_nccl: such lines overflowed the int64 / int32 columns of the collectives table."""
+    line = (f"vm:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count {count} datatype {dt} "
+            "op 0 root 0 comm 0x5 [nranks=2] stream 0x1\n")
+    init = "vm:1:1 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x9 - Init COMPLETE\n"
+    f = tmp_path / "vm.1.nccl.log"
+    f.write_text(init + line * 3 + line.replace(count, "10", 1))
+    fuzz_nccl.analyze_parsed([parse_file(f, f.name)])

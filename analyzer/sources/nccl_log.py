@@ -168,6 +168,9 @@ def _parse_info(msg: str, base: tuple) -> NcclRec | None:  # noqa: C901 - one di
     # Most frequent first: COLL lines and connection lines.
     if "opCount" in msg:
         m = COLL_RE.match(msg)
+        if m and (len(m.group("count")) > 18 or len(m.group("dt")) > 4 or len(m.group("redop")) > 6
+                  or len(m.group("root")) > 11 or len(m.group("nranks")) > 9):
+            return None  # numbers no NCCL prints (the model stores them in int64 / int16 columns)
         if m:
             op = m.group("op")
             return NcclColl(
@@ -360,7 +363,7 @@ def parse_nccl_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Nc
 COLL_SCAN_RE = re.compile(
     rb"\n(?:(?:\[(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:\.\d{1,9})?)\] ?)?"
     rb"([^\s:\[\]<>(),=]{1,255}):(\d{1,10}):\d{1,10} (?:\[\d{1,4}\] )?NCCL INFO "
-    rb"([A-Za-z]{1,32}): opCount [0-9a-fA-F]{1,16} sendbuff \S{1,64} recvbuff \S{1,64} count (\d{1,19}) "
+    rb"([A-Za-z]{1,32}): opCount [0-9a-fA-F]{1,16} sendbuff \S{1,64} recvbuff \S{1,64} count (\d{1,18}) "
     rb"datatype (\d{1,4}) op \d{1,6} root -?\d{1,10} comm (0x[0-9a-fA-F]{1,16}|\(nil\)) \[nranks=\d{1,9}\][^\n]*"
     rb"|([^\n]*))"
 )
