@@ -92,8 +92,18 @@ def test_jobs_of_different_world_sizes(tmp_path):
         nccl_log(tmp_path, r, 2, 300 + r, comm_id="0xbbbb")
     a = analyze_paths([tmp_path])
     assert a.run.job.world_size == 4
+    (two,) = [f for f in _input_findings(a) if "more than one job" in f.message]
+    assert "node0:300" in two.message and "communicators of 2 ranks" in two.message
+    assert two.data["other_world_sizes"] == [2] and a.decision.verdict.value == "unknown"
+
+
+def test_process_cut_before_init_is_flagged_not_blocking(tmp_path):
+    for r in range(2):
+        nccl_log(tmp_path, r, 2, 100 + r)
+    (tmp_path / "node0.555.nccl.log").write_text("node0:555:555 [0] NCCL INFO Using network Socket\n")
+    a = analyze_paths([tmp_path])
     (stray,) = [f for f in _input_findings(a) if "no rank in this job" in f.message]
-    assert "node0:300" in stray.message and stray.data["other_world_sizes"] == [2]
+    assert "node0:555" in stray.message and a.decision.verdict.value != "unknown"
 
 
 def test_mixed_nccl_versions_and_formats_in_one_folder(tmp_path):

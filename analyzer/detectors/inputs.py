@@ -95,7 +95,17 @@ def detect(run: Run) -> list[Finding]:
     ranked = [p for p in run.job.processes if p.rank is not None]
     stray = [f"{p.host}:{p.pid}" for p in run.job.processes if p.rank is None]
     other_sizes = sorted({c.nranks for c in run.communicators if c.parent is None and c.nranks != world})
-    if ranked and stray:
+    if ranked and stray and other_sizes and not dup:
+        findings.append(Finding(
+            "input", Severity.ERROR,
+            f"the input mixes more than one job: {len(stray)} process{'es' if len(stray) > 1 else ''} "
+            f"({', '.join(stray[:4])}) belong to communicators of {' or '.join(map(str, other_sizes[:4]))} ranks, "
+            f"not to this job's world of {world or '?'}: no verdict is given for a mix; analyse each job on its own",
+            hint="put each job's files in its own folder",
+            verdict=Verdict.UNKNOWN,
+            data={"processes": stray[:256], "other_world_sizes": other_sizes},
+        ))
+    elif ranked and stray:
         findings.append(Finding(
             "input", Severity.WARNING,
             f"{len(stray)} process{'es' if len(stray) > 1 else ''} ({', '.join(stray[:4])}) "
