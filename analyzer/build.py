@@ -203,6 +203,10 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
                 settings.setdefault(rec.name, Setting(rec.name, rec.value, "env-file", ev(rec)))
             elif isinstance(rec, R.ExitCode):
                 exit_code = rec.code
+    # the records live on in the lists above; emptying our copy of the list lets the COLL batches go
+    # as soon as the table has them (when the caller kept no reference to the parsed files)
+    parsed.clear()
+    p = None  # type: ignore[assignment]
 
     # --- processes and global ranks ------------------------------------------------------------
     proc_rank: dict[ProcKey, int] = {}
@@ -396,7 +400,7 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
             pg_status.append(PgStatus(rank, pg, _opt_int(st.get("enq")), _opt_int(st.get("start")),
                                       _opt_int(st.get("done")), "hook", h.data.get("t"), ev(h)))
     # NCCL COLL lines: per (process, communicator) counter as the sequence number
-    nccl_table = nccl_coll_table(coll_lines, proc_rank, ident)
+    nccl_table = nccl_coll_table(coll_lines, proc_rank, ident, consume=True)
     if nccl_table is not None:
         collectives = _concat_tables(collectives, nccl_table) if len(collectives) else nccl_table
     heartbeats = pd.DataFrame(hb_rows) if hb_rows else None
@@ -618,11 +622,13 @@ def _batch_current(b: NcclCollBatch, comms: dict, current: dict, first_seen: dic
 
 
 def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[ProcKey, int],
-                    ident: dict[tuple[ProcKey, str], str]) -> pd.DataFrame | None:
+                    ident: dict[tuple[ProcKey, str], str], consume: bool = False) -> pd.DataFrame | None:
     """COLL lines (single records and column batches, in file order) -> collectives rows, vectorised.
 
     seq is a per-(process, communicator pointer) counter over all files in order; pg is
-    ``nccl:<commId>`` when the communicator was joined, else the pointer.
+    ``nccl:<commId>`` when the communicator was joined, else the pointer. ``consume``: empty
+    ``items`` once its columns are joined, so the batches are freed before the table is built.
+    The frame is built from its columns without a copy into consolidated blocks.
     """
     if not items:
         return None
@@ -664,11 +670,15 @@ def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[Pro
             single.append(it)
     flush()
     col = {k: np.concatenate(v) for k, v in parts.items()}
+    del parts, single
+    if consume:
+        items.clear()
     n = len(col["line"])
     proc_list = list(procs)
     comm_list = list(comms)
     key = col["proc"].astype(np.int64) * len(comm_list) + col["comm"]
     pair_codes, pair_uniq = pd.factorize(key, sort=False)
+    del key
     seq = pd.Series(pair_codes).groupby(pair_codes, sort=False).cumcount().to_numpy() + 1
     # pg label per (process, comm) pair; many pairs share a label (one communicator, many ranks)
     labels: dict[str, int] = {}
@@ -687,10 +697,12 @@ def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[Pro
     dt_map = np.array([dt_name_cat[name] for name in dt_names], dtype=np.int32)
     sizes = np.array([x[1] for x in dt_info], dtype=np.int64)[dt_codes]
     nan = np.full(n, np.nan)
+    pg = pd.Categorical.from_codes(pair_label[pair_codes], list(labels))
+    del pair_codes
     df = pd.DataFrame({
-        "rank": rank_of[col["proc"]],
-        "pg": pd.Categorical.from_codes(pair_label[pair_codes], list(labels)),
-        "seq": seq.astype(np.int64),
+        "rank": rank_of[col.pop("proc")],
+        "pg": pg,
+        "seq": seq.astype(np.int64, copy=False),
         "op": pd.Categorical.from_codes(op_map[col["op"]], list(op_cat)),
         "count": col["count"],
         "dtype": pd.Categorical.from_codes(dt_map[dt_codes], list(dt_name_cat)),
@@ -703,8 +715,8 @@ def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[Pro
         "source": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), ["nccl"]),
         "file": pd.Categorical.from_codes(col["file"], list(files)),
         "line": col["line"],
-        "where": pd.Series([None] * n, dtype=object),
-    }, columns=COLLECTIVE_COLUMNS)
+        "where": np.full(n, None, dtype=object),
+    }, columns=COLLECTIVE_COLUMNS, copy=False)
     return df
 
 

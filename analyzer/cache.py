@@ -283,15 +283,15 @@ def _encode(v: Any) -> Any:
         return {"__enum__": type(v).__name__, "v": v.value}
     if isinstance(v, dict):
         if all(isinstance(k, str) for k in v):
-            return {"__d__": None, **{k: _encode(x) for k, x in v.items()}} if "__dc__" in v or "__enum__" in v \
+            return {"__d__": None, **{k: _encode(x) for k, x in v.items()}} if "__dc__" in v or "__enum__" in v or "__rows__" in v \
                 else {k: _encode(x) for k, x in v.items()}
         return {"__kv__": [[_encode(k), _encode(x)] for k, x in v.items()]}
     if isinstance(v, tuple):
-        return {"__t__": [_encode(x) for x in v]}
+        return {"__t__": _encode_list(v)}
     if isinstance(v, (set, frozenset)):
         return {"__s__": [_encode(x) for x in v], "frozen": isinstance(v, frozenset)}
     if isinstance(v, list):
-        return [_encode(x) for x in v]
+        return _encode_list(v)
     if hasattr(v, "item") and callable(v.item):  # numpy scalars
         return v.item()
     if isinstance(v, Path):
@@ -299,7 +299,24 @@ def _encode(v: Any) -> Any:
     return v
 
 
+def _encode_list(items: list[Any] | tuple[Any, ...]) -> Any:
+    """A list; a run of dataclasses of one type (connections, events, processes) as rows of field
+    values under one tag, so that reading it back makes no dict and no hook call per object."""
+    if len(items) > 1:
+        cls = type(items[0])
+        if dataclasses.is_dataclass(cls) and cls.__name__ in _CLASSES and all(type(x) is cls for x in items):
+            names = [f.name for f in dataclasses.fields(cls)]
+            return {"__rows__": cls.__name__, "rows": [[_encode(getattr(x, n)) for n in names] for x in items]}
+    return [_encode(x) for x in items]
+
+
 def _decode(o: dict[str, Any]) -> Any:
+    if "__d__" in o:  # a plain dict whose keys look like tags
+        o.pop("__d__")
+        return o
+    if "__rows__" in o:
+        cls = _CLASSES[o["__rows__"]]
+        return [cls(*row) for row in o["rows"]]
     if "__dc__" in o:
         name = o.pop("__dc__")
         if name == "Decision":
@@ -317,8 +334,6 @@ def _decode(o: dict[str, Any]) -> Any:
     if "__s__" in o:
         items = [_hashable(x) for x in o["__s__"]]
         return frozenset(items) if o.get("frozen") else set(items)
-    if "__d__" in o:
-        o.pop("__d__")
     return o
 
 

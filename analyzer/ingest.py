@@ -32,6 +32,7 @@ MAX_LINE = 64 * 1024
 MAX_STRUCTURED_BYTES = 256 * 1024 * 1024  # JSON / pickle / XML are loaded whole: bounded
 MAX_FILES = 50_000
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # smaller inputs get no progress calls
 BLOCK_BYTES = 16 * 1024 * 1024  # bulk COLL scan: bytes read and matched at a time
 SKIP_NAMES = {"report.json", "alerts.jsonl", "cache.parquet", "ncclscope-env.json"}
 # lines that only NCCL or PyTorch print: a head holding one is a log, whatever junk (NUL runs left by a
@@ -252,6 +253,13 @@ def parse_file(path: Path, name: str) -> Parsed:
     return p
 
 
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
+
+
 def _parse_job(args: tuple[str, str]) -> Parsed:
     return parse_file(Path(args[0]), args[1])
 
@@ -295,29 +303,38 @@ def _walk(root: Path) -> list[tuple[Path, str]]:
 
 def ingest(paths: list[Path], progress: Callable[[int, int], None] | None = None,
            workers: int | None = None) -> list[Parsed]:
-    """Parse every file under ``paths``. Raises InputError when nothing at all can be read."""
+    """Parse every file under ``paths``. Raises InputError when nothing at all can be read.
+
+    ``progress(bytes done, bytes in all)`` is called after each file, only when the input is at
+    least ``PROGRESS_MIN_BYTES``: a small input is parsed before a bar would be seen.
+    """
     with tempfile.TemporaryDirectory(prefix="ncclscope-") as tmp:
         files = collect_files(paths, Path(tmp))
         if not files:
             raise InputError("no files found in " + ", ".join(str(p) for p in paths))
-        total = sum(p.stat().st_size for p, _ in files)
+        sizes = {str(p): _size(p) for p, _ in files}
+        total = sum(sizes.values())
         jobs = [(str(p), name) for p, name in files]
         results: list[Parsed] = []
         nworkers = workers if workers is not None else min(len(jobs), os.cpu_count() or 1)
+        report = progress if progress is not None and total >= PROGRESS_MIN_BYTES else None
+        done = 0
         if nworkers > 1 and total >= PARALLEL_MIN_BYTES and len(jobs) > 1:
             # biggest first, so the long files start early
-            jobs.sort(key=lambda j: -Path(j[0]).stat().st_size)
+            jobs.sort(key=lambda j: -sizes[j[0]])
             with ProcessPoolExecutor(max_workers=nworkers) as ex:
-                for i, res in enumerate(ex.map(_parse_job, jobs, chunksize=1), 1):
+                for job, res in zip(jobs, ex.map(_parse_job, jobs, chunksize=1)):
                     results.append(res)
-                    if progress:
-                        progress(i, len(jobs))
+                    done += sizes[job[0]]
+                    if report:
+                        report(done, total)
             results.sort(key=lambda r: r.file)
         else:
-            for i, job in enumerate(jobs, 1):
+            for job in jobs:
                 results.append(_parse_job(job))
-                if progress:
-                    progress(i, len(jobs))
+                done += sizes[job[0]]
+                if report:
+                    report(done, total)
     if not any(r.records for r in results):
         reasons = "; ".join(r.problem for r in results if r.problem) or "no NCCL, PyTorch or Flight Recorder content"
         raise InputError(f"nothing readable in the input: {reasons}")
