@@ -3,7 +3,7 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-SAMPLE ?= samples/hang_rank1
+SAMPLE ?= samples/gpu_hang
 
 .PHONY: setup demo test test-fast lint clean
 
