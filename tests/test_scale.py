@@ -20,3 +20,22 @@ def test_64_ranks_1_2M_lines_hang_names_the_rank(tmp_path):
     assert res.decision.culprit_ranks == (35,)
     assert len(res.run.collectives) > 1_100_000
     assert elapsed < 60, elapsed
+
+
+def test_coll_block_timestamps_fast_path_and_bad_hours():
+    import math
+
+    from analyzer.sources.nccl_log import parse_nccl_line, scan_coll_block
+
+    line = ("[2026-11-29 {h}:20:00.{f}] node0:17:17 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x7f00 "
+            "recvbuff 0x7f00 count 1024 datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x1\n")
+    good = "".join(line.format(h="19", f=f"{i % 1000000:06d}", i=i) for i in range(3000)).encode()
+    batch, rest = scan_coll_block(good, 1, "x")
+    assert not rest and len(batch) == 3000
+    for i in (0, 1234, 2999):
+        text = line.format(h="19", f=f"{i % 1000000:06d}", i=i)
+        assert batch.tss[i] == parse_nccl_line(text, "x", i + 1).ts
+    # an hour 25 in a big block: numpy's string cast would crash the process; the values are NaN
+    bad = good.replace(b" 19:20:", b" 25:20:")
+    batch, rest = scan_coll_block(bad, 1, "x")
+    assert len(batch) == 3000 and all(math.isnan(t) for t in batch.tss)

@@ -417,11 +417,20 @@ def _ts_column(raw: np.ndarray) -> np.ndarray:
     if not have.any():
         return out
     sel = raw[have]
-    try:
-        out[have] = sel.astype("datetime64[us]").astype(np.int64) / 1e6
-    except ValueError:  # "T" or "_" between date and time, or more than 6 fraction digits
-        out[have] = [parse_ts(x.decode()) or np.nan for x in sel.tolist()]
+    vals = np.empty(len(sel))
+    # numpy (2.x) crashes the process when a string -> datetime64 cast of more than a few thousand
+    # bytes meets a bad value (an hour 25); small pieces raise ValueError instead
+    for lo in range(0, len(sel), _TS_CHUNK):
+        part = sel[lo:lo + _TS_CHUNK]
+        try:
+            vals[lo:lo + len(part)] = part.astype("datetime64[us]").astype(np.int64) / 1e6
+        except ValueError:  # "_" between date and time, more than 6 fraction digits, a bad field
+            vals[lo:lo + len(part)] = [parse_ts(x.decode()) or np.nan for x in part.tolist()]
+    out[have] = vals
     return out
+
+
+_TS_CHUNK = 64
 
 
 def scan_coll_block(block: bytes, first_line: int, file: str,
@@ -445,26 +454,94 @@ def _scan(block: bytes, first_line: int, file: str, max_line: int) -> tuple[Nccl
     if block.endswith(b"\n"):
         rows.pop()  # the empty "line" after the last newline
     ts, host, pid, op, count, dt, comm, other = zip(*rows)
-    ops_raw = np.array(op)
-    is_coll = ops_raw != b""
+    del rows
+    n = len(op)
+    # columns of a few distinct values are coded with a dict, never turned into numpy strings
+    op_names, op_all = _small_codes(op)
+    empty = op_names.index(b"") if b"" in op_names else -1
+    is_coll = op_all != empty
     others: list[tuple[int, str]] = []
-    for i in np.flatnonzero(~is_coll).tolist():
-        raw = other[i][:max_line]
-        others.append((first_line + i, raw.decode("utf-8", "replace").replace("\x00", "") + "\n"))
+    if empty >= 0:
+        for i in np.flatnonzero(~is_coll).tolist():
+            raw = other[i][:max_line]
+            others.append((first_line + i, raw.decode("utf-8", "replace").replace("\x00", "") + "\n"))
     idx = np.flatnonzero(is_coll)
     if not len(idx):
         return None, others
-    hosts = np.array(host)[idx]
-    pids = np.array(pid)[idx]
-    hp = np.char.add(np.char.add(hosts, b":"), pids) if not ((hosts == hosts[0]).all() and (pids == pids[0]).all()) \
-        else np.full(len(idx), hosts[0] + b":" + pids[0])
-    proc_names, proc = _codes(hp)
-    procs = [(h, int(p)) for h, p in (x.rsplit(":", 1) for x in proc_names)]
-    comms, comm_code = _codes(np.array(comm)[idx])
-    ops, op_code = _codes(ops_raw[idx])
+    every = len(idx) == n
+    if not every:
+        pick = idx.tolist()
+        ts, host, pid, count, dt, comm = ([c[i] for i in pick] for c in (ts, host, pid, count, dt, comm))
+        op_all = op_all[idx]
+        op_names, op_all = _renumber(op_names, op_all, empty)
+    hp_names, proc = _small_codes(host if len(set(pid)) == 1 and len(set(host)) == 1 else
+                                  [h + b":" + q for h, q in zip(host, pid)])
+    if len(hp_names) == 1:
+        hp_names = [host[0] + b":" + pid[0]]
+    procs = [(h, int(q)) for h, q in (x.decode("utf-8", "replace").rsplit(":", 1) for x in hp_names)]
+    comm_names, comm_code = _small_codes(comm)
     batch = NcclCollBatch(
         file, first_line + int(idx[0]), "", procs[int(proc[0])][0], procs[int(proc[0])][1], procs[int(proc[0])][1],
-        None, procs, proc, comms, comm_code, ops, op_code.astype(np.int16),
-        np.array(count)[idx].astype(np.int64), np.array(dt)[idx].astype(np.int16), _ts_column(np.array(ts)[idx]),
+        None, procs, proc, [c.decode("utf-8", "replace") for c in comm_names], comm_code,
+        [o.decode("utf-8", "replace") for o in op_names], op_all.astype(np.int16),
+        np.fromiter(map(int, count), dtype=np.int64, count=len(idx)),
+        np.fromiter(map(int, dt), dtype=np.int16, count=len(idx)), _ts_fast(ts),
         (idx + first_line).astype(np.int64))
     return batch, others
+
+
+def _small_codes(values: tuple[bytes, ...] | list[bytes]) -> tuple[list[bytes], np.ndarray]:
+    """(distinct values sorted, int32 codes) of a column with few distinct values, without numpy strings."""
+    uniq = sorted(set(values))
+    if len(uniq) == 1:
+        return uniq, np.zeros(len(values), dtype=np.int32)
+    index = {v: i for i, v in enumerate(uniq)}
+    return uniq, np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values))
+
+
+def _renumber(names: list[bytes], codes: np.ndarray, empty: int) -> tuple[list[bytes], np.ndarray]:
+    """Drop the values no row uses any more (the empty op of non-COLL lines), keeping the sorted order."""
+    used = np.zeros(len(names), dtype=bool)
+    used[codes] = True
+    if used.all():
+        return names, codes
+    remap = np.cumsum(used) - 1
+    return [x for x, u in zip(names, used.tolist()) if u], remap[codes].astype(np.int32)
+
+
+_TS_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+
+
+def _ts_fast(ts: tuple[bytes, ...] | list[bytes]) -> np.ndarray:
+    """Timestamps as seconds since the epoch; ``YYYY-MM-DD HH:MM:SS[.f{1,6}]`` of one length, the usual
+    case, is read as a byte matrix; anything else goes through ``_ts_column`` (same values either way)."""
+    n = len(ts)
+    width = len(ts[0])
+    joined = b"".join(ts)
+    if not (19 <= width <= 26 and width != 20 and len(joined) == n * width
+            and all(len(x) == width for x in (ts[-1], ts[n // 2]))):
+        return _ts_column(np.array(ts))
+    lens = np.fromiter(map(len, ts), dtype=np.int32, count=n)
+    if (lens != width).any():
+        return _ts_column(np.array(ts))
+    m = np.frombuffer(joined, dtype=np.uint8).reshape(n, width)
+    d = m[:, _TS_DIGITS].astype(np.int64) - 48
+    frac_digits = m[:, 20:].astype(np.int64) - 48 if width > 19 else np.zeros((n, 0), dtype=np.int64)
+    seps_ok = ((m[:, 4] == 45) & (m[:, 7] == 45) & (m[:, 10] == 32) & (m[:, 13] == 58) & (m[:, 16] == 58)).all()
+    if width > 19:
+        seps_ok = seps_ok and bool((m[:, 19] == 46).all())
+    if not seps_ok or ((d < 0) | (d > 9)).any() or ((frac_digits < 0) | (frac_digits > 9)).any():
+        return _ts_column(np.array(ts))
+    hh, mi, ss = d[:, 8] * 10 + d[:, 9], d[:, 10] * 10 + d[:, 11], d[:, 12] * 10 + d[:, 13]
+    if (hh > 23).any() or (mi > 59).any() or (ss > 59).any():
+        return _ts_column(np.array(ts))
+    dates, date_code = np.unique(m[:, :10].copy().view("S10").ravel(), return_inverse=True)
+    try:
+        days = dates.astype("datetime64[D]").astype(np.int64)
+    except ValueError:
+        return _ts_column(np.array(ts))
+    us = np.zeros(n, dtype=np.int64)
+    for k in range(frac_digits.shape[1]):
+        us += frac_digits[:, k] * 10 ** (5 - k)
+    total = ((days[date_code.ravel()] * 86400 + hh * 3600 + mi * 60 + ss) * 1_000_000 + us)
+    return total / 1e6
