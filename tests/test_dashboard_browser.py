@@ -6,12 +6,9 @@ NCCLSCOPE_SCREENSHOTS=1, else to the test's tmp folder.
 """
 from __future__ import annotations
 
-import base64
-import json
 import os
 import shutil
 import socket
-import subprocess
 import threading
 import time
 import urllib.error
@@ -40,62 +37,37 @@ def _free_port() -> int:
 
 
 class Browser:
-    """Just enough WebDriver: open, find by CSS, text, click, type, screenshot."""
+    """Selenium 4 driving Debian's headless Chromium: open, find by CSS, text, click, type, screenshot."""
 
     def __init__(self, width: int = 1280, height: int = 900):
-        self.port = _free_port()
-        self.proc = subprocess.Popen([CHROMEDRIVER, f"--port={self.port}", "--allowed-ips=127.0.0.1"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        self.base = f"http://127.0.0.1:{self.port}"
-        deadline = time.time() + 20
-        while True:
-            try:
-                if self._req("GET", "/status")["value"].get("ready"):
-                    break
-            except (OSError, ValueError):
-                pass
-            if time.time() > deadline:
-                self.proc.kill()
-                raise RuntimeError("chromedriver did not start")
-            time.sleep(0.1)
-        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
-            "binary": CHROMIUM,
-            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     f"--window-size={width},{height}", "--disable-extensions", "--no-first-run"]}}}}
-        try:
-            self.sid = self._req("POST", "/session", caps)["value"]["sessionId"]
-        except Exception:
-            self._stop_driver()
-            raise
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
 
-    def _req(self, method: str, path: str, body: Any = None, timeout: float = 60) -> dict:
-        data = json.dumps(body).encode() if body is not None else (b"{}" if method == "POST" else None)
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                return json.loads(r.read() or b"{}")
-        except urllib.error.HTTPError as e:
-            return json.loads(e.read() or b"{}") | {"http_status": e.code}
-
-    def _s(self, path: str) -> str:
-        return f"/session/{self.sid}{path}"
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = CHROMIUM
+        for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    f"--window-size={width},{height}", "--disable-extensions", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync"):
+            opts.add_argument(arg)
+        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
 
     def get(self, url: str) -> None:
-        self._req("POST", self._s("/url"), {"url": url})
+        self.driver.get(url)
 
-    def find(self, css: str) -> str | None:
-        r = self._req("POST", self._s("/element"), {"using": "css selector", "value": css})
-        if "http_status" in r:
-            return None
-        return next(iter(r["value"].values()))
+    def find(self, css: str) -> Any | None:
+        from selenium.webdriver.common.by import By
+
+        found = self.driver.find_elements(By.CSS_SELECTOR, css)
+        return found[0] if found else None
 
     def text(self, css: str) -> str:
+        from selenium.common.exceptions import StaleElementReferenceException
+
         el = self.find(css)
-        if el is None:
+        try:
+            return el.text if el is not None else ""
+        except StaleElementReferenceException:
             return ""
-        r = self._req("GET", self._s(f"/element/{el}/text"))
-        return r.get("value") or "" if "http_status" not in r else ""
 
     def wait_text(self, css: str, needle: str, timeout: float = 20) -> str:
         deadline = time.time() + timeout
@@ -107,7 +79,7 @@ class Browser:
             time.sleep(0.1)
         raise AssertionError(f"{css!r} never showed {needle!r}; last text: {last[:300]!r}")
 
-    def wait_for(self, css: str, timeout: float = 20) -> str:
+    def wait_for(self, css: str, timeout: float = 20) -> Any:
         deadline = time.time() + timeout
         while time.time() < deadline:
             el = self.find(css)
@@ -117,36 +89,20 @@ class Browser:
         raise AssertionError(f"{css!r} never appeared")
 
     def click(self, css: str) -> None:
-        el = self.wait_for(css)
-        r = self._req("POST", self._s(f"/element/{el}/click"))
-        assert "http_status" not in r, r
+        self.wait_for(css).click()
 
     def send_keys(self, css: str, text: str) -> None:
-        el = self.wait_for(css)
-        r = self._req("POST", self._s(f"/element/{el}/value"), {"text": text})
-        assert "http_status" not in r, r
+        self.wait_for(css).send_keys(text)
 
     def url(self) -> str:
-        return self._req("GET", self._s("/url"))["value"]
+        return self.driver.current_url
 
     def screenshot(self, path: Path) -> None:
-        png = base64.b64decode(self._req("GET", self._s("/screenshot"))["value"])
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(png)
-
-    def _stop_driver(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        self.driver.save_screenshot(str(path))
 
     def quit(self) -> None:
-        try:
-            self._req("DELETE", self._s(""), timeout=15)
-        finally:
-            self._stop_driver()
+        self.driver.quit()
 
 
 class Server:
