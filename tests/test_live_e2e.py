@@ -145,7 +145,7 @@ def test_desync_is_alerted_at_once(monitored: Callable[..., tuple[Ranks, LiveMon
     _, mon = monitored(3, JOB_DESYNC_RANK="1", JOB_DESYNC_STEP="4", JOB_DESYNC_KIND="size")
     a = wait_for(mon, "desync", 60)
     assert a is not None, mon.snapshot()
-    assert a["culprit_ranks"] == [1] and "numel=7" in a["message"]
+    assert a["culprit_ranks"] == [1] and "numel=7" in a["message"], a["message"]
     assert a["where"]["1"].startswith("train_job.py:")
 
 

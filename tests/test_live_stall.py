@@ -118,7 +118,11 @@ def test_desync_majority_and_tie() -> None:
     assert stall.check_desync(st2, "0", 6) is None  # one rank only so far
     stall.apply(st2, 1, "coll", {"pg": "0", "seq": 6, "op": "broadcast", "numel": 8, "dtype": "float32"})
     d2 = stall.check_desync(st2, "0", 6)
-    assert d2 is not None and d2.culprits == ()
+    assert d2 is not None and d2.culprits == (1,)  # a 1-1 tie: rank 1's broadcast was never called before
+    stall.apply(st2, 0, "coll", {"pg": "0", "seq": 7, "op": "allreduce", "numel": 9, "dtype": "float32"})
+    stall.apply(st2, 1, "coll", {"pg": "0", "seq": 7, "op": "allreduce", "numel": 10, "dtype": "float32"})
+    d3 = stall.check_desync(st2, "0", 7)
+    assert d3 is not None and d3.culprits == ()  # both calls are new: undecided
 
 
 def test_matching_collectives_are_not_a_desync() -> None:

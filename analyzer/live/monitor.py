@@ -34,8 +34,8 @@ from .watcher import DirWatcher
 
 POLL_S = 0.25
 DETAIL_WAIT_S = 5.0  # how long to wait for the ranks' stacks after a dump request
-CRASH_GRACE_S = 2.0
-DESYNC_WAIT_S = 1.0  # a 1-1 tie: wait this long for the other ranks' records before alerting  # gather exit records and tracebacks of one crash into one alert
+CRASH_GRACE_S = 2.0  # gather exit records and tracebacks of one crash into one alert
+DESYNC_WAIT_S = 2.0  # a tie: wait this long for the other ranks' records before alerting
 CONTROL_DIR = "ncclscope-control"
 ALERTS_FILE = "alerts.jsonl"
 SIGNALLED = {-15, -9, 143, 137, -2, 130}  # ranks the launcher took down after another failed

@@ -20,7 +20,8 @@ The rule (documented for users in docs/live.md):
 - A pause where every rank stops with nothing pending (checkpoint, evaluation, data loading on
   all ranks) is never a hang, however long: nobody waits for anybody.
 - Desync: two ranks' ``coll`` records at the same (pg, seq) differ in op, numel or dtype.
-  Culprits: the ranks outside the majority (none named on a tie).
+  Culprits: the ranks outside the majority; on a tie, the ranks whose call (op, numel, dtype)
+  the job never made before at any sequence number; else none.
 - Crash: a rank's ``exit`` record with a non-zero code.
 """
 from __future__ import annotations
@@ -360,6 +361,16 @@ def check_desync(state: JobState, pg: str, seq: int) -> Desync | None:
     if len(best) < 2 or best[0] > best[1]:
         major = max(counts, key=lambda k: counts[k])
         culprits = tuple(sorted(r for r, k in keys.items() if k != major))
+    else:  # a tie: the call this job never made before is the odd one out
+        seen = {k: 0 for k in counts}
+        for other, by_rank in state.colls.get(pg, {}).items():
+            if other != seq:
+                for sig in by_rank.values():
+                    if sig.key() in seen:
+                        seen[sig.key()] += 1
+        novel = [k for k, n in seen.items() if n == 0]
+        if len(novel) == 1 and len(seen) > 1 and all(n > 0 for k, n in seen.items() if k != novel[0]):
+            culprits = tuple(sorted(r for r, k in keys.items() if k == novel[0]))
     return Desync(pg, seq, dict(sorted(keys.items())), culprits)
 
 
