@@ -37,6 +37,20 @@ from .sources.nccl_log import NCCL_DTYPES, NCCL_OPS, NcclCollBatch
 from .sources import records as R
 
 STATE_ORDER = {"scheduled": 0, "started": 1, "completed": 2}
+# PyTorch's C++ scalar-type names (Flight Recorder) -> the torch.dtype names the hook and NCCL rows use
+DTYPE_NAMES = {
+    "float": "float32", "half": "float16", "double": "float64", "long": "int64", "int": "int32",
+    "char": "int8", "byte": "uint8", "short": "int16", "complexfloat": "complex64", "complexdouble": "complex128",
+}
+
+
+def canonical_dtype(name: object) -> str | None:
+    if name is None or name != name:
+        return None
+    n = str(name).lower().removeprefix("torch.")
+    return DTYPE_NAMES.get(n, n)
+
+
 DTYPE_BYTES = {
     "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8, "float64": 8, "long": 8,
     "int64": 8, "int": 4, "int32": 4, "char": 1, "int8": 1, "byte": 1, "uint8": 1, "bool": 1, "short": 2,
@@ -332,7 +346,7 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
             sizes = e.get("input_sizes") or []
             dtypes = e.get("input_dtypes") or []
             count = _numel(sizes)
-            dt = str(dtypes[0]).lower() if dtypes else None
+            dt = canonical_dtype(dtypes[0]) if dtypes else None
             dur = e.get("duration_ms")
             add(rank=rank, pg=(pgname or str(e.get("pg_id"))) + (":p2p" if e.get("is_p2p") else ""), seq=int(seq),
                 op=canonical_op(str(e.get("profiling_name") or "")), count=count, dtype=dt,
@@ -370,7 +384,7 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
             pg = str(d.get("pg", "0"))
             done = hook_done.get((h.rank, pg, seq))
             add(rank=h.rank, pg=pg, seq=seq, op=canonical_op(str(d.get("op", ""))), count=d.get("numel"),
-                dtype=d.get("dtype"), bytes=d.get("bytes"), state="completed" if done else "scheduled",
+                dtype=canonical_dtype(d.get("dtype")), bytes=d.get("bytes"), state="completed" if done else "scheduled",
                 t_created=d.get("t"), t_started=None, t_completed=done[0] if done else None,
                 duration_ms=done[1] if done else None, source="hook", file=h.file, line=h.line, where=d.get("where"))
         elif h.type == "hb":
