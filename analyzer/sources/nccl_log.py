@@ -43,7 +43,8 @@ MAX_LINE = 64 * 1024  # longer lines are cut before matching: no regex sees a me
 
 PREFIX_RE = re.compile(
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:\.\d+)?)\] ?)?"
-    r"(?P<host>[^\s:\[\]<>(),=]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) "
+    # the host starts where a host cannot continue: without this, a long word is retried at every offset
+    r"(?<![^\s:\[\]<>(),=])(?P<host>[^\s:\[\]<>(),=]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) "
     r"(?:\[(?P<dev>\d{1,4})\] )?"
     r"(?:(?P<ms>\d+\.\d+) )?"
     r"(?:(?P<src>[\w./-]{1,200}:\d{1,6})(?: \((?P<func>[^()\s]{1,200})\))? )?"
