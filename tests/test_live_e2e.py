@@ -149,7 +149,7 @@ def test_desync_is_alerted_at_once(monitored: Callable[..., tuple[Ranks, LiveMon
     assert a["where"]["1"].startswith("train_job.py:")
 
 
-@pytest.mark.xdist_group("live-e2e-1")
+@pytest.mark.xdist_group("live-e2e-2")
 def test_crash_is_alerted_with_the_failing_rank(monitored: Callable[..., tuple[Ranks, LiveMonitor]]) -> None:
     _, mon = monitored(2, JOB_CRASH_RANK="1", JOB_CRASH_STEP="4", JOB_CRASH_MODE="raise")
     a = wait_for(mon, "crash", 60)
