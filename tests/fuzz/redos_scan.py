@@ -50,6 +50,19 @@ def sample_lines() -> list[str]:
     return sorted(lines)
 
 
+class BytesAsText:
+    """A bytes pattern driven with text (encoded as UTF-8 with surrogates escaped)."""
+
+    def __init__(self, rx: re.Pattern) -> None:
+        self.rx = rx
+
+    def search(self, s: str):
+        return self.rx.search(s.encode("utf-8", "surrogateescape"))
+
+    def match(self, s: str):
+        return self.rx.match(s.encode("utf-8", "surrogateescape"))
+
+
 def timed(rx: re.Pattern, s: str) -> float:
     t = time.perf_counter()
     rx.search(s)
@@ -59,9 +72,12 @@ def timed(rx: re.Pattern, s: str) -> float:
 
 def confirm(rx: re.Pattern, mk, n: int) -> bool:
     """Timing is noisy on a shared machine: confirm at 4x and 16x the length, best of three."""
-    t4 = min(timed(rx, mk(4 * n)) for _ in range(3))
-    t16 = min(timed(rx, mk(16 * n)) for _ in range(3))
-    return t16 > 10 * t4 and t16 > 0.05
+    t4 = min(timed(rx, mk(4 * n)) for _ in range(5))
+    t16 = min(timed(rx, mk(16 * n)) for _ in range(5))
+    if not (t16 > 8 * t4 and t16 > 0.05):
+        return False
+    t64 = min(timed(rx, mk(64 * n)) for _ in range(2))
+    return t64 > 8 * t16  # quadratic: 16x per 4x, linear: 4x; twice in a row, so load noise does not count
 
 
 def variants(s: str, n: int):
@@ -80,7 +96,8 @@ def variants(s: str, n: int):
 def scan(n: int, per_pattern: int = 3, verbose: bool = False) -> list[tuple[str, str, float, float]]:
     lines = sample_lines()
     bad = []
-    for name, rx in all_patterns():
+    for name, pattern in all_patterns():
+        rx = BytesAsText(pattern) if isinstance(pattern.pattern, bytes) else pattern
         samples = [ln for ln in lines if rx.search(ln)]
         samples = sorted(samples, key=len)[:per_pattern] or ["a:1:1 [0] NCCL INFO x", "[PG 0 Rank 0] x"]
         worst = (0.0, 0.0, "")
