@@ -23,7 +23,18 @@ HINT_ALL_JOINED = (
 )
 
 
+def finished_ok(run: Run) -> bool:
+    """The job ended by itself with success: whatever stalled on the way resumed (a pause, not a hang)."""
+    if run.job.exit_code == 0:
+        return True
+    codes = {e.rank: e.exitcode for e in run.exits if e.evidence and "ncclscope-rank" in e.evidence.file}
+    ranks = run.ranks()
+    return bool(ranks) and all(codes.get(r) == 0 for r in ranks)
+
+
 def detect(run: Run) -> list[Finding]:
+    if finished_ok(run):
+        return []
     stalls = stall_events(run)
     status = pg_status_by_rank(run)
     findings: list[Finding] = []
