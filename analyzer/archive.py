@@ -111,11 +111,11 @@ def _extract(path: Path, dest: Path, max_members: int, max_total: int, max_ratio
                 raise ArchiveError(f"refused archive: compression ratio over {max_ratio} (a bomb?)")
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            src = tf.extractfile(member)
-            if src is None:
+            member_src = tf.extractfile(member)
+            if member_src is None:
                 continue
-            with src, open(target, "wb") as out:
-                shutil.copyfileobj(src, out, 1 << 20)
+            with member_src, open(target, "wb") as out:
+                shutil.copyfileobj(member_src, out, 1 << 20)
     return dest
 
 

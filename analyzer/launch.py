@@ -341,8 +341,8 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
             t.join(timeout=5.0)
         (run_dir / "exit.txt").write_text(f"exit={code}\n")
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if monitor is not None:
             try:
                 monitor.stop()

@@ -80,7 +80,7 @@ def detect(run: Run) -> list[Finding]:
                               "Leave NCCL_BUFFSIZE at its default (4 MiB).", Severity.WARNING))
     versions = run.job.nccl_versions
     if len(set(versions.values())) > 1:
-        by = {}
+        by: dict[str, list[int]] = {}
         for pid, v in versions.items():
             by.setdefault(v, []).append(pid)
         findings.append(Finding("config", Severity.ERROR,

@@ -7,6 +7,8 @@ majority vote names the odd rank(s) out. Coalesced groups are compared by op onl
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
@@ -51,7 +53,7 @@ def detect(run: Run) -> list[Finding]:
     hit = first_mismatch(run.collectives)
     if hit is not None:
         pg, seq, rows = hit
-        sides = []
+        sides: list[dict[str, Any]] = []
         groups = rows.groupby("_key", observed=True)
         for key, g in sorted(groups, key=lambda kv: -len(kv[1])):
             r0 = g.iloc[0]

@@ -35,7 +35,7 @@ def ranks_text(ranks: list[int]) -> str:
     for r in sorted(ranks):
         if start is None:
             start = prev = r
-        elif r == prev + 1:
+        elif prev is not None and r == prev + 1:
             prev = r
         else:
             parts.append(f"{start}-{prev}" if prev != start else str(start))

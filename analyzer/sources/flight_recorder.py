@@ -74,7 +74,8 @@ def fr_from_obj(obj: Any, file: str, fmt: str) -> FrDump:
             if not isinstance(entry[k], list):
                 entry[k] = None
         entries.append(entry)
-    pg_config = obj.get("pg_config") if isinstance(obj.get("pg_config"), dict) else {}
+    raw_pg_config = obj.get("pg_config")
+    pg_config = raw_pg_config if isinstance(raw_pg_config, dict) else {}
     version = obj.get("version")
     lib = obj.get("comm_lib_version") or obj.get("nccl_version")
     return FrDump(file, 0, "", rank_from_name(file.rsplit("/", 1)[-1]), str(version) if version else None,
