@@ -568,7 +568,7 @@ class _quiet:
         self._w.__enter__()
         warnings.simplefilter("ignore", category=RuntimeWarning)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self._w.__exit__(*exc)
 
 

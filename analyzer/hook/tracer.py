@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import Any, NoReturn, cast
 
 from . import records as R
 
@@ -450,7 +450,7 @@ class Tracer:
             if not q:
                 time.sleep(self.write_s)
                 continue
-            batch = []
+            batch: list[Any] = []
             try:
                 while len(batch) < 5000:
                     batch.append(q.popleft())
@@ -616,7 +616,7 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
             if _ARMED:
                 _maybe_start()
             tr = _TRACER
-        if tr is None or getattr(_tls, "depth", 0):
+        if tr is None or cast(int, getattr(_tls, "depth", 0)):
             return fn(*args, **kwargs)
         token = None
         async_op = False
@@ -699,7 +699,7 @@ def _wrap_exit_paths() -> None:
             tr.exc = (etype, value, tb)
         prev_hook(etype, value, tb)
 
-    def exit(status: Any = None) -> None:  # noqa: A001 - mirrors sys.exit
+    def exit(status: Any = None) -> NoReturn:  # noqa: A001 - mirrors sys.exit
         tr = _TRACER
         if tr is not None:
             tr.exit_code = status if isinstance(status, int) else (0 if status is None else 1)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -167,7 +168,7 @@ def generate_run(  # noqa: C901, PLR0913 - one writer, every knob a keyword
     prevs = {c: {r: order[i - 1] for i, r in enumerate(order)} for c, order in rings.items()}
     trees = tree_parents(nranks, gpus_per_host, nchannels)
     node_of = [r // gpus_per_host for r in range(nranks)]
-    pids = []
+    pids: list[int] = []
     for n in range(nnodes):
         base = rng.randrange(20_000, 3_000_000)
         pids.extend(base + i for i in range(len(hosts[n])))
@@ -214,7 +215,7 @@ def generate_run(  # noqa: C901, PLR0913 - one writer, every knob a keyword
         # how many of the planned collectives this rank issues
         n_issue = n_total
         if fault in ("hang", "crash"):
-            n_issue = stuck_seq - 1 if r == fault_rank else stuck_seq  # type: ignore[operator]
+            n_issue = cast(int, stuck_seq) - 1 if r == fault_rank else cast(int, stuck_seq)
         elif fault == "desync":
             n_issue = stuck_seq  # type: ignore[assignment]
         jitter = nprng.integers(0, 2_000, size=n_issue, dtype=np.int64)
@@ -324,8 +325,8 @@ def generate_run(  # noqa: C901, PLR0913 - one writer, every knob a keyword
 
     verdict = {None: "healthy", "hang": "hang", "crash": "crash", "desync": "desync", "straggler": "degraded"}[fault]
     return SynthTruth(dest, nranks, nnodes, nchannels, fault, verdict,
-                      (fault_rank,) if fault is not None else (), stuck_seq, comm_id, total_lines, nccl_lines,
-                      total_bytes, files, steps, per_step, rings)
+                      (cast(int, fault_rank),) if fault is not None else (), stuck_seq, comm_id, total_lines,
+                      nccl_lines, total_bytes, files, steps, per_step, rings)
 
 
 def _ts_strings(us: np.ndarray) -> list[str]:

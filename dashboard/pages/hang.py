@@ -44,7 +44,7 @@ def render(rs: RunStore, key: str | None) -> Any:
                 html.Ul([html.Li([html.B(f"rank {r}: "), html.Pre(str(s)[:4000])]) for r, s in
                          sorted(a.run.stacks.items())[:256]])]
     out += [html.H3("Every rank's last collective per process group"),
-            dash_table.DataTable(
+            dash_table.DataTable(  # type: ignore[attr-defined]
                 id="hang-ranks", data=rows, columns=[{"name": c, "id": c} for c in COLUMNS], page_size=50,
                 sort_action="native", filter_action="native",
                 style_cell={"fontFamily": "monospace", "fontSize": "12px", "textAlign": "left", "padding": "2px 6px"},

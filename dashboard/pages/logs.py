@@ -33,7 +33,7 @@ def layout(file: str | None = None, line: str | None = None, **_: Any) -> html.D
                        className="ctl"),
         ], className="controls"),
         html.Div(id=ids.LOG_INFO, className="muted"),
-        dash_table.DataTable(
+        dash_table.DataTable(  # type: ignore[attr-defined]
             id=ids.LOG_TABLE, page_action="custom", page_current=0, page_size=PAGE_SIZE,
             columns=[{"name": c, "id": c} for c in ("file", "line", "rank", "level", "subsys", "text")],
             style_cell={"fontFamily": "monospace", "fontSize": "12px", "textAlign": "left", "whiteSpace": "pre",
