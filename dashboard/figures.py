@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Sequence
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -568,8 +569,9 @@ class _quiet:
         self._w.__enter__()
         warnings.simplefilter("ignore", category=RuntimeWarning)
 
-    def __exit__(self, *exc: Any) -> None:
-        self._w.__exit__(*exc)
+    def __exit__(self, etype: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._w.__exit__(etype, value, tb)
 
 
 def wait_heatmap_figure(ranks: np.ndarray, steps: np.ndarray, wait: np.ndarray, pg: str | None = None) -> go.Figure:
