@@ -8,8 +8,10 @@ lists the totals). Inputs are derandomised in CI so a failure reproduces; the fu
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -123,6 +125,7 @@ def test_any_bytes_pickle_and_xml(data):
 
 
 _TMP = Path(tempfile.mkdtemp(prefix="ncclscope-prop-"))
+atexit.register(shutil.rmtree, _TMP, True)
 chunk_st = st.one_of(st.binary(max_size=200), st.sampled_from([b"\x00", b"\r\n", b"\n", b"\xff\xfe", b"\x80\x04",
                                                                b"{", b"<system", b"NCCL INFO ", b"\xe2\x82"]),
                      line_st.map(lambda s: s.encode("utf-8", "surrogatepass")))

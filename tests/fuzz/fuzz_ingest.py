@@ -7,7 +7,9 @@ Run: ``python tests/fuzz/fuzz_ingest.py --seconds 60``.
 """
 from __future__ import annotations
 
+import atexit
 import random
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +23,7 @@ REAL = sorted(p for p in CORPUS.glob("*/*") if p.is_file() and p.stat().st_size 
 HEADS = [b"\x80\x04", b"\x80\x02", b"{", b"[", b"<system", b"<graphs", b"<?xml", b"SERVER PROTOCOL", b"# nThread",
          b"NCCL_DEBUG=INFO\n", b"\xef\xbb\xbf", b"\x00" * 8, b"\r\n", b""]
 _TMP = Path(tempfile.mkdtemp(prefix="ncclscope-fuzz-"))
+atexit.register(shutil.rmtree, _TMP, True)
 
 
 def make_file(rng: random.Random) -> tuple[str, bytes]:
