@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analyzer.analysis import analyze_paths  # noqa: E402
-from analyzer.synth import generate_run  # noqa: E402
+from analyzer.analysis import analyze_paths
+from analyzer.synth import generate_run
 
 FAULTS = [None, "hang", "crash", "desync", "straggler"]
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
                 verdict_ok = a.decision.verdict.value == truth.verdict
                 culprit_ok = verdict_ok and tuple(a.decision.culprit_ranks) == tuple(truth.culprit_ranks)
                 rows[(n, str(fault or "healthy"))].append((verdict_ok, culprit_ok, dt))
-                print(f"n={n:5d} {str(fault or 'healthy'):10s} seed={seed} rank={rank} -> {a.decision.verdict.value} "
+                print(f"n={n:5d} {fault or 'healthy'!s:10s} seed={seed} rank={rank} -> {a.decision.verdict.value} "
                       f"{list(a.decision.culprit_ranks)[:4]} (expected {truth.verdict} {list(truth.culprit_ranks)}) "
                       f"{dt:.1f}s", flush=True)
     print()

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from analyzer.cli import main
-from conftest import ROOT
 
 NCCL = (b"vm:7:7 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
         b"vm:7:7 [0] NCCL INFO ncclCommInitRankConfig comm 0x5 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 1000 "
@@ -121,8 +121,8 @@ def test_200_mb_of_junk_is_read_in_bounded_memory_and_time(tmp_path):
     lines = b"\n".join(block[i:i + 4096] for i in range(0, len(block), 4096)) + b"\n"
     big = tmp_path / "junk.log"
     with open(big, "wb") as f:
-        for i in range(200):
-            f.write(lines if i != 100 else b"NCCL INFO " + lines.replace(b"\n", b""))  # and one 1 MB line
+        # and one 1 MB line
+        f.writelines(lines if i != 100 else b"NCCL INFO " + lines.replace(b"\n", b"") for i in range(200))
     assert big.stat().st_size > 200 * 10**6
     p = subprocess.run([sys.executable, "-c", MEASURE, str(big)], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)

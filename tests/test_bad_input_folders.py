@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from analyzer.analysis import analyze_paths
 from analyzer.report import to_json
-from conftest import ROOT
 
 
 def nccl_log(folder: Path, rank: int, world: int, pid: int, comm_id: str = "0xfeed", version: str = "2.28.9",

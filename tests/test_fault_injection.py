@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from fault_matrix import Scenario, run_one  # noqa: E402
+from fault_matrix import Scenario, run_one
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("fault-injection")]
 BASE = {"JOB_BACKEND": "gloo", "JOB_STEPS": "14", "JOB_PG_TIMEOUT": "60", "JOB_STEP_S": "0.05"}

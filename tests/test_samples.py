@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import SAMPLES
 
 from analyzer.analysis import analyze_paths
 from analyzer.report import to_json
-from conftest import SAMPLES
 
 EXPECTED = json.loads((SAMPLES / "EXPECTED.json").read_text())
 

@@ -16,10 +16,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from analyzer import archive
 from analyzer.cli import main
-from conftest import ROOT
 
 LOG = b"vm:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
 

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from analyzer.safe_pickle import UnsafePickleError, loads_plain
 from conftest import ROOT
+
+from analyzer.safe_pickle import loads_plain
 
 
 class Reduce:

@@ -1,13 +1,11 @@
 """Generated runs are valid NCCL logs: the real parsers read them and analyze rebuilds the job."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from analyzer.analysis import analyze_paths
-from analyzer.ingest import ingest
 from analyzer.build import build_run
+from analyzer.ingest import ingest
 from analyzer.sources import records as R
 from analyzer.sources.nccl_log import parse_nccl_line
 from analyzer.synth import generate_run, ring_orders, tree_parents

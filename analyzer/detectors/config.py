@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import Evidence, Finding, Run, Setting, Severity, Verdict
+from ..model import Finding, Run, Setting, Severity, Verdict
 from .catalogue import classify
 
 SETTING_IN_TEXT_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+|TORCH_[A-Z0-9_]+)\b")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import signal as _signal
 
-from ..model import Evidence, ExitRecord, Finding, Run, Severity, Verdict
+from ..model import ExitRecord, Finding, Run, Severity, Verdict
 from .catalogue import classify
 
 

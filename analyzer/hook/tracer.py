@@ -678,9 +678,9 @@ def patch_distributed(dist: ModuleType) -> None:
     fn = getattr(c10d, "init_process_group", None)
     if fn is not None and not getattr(fn, "__ncclscope_wrapped__", False):
         w = _wrap_init(fn)
-        setattr(c10d, "init_process_group", w)
+        c10d.init_process_group = w
         if getattr(dist, "init_process_group", None) is fn:
-            setattr(dist, "init_process_group", w)
+            setattr(dist, "init_process_group", w)  # noqa: B010 - mypy rejects new attributes on a ModuleType
 
 
 def _disable_in_child() -> None:
@@ -699,7 +699,7 @@ def _wrap_exit_paths() -> None:
             tr.exc = (etype, value, tb)
         prev_hook(etype, value, tb)
 
-    def exit(status: Any = None) -> NoReturn:  # noqa: A001 - mirrors sys.exit
+    def exit(status: Any = None) -> NoReturn:  # mirrors sys.exit
         tr = _TRACER
         if tr is not None:
             tr.exit_code = status if isinstance(status, int) else (0 if status is None else 1)

@@ -67,7 +67,7 @@ def _strip(text: str) -> tuple[int | None, str]:
     return None, text
 
 
-def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:  # noqa: C901
+def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
     """Stream c10d, traceback and torchrun records out of (line number, text) pairs."""
     frames: dict[int | None, list[str]] = {}
     pending_last_error: dict[int | None, DistError] = {}

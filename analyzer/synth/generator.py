@@ -123,7 +123,7 @@ def _dump_line(prefix: str, values: tuple[int, ...], nranks: int) -> str:
     return s
 
 
-def generate_run(  # noqa: C901, PLR0913 - one writer, every knob a keyword
+def generate_run(  # one writer, every knob a keyword
     dest: Path | str,
     nranks: int = 64,
     steps: int = 50,

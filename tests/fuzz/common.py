@@ -61,7 +61,7 @@ VERSION_SEEDS = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def seed_lines(kind: str = "all") -> tuple[str, ...]:
     """Real lines: ``nccl`` (NCCL log lines), ``torch`` (the rest of stdout/stderr), ``jsonl``, ``env``,
     ``ras`` (whole RAS text answers), or ``all``."""

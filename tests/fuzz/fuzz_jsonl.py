@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import analyze_parsed, mutate, random_json, run_fuzz, seed_lines  # noqa: E402
+from common import analyze_parsed, mutate, random_json, run_fuzz, seed_lines
 
-from analyzer.ingest import Parsed  # noqa: E402
-from analyzer.sources.hook_jsonl import parse_jsonl  # noqa: E402
+from analyzer.ingest import Parsed
+from analyzer.sources.hook_jsonl import parse_jsonl
 
 HOOK_TYPES = ["start", "coll", "done", "hb", "stack", "fr", "exit", "error", "stall", "desync"]
 

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import analyze_parsed, mutate, run_fuzz, seed_lines  # noqa: E402
+from common import analyze_parsed, mutate, run_fuzz, seed_lines
 
-from analyzer.ingest import Parsed  # noqa: E402
-from analyzer.sources.nccl_log import parse_nccl_line, parse_nccl_lines  # noqa: E402
-from analyzer.sources.records import NcclRec  # noqa: E402
+from analyzer.ingest import Parsed
+from analyzer.sources.nccl_log import parse_nccl_line, parse_nccl_lines
+from analyzer.sources.records import NcclRec
 
 
 def one(rng: random.Random, deep: bool | None = None) -> None:

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import analyze_parsed, mutate, random_json, run_fuzz  # noqa: E402
+from common import analyze_parsed, mutate, random_json, run_fuzz
 
-from analyzer.ingest import Parsed  # noqa: E402
-from analyzer.sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines  # noqa: E402
+from analyzer.ingest import Parsed
+from analyzer.sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 
 SEEDS = [
     "# nccl-tests version 2.19.6 nccl-headers=23007 nccl-library=23007",

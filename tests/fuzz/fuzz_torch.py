@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import analyze_parsed, mutate, run_fuzz, seed_lines  # noqa: E402
+from common import analyze_parsed, mutate, run_fuzz, seed_lines
 
-from analyzer.ingest import Parsed  # noqa: E402
-from analyzer.sources.torch_log import parse_torch_lines  # noqa: E402
+from analyzer.ingest import Parsed
+from analyzer.sources.torch_log import parse_torch_lines
 
 
 def one(rng: random.Random, deep: bool | None = None) -> None:

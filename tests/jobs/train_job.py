@@ -34,7 +34,7 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn as nn
+from torch import nn
 
 
 def env_int(name: str, default: int | None) -> int | None:
