@@ -91,8 +91,9 @@ def test_desync_majority_vote_names_odd_rank(runs):
     for rank in range(4):
         for seq in (1, 2, 3):
             count = 7 if (rank == 2 and seq == 3) else 1024
-            rows.append(dict(rank=rank, pg="0", seq=seq, op="allreduce", count=count, dtype="float", source="fr",
-                             file=f"fr_rank{rank}", line=0, where="train.py:50 in step" if rank == 2 else None))
+            rows.append({"rank": rank, "pg": "0", "seq": seq, "op": "allreduce", "count": count,
+                         "dtype": "float", "source": "fr", "file": f"fr_rank{rank}", "line": 0,
+                         "where": "train.py:50 in step" if rank == 2 else None})
     run.collectives = _table(rows)
     (f,) = desync.detect(run)
     assert f.ranks == (2,) and f.stuck.seq == 3 and f.data["mismatch"] == ["size"]

@@ -38,16 +38,16 @@ def test_bare_version_line_of_old_nccl():
     ("h:1:1 [0] NCCL INFO comm 0x55d0 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId 7000 commId 0xabc - Init START",
      None, "0xabc", None, "START"),
     # 2.23+ (real corpus line)
-    ("vm:1632:1632 [0] NCCL INFO ncclCommInitRankConfig comm 0x3ae73dc0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 "
-     "busId 60 commId 0x9913440b67c3cc19 - Init COMPLETE", "ncclCommInitRankConfig", "0x9913440b67c3cc19", None,
-     "COMPLETE"),
+    (("vm:1632:1632 [0] NCCL INFO ncclCommInitRankConfig comm 0x3ae73dc0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 "
+     "busId 60 commId 0x9913440b67c3cc19 - Init COMPLETE"), "ncclCommInitRankConfig", "0x9913440b67c3cc19",
+     None, "COMPLETE"),
     # split, 2.24+ (real corpus line): no commId, "key 0- Init"
-    ("vm:1632:1632 [0] NCCL INFO ncclCommSplit comm 0x468a3670 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 "
-     "parent 0x3ae73dc0 splitCount 1 color 2130503744 key 0- Init START", "ncclCommSplit", None, "0x3ae73dc0",
-     "START"),
+    (("vm:1632:1632 [0] NCCL INFO ncclCommSplit comm 0x468a3670 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 "
+     "parent 0x3ae73dc0 splitCount 1 color 2130503744 key 0- Init START"), "ncclCommSplit", None,
+     "0x3ae73dc0", "START"),
     # 2.29: [Rank N] prefix and childCount
-    ("h:1:1 [0] NCCL INFO [Rank 5] ncclCommSplit comm 0x1 rank 5 nranks 8 cudaDev 5 nvmlDev 5 busId 9000 "
-     "parent 0x2 childCount 3 color 7 key 5- Init START", "ncclCommSplit", None, "0x2", "START"),
+    (("h:1:1 [0] NCCL INFO [Rank 5] ncclCommSplit comm 0x1 rank 5 nranks 8 cudaDev 5 nvmlDev 5 busId 9000 "
+     "parent 0x2 childCount 3 color 7 key 5- Init START"), "ncclCommSplit", None, "0x2", "START"),
     ("h:1:1 [0] NCCL INFO comm 0x55d0 rank 3 nranks 8 cudaDev 3 busId 7000 - Destroy COMPLETE", None, None, None,
      "Destroy COMPLETE"),
 ])

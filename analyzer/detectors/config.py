@@ -15,8 +15,8 @@ SETTING_IN_TEXT_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+|TORCH_[A-Z0-9_]+)\b")
 WAS_SET_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+) was set\b")
 NOTES: dict[str, tuple[str, str, str]] = {
     # name: (condition value, message, hint)
-    "NCCL_P2P_DISABLE": ("1", "P2P (NVLink / PCIe peer access) is disabled by the environment: intra-node traffic "
-                              "goes through shared memory or the network",
+    "NCCL_P2P_DISABLE": ("1", ("P2P (NVLink / PCIe peer access) is disabled by the environment: intra-node "
+                              "traffic goes through shared memory or the network"),
                          "Unset NCCL_P2P_DISABLE unless P2P is broken on this machine; NVLink is several times faster."),
     "NCCL_SHM_DISABLE": ("1", "shared-memory transport is disabled by the environment",
                          "Unset NCCL_SHM_DISABLE unless SHM is broken (e.g. a tiny /dev/shm in a container)."),

@@ -106,7 +106,7 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
             if kv and summary is not None:
                 summary[kv.group("k")] = kv.group("v").strip()
                 continue
-            if stripped.startswith("=") or stripped.startswith("-"):
+            if stripped.startswith(("=", "-")):
                 yield from flush_summary()
                 if stripped.startswith("="):
                     in_summary = False

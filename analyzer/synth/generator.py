@@ -292,10 +292,10 @@ def generate_run(  # one writer, every knob a keyword
                       f"[nranks={nranks}] stream {stream}\n" for j, (_op, cnt, dt) in enumerate(step_ops)]
         heads_step = [f"{pre}{op}: opCount " for op, _c, _d in step_ops]
         heads = [f"{pre}{op}: opCount " for op, _c, _d in pre_ops] + heads_step * steps
-        tails = [f" sendbuff 0x{bufbase - 0x1000:x} recvbuff 0x{bufbase - 0x800:x} count 1 datatype 4 op 0 root 0 "
-                 f"comm {comm} [nranks={nranks}] stream {stream}\n",
-                 f" sendbuff 0x{bufbase - 0x400000000:x} recvbuff 0x{bufbase - 0x400000000:x} count "
-                 f"{pre_ops[1][1]} datatype 7 op 0 root 0 comm {comm} [nranks={nranks}] stream {stream}\n"]
+        tails = [(f" sendbuff 0x{bufbase - 0x1000:x} recvbuff 0x{bufbase - 0x800:x} count 1 datatype 4 op 0 "
+                 f"root 0 comm {comm} [nranks={nranks}] stream {stream}\n"),
+                 (f" sendbuff 0x{bufbase - 0x400000000:x} recvbuff 0x{bufbase - 0x400000000:x} count "
+                 f"{pre_ops[1][1]} datatype 7 op 0 root 0 comm {comm} [nranks={nranks}] stream {stream}\n")]
         tails += tails_step * steps
         if fault == "desync" and r == fault_rank:
             k = stuck_seq - 1  # type: ignore[operator]
@@ -339,9 +339,9 @@ def _stderr(fault: str | None, culprit: int | None, nranks: int, pids: list[int]
             node_of: list[int], g: int, stuck_seq: int | None, per_step: int, watchdog_status: bool,
             step_ops: list[tuple[str, int, int]]) -> str:
     out = ["*****************************************\n",
-           "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system "
-           "being overloaded, please further tune the variable for optimal performance in your application as "
-           "needed. \n", "*****************************************\n"]
+           ("Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your "
+           "system being overloaded, please further tune the variable for optimal performance in your "
+           "application as needed. \n"), "*****************************************\n"]
     if fault is None or fault == "straggler":
         return "".join(out)
     numel = step_ops[0][1]

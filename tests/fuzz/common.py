@@ -33,30 +33,30 @@ VERSION_SEEDS = [
     "host:12:34 [0] misc/socket.cc:46 (ncclSocketProgress) NCCL WARN Net : Connection closed by remote peer",
     "host:12:34 [0] NCCL INFO comm 0x55d0 rank 0 nranks 8 cudaDev 0 busId 7000 - Init COMPLETE",
     "host:12:34 [0] NCCL INFO comm 0x55d0 rank 1 nranks 8 cudaDev 1 nvmlDev 1 busId 8000 commId 0xabc - Init START",
-    "host:12:34 [0] NCCL INFO ncclCommSplit comm 0x6 rank 0 nranks 2 cudaDev 0 busId 7000 parent 0x5 splitCount 1 "
-    "color 0 key 0- Init START",
-    "host:12:34 [0] NCCL INFO [Rank 0] ncclCommInitRankConfig comm 0x6 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId "
-    "7000 commId 0x99 - Init START",
+    ("host:12:34 [0] NCCL INFO ncclCommSplit comm 0x6 rank 0 nranks 2 cudaDev 0 busId 7000 parent 0x5 "
+    "splitCount 1 color 0 key 0- Init START"),
+    ("host:12:34 [0] NCCL INFO [Rank 0] ncclCommInitRankConfig comm 0x6 rank 0 nranks 2 cudaDev 0 nvmlDev 0 "
+    "busId 7000 commId 0x99 - Init START"),
     "host:12:34 [0] NCCL INFO Ring 00 : 0[7000] -> 1[8000] via P2P/IPC",
     "host:12:34 [0] NCCL INFO Channel 00 : 0[7000] -> 1[8000] via direct shared memory",
     "host:12:34 [0] NCCL INFO Channel 00/1 : 0[0] -> 1[1] [send] via NET/IBext_v8/4/GDRDMA",
     "host:12:34 [0] NCCL INFO Channel 00/08 :    0   5   4   7   6   3   2   1   8  13  12  15  14  11  10   9",
-    "host:12:34 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 2, speed 20.000000/20.000000, type NVL/PIX, "
-    "sameChannels 1",
+    ("host:12:34 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 2, speed 20.000000/20.000000, type NVL/PIX, "
+    "sameChannels 1"),
     "host:12:34 [0] NCCL INFO Trees [0] 14/-1/-1->12->11 [1] 14/4/-1->12->-1",
-    "host:12:34 [0] NCCL INFO AllReduce: opCount 139d sendbuff 0x78d0 recvbuff 0x78d0 count 7382228 datatype 7 op 0 "
-    "root 0 comm 0x78cf [nranks=128] stream 0x78d0",
+    ("host:12:34 [0] NCCL INFO AllReduce: opCount 139d sendbuff 0x78d0 recvbuff 0x78d0 count 7382228 "
+    "datatype 7 op 0 root 0 comm 0x78cf [nranks=128] stream 0x78d0"),
     "host:12:34 [0] NCCL INFO Init timings: rank 0 nranks 2 total 0.50 (kernels 0.1, bootstrap 0.1, allgathers 0.0)",
     "host:12:34 [0] NCCL INFO 1024 Bytes -> Algo 1 proto 2 time 12.5",
     "host:12:34 [0] NCCL INFO NCCL_IB_TIMEOUT set by environment to 22.",
-    "[rank1]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective operation "
-    "timeout: WorkNCCL(SeqNum=126, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 "
-    "milliseconds before timing out.",
-    "[E ProcessGroupNCCL.cpp:474] [Rank 0] Timeout at NCCL work: 126, last enqueued NCCL work: 131, last completed "
-    "NCCL work: 125.",
-    "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+    ("[rank1]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective "
+    "operation timeout: WorkNCCL(SeqNum=126, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+    "ran for 600012 milliseconds before timing out."),
+    ("[E ProcessGroupNCCL.cpp:474] [Rank 0] Timeout at NCCL work: 126, last enqueued NCCL work: 131, last "
+    "completed NCCL work: 125."),
+    ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
     "CollectiveFingerPrint(SequenceNumber=3, OpType=ALLREDUCE), but Rank 1 is running collective: "
-    "CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST).",
+    "CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST)."),
     "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
 ]
 
