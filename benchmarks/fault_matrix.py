@@ -107,7 +107,8 @@ def run_one(sc: Scenario, workdir: Path, timeout: float = 240.0) -> Outcome:
            sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={sc.world}", str(JOB)]
     t0 = time.time()
     try:
-        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+                           check=False)
         code: int | None = p.returncode
     except subprocess.TimeoutExpired:
         return Outcome(sc, None, [], seconds=time.time() - t0, error="timeout")

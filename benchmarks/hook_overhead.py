@@ -42,7 +42,8 @@ def run_once(variant: str, args: argparse.Namespace, work: Path, n: int) -> floa
     else:
         cmd = [sys.executable, "-m", "analyzer", "run", "--quiet", "--run-dir", str(out / "run")]
         cmd += (["--no-hook"] if variant == "nohook" else []) + ["--"] + launch
-    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout)
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout,
+                          check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{variant} run failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
     times = json.loads((out / "result_rank0.json").read_text())["step_times"][args.warmup:]

@@ -188,7 +188,7 @@ def test_real_dumps_still_load(corpus):
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "analyzer", "analyze", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=180)
+                          text=True, timeout=180, check=False)
 
 
 def test_malicious_dump_in_real_run_is_named_and_skipped(corpus, tmp_path):
