@@ -87,7 +87,7 @@ def _extract(path: Path, dest: Path, max_members: int, max_total: int, max_ratio
                         out.write(chunk)
         return dest
     try:
-        tf = tarfile.open(path)
+        tf = tarfile.open(path)  # noqa: SIM115
     except (tarfile.TarError, OSError):
         raise ArchiveError("not a readable archive: neither a zip nor a tar (plain, gz, bz2 or xz) file") from None
     with tf:

@@ -232,7 +232,7 @@ def _start_dashboard(run_dir: Path, note: Note) -> subprocess.Popen[bytes] | Non
     if "live" not in names:
         note("the live dashboard is not available in this version; --dashboard skipped")
         return None
-    log = open(run_dir / ".dashboard.log", "ab")
+    log = open(run_dir / ".dashboard.log", "ab")  # noqa: SIM115
     try:
         proc = subprocess.Popen([sys.executable, "-m", "analyzer", "serve", "--live", str(run_dir)],
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -289,7 +289,7 @@ def _preload_analysis() -> None:
     """Import the analyser while the job runs (pandas & co. take seconds on a cold disk)."""
     try:
         from . import analysis, report  # noqa: F401
-    except Exception:  # noqa: BLE001 - analyse_run reports it later
+    except Exception:  # noqa: BLE001, S110 - analyse_run reports it later
         pass
 
 

@@ -88,7 +88,7 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_jsonable(v) for v in value]
-    if isinstance(value, float) and value != value:  # NaN
+    if isinstance(value, float) and value != value:  # noqa: PLR0124 - NaN
         return None
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         return value.item()

@@ -44,8 +44,8 @@ class Ranks:
         site = prepare_hook_site(run_dir)
         env, _, _ = merge_env({**os.environ, **BASE_ENV, **job_env}, tracing_env(run_dir, False, site))
         env["MASTER_PORT"] = str(free_port())
-        self.out = open(run_dir / "stdout.log", "ab")
-        self.err = open(run_dir / "stderr.log", "ab")
+        self.out = open(run_dir / "stdout.log", "ab")  # noqa: SIM115
+        self.err = open(run_dir / "stderr.log", "ab")  # noqa: SIM115
         self.procs = [subprocess.Popen([sys.executable, str(JOB)], cwd=ROOT, stdout=self.out, stderr=self.err,
                                        start_new_session=True,
                                        env={**env, "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(world)})

@@ -161,7 +161,7 @@ def _wait_where(at: dict[int, dict], waiting: list[int]) -> str:
         if e is None:
             continue
         count = e.get("count")
-        n = f"{int(count)}" if isinstance(count, (int, float)) and count == count else "?"
+        n = f"{int(count)}" if isinstance(count, (int, float)) and count == count else "?"  # noqa: PLR0124
         desc = f"rank {r}: {e.get('op')} of {n} {e.get('dtype') or ''} elements, state {e.get('state')}"
         if isinstance(e.get("where"), str):
             desc += f", called at {e['where']}"

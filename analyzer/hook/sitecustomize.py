@@ -48,7 +48,7 @@ class _DistributedFinder(importlib.abc.MetaPathFinder):
             except Exception as e:  # noqa: BLE001
                 try:
                     sys.stderr.write(f"ncclscope hook: not active ({type(e).__name__}: {e})\n")
-                except Exception:  # noqa: BLE001
+                except Exception:  # noqa: BLE001, S110
                     pass
 
         try:
@@ -66,7 +66,7 @@ def _install() -> None:
             from _ncclscope_hook import tracer
 
             tracer.on_distributed_imported(sys.modules[_TARGET])
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110
             pass
         return
     sys.meta_path.insert(0, _DistributedFinder())
@@ -91,6 +91,6 @@ def _chain() -> None:
 
 try:
     _install()
-except Exception:  # noqa: BLE001
+except Exception:  # noqa: BLE001, S110
     pass
 _chain()

@@ -171,7 +171,7 @@ class Tracer:
             self.errors[where] += 1
             if self.errors[where] <= 5:
                 self.put(R.error(self.rank, where, f"{type(exc).__name__}: {exc}"))
-        except Exception:  # noqa: BLE001 - the last line of defence
+        except Exception:  # noqa: BLE001, S110 - the last line of defence
             pass
 
     def start(self) -> None:
@@ -272,7 +272,7 @@ class Tracer:
                 continue
             try:
                 raw = fn(includeCollectives=False)
-            except Exception:  # noqa: BLE001 - try the next one
+            except Exception:  # noqa: BLE001, S112 - try the next one
                 continue
             self._fr_status_fn = fn
             obj = json.loads(raw)
@@ -406,9 +406,9 @@ class Tracer:
             except TypeError:
                 try:
                     data = fn()
-                except Exception:  # noqa: BLE001
+                except Exception:  # noqa: BLE001, S112
                     continue
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S112
                 continue
             if not data or len(data) < 64:
                 continue
@@ -463,7 +463,7 @@ class Tracer:
                 text = "".join(json.dumps(r, default=str, separators=(",", ":")) + "\n" for r in batch)
                 if f is None and time.monotonic() >= next_open:
                     try:
-                        f = open(self.path, "a", encoding="utf-8")
+                        f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
                     except OSError:
                         next_open = time.monotonic() + 5.0
                 if f is None:
@@ -524,7 +524,7 @@ class Tracer:
         try:
             if self._step_handle is not None:
                 self._step_handle.remove()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110
             pass
         self.queue.append(_SENTINEL)
         self.writer.join(timeout=2.0)
@@ -578,7 +578,7 @@ def _maybe_start() -> None:
 def _note(text: str) -> None:
     try:
         sys.stderr.write(f"ncclscope hook: {text}\n")
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001, S110
         pass
 
 
@@ -587,7 +587,7 @@ def _at_exit() -> None:
     if tr is not None:
         try:
             tr.finish()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110
             pass
 
 
@@ -650,7 +650,7 @@ def _wrap_init(fn: Callable[..., Any]) -> Callable[..., Any]:
         result = fn(*args, **kwargs)
         try:
             _maybe_start()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110
             pass
         return result
 

@@ -236,5 +236,5 @@ class Sinks:
         for s in self.sinks:
             try:
                 s.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S110
                 pass

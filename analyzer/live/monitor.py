@@ -155,7 +155,7 @@ class LiveMonitor:
         self.watcher.stop()
         try:
             self.poll_once()  # what arrived last (exit records)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110
             pass
         self.sinks.close()
 

@@ -90,7 +90,7 @@ class DirWatcher:
             self.error = f"file events unavailable ({e}); rescanning every {self.rescan_s:g} s"
             try:
                 obs.stop()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S110
                 pass
             self._observer = None
             self.started = False
@@ -104,7 +104,7 @@ class DirWatcher:
             try:
                 obs.stop()
                 obs.join(timeout=5)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S110
                 pass
 
     def changed(self, force_scan: bool = False) -> set[str]:

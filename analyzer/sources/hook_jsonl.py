@@ -54,7 +54,7 @@ STR_FIELDS = ("pg", "op", "dtype", "where", "host", "message", "torch", "nccl", 
 
 
 def _finite(v: object, kind: type) -> int | float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):  # noqa: PLR0124
         return None
     if abs(v) >= MAX_INT:
         return None

@@ -228,7 +228,7 @@ def generate_run(  # one writer, every knob a keyword
         it = iter(_ts_strings(init_t) if timestamps else [""] * 400)
 
         def info(msg: str) -> None:
-            lines.append(f"{next(it)}{pre}{msg}\n")
+            lines.append(f"{next(it)}{pre}{msg}\n")  # noqa: B023
 
         info("cudaDriverVersion 12090")
         info(f"Bootstrap: Using ib0:10.{n // 250}.{n % 250}.{10 + local}<0>")
