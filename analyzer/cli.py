@@ -85,4 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # noqa: BLE001 - the last resort: one line, never a traceback
+        click.echo(f"ncclscope: internal error: {type(e).__name__}: {e} (please report it)", err=True)
+        return 3
     return rv if isinstance(rv, int) else 0
