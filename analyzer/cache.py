@@ -228,7 +228,7 @@ def store(paths: list[Path], run: Run, findings: list[model.Finding] | None = No
     if not key:
         return None
     fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)
-              if f.name not in ("collectives", "heartbeats")}
+              if f.name not in ("collectives", "heartbeats", "memo")}
     for d in _candidates(paths):
         tmp = None
         try:

@@ -287,6 +287,8 @@ class Run:
     heartbeats: pd.DataFrame | None = None
     nccl_tests: list[dict[str, Any]] = field(default_factory=list)
     killed_pids: set[int] = field(default_factory=set)  # pids the launcher sent a closing signal
+    # derived tables computed once per analysis and shared by detectors (never persisted)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def ranks(self) -> list[int]:
         if self.job.world_size:

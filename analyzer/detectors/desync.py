@@ -31,20 +31,30 @@ def first_mismatch(df: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
 
 
 def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
+    """Vectorised over integer codes: no per-row strings until a mismatch is found."""
     if not len(d):
         return None
-    d = d[~d["pg"].astype(str).str.endswith(":p2p")]
-    d = d.drop_duplicates(["rank", "pg", "seq"], keep="first")
-    key = d["op"].astype(str) + "|" + d["dtype"].astype(str) + "|" + d["count"].astype(str)
-    coalesced = d["op"].astype(str).eq("coalesced")
-    key = key.where(~coalesced, d["op"].astype(str))
-    d = d.assign(_key=key)
-    nkeys = d.groupby(["pg", "seq"], observed=True)["_key"].transform("nunique")
-    bad = d[nkeys > 1]
-    if not len(bad):
+    pg_text = d["pg"].astype(str)
+    d = d[~pg_text.str.endswith(":p2p")]
+    if not len(d):
         return None
-    first = bad.sort_values(["seq"]).iloc[0]
-    rows = bad[(bad["pg"] == first["pg"]) & (bad["seq"] == first["seq"])]
+    d = d.drop_duplicates(["rank", "pg", "seq"], keep="first")
+    op = d["op"].astype("category").cat.codes.astype("int64")
+    dt = d["dtype"].astype("category").cat.codes.astype("int64")
+    count = d["count"].fillna(-1).astype("int64")
+    coalesced = d["op"].astype(str).eq("coalesced").to_numpy()
+    # one integer per (op, dtype, count); coalesced groups compare by op only
+    sig = pd.Series(pd.factorize(pd.MultiIndex.from_arrays([op, dt.where(~coalesced, -2),
+                                                            count.where(~coalesced, -2)]))[0], index=d.index)
+    nsig = sig.groupby([d["pg"], d["seq"]], observed=True).transform("nunique")
+    bad_mask = (nsig > 1).to_numpy()
+    if not bad_mask.any():
+        return None
+    bad = d[bad_mask]
+    first = bad.loc[bad["seq"].idxmin()]
+    rows = bad[(bad["pg"] == first["pg"]) & (bad["seq"] == first["seq"])].copy()
+    rows["_key"] = (rows["op"].astype(str) + "|" + rows["dtype"].astype(str) + "|" + rows["count"].astype(str)).where(
+        ~rows["op"].astype(str).eq("coalesced"), rows["op"].astype(str))
     return str(first["pg"]), int(first["seq"]), rows
 
 

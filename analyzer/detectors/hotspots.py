@@ -6,7 +6,7 @@ import pandas as pd
 
 from ..model import Finding, Run, Severity
 from .slow_link import busbw_table
-from .straggler import late_arrivals
+from .straggler import run_late_arrivals
 
 SMALL = 64 * 1024
 
@@ -46,7 +46,7 @@ def detect(run: Run) -> list[Finding]:
                 f"{len(small)} of {len(calls)} collectives move under 64 KB: latency-bound small-message traffic",
                 (), "Bucket small tensors together (DDP bucket_cap_mb, torch.distributed coalescing, fewer .item() "
                 "all-reduces of scalars).", (), None, None, {"small": len(small), "total": len(calls)}))
-    la = late_arrivals(df)
+    la = run_late_arrivals(run)
     if len(la):
         worst = la.sort_values("wait_ms", ascending=False).head(3)
         findings.append(Finding(

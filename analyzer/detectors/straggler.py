@@ -69,17 +69,24 @@ def _by_arrival(d: pd.DataFrame) -> pd.DataFrame:
         return _EMPTY.copy()
     g = d.groupby(["pg", "seq"], observed=True)
     t = g["t_created"]
-    ordered = d.sort_values("t_created")
-    second = ordered.groupby(["pg", "seq"], observed=True)["t_created"].nth(-2)
-    second.index = pd.MultiIndex.from_frame(ordered.loc[second.index, ["pg", "seq"]])
+    last_idx = t.idxmax()
+    # the second-latest arrival: the latest once each group's latest row is left out (no full sort)
+    rest = d.drop(index=last_idx.to_numpy())
     agg = pd.DataFrame({"first": t.min(), "last": t.max(), "n": t.count()})
-    agg["second"] = second.groupby(level=[0, 1], observed=True).first()
-    late = d.loc[t.idxmax(), ["pg", "seq", "rank", "op"]].set_index(["pg", "seq"])
+    agg["second"] = rest.groupby(["pg", "seq"], observed=True)["t_created"].max()
+    late = d.loc[last_idx, ["pg", "seq", "rank", "op"]].set_index(["pg", "seq"])
     out = agg.join(late)
     out["wait_ms"] = (out["last"] - out["first"]) * 1000.0
     lead_ms = (out["last"] - out["second"]) * 1000.0
     out = out[(out["wait_ms"] >= MIN_SPREAD_MS) & (lead_ms >= MIN_SPREAD_MS)]
     return out.reset_index().rename(columns={"rank": "late_rank"})[list(_EMPTY.columns)]
+
+
+def run_late_arrivals(run: Run) -> pd.DataFrame:
+    """``late_arrivals`` of the run's table, computed once per analysis (straggler and hotspots share it)."""
+    if "late_arrivals" not in run.memo:
+        run.memo["late_arrivals"] = late_arrivals(run.collectives)
+    return run.memo["late_arrivals"]
 
 
 def binom_tail(k: int, n: int, p: float) -> float:
@@ -90,7 +97,7 @@ def binom_tail(k: int, n: int, p: float) -> float:
 
 
 def detect(run: Run, alpha: float = ALPHA, min_total_wait_ms: float = MIN_TOTAL_WAIT_MS) -> list[Finding]:
-    la = late_arrivals(run.collectives)
+    la = run_late_arrivals(run)
     if not len(la):
         return []
     findings = []
