@@ -103,7 +103,7 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
     settings: dict[str, Setting] = {}
     coll_lines: list[R.NcclColl | NcclCollBatch] = []
     nccl_events: list[tuple[ProcKey, R.Rec]] = []
-    torch_recs: list[R.Rec] = []
+    torch_recs: list[R.TorchRec] = []
     launcher: list[R.LauncherExit] = []
     signals: list[R.LauncherSignal] = []
     frs: list[R.FrDump] = []
@@ -287,8 +287,8 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
         ident.setdefault((key, ptr), f"{key[0]}:{key[1]}:{ptr}")
 
     groups: dict[str, list[_CommLocal]] = defaultdict(list)
-    for k, cl in comms.items():
-        groups[ident[k]].append(cl)
+    for comm_key, cl in comms.items():
+        groups[ident[comm_key]].append(cl)
     communicators: list[Communicator] = []
     for cid, members in groups.items():
         nranks = max(m.nranks for m in members)
@@ -402,17 +402,17 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
     if len(collectives):
         collectives["rank"] = collectives["rank"].fillna(-1).astype("int64")
         collectives["seq"] = collectives["seq"].astype("int64")
-        for c in ("t_created", "t_started", "t_completed", "duration_ms"):
-            collectives[c] = pd.to_numeric(collectives[c], errors="coerce")
+        for col in ("t_created", "t_started", "t_completed", "duration_ms"):
+            collectives[col] = pd.to_numeric(collectives[col], errors="coerce")
         collectives["bytes"] = pd.to_numeric(collectives["bytes"], errors="coerce")
         collectives["count"] = pd.to_numeric(collectives["count"], errors="coerce")
-        for c in ("pg", "op", "state", "source", "dtype", "file"):
-            collectives[c] = collectives[c].astype("category")
+        for col in ("pg", "op", "state", "source", "dtype", "file"):
+            collectives[col] = collectives[col].astype("category")
     for (rank, pg), h in last_hb.items():
-        st = (h.data.get("pgs") or {}).get(pg) if pg else None
-        if isinstance(st, dict):
-            pg_status.append(PgStatus(rank, pg, _opt_int(st.get("enq")), _opt_int(st.get("start")),
-                                      _opt_int(st.get("done")), "hook", h.data.get("t"), ev(h)))
+        hb_st = (h.data.get("pgs") or {}).get(pg) if pg else None
+        if isinstance(hb_st, dict):
+            pg_status.append(PgStatus(rank, pg, _opt_int(hb_st.get("enq")), _opt_int(hb_st.get("start")),
+                                      _opt_int(hb_st.get("done")), "hook", h.data.get("t"), ev(h)))
     # NCCL COLL lines: per (process, communicator) counter as the sequence number
     nccl_table = nccl_coll_table(coll_lines, proc_rank, ident, consume=True)
     if nccl_table is not None:
@@ -476,10 +476,10 @@ def build_run(parsed: Iterable[Parsed]) -> Run:  # noqa: C901 - a single pass ov
         rank = le.rank
         if rank is None and le.pid is not None:
             rank = next((r for (h, pid), r in proc_rank.items() if pid == le.pid), None)
-        k = (rank, le.exitcode, le.root_cause)
-        if k in seen_exit:
+        exit_key = (rank, le.exitcode, le.root_cause)
+        if exit_key in seen_exit:
             continue
-        seen_exit.add(k)
+        seen_exit.add(exit_key)
         sig = None
         if le.traceback and "Signal" in le.traceback:
             sig = le.traceback.split("(", 1)[-1].split(")", 1)[0] if "(" in le.traceback else le.traceback
@@ -536,10 +536,10 @@ def _build_rings(members: list[_CommLocal], nranks: int) -> dict[int, tuple[int,
         if len(succ) == nranks:
             order = [0]
             while len(order) < nranks:
-                n = succ.get(order[-1])
-                if n is None or n in order:
+                nxt_rank = succ.get(order[-1])
+                if nxt_rank is None or nxt_rank in order:
                     break
-                order.append(n)
+                order.append(nxt_rank)
             if len(order) == nranks:
                 rings[ch] = tuple(order)
     for m in members:

@@ -156,7 +156,7 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
     ts = parse_ts(m.group("ts"))
     level = m.group("level")
     msg = text[m.end():].rstrip("\r\n")
-    base = (file, lineno, text, host, pid, tid, ts)
+    base: Base = (file, lineno, text, host, pid, tid, ts)
     if level == "WARN":
         return NcclWarn(*base, m.group("src"), m.group("func"), msg.strip())
     if level != "INFO":
@@ -164,7 +164,10 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
     return _parse_info(msg.strip(), base)
 
 
-def _parse_info(msg: str, base: tuple) -> NcclRec | None:  # noqa: C901 - one dispatch table
+Base = tuple[str, int, str, str, int, int, "float | None"]  # file, line, text, host, pid, tid, ts
+
+
+def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dispatch table
     c0 = msg[:1]
     # Most frequent first: COLL lines and connection lines.
     if "opCount" in msg:
@@ -312,7 +315,7 @@ def _parse_info(msg: str, base: tuple) -> NcclRec | None:  # noqa: C901 - one di
     return None
 
 
-def _timings(msg: str, base: tuple) -> NcclInitTimings | None:
+def _timings(msg: str, base: Base) -> NcclInitTimings | None:
     m = TIMINGS_RE.match(msg)
     if not m:
         return None
@@ -472,7 +475,7 @@ def _scan(block: bytes, first_line: int, file: str, max_line: int) -> tuple[Nccl
     every = len(idx) == n
     if not every:
         pick = idx.tolist()
-        ts, host, pid, count, dt, comm = ([c[i] for i in pick] for c in (ts, host, pid, count, dt, comm))
+        ts, host, pid, count, dt, comm = (tuple(c[i] for i in pick) for c in (ts, host, pid, count, dt, comm))
         op_all = op_all[idx]
         op_names, op_all = _renumber(op_names, op_all, empty)
     hp_names, proc = _small_codes(host if len(set(pid)) == 1 and len(set(host)) == 1 else
