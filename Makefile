@@ -20,6 +20,7 @@ demo: setup
 	$(BIN)/ncclscope analyze $(SAMPLE)
 
 test: setup
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -p no:cacheprovider
 
 test-fast: setup
