@@ -154,7 +154,10 @@ class LiveMonitor:
             t.join(timeout=10)
         self.watcher.stop()
         try:
-            self.poll_once()  # what arrived last (exit records)
+            # what arrived last (exit records, torchrun's summary); the job is over, so no grace
+            # period is left to wait out: a crash seen in the last seconds is alerted now
+            self._once = True
+            self.poll_once()
         except Exception:  # noqa: BLE001, S110
             pass
         self.sinks.close()
