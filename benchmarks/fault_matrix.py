@@ -60,9 +60,12 @@ class Outcome:
         return self.culprits == [s.culprit]
 
 
-def scenarios(n: int, seed: int, worlds: list[int]) -> list[Scenario]:
+ALL_KINDS = ["hang", "desync", "crash", "straggler", "healthy", "pause"]
+
+
+def scenarios(n: int, seed: int, worlds: list[int], kinds: list[str] | None = None) -> list[Scenario]:
     rng = random.Random(seed)
-    kinds = ["hang", "desync", "crash", "straggler", "healthy", "pause"]
+    kinds = kinds or ALL_KINDS
     out = []
     for i in range(n):
         kind = kinds[i % len(kinds)]
@@ -154,11 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--worlds", default="2,3,4,8")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--kinds", default=",".join(ALL_KINDS), help="fault classes to draw from")
     args = ap.parse_args(argv)
     worlds = [int(w) for w in args.worlds.split(",")]
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="ncclscope-matrix-") as tmp:
-        for i, sc in enumerate(scenarios(args.n, args.seed, worlds), 1):
+        for i, sc in enumerate(scenarios(args.n, args.seed, worlds, args.kinds.split(",")), 1):
             o = run_one(sc, Path(tmp))
             outcomes.append(o)
             mark = "ok" if o.verdict_ok and o.culprit_ok else "WRONG"
