@@ -50,7 +50,7 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
         if progress is not None:
             bar.stop()
     if as_json:
-        sys.stdout.write(json.dumps(to_json(result), indent=1, default=str) + "\n")
+        sys.stdout.write(json.dumps(to_json(result), default=str) + "\n")  # no indent: the C encoder
     else:
         render_text(result, Console(highlight=False))
 
