@@ -30,3 +30,22 @@ def test_size_desync_majority_names_the_odd_rank(tmp_path):
     o = run_one(sc, tmp_path)
     assert o.verdict == "desync", o
     assert o.culprits == [2]
+
+
+def test_exit_hang_is_named(tmp_path):
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "analyzer", "run", "--run-dir", str(run_dir), "--quiet", "--", "timeout", "-s",
+           "TERM", "20", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           str(root / "tests" / "jobs" / "exit_hang.py")]
+    p = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120, env=os.environ | {"JOB_BACKEND": "gloo"})
+    assert p.returncode == 124
+    import json
+
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["verdict"] == "hang", report["headline"]
+    hang = next(f for f in report["findings"] if f["kind"] == "hang")
+    assert hang["data"]["class"] == "exit" and hang["ranks"] == [0, 1]

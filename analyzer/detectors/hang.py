@@ -103,7 +103,39 @@ def detect(run: Run) -> list[Finding]:
         findings.extend(_from_nccl_counts(run, stall_ev))
     if not findings:
         findings.extend(_init_hang(run, stalls))
+    if not findings:
+        findings.extend(_exit_hang(run, status))
     return findings
+
+
+KILLED_CODES = {124, 137, 143, -9, -15}  # timeout(1), SIGKILL, SIGTERM: ended from outside
+
+
+def _exit_hang(run: Run, status: dict) -> list[Finding]:
+    """Every collective completed everywhere, yet some ranks never exited and the job was ended from
+    outside: the process hangs on its way out (no destroy_process_group, pending work, threads)."""
+    if run.job.exit_code not in KILLED_CODES:
+        return []
+    hook_ranks = {e.rank for e in run.events if e.evidence.file.startswith("ncclscope-rank")}
+    hook_ranks |= {s.rank for by in status.values() for s in by.values()}
+    if not hook_ranks or not status:
+        return []
+    for by_rank in status.values():
+        for s in by_rank.values():
+            if s.enqueued is not None and (s.completed is None or s.completed < s.enqueued):
+                return []  # work pending: not an exit hang
+    exited = {e.rank for e in run.exits if e.evidence and "ncclscope-rank" in e.evidence.file}
+    stuck = sorted(r for r in run.ranks() if r not in exited)
+    if not stuck:
+        return []
+    where = {r: run.stacks[r] for r in stuck if r in run.stacks}
+    return [Finding(
+        "hang", Severity.CRITICAL,
+        f"every collective completed, but rank{'s' if len(stuck) > 1 else ''} {fmt_ranks(stuck)} never exited and the "
+        f"job was ended from outside (exit code {run.job.exit_code})", tuple(stuck),
+        "The process hangs on its way out: call dist.destroy_process_group() at the end, wait for async work "
+        "(work.wait()), and join or daemonize your own threads (data loaders, loggers).",
+        (), None, Verdict.HANG, {"class": "exit", "where": where})]
 
 
 def _died_first(run: Run, ranks: list[int]) -> tuple[int, int] | None:
