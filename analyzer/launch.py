@@ -339,7 +339,11 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
             note("ended processes the command left behind in its process group")
         for t in tees:
             t.join(timeout=5.0)
-        (run_dir / "exit.txt").write_text(f"exit={code}\n")
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)  # the folder may have been deleted under the job
+            (run_dir / "exit.txt").write_text(f"exit={code}\n")
+        except OSError as e:
+            note(f"could not write {run_dir / 'exit.txt'}: {e.strerror or e}")
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
