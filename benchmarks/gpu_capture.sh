@@ -47,3 +47,15 @@ for part in $PARTS; do
       ;;
   esac
 done
+# Two more, run separately: bash benchmarks/gpu_capture.sh OUTDIR extra
+if [[ " $PARTS " == *" extra "* ]]; then
+  rm -rf samples/gpu_desync samples/gpu_pause
+  env $W JOB_STEPS=60 JOB_DESYNC_RANK=1 JOB_DESYNC_STEP=20 JOB_DESYNC_KIND=size JOB_PG_TIMEOUT=60 timeout 240 \
+    $PY -m analyzer run --run-dir samples/gpu_desync --kill-on-hang -- \
+    $PY -m torch.distributed.run --standalone --nproc_per_node=2 tests/jobs/train_job.py >"$OUT/gpu_desync.out" 2>&1
+  echo "gpu_desync exit=$?"
+  env $W JOB_STEPS=40 JOB_PAUSE_S=15 JOB_PAUSE_STEP=20 timeout 240 $PY -m analyzer run --run-dir samples/gpu_pause -- \
+    $PY -m torch.distributed.run --standalone --nproc_per_node=2 tests/jobs/train_job.py >"$OUT/gpu_pause.out" 2>&1
+  echo "gpu_pause exit=$?"
+  tar czf "$OUT/samples_extra.tgz" samples/gpu_desync samples/gpu_pause
+fi
