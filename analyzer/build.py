@@ -607,7 +607,7 @@ def _frames_where(frames: Any, thread: Any = None) -> str | None:
     for f in frames:
         if isinstance(f, dict):
             fn = str(f.get("filename", ""))
-            if "torch/" in fn or fn.startswith("<"):
+            if "torch/" in fn or fn.startswith("<") or "ncclscope_hook" in fn or "analyzer/hook/" in fn:
                 continue
             return f"{fn.rsplit('/', 1)[-1]}:{f.get('line')} in {f.get('name')}"
     if isinstance(thread, str) and thread.startswith("pt_autograd"):

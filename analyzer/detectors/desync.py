@@ -58,6 +58,23 @@ def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
     return str(first["pg"]), int(first["seq"]), rows
 
 
+def _odd_call_site(df: pd.DataFrame, sides: list[dict[str, Any]]) -> tuple[int, ...]:
+    """No majority (two ranks, or a tie): the side whose call site no rank outside it ever used for a
+    collective, when every other side calls from a line all ranks use, is the odd one out."""
+    if len(sides) != 2 or not all(s["where"] for s in sides):
+        return ()
+    hook = df[(df["source"] == "hook") & df["where"].notna()]
+    if not len(hook):
+        return ()
+    users = hook.groupby("where", observed=True)["rank"].agg(lambda r: frozenset(int(x) for x in r))
+    everyone = frozenset(int(r) for r in hook["rank"].unique())
+    private = [s for s in sides if users.get(s["where"], frozenset()) <= frozenset(s["ranks"])]
+    shared = [s for s in sides if users.get(s["where"], frozenset()) == everyone]
+    if len(private) == 1 and len(shared) == 1 and private[0] is not shared[0]:
+        return tuple(private[0]["ranks"])
+    return ()
+
+
 def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
     hit = first_mismatch(run.collectives)
@@ -87,13 +104,17 @@ def detect(run: Run) -> list[Finding]:
             f"rank{'s' if len(s['ranks']) > 1 else ''} {','.join(map(str, s['ranks']))}: {s['op']}"
             f"({s['count']} x {s['dtype']})" + (f" at {s['where']}" if s["where"] else "") for s in sides)
         culprits = tuple(odd) if n > 2 else ()
+        reason = "majority" if culprits else None
+        if not culprits:
+            culprits = _odd_call_site(run.collectives, sides)
+            reason = "call site" if culprits else None
         ev = [Evidence(str(r.file), int(r.line) if r.line == r.line else 0,
                        f"rank {r.rank} pg {pg} #{seq}: {r.op} count {r.count} dtype {r.dtype}") for r in rows.itertuples()]
         findings.append(Finding(
             "desync", Severity.CRITICAL,
             f"collective #{seq} of process group {pg} differs between ranks ({'/'.join(kinds)}): {desc}",
             culprits, HINT, tuple(ev[:6]), Stuck(pg, seq, sides[0]["op"]), Verdict.DESYNC,
-            {"sides": sides, "mismatch": kinds, "odd_ranks": list(odd)}))
+            {"sides": sides, "mismatch": kinds, "odd_ranks": list(culprits), "culprit_by": reason}))
     for e in run.events:
         if e.kind == "collective_mismatch":
             ranks = e.data.get("ranks") or []
