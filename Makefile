@@ -5,29 +5,37 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE ?= samples/gpu_hang
 
-.PHONY: setup demo test test-fast lint clean
+.PHONY: setup setup-test demo test test-fast lint clean
 
+# analysis, dashboard and CLI: no torch needed
 $(BIN)/ncclscope: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e .
 	touch $(BIN)/ncclscope
 
+# tests: CPU torch (gloo jobs), hypothesis, selenium, mypy
+$(VENV)/.test-deps: $(BIN)/ncclscope
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(VENV)/.test-deps
+
 setup: $(BIN)/ncclscope
+
+setup-test: $(VENV)/.test-deps
 
 demo: setup
 	$(BIN)/ncclscope analyze $(SAMPLE)
 
-test: setup
+test: setup-test
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -p no:cacheprovider
 
-test-fast: setup
+test-fast: setup-test
 	$(BIN)/python -m pytest -q -m "not slow and not browser" -p no:cacheprovider
 
-lint: setup
-	$(BIN)/pip install -q ruff mypy
+lint: setup-test
+	$(BIN)/pip install -q ruff
 	$(BIN)/ruff check analyzer dashboard tests
 	$(BIN)/mypy
 
