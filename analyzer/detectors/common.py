@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
+
 from ..model import Evidence, LogEvent, PgStatus, Run
 
 STALL_EVENTS = ("watchdog_timeout", "watchdog_failure", "dump_signal", "heartbeat_timeout", "hook_stall",
@@ -67,3 +70,31 @@ def fmt_ranks(ranks: list[int] | tuple[int, ...], limit: int = 12) -> str:
     if len(runs) > limit:
         return ", ".join(runs[:limit]) + f", ... ({len(rs)} ranks)"
     return ", ".join(runs)
+
+
+def not_p2p(d: pd.DataFrame) -> pd.DataFrame:
+    """Rows of collective groups (PyTorch's ``<pg>:p2p`` send/recv counters left out), without turning
+    every row's category into a string."""
+    pg = d["pg"]
+    if isinstance(pg.dtype, pd.CategoricalDtype):
+        p2p = [c for c in pg.cat.categories if str(c).endswith(":p2p")]
+        return d[~pg.isin(p2p)] if p2p else d
+    return d[~pg.astype(str).str.endswith(":p2p")]
+
+
+def group_key(d: pd.DataFrame) -> np.ndarray:
+    """One int64 per (pg, seq): a single sortable key instead of a two-column groupby."""
+    pg = d["pg"]
+    codes = (pg.cat.codes if isinstance(pg.dtype, pd.CategoricalDtype) else pd.Series(pd.factorize(pg)[0])).to_numpy(
+        np.int64)
+    seq = d["seq"].to_numpy(np.int64)
+    span = int(seq.max()) + 1 if len(seq) else 1
+    return codes * span + seq
+
+
+def group_bounds(sorted_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) of each run of equal values in a sorted key."""
+    if not len(sorted_key):
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+    return starts, np.r_[starts[1:], len(sorted_key)]

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
+from .common import group_bounds, group_key, not_p2p
 
 HINT = ("Ranks must call the same collectives in the same order with the same sizes and dtypes. Look for "
         "rank-dependent branches (if rank == 0: ...), data-dependent sizes (the last batch, variable-length "
@@ -23,38 +25,42 @@ def first_mismatch(df: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
 
     Flight Recorder and hook rows first (PyTorch's own sequence numbers); without them, NCCL COLL
     lines by their per-communicator call number (send/recv excluded: their counts differ by peer)."""
-    found = _first_mismatch(df[df["source"].isin(["fr", "hook"])])
+    torch_rows = df[df["source"].isin(["fr", "hook"])]
+    found = _first_mismatch(torch_rows.drop_duplicates(["rank", "pg", "seq"], keep="first"))
     if found is None:
-        nccl = df[(df["source"] == "nccl") & ~df["op"].isin(["send", "recv"])]
-        found = _first_mismatch(nccl)
+        # (rank, communicator, call number) is unique by construction for NCCL rows
+        found = _first_mismatch(df[(df["source"] == "nccl") & ~df["op"].isin(["send", "recv"])])
     return found
 
 
 def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
-    """Vectorised over integer codes: no per-row strings until a mismatch is found."""
+    """Integer signatures, one sort by collective, min != max per group: no per-row strings, linear
+    memory, until a mismatch is found."""
+    d = not_p2p(d)
     if not len(d):
         return None
-    pg_text = d["pg"].astype(str)
-    d = d[~pg_text.str.endswith(":p2p")]
-    if not len(d):
+    op = d["op"].astype("category")
+    coalesced = (op == "coalesced").to_numpy()
+    op_code = op.cat.codes.to_numpy(np.int64)
+    dt_code = d["dtype"].astype("category").cat.codes.to_numpy(np.int64) + 1
+    count = d["count"].fillna(-1).to_numpy(np.float64).astype(np.int64) + 1
+    # coalesced groups compare by op only
+    sig = np.where(coalesced, 0, count) * 65536 + np.where(coalesced, 0, dt_code) * 256 + op_code
+    key = group_key(d)
+    order = np.argsort(key, kind="stable")
+    starts, ends = group_bounds(key[order])
+    if not len(starts):
         return None
-    d = d.drop_duplicates(["rank", "pg", "seq"], keep="first")
-    op = d["op"].astype("category").cat.codes.astype("int64")
-    dt = d["dtype"].astype("category").cat.codes.astype("int64")
-    count = d["count"].fillna(-1).astype("int64")
-    coalesced = d["op"].astype(str).eq("coalesced").to_numpy()
-    # one integer per (op, dtype, count); coalesced groups compare by op only
-    sig = pd.Series(pd.factorize(pd.MultiIndex.from_arrays([op, dt.where(~coalesced, -2),
-                                                            count.where(~coalesced, -2)]))[0], index=d.index)
-    nsig = sig.groupby([d["pg"], d["seq"]], observed=True).transform("nunique")
-    bad_mask = (nsig > 1).to_numpy()
-    if not bad_mask.any():
+    s_sorted = sig[order]
+    bad = np.minimum.reduceat(s_sorted, starts) != np.maximum.reduceat(s_sorted, starts)
+    if not bad.any():
         return None
-    bad = d[bad_mask]
-    first = bad.loc[bad["seq"].idxmin()]
-    rows = bad[(bad["pg"] == first["pg"]) & (bad["seq"] == first["seq"])].copy()
+    seqs = d["seq"].to_numpy(np.int64)[order[starts]]
+    g = np.flatnonzero(bad)[np.argmin(seqs[bad])]
+    rows = d.iloc[order[starts[g]:ends[g]]].copy()
     rows["_key"] = (rows["op"].astype(str) + "|" + rows["dtype"].astype(str) + "|" + rows["count"].astype(str)).where(
         ~rows["op"].astype(str).eq("coalesced"), rows["op"].astype(str))
+    first = rows.iloc[0]
     return str(first["pg"]), int(first["seq"]), rows
 
 

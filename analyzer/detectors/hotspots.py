@@ -2,9 +2,11 @@
 storms, and the collectives that cost the most waiting. Informational: never sets the verdict."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..model import Finding, Run, Severity
+from .common import group_key
 from .slow_link import busbw_table
 from .straggler import run_late_arrivals
 
@@ -36,16 +38,18 @@ def detect(run: Run) -> list[Finding]:
                 f"{r.op} of ~2^{int(r.bucket)} B on pg {r.pg}: {r.share:.0%} ({int(r.calls)} calls)"
                 for r in top.itertuples()), (), None, (), None, None,
             {"top": top.to_dict("records")}))
-    calls = df[df["source"].isin(["fr", "hook", "nccl"])].drop_duplicates(["pg", "seq"])
-    calls = calls[calls["bytes"].notna()]
-    if len(calls) >= 1000:
-        small = calls[calls["bytes"] < SMALL]
-        if len(small) / len(calls) > 0.8:
+    rows = df[df["source"].isin(["fr", "hook", "nccl"]) & df["bytes"].notna()]
+    if len(rows) >= 1000:
+        # one row per collective (pg, seq), found through one integer key rather than a frame copy
+        _, first = np.unique(group_key(rows), return_index=True)
+        nbytes = rows["bytes"].to_numpy(np.float64)[first]
+        total, small = len(first), int((nbytes < SMALL).sum())
+        if total >= 1000 and small / total > 0.8:
             findings.append(Finding(
                 "hotspot", Severity.WARNING,
-                f"{len(small)} of {len(calls)} collectives move under 64 KB: latency-bound small-message traffic",
+                f"{small} of {total} collectives move under 64 KB: latency-bound small-message traffic",
                 (), "Bucket small tensors together (DDP bucket_cap_mb, torch.distributed coalescing, fewer .item() "
-                "all-reduces of scalars).", (), None, None, {"small": len(small), "total": len(calls)}))
+                "all-reduces of scalars).", (), None, None, {"small": small, "total": total}))
     la = run_late_arrivals(run)
     if len(la):
         worst = la.sort_values("wait_ms", ascending=False).head(3)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from ..model import Evidence, Finding, Run, Severity, Verdict
+from .common import group_bounds, group_key, not_p2p
 
 MIN_SPREAD_MS = 5.0
 MIN_EVENTS = 5
@@ -24,14 +26,16 @@ MIN_TOTAL_WAIT_MS = 200.0
 def late_arrivals(df: pd.DataFrame) -> pd.DataFrame:
     """One row per collective with a material spread: pg, seq, op, late rank, wait (ms)."""
     d = df[df["source"].isin(["fr", "hook", "completion_hook"])]
-    if not len(d):
-        # only NCCL COLL lines: their timestamps (NCCL_DEBUG_TIMESTAMP_LEVELS) are the enqueue times
+    if len(d):
+        d = d.drop_duplicates(["rank", "pg", "seq"], keep="first")
+    else:
+        # only NCCL COLL lines: their timestamps (NCCL_DEBUG_TIMESTAMP_LEVELS) are the enqueue times;
+        # (rank, communicator, call number) is unique by construction there
         d = df[(df["source"] == "nccl") & df["t_created"].notna() & ~df["op"].isin(["send", "recv"])]
-    d = d[~d["pg"].astype(str).str.endswith(":p2p")]
+    d = not_p2p(d)
     d = d[d["seq"] > 1]  # the first collective of a group pays for connection set-up on every rank
     if not len(d):
         return _EMPTY.copy()
-    d = d.drop_duplicates(["rank", "pg", "seq"], keep="first")
     timed = d[d["duration_ms"].notna()]
     if len(timed) >= 0.5 * len(d):
         return _by_duration(timed)
@@ -57,29 +61,31 @@ def _by_duration(d: pd.DataFrame) -> pd.DataFrame:
 
 
 def _by_arrival(d: pd.DataFrame) -> pd.DataFrame:
-    """Untimed collectives (gloo, the hook's enqueue times): the late rank issued its call last.
+    """Untimed collectives (gloo, the hook's enqueue times, NCCL timestamps): the late rank issued its
+    call last.
 
     Only meaningful where the ranks share a clock and calls block (CPU backends), which is why it is
     used only when no GPU durations exist. The late rank must be alone: its lead over the second-latest
-    rank, which is what everyone else waited at least, must be material too.
+    rank, which is what everyone else waited at least, must be material too. One sort by (collective,
+    time) of integer and float arrays: linear in memory at millions of rows.
     """
-    n = d.groupby(["pg", "seq"], observed=True)["rank"].transform("count")
-    d = d[n >= 2]
     if not len(d):
         return _EMPTY.copy()
-    g = d.groupby(["pg", "seq"], observed=True)
-    t = g["t_created"]
-    last_idx = t.idxmax()
-    # the second-latest arrival: the latest once each group's latest row is left out (no full sort)
-    rest = d.drop(index=last_idx.to_numpy())
-    agg = pd.DataFrame({"first": t.min(), "last": t.max(), "n": t.count()})
-    agg["second"] = rest.groupby(["pg", "seq"], observed=True)["t_created"].max()
-    late = d.loc[last_idx, ["pg", "seq", "rank", "op"]].set_index(["pg", "seq"])
-    out = agg.join(late)
-    out["wait_ms"] = (out["last"] - out["first"]) * 1000.0
-    lead_ms = (out["last"] - out["second"]) * 1000.0
-    out = out[(out["wait_ms"] >= MIN_SPREAD_MS) & (lead_ms >= MIN_SPREAD_MS)]
-    return out.reset_index().rename(columns={"rank": "late_rank"})[list(_EMPTY.columns)]
+    key = group_key(d)
+    t = d["t_created"].to_numpy(np.float64)
+    order = np.lexsort((t, key))
+    starts, ends = group_bounds(key[order])
+    sizes = ends - starts
+    ok = sizes >= 2
+    starts, ends, sizes = starts[ok], ends[ok], sizes[ok]
+    ts = t[order]
+    wait_ms = (ts[ends - 1] - ts[starts]) * 1000.0
+    lead_ms = (ts[ends - 1] - ts[ends - 2]) * 1000.0
+    sel = (wait_ms >= MIN_SPREAD_MS) & (lead_ms >= MIN_SPREAD_MS)
+    pos = order[(ends - 1)[sel]]
+    rows = d.iloc[pos]
+    return pd.DataFrame({"pg": rows["pg"].to_numpy(), "seq": rows["seq"].to_numpy(), "op": rows["op"].to_numpy(),
+                         "late_rank": rows["rank"].to_numpy(), "wait_ms": wait_ms[sel], "n": sizes[sel]})
 
 
 def run_late_arrivals(run: Run) -> pd.DataFrame:
