@@ -29,7 +29,14 @@ def first_mismatch(df: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
     found = _first_mismatch(torch_rows.drop_duplicates(["rank", "pg", "seq"], keep="first"))
     if found is None:
         # (rank, communicator, call number) is unique by construction for NCCL rows
-        found = _first_mismatch(df[(df["source"] == "nccl") & ~df["op"].isin(["send", "recv"])])
+        mask = ((df["source"] == "nccl") & ~df["op"].isin(["send", "recv"])).to_numpy()
+        if mask.any():
+            # the signature's columns only; the whole rows of the mismatched collective are taken after
+            found = _first_mismatch(df.loc[mask, ["rank", "pg", "seq", "op", "count", "dtype"]])
+            if found is not None:
+                pg, seq, rows = found
+                full = df.loc[rows.index]
+                found = pg, seq, full.assign(_key=rows["_key"])
     return found
 
 

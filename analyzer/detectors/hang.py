@@ -224,17 +224,22 @@ def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]
     df = run.collectives
     if not len(df):
         return []
-    nccl = df[df["source"] == "nccl"]
+    is_nccl = (df["source"] == "nccl").to_numpy()
+    if not is_nccl.any():
+        return []
+    nccl = df.loc[is_nccl, ["pg", "rank", "seq"]]  # three columns, not a copy of the table
     out: list[Finding] = []
-    for comm, grp in nccl.groupby("pg", observed=True):
-        counts = grp.groupby("rank")["seq"].max()
+    last_calls = nccl.groupby(["pg", "rank"], observed=True)["seq"].max()
+    for comm, counts in last_calls.groupby(level=0, observed=True):
+        counts = counts.droplevel(0)
         if len(counts) < 2 or counts.nunique() < 2:
             continue
         low = int(counts.min())
         behind = sorted(int(r) for r, n in counts.items() if n == low and r >= 0)
         if not behind:
             continue
-        last = grp[(grp["rank"] == behind[0]) & (grp["seq"] == low)]
+        at = nccl.index[((nccl["pg"] == comm) & (nccl["rank"] == behind[0]) & (nccl["seq"] == low)).to_numpy()]
+        last = df.loc[at, ["file", "line", "op"]]
         ev = [Evidence(str(row.file), int(row.line), f"rank {behind[0]}: last NCCL call #{low} ({row.op})")
               for row in last.itertuples()][:1]
         out.append(Finding(

@@ -31,7 +31,8 @@ def late_arrivals(df: pd.DataFrame) -> pd.DataFrame:
     else:
         # only NCCL COLL lines: their timestamps (NCCL_DEBUG_TIMESTAMP_LEVELS) are the enqueue times;
         # (rank, communicator, call number) is unique by construction there
-        d = df[(df["source"] == "nccl") & df["t_created"].notna() & ~df["op"].isin(["send", "recv"])]
+        mask = ((df["source"] == "nccl") & df["t_created"].notna() & ~df["op"].isin(["send", "recv"])).to_numpy()
+        d = df.loc[mask, ["rank", "pg", "seq", "op", "t_created", "duration_ms"]]
     d = not_p2p(d)
     d = d[d["seq"] > 1]  # the first collective of a group pays for connection set-up on every rank
     if not len(d):
