@@ -710,7 +710,7 @@ def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[Pro
     dt_name_cat = {name: i for i, name in enumerate(dict.fromkeys(dt_names))}
     dt_map = np.array([dt_name_cat[name] for name in dt_names], dtype=np.int32)
     sizes = np.array([x[1] for x in dt_info], dtype=np.int64)[dt_codes]
-    nan = np.full(n, np.nan)
+    nan = np.full(n, np.nan, dtype=np.float32)  # NCCL lines carry no start/completion/duration: 4 bytes a row
     pg = pd.Categorical.from_codes(pair_label[pair_codes], list(labels))
     del pair_codes
     df = pd.DataFrame({
@@ -729,7 +729,7 @@ def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[Pro
         "source": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), ["nccl"]),
         "file": pd.Categorical.from_codes(col["file"], list(files)),
         "line": col["line"],
-        "where": np.full(n, None, dtype=object),
+        "where": pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8), []),  # unknown for NCCL lines
     }, columns=COLLECTIVE_COLUMNS, copy=False)
     return df
 
