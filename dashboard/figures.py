@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analyzer.model import Communicator, Process, Stuck
+from analyzer.perf.bw import busbw_factor
 
 TRANSPORT_COLORS = {
     "P2P/NVLink": "#2ca02c",
@@ -36,13 +37,9 @@ STUCK_COLOR = "#d62728"
 SOURCE_PRIORITY = {"fr": 0, "hook": 1, "completion_hook": 2, "nccl": 3}
 SIZE_EDGES = [1024, 64 * 1024, 1024**2, 16 * 1024**2, 256 * 1024**2]
 SIZE_LABELS = ["< 1 KiB", "1-64 KiB", "64 KiB-1 MiB", "1-16 MiB", "16-256 MiB", ">= 256 MiB"]
-BUSBW_FACTORS = {  # busbw = algbw x factor(n), as nccl-tests defines it
-    "allreduce": lambda n: 2 * (n - 1) / n,
-    "allreducebarrier": lambda n: 2 * (n - 1) / n,
-    "allgather": lambda n: (n - 1) / n,
-    "reducescatter": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
+BUSBW_OPS = {  # collectives with an nccl-tests busbw factor (perf.bw.busbw_factor), by the name to ask it for
+    "allreduce": "all_reduce", "allreducebarrier": "all_reduce", "allgather": "all_gather",
+    "reducescatter": "reduce_scatter", "alltoall": "all_to_all", "broadcast": "broadcast", "reduce": "reduce",
 }
 LABEL_LIMIT = 64  # above this many ranks, nodes carry no text (hover still names them)
 
@@ -476,17 +473,17 @@ def busbw_frame(df: pd.DataFrame, pg_nranks: dict[str, int], pg_transport: dict[
     ms = view["duration_ms"].to_numpy(dtype=float)
     ops = strs(view["op"])
     pgs = strs(view["pg"])
-    ok = np.isfinite(b) & (b > 0) & np.isfinite(ms) & (ms > 0) & np.isin(ops, list(BUSBW_FACTORS))
+    ok = np.isfinite(b) & (b > 0) & np.isfinite(ms) & (ms > 0) & np.isin(ops, list(BUSBW_OPS))
     if not ok.any():
         return pd.DataFrame(columns=["op", "pg", "bytes", "ms", "algbw", "busbw", "transport"])
     out = pd.DataFrame({"op": ops[ok], "pg": pgs[ok], "bytes": b[ok], "ms": ms[ok]})
     n_default = max(pg_nranks.values(), default=2)
     out["n"] = out["pg"].map(pg_nranks).fillna(n_default).clip(lower=1)
     factor = np.ones(len(out))
-    for op, f in BUSBW_FACTORS.items():
+    for op, name in BUSBW_OPS.items():
         m = (out["op"] == op).to_numpy()
         if m.any():
-            factor[m] = [f(n) for n in out["n"].to_numpy()[m]]
+            factor[m] = [busbw_factor(name, int(n)) for n in out["n"].to_numpy()[m]]
     out["algbw"] = out["bytes"] / (out["ms"] / 1e3) / 1e9
     out["busbw"] = out["algbw"] * factor
     out["transport"] = out["pg"].map(pg_transport).fillna("unknown")

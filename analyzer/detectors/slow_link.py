@@ -13,12 +13,18 @@ import math
 import pandas as pd
 
 from ..model import Finding, Run, Severity, Verdict
+from ..perf.bw import busbw_factor
 
-FACTORS = {"allreduce": lambda n: 2 * (n - 1) / n, "allgather": lambda n: (n - 1) / n,
-           "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
-           "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0}
 MIN_BYTES = 1 << 20
 FAR_BELOW = 0.5
+
+
+def _factor(op: str, nranks: int) -> float:
+    """nccl-tests' busbw factor (``perf.bw.busbw_factor``); 1 for collectives it does not define."""
+    try:
+        return busbw_factor(op, nranks)
+    except ValueError:
+        return 1.0
 
 
 def busbw_table(df: pd.DataFrame, world: int) -> pd.DataFrame:
@@ -32,7 +38,7 @@ def busbw_table(df: pd.DataFrame, world: int) -> pd.DataFrame:
     g = g.reset_index()
     n = g["nranks"].clip(lower=2).where(g["nranks"] > 1, world or 2)
     g["algbw"] = g["bytes"] / (g["time_ms"] / 1e3) / 1e9
-    g["busbw"] = [a * FACTORS.get(str(op), lambda _n: 1.0)(int(k)) for a, op, k in zip(g["algbw"], g["op"], n)]
+    g["busbw"] = [a * _factor(str(op), int(k)) for a, op, k in zip(g["algbw"], g["op"], n)]
     g["bucket"] = [int(math.log2(b)) if b > 0 else 0 for b in g["bytes"]]
     return g
 
