@@ -8,6 +8,7 @@ rather than anchors. Lines without ``NCCL `` are rejected by a substring test be
 from __future__ import annotations
 
 import calendar
+import functools
 import gc
 import re
 import time
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .coll_columns import CollColumns, read_coll_columns
 from .records import (
     NcclBacktrace,
     NcclChannels,
@@ -132,8 +134,16 @@ def parse_ts(text: str | None) -> float | None:
             frac = float("0." + f)
         except ValueError:
             frac = 0.0
+    whole = _whole_seconds(base)
+    return None if whole is None else whole + frac
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole_seconds(base: str) -> int | None:
+    """Seconds since the epoch of ``YYYY-MM-DD HH:MM:SS``; cached, since a log's lines share a few
+    thousand seconds and ``strptime`` costs tens of microseconds a call."""
     try:
-        return calendar.timegm(time.strptime(base, "%Y-%m-%d %H:%M:%S")) + frac
+        return calendar.timegm(time.strptime(base, "%Y-%m-%d %H:%M:%S"))
     except ValueError:
         return None
 
@@ -428,10 +438,17 @@ def _ts_column(raw: np.ndarray) -> np.ndarray:
         part = sel[lo:lo + _TS_CHUNK]
         try:
             vals[lo:lo + len(part)] = part.astype("datetime64[us]").astype(np.int64) / 1e6
-        except ValueError:  # "_" between date and time, more than 6 fraction digits, a bad field
-            vals[lo:lo + len(part)] = [parse_ts(x.decode()) or np.nan for x in part.tolist()]
+        except ValueError:  # "_" between date and time, a bad field: each value alone, so that a
+            vals[lo:lo + len(part)] = [_one_ts(x) for x in part.tolist()]  # value never depends on its neighbours
     out[have] = vals
     return out
+
+
+def _one_ts(raw: bytes) -> float:
+    try:
+        return float(np.array([raw]).astype("datetime64[us]").astype(np.int64)[0] / 1e6)
+    except ValueError:
+        return parse_ts(raw.decode("utf-8", "replace")) or np.nan
 
 
 _TS_CHUNK = 64
@@ -440,26 +457,106 @@ _TS_CHUNK = 64
 def scan_coll_block(block: bytes, first_line: int, file: str,
                     max_line: int = MAX_LINE) -> tuple[NcclCollBatch | None, list[tuple[int, str]]]:
     """COLL lines of ``block`` (whole lines; ``first_line`` is the number of its first) as one batch,
-    and the other lines as (line number, text) with the same decoding as a line reader."""
+    and the other lines as (line number, text) with the same decoding as a line reader.
+
+    Lines of the common shape are read by ``coll_columns`` (numpy, no per-line objects); the rest
+    of the block goes through ``COLL_SCAN_RE``. Either way a row is the same.
+    """
     if not block:
         return None, []
     was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived tuples, no cycles: collections would only cost time
     try:
-        return _scan(block, first_line, file, max_line)
+        cols = read_coll_columns(block)
+        if cols is None:
+            return _scan(block, first_line, None, file, max_line)
+        fast = _batch_of_columns(cols, first_line, file)
+        rest_rows = _rest_rows(len(cols.line_starts), cols.rows)
+        if not len(rest_rows):
+            return fast, []
+        rest_block = _lines_of(block, cols.line_starts, rest_rows)
+        slow, others = _scan(rest_block, first_line, rest_rows + first_line, file, max_line)
+        return (fast if slow is None else merge_batches(fast, slow)), others
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _scan(block: bytes, first_line: int, file: str, max_line: int) -> tuple[NcclCollBatch | None,
-                                                                           list[tuple[int, str]]]:
+def scan_coll_block_regex(block: bytes, first_line: int, file: str,
+                          max_line: int = MAX_LINE) -> tuple[NcclCollBatch | None, list[tuple[int, str]]]:
+    """``scan_coll_block`` with the regex alone: the reference the numpy reader is tested against."""
+    if not block:
+        return None, []
+    return _scan(block, first_line, None, file, max_line)
+
+
+def _rest_rows(nlines: int, taken: np.ndarray) -> np.ndarray:
+    mask = np.ones(nlines, dtype=bool)
+    mask[taken] = False
+    return np.flatnonzero(mask)
+
+
+def _lines_of(block: bytes, starts: np.ndarray, rows: np.ndarray) -> bytes:
+    """The given lines of a block, joined (each keeps its newline; the last may have none)."""
+    bounds = np.append(starts, len(block))
+    if len(rows) < 4096:
+        return b"".join(block[s:e] for s, e in zip(bounds[rows].tolist(), bounds[rows + 1].tolist()))
+    keep = np.zeros(len(starts), dtype=bool)
+    keep[rows] = True
+    return np.frombuffer(block, dtype=np.uint8)[np.repeat(keep, np.diff(bounds))].tobytes()
+
+
+def _decode(names: list[bytes]) -> list[str]:
+    return [x.decode("utf-8", "replace") for x in names]
+
+
+def _batch_of_columns(c: CollColumns, first_line: int, file: str) -> NcclCollBatch:
+    procs = [(h, int(q)) for h, q in (x.rsplit(":", 1) for x in _decode(c.proc_names))]
+    n = len(c.rows)
+    if c.ts_bytes is not None:
+        tss = _ts_fast_matrix(c.ts_bytes)
+    elif c.ts_list is not None:
+        tss = _ts_fast(c.ts_list)
+    else:
+        tss = np.full(n, np.nan)
+    p0 = procs[int(c.proc[0])]
+    return NcclCollBatch(file, first_line + int(c.rows[0]), "", p0[0], p0[1], p0[1], None, procs, c.proc,
+                         _decode(c.comm_names), c.comm, _decode(c.op_names), c.op.astype(np.int16), c.count,
+                         c.datatype, tss, (c.rows + first_line).astype(np.int64))
+
+
+def merge_batches(x: NcclCollBatch, y: NcclCollBatch) -> NcclCollBatch:
+    """Rows of two batches of one file as one, in line order, with the name lists united (sorted)."""
+    def unite(a: list, ca: np.ndarray, b: list, cb: np.ndarray) -> tuple[list, np.ndarray]:
+        names = sorted(set(a) | set(b))
+        index = {v: i for i, v in enumerate(names)}
+        ma = np.array([index[v] for v in a], dtype=np.int32)
+        mb = np.array([index[v] for v in b], dtype=np.int32)
+        return names, np.concatenate([ma[ca], mb[cb]])
+
+    procs, proc = unite(x.procs, x.proc, y.procs, y.proc)
+    comms, comm = unite(x.comms, x.comm, y.comms, y.comm)
+    ops, op = unite(x.ops, x.op, y.ops, y.op)
+    lines = np.concatenate([x.lines, y.lines])
+    order = np.argsort(lines, kind="stable")
+    first = x if x.lines[0] <= y.lines[0] else y
+    return NcclCollBatch(x.file, int(lines[order[0]]), "", first.host, first.pid, first.tid, None, procs,
+                         proc[order].astype(np.int32), comms, comm[order].astype(np.int32), ops,
+                         op[order].astype(np.int16), np.concatenate([x.count, y.count])[order],
+                         np.concatenate([x.datatype, y.datatype])[order], np.concatenate([x.tss, y.tss])[order],
+                         lines[order])
+
+
+def _scan(block: bytes, first_line: int, linenos: np.ndarray | None, file: str,
+          max_line: int) -> tuple[NcclCollBatch | None, list[tuple[int, str]]]:
+    """The regex path; line i of the block is number ``linenos[i]``, or ``first_line + i`` without them."""
     rows = COLL_SCAN_RE.findall(b"\n" + block)
     if block.endswith(b"\n"):
         rows.pop()  # the empty "line" after the last newline
     ts, host, pid, op, count, dt, comm, other = zip(*rows)
     del rows
     n = len(op)
+    number = (lambda i: int(linenos[i])) if linenos is not None else (lambda i: first_line + i)
     # columns of a few distinct values are coded with a dict, never turned into numpy strings
     op_names, op_all = _small_codes(op)
     empty = op_names.index(b"") if b"" in op_names else -1
@@ -468,7 +565,7 @@ def _scan(block: bytes, first_line: int, file: str, max_line: int) -> tuple[Nccl
     if empty >= 0:
         for i in np.flatnonzero(~is_coll).tolist():
             raw = other[i][:max_line]
-            others.append((first_line + i, raw.decode("utf-8", "replace").replace("\x00", "") + "\n"))
+            others.append((number(i), raw.decode("utf-8", "replace").replace("\x00", "") + "\n"))
     idx = np.flatnonzero(is_coll)
     if not len(idx):
         return None, others
@@ -484,13 +581,14 @@ def _scan(block: bytes, first_line: int, file: str, max_line: int) -> tuple[Nccl
         hp_names = [host[0] + b":" + pid[0]]
     procs = [(h, int(q)) for h, q in (x.decode("utf-8", "replace").rsplit(":", 1) for x in hp_names)]
     comm_names, comm_code = _small_codes(comm)
+    line_numbers = linenos[idx] if linenos is not None else idx + first_line
     batch = NcclCollBatch(
-        file, first_line + int(idx[0]), "", procs[int(proc[0])][0], procs[int(proc[0])][1], procs[int(proc[0])][1],
+        file, int(line_numbers[0]), "", procs[int(proc[0])][0], procs[int(proc[0])][1], procs[int(proc[0])][1],
         None, procs, proc, [c.decode("utf-8", "replace") for c in comm_names], comm_code,
         [o.decode("utf-8", "replace") for o in op_names], op_all.astype(np.int16),
         np.fromiter(map(int, count), dtype=np.int64, count=len(idx)),
         np.fromiter(map(int, dt), dtype=np.int16, count=len(idx)), _ts_fast(ts),
-        (idx + first_line).astype(np.int64))
+        line_numbers.astype(np.int64))
     return batch, others
 
 
@@ -528,22 +626,33 @@ def _ts_fast(ts: tuple[bytes, ...] | list[bytes]) -> np.ndarray:
     lens = np.fromiter(map(len, ts), dtype=np.int32, count=n)
     if (lens != width).any():
         return _ts_column(np.array(ts))
-    m = np.frombuffer(joined, dtype=np.uint8).reshape(n, width)
+    return _ts_fast_matrix(np.frombuffer(joined, dtype=np.uint8).reshape(n, width))
+
+
+def _ts_fast_matrix(m: np.ndarray) -> np.ndarray:
+    """``_ts_fast`` of timestamps given as a (rows, width) uint8 matrix."""
+    n, width = m.shape
+    if not (19 <= width <= 26 and width != 20):
+        return _ts_column(m.copy().view(f"S{width}").ravel())
     d = m[:, _TS_DIGITS].astype(np.int64) - 48
     frac_digits = m[:, 20:].astype(np.int64) - 48 if width > 19 else np.zeros((n, 0), dtype=np.int64)
     seps_ok = ((m[:, 4] == 45) & (m[:, 7] == 45) & (m[:, 10] == 32) & (m[:, 13] == 58) & (m[:, 16] == 58)).all()
     if width > 19:
         seps_ok = seps_ok and bool((m[:, 19] == 46).all())
+    rows = m.copy().view(f"S{width}").ravel
     if not seps_ok or ((d < 0) | (d > 9)).any() or ((frac_digits < 0) | (frac_digits > 9)).any():
-        return _ts_column(np.array(ts))
+        return _ts_column(rows())
     hh, mi, ss = d[:, 8] * 10 + d[:, 9], d[:, 10] * 10 + d[:, 11], d[:, 12] * 10 + d[:, 13]
     if (hh > 23).any() or (mi > 59).any() or (ss > 59).any():
-        return _ts_column(np.array(ts))
-    dates, date_code = np.unique(m[:, :10].copy().view("S10").ravel(), return_inverse=True)
+        return _ts_column(rows())
+    if (m[:, :10] == m[0, :10]).all():  # one day: the usual case, no sort
+        dates, date_code = m[:1, :10].copy().view("S10").ravel(), np.zeros(n, dtype=np.int64)
+    else:
+        dates, date_code = np.unique(m[:, :10].copy().view("S10").ravel(), return_inverse=True)
     try:
         days = dates.astype("datetime64[D]").astype(np.int64)
     except ValueError:
-        return _ts_column(np.array(ts))
+        return _ts_column(rows())
     us = np.zeros(n, dtype=np.int64)
     for k in range(frac_digits.shape[1]):
         us += frac_digits[:, k] * 10 ** (5 - k)
