@@ -72,6 +72,9 @@ def iter_lines(path: Path, max_line: int = MAX_LINE) -> Iterator[tuple[int, str]
             yield lineno, raw.decode("utf-8", "replace").replace("\x00", "")
 
 
+_NONPRINT = dict.fromkeys([*range(9), *range(14, 32), 0xFFFD])  # str.translate deletes these
+
+
 def sniff(head: bytes, name: str) -> str:
     """Format of a file from its first bytes: pickle, json, jsonl, xml, ras, nccl_tests, env, log, binary."""
     if not head:
@@ -100,8 +103,11 @@ def sniff(head: bytes, name: str) -> str:
     lines = [ln for ln in text.splitlines()[:50] if ln.strip()]
     if lines and all(("=" in ln and ln.split("=", 1)[0].replace("_", "").isalnum()) for ln in lines[:20]):
         return "env"
-    nonprint = sum(1 for c in text[:4096] if ord(c) < 9 or 13 < ord(c) < 32 or c == "\ufffd")
-    if nonprint > 0.1 * min(len(text), 4096) and not any(e in head for e in LOG_EVIDENCE):
+    if any(e in head for e in LOG_EVIDENCE):
+        return "log"
+    sample = text[:4096]
+    nonprint = len(sample) - len(sample.translate(_NONPRINT))
+    if nonprint > 0.1 * min(len(text), 4096):
         return "binary"
     return "log"
 
@@ -141,7 +147,7 @@ def iter_blocks(path: Path, block_bytes: int = BLOCK_BYTES, max_line: int = MAX_
                 block += rest[:max_line] + b"\n"
                 rest, skipping = b"", True
             yield lineno, block
-            lineno += block.count(b"\n")
+            lineno += int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10))
 
 
 def parse_log(path: Path, name: str) -> list[Rec]:
