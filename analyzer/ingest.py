@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +34,9 @@ MAX_FILES = 50_000
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # smaller inputs get no progress calls
 BLOCK_BYTES = 16 * 1024 * 1024  # bulk COLL scan: bytes read and matched at a time
+SMALL_LOG_BYTES = 2 * 1024 * 1024  # logs up to this size are parsed several at a time ...
+GROUP_BYTES = 4 * 1024 * 1024  # ... in groups of about this many bytes (numpy's sweet spot: the L2 cache)
+GROUP_FILES = 256
 SKIP_NAMES = {"report.json", "alerts.jsonl", "cache.parquet", "ncclscope-env.json"}
 # lines that only NCCL or PyTorch print: a head holding one is a log, whatever junk (NUL runs left by a
 # crash, a binary blob, invalid UTF-8) surrounds it
@@ -157,7 +160,6 @@ def parse_log(path: Path, name: str) -> list[Rec]:
     (``scan_coll_block``); the batch is then cut at every other record so that records and
     COLL rows keep the file's order.
     """
-    out: list[Rec] = []
     batches: list[NcclCollBatch] = []
 
     def others() -> Iterator[tuple[int, str]]:
@@ -165,21 +167,74 @@ def parse_log(path: Path, name: str) -> list[Rec]:
             batch, rest = scan_coll_block(block, first, name)
             if batch is not None:
                 batches.append(batch)
-            for lineno, text in rest:
-                if "NCCL " in text:
-                    rec = parse_nccl_line(text, name, lineno)
-                    if rec is not None:
-                        out.append(rec)
-                        continue
-                    if "NCCL INFO" in text or "NCCL WARN" in text:
-                        continue
-                yield lineno, text
+            yield from rest
 
-    for rec in parse_torch_lines(others(), name):
+    return _log_records(others(), batches, name)
+
+
+def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch], name: str) -> list[Rec]:
+    """Records of a log's lines that are not COLL rows, merged in line order with its COLL batches
+    (``batches`` may fill while ``lines`` is consumed)."""
+    out: list[Rec] = []
+
+    def rest() -> Iterator[tuple[int, str]]:
+        for lineno, text in lines:
+            if "NCCL " in text:
+                rec = parse_nccl_line(text, name, lineno)
+                if rec is not None:
+                    out.append(rec)
+                    continue
+                if "NCCL INFO" in text or "NCCL WARN" in text:
+                    continue
+            yield lineno, text
+
+    for rec in parse_torch_lines(rest(), name):
         out.append(rec)
     out.sort(key=lambda r: r.line)
     if batches:
         out = _interleave(out, batches)
+    return out
+
+
+def parse_small_logs(files: list[tuple[Path, str, bytes]]) -> list[Parsed]:
+    """Several small logs (path, name, content) parsed as one block: one numpy pass for all their COLL
+    lines instead of one per file, which is most of the cost when a run is thousands of small files.
+    Each file's records are what ``parse_log`` gives it alone; an empty file, or one with a line
+    longer than ``MAX_LINE`` (``iter_blocks`` cuts those), is parsed alone."""
+    out = [parse_file(path, name) for path, name, data in files if not data]
+    items = [(path, name, data) for path, name, data in files if data]
+    if not items:
+        return out
+    joined = b"".join(data if data.endswith(b"\n") else data + b"\n" for _, _, data in items)
+    nl = np.flatnonzero(np.frombuffer(joined, dtype=np.uint8) == 10)
+    ends = np.cumsum([len(data) + (not data.endswith(b"\n")) for _, _, data in items])  # each file's end in joined
+    last = np.searchsorted(nl, ends - 1)  # index of each file's last newline
+    length = np.diff(nl, prepend=-1) - 1  # every line's length, its newline left out
+    too_long = np.maximum.reduceat(length, np.concatenate([[0], last[:-1] + 1])) > MAX_LINE
+    if too_long.any():
+        out += [parse_file(path, name) for (path, name, _), bad in zip(items, too_long.tolist()) if bad]
+        rest = [item for item, bad in zip(items, too_long.tolist()) if not bad]
+        return out + (parse_small_logs(rest) if rest else [])
+    batch, rest_lines = scan_coll_block(joined, 1, "", newlines=nl)
+    del joined, nl
+    firsts = np.concatenate([[0], last + 1])  # lines before each file
+    rest_numbers = np.array([ln for ln, _ in rest_lines], dtype=np.int64)
+    for i, (_, name, data) in enumerate(items):
+        before = int(firsts[i])
+        lo_line, hi_line = before + 1, int(firsts[i + 1]) + 1
+        mine: list[NcclCollBatch] = []
+        if batch is not None:
+            lo, hi = np.searchsorted(batch.lines, [lo_line, hi_line]).tolist()
+            if hi > lo:
+                mine.append(batch.for_file(lo, hi, name, before))
+        r_lo, r_hi = np.searchsorted(rest_numbers, [lo_line, hi_line]).tolist()
+        lines = [(ln - before, text) for ln, text in rest_lines[r_lo:r_hi]]
+        p = Parsed(name, "log", size=len(data))
+        try:
+            p.records = _log_records(lines, mine, name)
+        except (ValueError, RecursionError) as e:
+            p.records, p.problem = [], f"{name}: {e}"
+        out.append(p)
     return out
 
 
@@ -266,8 +321,43 @@ def _size(p: Path) -> int:
         return 0
 
 
-def _parse_job(args: tuple[str, str]) -> Parsed:
-    return parse_file(Path(args[0]), args[1])
+def _parse_job(group: list[tuple[str, str, int]]) -> list[Parsed]:
+    """Parse a group of files (path, name, size): small logs together, anything else alone."""
+    out: list[Parsed] = []
+    small: list[tuple[Path, str, bytes]] = []
+    for path_s, name, size in group:
+        path = Path(path_s)
+        if 0 < size <= SMALL_LOG_BYTES:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                data = b""
+            if data and len(data) <= SMALL_LOG_BYTES and sniff(data[:65536], name) == "log":
+                small.append((path, name, data))
+                continue
+        out.append(parse_file(path, name))
+    if small:
+        out.extend(parse_small_logs(small))
+    return out
+
+
+def _groups(files: list[tuple[str, str, int]]) -> list[list[tuple[str, str, int]]]:
+    """Biggest first; files up to ``SMALL_LOG_BYTES`` packed into groups of about ``GROUP_BYTES``."""
+    groups: list[list[tuple[str, str, int]]] = []
+    current: list[tuple[str, str, int]] = []
+    filled = 0
+    for f in sorted(files, key=lambda f: -f[2]):
+        if f[2] > SMALL_LOG_BYTES:
+            groups.append([f])
+            continue
+        if current and (filled + f[2] > GROUP_BYTES or len(current) >= GROUP_FILES):
+            groups.append(current)
+            current, filled = [], 0
+        current.append(f)
+        filled += f[2]
+    if current:
+        groups.append(current)
+    return groups
 
 
 def collect_files(paths: list[Path], workdir: Path) -> list[tuple[Path, str]]:
@@ -318,29 +408,27 @@ def ingest(paths: list[Path], progress: Callable[[int, int], None] | None = None
         files = collect_files(paths, Path(tmp))
         if not files:
             raise InputError("no files found in " + ", ".join(str(p) for p in paths))
-        sizes = {str(p): _size(p) for p, _ in files}
-        total = sum(sizes.values())
-        jobs = [(str(p), name) for p, name in files]
+        sized = [(str(p), name, _size(p)) for p, name in files]
+        total = sum(f[2] for f in sized)
+        groups = _groups(sized)
         results: list[Parsed] = []
-        nworkers = workers if workers is not None else min(len(jobs), os.cpu_count() or 1)
+        nworkers = workers if workers is not None else min(len(groups), os.cpu_count() or 1)
         report = progress if progress is not None and total >= PROGRESS_MIN_BYTES else None
         done = 0
-        if nworkers > 1 and total >= PARALLEL_MIN_BYTES and len(jobs) > 1:
-            # biggest first, so the long files start early
-            jobs.sort(key=lambda j: -sizes[j[0]])
+        if nworkers > 1 and total >= PARALLEL_MIN_BYTES and len(groups) > 1:
             with ProcessPoolExecutor(max_workers=nworkers) as ex:
-                for job, res in zip(jobs, ex.map(_parse_job, jobs, chunksize=1)):
-                    results.append(res)
-                    done += sizes[job[0]]
+                for group, res in zip(groups, ex.map(_parse_job, groups, chunksize=1)):
+                    results.extend(res)
+                    done += sum(f[2] for f in group)
                     if report:
                         report(done, total)
-            results.sort(key=lambda r: r.file)
         else:
-            for job in jobs:
-                results.append(_parse_job(job))
-                done += sizes[job[0]]
+            for group in groups:
+                results.extend(_parse_job(group))
+                done += sum(f[2] for f in group)
                 if report:
                     report(done, total)
+        results.sort(key=lambda r: r.file)
     if not any(r.records for r in results):
         reasons = "; ".join(r.problem for r in results if r.problem) or "no NCCL, PyTorch or Flight Recorder content"
         raise InputError(f"nothing readable in the input: {reasons}")

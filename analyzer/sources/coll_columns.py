@@ -154,9 +154,9 @@ class _Groups:
 def _group(buf: _Buf, pos: np.ndarray, length: np.ndarray) -> _Groups:
     """Rows grouped by the bytes of ``pos[r] .. pos[r] + length[r]``.
 
-    A few distinct values (the usual case) are peeled off one at a time by comparing words with
-    the first row not yet placed; past ``FEW`` of them the rest are grouped by a hash of their
-    words and checked against their group's first row.
+    Neighbouring lines mostly repeat these parts, so rows are first cut into runs of equal values
+    (an exact compare with the row before); the runs' first rows are then grouped by a hash of
+    their words, and a run whose first row differs from its group's (a collision) is not taken.
     """
     n = len(pos)
     width = int(min(length.max(), SPAN_MAX))
@@ -167,31 +167,28 @@ def _group(buf: _Buf, pos: np.ndarray, length: np.ndarray) -> _Groups:
     for j in range(words):
         mask = _LOW[min(width - 8 * j, 8)] if uniform else _LOW[np.clip(length - 8 * j, 0, 8)]
         w[j] = buf.u64[p + 8 * j] & mask
-    code = np.full(n, -1, dtype=np.int64)
-    firsts: list[int] = []
-    left = np.arange(n)
-    for g in range(FEW):
-        r = int(left[0])
-        eq = length[left] == length[r]
-        for j in range(words):
-            eq &= w[j, left] == w[j, r]
-        code[left[eq]] = g
-        firsts.append(r)
-        left = left[~eq]
-        if not len(left):
-            return _Groups(np.array(firsts, dtype=np.int64), code, np.ones(n, dtype=bool))
-    h = length[left].astype(np.uint64) * U(0x9E3779B97F4A7C15)
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(length[1:], length[:-1], out=change[1:])
     for j in range(words):
-        h = (h ^ w[j, left]) * U(0x100000001B3) + U(j + 1)
+        change[1:] |= w[j, 1:] != w[j, :-1]
+    heads = np.flatnonzero(change)  # first row of each run
+    run = np.cumsum(change) - 1  # run of each row
+    if len(heads) == 1:
+        return _Groups(np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+    hw = w[:, heads]
+    hl = length[heads]
+    h = hl.astype(np.uint64) * U(0x9E3779B97F4A7C15)
+    for j in range(words):
+        h = (h ^ hw[j]) * U(0x100000001B3) + U(j + 1)
         h ^= h >> U(29)
     _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-    code[left] = inv.ravel() + FEW
-    rep = np.concatenate([np.array(firsts, dtype=np.int64), left[first]])[code]
-    same = (length == length[rep]) & (w == w[:, rep]).all(axis=0)
-    return _Groups(np.concatenate([np.array(firsts, dtype=np.int64), left[first]]), code, same)
+    inv = inv.ravel()
+    rep = first[inv]  # per run: the run (index into heads) that stands for its group
+    same_run = (hl == hl[rep]) & (hw == hw[:, rep]).all(axis=0)
+    return _Groups(heads[first], inv[run], same_run[run])
 
 
-FEW = 8
 _LOW = np.array([(1 << (8 * n)) - 1 if n < 8 else 0xFFFFFFFFFFFFFFFF for n in range(9)], dtype=np.uint64)
 
 
@@ -216,17 +213,18 @@ def _sorted_codes(values: list[bytes | None], code: np.ndarray) -> tuple[list[by
 class _Rows:
     """The candidate rows and their token geometry; ``keep`` drops rows from every array at once."""
 
-    def __init__(self, a: np.ndarray) -> None:
-        nl = np.flatnonzero(a == NL)
+    def __init__(self, a: np.ndarray, newlines: np.ndarray | None = None) -> None:
+        nl = np.flatnonzero(a == NL) if newlines is None else newlines
         ends = nl if a[-1] == NL else np.append(nl, len(a))
         starts = np.empty(len(ends), dtype=np.int64)
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
         self.line_starts = starts
         self.line_ends = ends
-        self.sp = np.flatnonzero(a == SPACE)
-        first = np.searchsorted(self.sp, starts)
-        nsp = np.searchsorted(self.sp, ends) - first
+        sp = np.flatnonzero(a == SPACE)
+        self.sp = np.append(sp, len(a))  # a sentinel: token indices past the last space stay in bounds
+        first = np.searchsorted(sp, starts)
+        nsp = np.diff(first, append=len(sp))  # no space sits on a newline: a line's spaces end where the next's begin
         self.rows = np.flatnonzero(nsp >= 20)  # the shortest COLL line has 20 spaces
         self.starts, self.ends, self.first, self.nsp = starts[self.rows], ends[self.rows], first[self.rows], nsp[self.rows]
 
@@ -235,20 +233,21 @@ class _Rows:
             x[ok] for x in (self.rows, self.starts, self.ends, self.first, self.nsp))
 
     def start(self, i: np.ndarray | int) -> np.ndarray:
-        """Offset of token i (>= 1) of each row."""
-        return self.sp[np.minimum(self.first + i - 1, len(self.sp) - 1)] + 1
+        """Offset of token i (1 <= i <= nsp) of each row."""
+        return self.sp[self.first + (i - 1)] + 1
 
     def end(self, i: np.ndarray | int) -> np.ndarray:
-        """Offset just past token i of each row (its space, or the end of the line)."""
-        return np.where(i < self.nsp, self.sp[np.minimum(self.first + i, len(self.sp) - 1)], self.ends)
+        """Offset just past token i (i <= nsp) of each row: its space, or the end of the line."""
+        return np.where(i < self.nsp, self.sp[self.first + i], self.ends)
 
 
-def read_coll_columns(block: bytes) -> CollColumns | None:
-    """The COLL lines of ``block`` that match the common shape exactly, as columns; None for none."""
+def read_coll_columns(block: bytes, newlines: np.ndarray | None = None) -> CollColumns | None:
+    """The COLL lines of ``block`` that match the common shape exactly, as columns; None for none.
+    ``newlines``: the offsets of the block's newlines, when the caller has them already."""
     if not block:
         return None
     a = np.frombuffer(block, dtype=np.uint8)
-    r = _Rows(a)
+    r = _Rows(a, newlines)
     if not len(r.rows):
         return None
     if np.count_nonzero(a < 14) > len(r.line_starts) - (a[-1] != NL):  # \t \v \f \r (\S in the buffers) or
@@ -360,7 +359,7 @@ TS_TEMPLATE = _template(b"[DDDD-DD-DD DD:DD:DD")
 def _ts_ok(buf: _Buf, r: _Rows) -> np.ndarray:
     """``[YYYY-MM-DD HH:MM:SS(.d{1,9})?] `` at the line start (the regex's ``[ T_]`` is a space here)."""
     s = r.starts
-    date_end = r.sp[np.minimum(r.first, len(r.sp) - 1)]  # the line's first space
+    date_end = r.sp[r.first]  # the line's first space
     time_end = r.end(1)
     ts_len = time_end - s - 2
     ok = (date_end - s == 11) & ((ts_len == 19) | ((ts_len >= 21) & (ts_len <= 29)))

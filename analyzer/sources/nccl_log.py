@@ -413,6 +413,20 @@ class NcclCollBatch(NcclRec):
                              self.op[lo:hi].copy(), self.count[lo:hi].copy(), self.datatype[lo:hi].copy(),
                              self.tss[lo:hi].copy(), self.lines[lo:hi].copy())
 
+    def for_file(self, lo: int, hi: int, file: str, line_offset: int) -> "NcclCollBatch":
+        """Rows lo..hi, from a scan of several files joined, as a batch of ``file``: its line numbers
+        less ``line_offset`` and only the names its rows use."""
+        proc_used, proc = np.unique(self.proc[lo:hi], return_inverse=True)
+        comm_used, comm = np.unique(self.comm[lo:hi], return_inverse=True)
+        op_used, op = np.unique(self.op[lo:hi], return_inverse=True)
+        procs = [self.procs[i] for i in proc_used.tolist()]
+        p = procs[int(proc[0])]
+        lines = self.lines[lo:hi] - line_offset
+        return NcclCollBatch(file, int(lines[0]), "", p[0], p[1], p[1], None, procs, proc.astype(np.int32).ravel(),
+                             [self.comms[i] for i in comm_used.tolist()], comm.astype(np.int32).ravel(),
+                             [self.ops[i] for i in op_used.tolist()], op.astype(np.int16).ravel(),
+                             self.count[lo:hi].copy(), self.datatype[lo:hi].copy(), self.tss[lo:hi].copy(), lines)
+
 
 def _codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
     """Small-cardinality bytes column -> (distinct values decoded, int32 codes)."""
@@ -454,8 +468,8 @@ def _one_ts(raw: bytes) -> float:
 _TS_CHUNK = 64
 
 
-def scan_coll_block(block: bytes, first_line: int, file: str,
-                    max_line: int = MAX_LINE) -> tuple[NcclCollBatch | None, list[tuple[int, str]]]:
+def scan_coll_block(block: bytes, first_line: int, file: str, max_line: int = MAX_LINE,
+                    newlines: np.ndarray | None = None) -> tuple[NcclCollBatch | None, list[tuple[int, str]]]:
     """COLL lines of ``block`` (whole lines; ``first_line`` is the number of its first) as one batch,
     and the other lines as (line number, text) with the same decoding as a line reader.
 
@@ -467,7 +481,7 @@ def scan_coll_block(block: bytes, first_line: int, file: str,
     was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived tuples, no cycles: collections would only cost time
     try:
-        cols = read_coll_columns(block)
+        cols = read_coll_columns(block, newlines)
         if cols is None:
             return _scan(block, first_line, None, file, max_line)
         fast = _batch_of_columns(cols, first_line, file)

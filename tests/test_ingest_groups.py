@@ -1,0 +1,64 @@
+"""Small logs parsed together give each file exactly the records it gets parsed alone."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from analyzer.ingest import GROUP_BYTES, SMALL_LOG_BYTES, _groups, _parse_job, parse_file
+from analyzer.sources.nccl_log import NcclCollBatch
+from analyzer.synth import generate_run
+
+
+def flat(records) -> list:
+    """Records with COLL batches spread into rows (batch boundaries are not part of the result)."""
+    out = []
+    for r in records:
+        if isinstance(r, NcclCollBatch):
+            assert r.file
+            out += [("row", r.file, r.procs[p], r.comms[c], r.ops[o], int(n), int(d),
+                     None if math.isnan(t) else float(t), int(ln))
+                    for p, c, o, n, d, t, ln in zip(r.proc, r.comm, r.op, r.count, r.datatype, r.tss, r.lines)]
+        else:
+            out.append(repr(r))
+    return out
+
+
+def both_ways(folder: Path) -> None:
+    files = [(str(p), p.name, p.stat().st_size) for p in sorted(folder.iterdir()) if p.is_file()]
+    together = {r.file: r for g in _groups(files) for r in _parse_job(g)}
+    assert set(together) == {name for _, name, _ in files}
+    for path, name, _ in files:
+        alone = parse_file(Path(path), name)
+        got = together[name]
+        assert (got.fmt, got.problem, got.size) == (alone.fmt, alone.problem, alone.size), name
+        assert flat(got.records) == flat(alone.records), name
+
+
+def test_generated_rank_logs(tmp_path):
+    generate_run(tmp_path / "run", nranks=24, steps=30, fault="crash", seed=5)
+    both_ways(tmp_path / "run")
+
+
+def test_odd_files_in_a_group(tmp_path, corpus):
+    d = tmp_path / "odd"
+    d.mkdir()
+    coll = ("h1:7:7 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x1 recvbuff 0x2 count {i} datatype 7 op 0 "
+            "root 0 comm 0xabc [nranks=2] stream 0x3\n")
+    (d / "a.log").write_text("".join(coll.format(i=i) for i in range(500)))
+    (d / "b.log").write_text("".join(coll.format(i=i) for i in range(300)).rstrip("\n"))  # no last newline
+    (d / "c.log").write_text(coll.format(i=1) + "x" * 70_000 + "\n" + coll.format(i=2))  # a line cut at 64 KB
+    (d / "d.log").write_text("")
+    (d / "e.log").write_text("[rank0]: Traceback (most recent call last):\n" + coll.format(i=9))
+    (d / "f.json").write_text('{"entries": []}')
+    (d / "g.bin").write_bytes(bytes(range(256)) * 10)
+    src = next(p for p in sorted(corpus.rglob("*.log")) if p.stat().st_size < SMALL_LOG_BYTES)
+    (d / "h.log").write_bytes(src.read_bytes())
+    both_ways(d)
+
+
+def test_groups_pack_small_files_and_keep_big_ones_alone():
+    files = [(f"f{i}", f"f{i}", 600_000) for i in range(20)] + [("big", "big", SMALL_LOG_BYTES + 1)]
+    groups = _groups(files)
+    assert groups[0] == [("big", "big", SMALL_LOG_BYTES + 1)]
+    assert sum(len(g) for g in groups) == 21
+    assert all(sum(f[2] for f in g) <= GROUP_BYTES for g in groups[1:])
