@@ -535,11 +535,13 @@ def _build_rings(members: list[_CommLocal], nranks: int) -> dict[int, tuple[int,
     for ch, succ in nxt.items():
         if len(succ) == nranks:
             order = [0]
+            seen = {0}
             while len(order) < nranks:
                 nxt_rank = succ.get(order[-1])
-                if nxt_rank is None or nxt_rank in order:
+                if nxt_rank is None or nxt_rank in seen:
                     break
                 order.append(nxt_rank)
+                seen.add(nxt_rank)
             if len(order) == nranks:
                 rings[ch] = tuple(order)
     for m in members:
@@ -635,6 +637,23 @@ def _batch_current(b: NcclCollBatch, comms: dict, current: dict, first_seen: dic
             current[proc] = cl
 
 
+def _cumcount(codes: np.ndarray, ngroups: int) -> np.ndarray:
+    """1, 2, 3, ... within each code, in row order. Each process's rows of a communicator are
+    nearly always one contiguous run (one file per process): then it is arange minus the run's
+    start, O(n); otherwise pandas' groupby."""
+    n = len(codes)
+    if not n:
+        return np.zeros(0, dtype=np.int64)
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=change[1:])
+    heads = np.flatnonzero(change)
+    if len(heads) == ngroups:  # every group is one run
+        run = np.cumsum(change) - 1
+        return np.arange(1, n + 1, dtype=np.int64) - heads[run]
+    return pd.Series(codes).groupby(codes, sort=False).cumcount().to_numpy() + 1
+
+
 def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[ProcKey, int],
                     ident: dict[tuple[ProcKey, str], str], consume: bool = False) -> pd.DataFrame | None:
     """COLL lines (single records and column batches, in file order) -> collectives rows, vectorised.
@@ -693,7 +712,7 @@ def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[Pro
     key = col["proc"].astype(np.int64) * len(comm_list) + col["comm"]
     pair_codes, pair_uniq = pd.factorize(key, sort=False)
     del key
-    seq = pd.Series(pair_codes).groupby(pair_codes, sort=False).cumcount().to_numpy() + 1
+    seq = _cumcount(pair_codes, len(pair_uniq))
     # pg label per (process, comm) pair; many pairs share a label (one communicator, many ranks)
     labels: dict[str, int] = {}
     pair_label = np.array([code(labels, "nccl:" + ident.get((proc_list[int(k) // len(comm_list)],
