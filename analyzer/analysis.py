@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .build import build_run
@@ -17,6 +17,14 @@ class Analysis:
     run: Run
     findings: list[Finding]
     decision: Decision
+    # with analyze_paths(defer_store=True): writes the cache entry; call it once the report is out
+    pending_store: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    def finish(self) -> None:
+        """Write what was deferred (the cache entry), once."""
+        store, self.pending_store = self.pending_store, None
+        if store is not None:
+            store()
 
 
 def analyze_run(run: Run) -> Analysis:
@@ -27,9 +35,10 @@ def analyze_run(run: Run) -> Analysis:
 
 
 def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None = None,
-                  cache: bool = True) -> Analysis:
+                  cache: bool = True, defer_store: bool = False) -> Analysis:
     """``cache``: reuse the parsed run stored by an earlier call on the same, unchanged files, and its
-    findings and decision while the detectors' code is unchanged (cache.py)."""
+    findings and decision while the detectors' code is unchanged (cache.py). ``defer_store``: leave
+    writing a new entry to ``Analysis.finish()``, so that a caller can show the verdict first."""
     if not cache:
         return analyze_run(build_run(ingest(paths, progress=progress)))
     from . import cache as run_cache
@@ -43,5 +52,11 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
         return res
     run = build_run(ingest(paths, progress=progress))
     res = analyze_run(run)
-    run_cache.store(paths, run, res.findings, res.decision)
+
+    def store() -> None:
+        run_cache.store(paths, run, res.findings, res.decision)
+
+    res.pending_store = store
+    if not defer_store:
+        res.finish()
     return res

@@ -6,7 +6,8 @@ folder is read-only, or the input is files or archives rather than one folder):
 - ``key.json``: the format version and (path, size, mtime) of every input file. Any change, a file
   added or removed, or another ncclscope cache format invalidates the entry.
 - ``collectives.parquet``, ``heartbeats.parquet``: the tables.
-- ``run.json``: everything else in ``Run`` (job, communicators, events, ...), as tagged JSON.
+- ``run.json``: everything else in ``Run`` (job, communicators, ...), as tagged JSON, except
+  ``events.json``: the log events, read on first use (a re-open with current findings needs none).
 - ``analysis.json``: the findings and the decision, with a hash of the detectors' code; when the
   detectors changed, they run again on the cached run. A re-open that finds them current reads no
   table at all: ``Run.collectives`` is then read from Parquet only when something asks for it.
@@ -33,7 +34,7 @@ from . import model
 from .ingest import MAX_FILES, SKIP_DIRS, SKIP_NAMES
 from .model import Run
 
-FORMAT = 2
+FORMAT = 3
 CACHE_DIRNAME = ".ncclscope-cache"
 _CLASSES: dict[str, type] = {
     name: obj for name, obj in vars(model).items() if isinstance(obj, type) and dataclasses.is_dataclass(obj)
@@ -154,12 +155,30 @@ class Entry:
 
 
 class _CachedRun(Run):
-    """A Run whose collectives table stays in Parquet until something reads ``collectives``."""
+    """A Run whose collectives table stays in Parquet, and its events in JSON, until something reads them."""
 
-    def __init__(self, table: Path, **parts: Any) -> None:
+    def __init__(self, table: Path, events: Path, **parts: Any) -> None:
         self._table: Path | None = table
         self._df: pd.DataFrame | None = None
-        super().__init__(collectives=None, **parts)  # type: ignore[arg-type]
+        self._events_file: Path | None = events
+        self._events: list[model.LogEvent] | None = None
+        super().__init__(collectives=None, events=None, **parts)  # type: ignore[arg-type]
+
+    @property  # type: ignore[override]
+    def events(self) -> list[model.LogEvent]:
+        if self._events is None and self._events_file is not None:
+            path, self._events_file = self._events_file, None
+            try:
+                self._events = _read_events(path)
+            except (OSError, ValueError, TypeError, KeyError) as e:  # damaged since it was opened
+                self._events = []
+                self.problems.append(f"{path}: cached events unreadable ({e}); analyse with --no-cache")
+        return self._events  # type: ignore[return-value]
+
+    @events.setter
+    def events(self, ev: list[model.LogEvent] | None) -> None:
+        if ev is not None:
+            self._events, self._events_file = ev, None
 
     @property  # type: ignore[override]
     def collectives(self) -> pd.DataFrame:
@@ -171,6 +190,13 @@ class _CachedRun(Run):
     def collectives(self, df: pd.DataFrame | None) -> None:
         if df is not None:
             self._df, self._table = df, None
+
+
+def _read_events(path: Path) -> list[model.LogEvent]:
+    events = json.loads(path.read_text(), object_hook=_decode)
+    if not isinstance(events, list):
+        raise ValueError(f"{path}: not a list of events")
+    return events
 
 
 def _read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
@@ -205,9 +231,12 @@ def open_entry(paths: list[Path], want_analysis: bool = False) -> Entry | None:
             import pyarrow.parquet as pq
 
             pq.read_metadata(d / "collectives.parquet")  # a damaged or missing table is a miss now, not later
-            run: Run = _CachedRun(d / "collectives.parquet", heartbeats=heartbeats, **parts)
+            if not (d / "events.json").is_file():
+                return None
+            run: Run = _CachedRun(d / "collectives.parquet", d / "events.json", heartbeats=heartbeats, **parts)
         else:
-            run = Run(collectives=_read_table(d / "collectives.parquet"), heartbeats=heartbeats, **parts)
+            run = Run(collectives=_read_table(d / "collectives.parquet"), events=_read_events(d / "events.json"),
+                      heartbeats=heartbeats, **parts)
         return Entry(d, run, findings, decision)
     except (OSError, ValueError, TypeError, KeyError, ImportError):
         return None
@@ -228,16 +257,18 @@ def store(paths: list[Path], run: Run, findings: list[model.Finding] | None = No
     if not key:
         return None
     fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)
-              if f.name not in ("collectives", "heartbeats", "memo")}
+              if f.name not in ("collectives", "heartbeats", "memo", "events")}
     for d in _candidates(paths):
         tmp = None
         try:
             d.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=d.parent))
-            run.collectives.to_parquet(tmp / "collectives.parquet", index=False)
+            # zstd: a third of snappy's size at 4,096 ranks, and faster to read back on this data
+            run.collectives.to_parquet(tmp / "collectives.parquet", index=False, compression="zstd")
             if run.heartbeats is not None:
-                run.heartbeats.to_parquet(tmp / "heartbeats.parquet", index=False)
+                run.heartbeats.to_parquet(tmp / "heartbeats.parquet", index=False, compression="zstd")
             (tmp / "run.json").write_text(json.dumps(_encode(fields), allow_nan=True))
+            (tmp / "events.json").write_text(json.dumps(_encode(list(run.events)), allow_nan=True))
             if findings is not None:
                 _write_analysis(tmp, findings, decision)
             (tmp / "key.json").write_text(json.dumps({"format": FORMAT, "code": code_digest(), "files": key}))

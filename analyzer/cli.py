@@ -45,7 +45,7 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
         def progress(i: int, n: int) -> None:
             bar.update(task, completed=i, total=n)
     try:
-        result = analyze_paths(list(paths), progress=progress, cache=not no_cache)
+        result = analyze_paths(list(paths), progress=progress, cache=not no_cache, defer_store=True)
     finally:
         if progress is not None:
             bar.stop()
@@ -53,6 +53,8 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
         sys.stdout.write(json.dumps(to_json(result), default=str) + "\n")  # no indent: the C encoder
     else:
         render_text(result, Console(highlight=False))
+    sys.stdout.flush()  # the verdict is out before the cache entry is written
+    result.finish()
 
 
 def _add_subcommands() -> None:
