@@ -4,12 +4,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .build import build_run
-from .detectors import run_detectors
-from .ingest import ingest
 from .model import Finding, Run
-from .verdict import Decision, decide
+
+if TYPE_CHECKING:
+    from .verdict import Decision
+
+# build, ingest and the detectors (numpy, pandas) are imported where they are used: a re-open of a
+# cached analysis needs none of them
 
 
 @dataclass
@@ -28,6 +31,9 @@ class Analysis:
 
 
 def analyze_run(run: Run) -> Analysis:
+    from .detectors import run_detectors
+    from .verdict import decide
+
     findings = run_detectors(run)
     order = {"critical": 0, "error": 1, "warning": 2, "info": 3}
     findings.sort(key=lambda f: order[f.severity.value])
@@ -39,13 +45,17 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
     """``cache``: reuse the parsed run stored by an earlier call on the same, unchanged files, and its
     findings and decision while the detectors' code is unchanged (cache.py). ``defer_store``: leave
     writing a new entry to ``Analysis.finish()``, so that a caller can show the verdict first."""
+    if cache:
+        from . import cache as run_cache
+
+        entry = run_cache.open_entry(paths, want_analysis=True)
+        if entry is not None and entry.findings is not None:
+            return Analysis(entry.run, entry.findings, entry.decision)
+    from .build import build_run
+    from .ingest import ingest
+
     if not cache:
         return analyze_run(build_run(ingest(paths, progress=progress)))
-    from . import cache as run_cache
-
-    entry = run_cache.open_entry(paths, want_analysis=True)
-    if entry is not None and entry.findings is not None:
-        return Analysis(entry.run, entry.findings, entry.decision)
     if entry is not None:
         res = analyze_run(entry.run)
         run_cache.store_analysis(entry.folder, res.findings, res.decision)

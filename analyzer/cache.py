@@ -26,13 +26,14 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from . import model
-from .ingest import MAX_FILES, SKIP_DIRS, SKIP_NAMES
+from .input_names import MAX_FILES, SKIP_DIRS, SKIP_NAMES
 from .model import Run
+
+if TYPE_CHECKING:  # a re-open that finds current findings reads no table: no pandas, no pyarrow
+    import pandas as pd
 
 FORMAT = 3
 CACHE_DIRNAME = ".ncclscope-cache"
@@ -157,12 +158,25 @@ class Entry:
 class _CachedRun(Run):
     """A Run whose collectives table stays in Parquet, and its events in JSON, until something reads them."""
 
-    def __init__(self, table: Path, events: Path, **parts: Any) -> None:
+    def __init__(self, table: Path, events: Path, heartbeats: Path | None, **parts: Any) -> None:
         self._table: Path | None = table
         self._df: pd.DataFrame | None = None
         self._events_file: Path | None = events
         self._events: list[model.LogEvent] | None = None
+        self._hb_file: Path | None = heartbeats
+        self._hb: pd.DataFrame | None = None
         super().__init__(collectives=None, events=None, **parts)  # type: ignore[arg-type]
+
+    @property  # type: ignore[override]
+    def heartbeats(self) -> pd.DataFrame | None:
+        if self._hb is None and self._hb_file is not None:
+            self._hb, self._hb_file = _read_table(self._hb_file), None
+        return self._hb
+
+    @heartbeats.setter
+    def heartbeats(self, df: pd.DataFrame | None) -> None:
+        if df is not None:
+            self._hb, self._hb_file = df, None
 
     @property  # type: ignore[override]
     def events(self) -> list[model.LogEvent]:
@@ -190,6 +204,54 @@ class _CachedRun(Run):
     def collectives(self, df: pd.DataFrame | None) -> None:
         if df is not None:
             self._df, self._table = df, None
+
+    def timeline_summary(self) -> list[tuple[str, int, int]]:
+        """From two columns of the Parquet table with pyarrow alone, while the table is not loaded
+        (the text report's last line should not cost pandas and the whole table)."""
+        if self._df is None and self._table is not None:
+            try:
+                import numpy as np
+                import pyarrow.parquet as pq
+
+                t = pq.ParquetFile(self._table).read(columns=["source", "rank"])
+                src = t["source"].combine_chunks()  # dictionary-encoded, as written
+                ranks = _ints(t["rank"].combine_chunks())
+                codes = _ints(src.indices)
+                out = []  # numpy on the codes: pyarrow's scalars and group_by would import pandas
+                for i, name in enumerate(src.dictionary.to_pylist()):
+                    mine = ranks[codes == i]
+                    if len(mine):
+                        distinct = int(np.count_nonzero(np.bincount(mine - mine.min()))) if len(mine) else 0
+                        out.append((str(name), len(mine), distinct))
+                return sorted(out)
+            except Exception:  # noqa: BLE001 - pyarrow's own errors: the whole read says what is wrong
+                pass
+        return super().timeline_summary()
+
+
+def _ints(arr: Any) -> Any:
+    """A pyarrow integer array without nulls as a numpy view of its buffer (``to_numpy`` imports pandas)."""
+    import numpy as np
+
+    if arr.null_count or not str(arr.type).startswith(("int", "uint")):
+        raise TypeError(f"not a plain integer column: {arr.type}")
+    width = arr.type.bit_width // 8
+    kind = "u" if str(arr.type).startswith("uint") else "i"
+    return np.frombuffer(arr.buffers()[1], dtype=f"<{kind}{width}", count=len(arr), offset=arr.offset * width)
+
+
+def _parquet_whole(path: Path) -> bool:
+    """Starts and ends with Parquet's magic, and the footer length fits: a cut or emptied file is not
+    whole (checked without pyarrow, which a re-open with current findings never imports)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(4)
+            f.seek(-8, os.SEEK_END)
+            tail = f.read(8)
+    except OSError:
+        return False
+    return head == b"PAR1" and tail[4:] == b"PAR1" and 12 + int.from_bytes(tail[:4], "little") <= size
 
 
 def _read_events(path: Path) -> list[model.LogEvent]:
@@ -221,22 +283,22 @@ def open_entry(paths: list[Path], want_analysis: bool = False) -> Entry | None:
         if stored.get("format") != FORMAT or stored.get("code") != code_digest() or stored.get("files") != key:
             return None
         parts = json.loads((d / "run.json").read_text(), object_hook=_decode)
-        heartbeats = _read_table(d / "heartbeats.parquet") if (d / "heartbeats.parquet").exists() else None
+        hb_file = d / "heartbeats.parquet" if (d / "heartbeats.parquet").exists() else None
         findings = decision = None
         if want_analysis and (d / "analysis.json").exists():
             found = json.loads((d / "analysis.json").read_text(), object_hook=_decode)
             if found.get("code") == analysis_digest():
                 findings, decision = found["findings"], found["decision"]
         if findings is not None:
-            import pyarrow.parquet as pq
-
-            pq.read_metadata(d / "collectives.parquet")  # a damaged or missing table is a miss now, not later
+            # a missing or cut table is a miss now, not later: its Parquet footer must be whole
+            if not all(_parquet_whole(f) for f in (d / "collectives.parquet", hb_file) if f is not None):
+                return None
             if not (d / "events.json").is_file():
                 return None
-            run: Run = _CachedRun(d / "collectives.parquet", d / "events.json", heartbeats=heartbeats, **parts)
+            run: Run = _CachedRun(d / "collectives.parquet", d / "events.json", hb_file, **parts)
         else:
             run = Run(collectives=_read_table(d / "collectives.parquet"), events=_read_events(d / "events.json"),
-                      heartbeats=heartbeats, **parts)
+                      heartbeats=_read_table(hb_file) if hb_file else None, **parts)
         return Entry(d, run, findings, decision)
     except (OSError, ValueError, TypeError, KeyError, ImportError):
         return None

@@ -68,7 +68,7 @@ _add_subcommands()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .ingest import InputError
+    from .input_names import InputError
 
     try:
         rv = cli.main(args=list(argv) if argv is not None else None, prog_name="ncclscope", standalone_mode=False)

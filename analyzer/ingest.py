@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import archive
+from .input_names import MAX_FILES, SKIP_DIRS, SKIP_NAMES, InputError
 from .safe_pickle import UnsafePickleError
 from .sources.env_file import parse_env_lines
 from .sources.flight_recorder import parse_fr_json, parse_fr_pickle
@@ -30,22 +31,15 @@ from .sources.torch_log import parse_torch_lines
 
 MAX_LINE = 64 * 1024
 MAX_STRUCTURED_BYTES = 256 * 1024 * 1024  # JSON / pickle / XML are loaded whole: bounded
-MAX_FILES = 50_000
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # smaller inputs get no progress calls
 BLOCK_BYTES = 16 * 1024 * 1024  # bulk COLL scan: bytes read and matched at a time
 SMALL_LOG_BYTES = 2 * 1024 * 1024  # logs up to this size are parsed several at a time ...
 GROUP_BYTES = 4 * 1024 * 1024  # ... in groups of about this many bytes (numpy's sweet spot: the L2 cache)
 GROUP_FILES = 256
-SKIP_NAMES = {"report.json", "alerts.jsonl", "cache.parquet", "ncclscope-env.json"}
 # lines that only NCCL or PyTorch print: a head holding one is a log, whatever junk (NUL runs left by a
 # crash, a binary blob, invalid UTF-8) surrounds it
 LOG_EVIDENCE = (b"NCCL INFO", b"NCCL WARN", b"ProcessGroupNCCL", b"torch.distributed", b"Traceback (most recent")
-SKIP_DIRS = {"__pycache__", "ncclscope-control"}
-
-
-class InputError(Exception):
-    """The input holds nothing ncclscope can read; the message says why, in one line."""
 
 
 @dataclass

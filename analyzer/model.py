@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a table is made: a cached re-open needs none
+    import pandas as pd
 
 
 class Severity(str, enum.Enum):
@@ -241,6 +242,8 @@ COLLECTIVE_COLUMNS = [
 
 
 def empty_collectives() -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame({c: pd.Series(dtype="object") for c in COLLECTIVE_COLUMNS})
 
 
@@ -289,6 +292,14 @@ class Run:
     killed_pids: set[int] = field(default_factory=set)  # pids the launcher sent a closing signal
     # derived tables computed once per analysis and shared by detectors (never persisted)
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def timeline_summary(self) -> list[tuple[str, int, int]]:
+        """(source, rows, ranks) of the collectives table, by source name."""
+        df = self.collectives
+        if not len(df):
+            return []
+        summ = df.groupby("source", observed=True, sort=False).agg(rows=("seq", "size"), ranks=("rank", "nunique"))
+        return sorted((str(src), int(r.rows), int(r.ranks)) for src, r in summ.iterrows())
 
     def ranks(self) -> list[int]:
         if self.job.world_size:

@@ -85,11 +85,10 @@ def render_text(a: Analysis, console: Any, max_evidence: int = 4) -> None:
                       + (f" (+{len(rings) - 2})" if len(rings) > 2 else ""),
                       f"{len(c.init_complete)}/{c.nranks} complete")
         console.print(t)
-    df = run.collectives
-    if len(df):
-        summ = df.groupby("source", observed=True).agg(rows=("seq", "size"), ranks=("rank", "nunique"))
+    timeline = run.timeline_summary()
+    if timeline:
         console.print("[bold]Timeline:[/] " + ", ".join(
-            f"{int(r.rows)} {src} records over {int(r.ranks)} ranks" for src, r in summ.iterrows()))
+            f"{rows} {src} records over {ranks} ranks" for src, rows, ranks in timeline))
     if run.problems:
         console.print()
         for p in run.problems:

@@ -79,3 +79,40 @@ def test_findings_cached_and_table_read_on_demand(tmp_path, monkeypatch):
     assert cache.open_entry([run], want_analysis=True).findings is None
     assert _json(analyze_paths([run])) == _json(first)
     assert cache.open_entry([run], want_analysis=True).findings is not None
+
+
+def test_lazy_events_timeline_and_cut_tables(tmp_path):
+    run = tmp_path / "run"
+    generate_run(run, nranks=8, steps=3, fault="crash", fault_rank=3, seed=15)
+    first = analyze_paths([run])
+    entry = cache.open_entry([run], want_analysis=True)
+    assert entry.run._events is None  # not read for a re-open with current findings
+    assert entry.run.timeline_summary() == first.run.timeline_summary() != []
+    assert entry.run._df is None  # the summary read two columns, not the table
+    assert [e.text for e in entry.run.events] == [e.text for e in first.run.events]
+    # events damaged after the entry was opened: no events and a plain problem, never an exception
+    entry = cache.open_entry([run], want_analysis=True)
+    (run / ".ncclscope-cache" / "events.json").write_text("{cut")
+    assert entry.run.events == [] and "cached events unreadable" in entry.run.problems[-1]
+    # a Parquet table cut short is a miss at open time
+    shutil.rmtree(run / ".ncclscope-cache")
+    analyze_paths([run])
+    table = run / ".ncclscope-cache" / "collectives.parquet"
+    table.write_bytes(table.read_bytes()[:-100])
+    assert cache.open_entry([run], want_analysis=True) is None
+
+
+def test_cached_json_reopen_imports_no_pandas(tmp_path):
+    """The re-open a script or CI job does (analyze --json on an unchanged folder) stays light."""
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    generate_run(run, nranks=8, steps=3, fault="hang", fault_rank=2, seed=16)
+    analyze_paths([run])
+    code = ("import sys, io, contextlib\nfrom analyzer.cli import main\nout = io.StringIO()\n"
+            f"with contextlib.redirect_stdout(out): rc = main(['analyze', {str(run)!r}, '--json', '--no-progress'])\n"
+            "print(rc, sorted(m for m in ('pandas', 'pyarrow', 'numpy') if m in sys.modules), out.getvalue()[:40])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert p.stdout.startswith("0 [] {\"verdict\": \"hang\""), p.stdout + p.stderr
