@@ -64,6 +64,7 @@ class CollColumns:
     datatype: np.ndarray  # int16
     ts_bytes: np.ndarray | None  # (rows, width) uint8 "YYYY-MM-DD HH:MM:SS[.f]" when all rows have one of one width
     ts_list: list[bytes] | None  # otherwise the raw timestamps (b"" for none)
+    ts_seconds: np.ndarray | None = None  # float64 seconds since the epoch, when read here (see _ts_seconds)
 
 
 class _Buf:
@@ -316,16 +317,19 @@ def read_coll_columns(block: bytes, newlines: np.ndarray | None = None) -> CollC
         comm_names, comm = _renumber(comm_names, comm)
     ts_bytes: np.ndarray | None = None
     ts_list: list[bytes] | None = None
+    ts_seconds: np.ndarray | None = None
     with_ts = b == 2
     if with_ts.any():
         ts_len = r.end(1) - r.starts - 2
-        if with_ts.all() and (ts_len == ts_len[0]).all():
+        if with_ts.all():
+            ts_seconds = _ts_seconds(buf, r.starts, ts_len)
+        if ts_seconds is None and with_ts.all() and (ts_len == ts_len[0]).all():
             ts_bytes = buf.gather(r.starts + 1, int(ts_len[0]))
-        else:
+        elif ts_seconds is None:
             ts_list = [block[s + 1:s + 1 + n] if w else b"" for s, n, w in
                        zip(r.starts.tolist(), ts_len.tolist(), with_ts.tolist())]
     return CollColumns(r.line_starts, r.rows, proc_names, proc, comm_names, comm, op_names, op, count, datatype,
-                       ts_bytes, ts_list)
+                       ts_bytes, ts_list, ts_seconds)
 
 
 def _renumber(names: list[bytes], codes: np.ndarray) -> tuple[list[bytes], np.ndarray]:
@@ -372,3 +376,33 @@ def _ts_ok(buf: _Buf, r: _Rows) -> np.ndarray:
     f_ok = (buf.byte(s + 20) == DOT) & _all_digits(buf.tail_word(f_end, np.clip(f_len, 0, 8))) & _all_digits(
         buf.tail_word(f_end - 8, np.clip(f_len - 8, 0, 8)))
     return ok & ((ts_len == 19) | f_ok)
+
+
+def _ts_seconds(buf: _Buf, s: np.ndarray, ts_len: np.ndarray) -> np.ndarray | None:
+    """Seconds since the epoch of ``[YYYY-MM-DD HH:MM:SS(.f{1,6})]`` at each line start, shapes already
+    checked by ``_ts_ok``: the same arithmetic as ``nccl_log._ts_fast_matrix`` on the words already
+    at hand, no byte matrix. None (the caller takes the general path) unless every row is of one day,
+    has at most 6 fraction digits and its hour, minute and second are in range."""
+    if not (((ts_len == 19) | ((ts_len >= 21) & (ts_len <= 26))).all()):
+        return None
+    w0, w1, w2, w3 = buf.word(s), buf.word(s + 8), buf.word(s + 16), buf.word(s + 24)
+    if not ((w0 >> U(8)) == (w0[0] >> U(8))).all() or not ((w1 & U(0xFFFFFF)) == (w1[0] & U(0xFFFFFF))).all():
+        return None  # more than one day in the block
+    words = (w0, w1, w2, w3)
+
+    def digit(offset: int) -> np.ndarray:
+        return ((words[offset // 8] >> U(8 * (offset % 8))) & U(0xFF)).astype(np.int64) - 48
+
+    hh, mi, ss = digit(12) * 10 + digit(13), digit(15) * 10 + digit(16), digit(18) * 10 + digit(19)
+    if (hh > 23).any() or (mi > 59).any() or (ss > 59).any():
+        return None
+    date = int(w0[0] >> U(8)).to_bytes(7, "little") + int(w1[0] & U(0xFFFFFF)).to_bytes(3, "little")
+    try:
+        day = int(np.array([date]).astype("datetime64[D]").astype(np.int64)[0])
+    except ValueError:
+        return None
+    frac_digits = ts_len - 20
+    us = np.zeros(len(s), dtype=np.int64)
+    for k in range(6):
+        us += np.where(k < frac_digits, digit(21 + k), 0) * 10 ** (5 - k)
+    return ((day * 86400 + hh * 3600 + mi * 60 + ss) * 1_000_000 + us) / 1e6

@@ -160,13 +160,9 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
         if v and text.lstrip().startswith("NCCL version"):
             return NcclVersion(file, lineno, text, "", 0, 0, None, v.group("v"), v.group("cuda"))
         return None
-    host = m.group("host")
-    pid = int(m.group("pid"))
-    tid = int(m.group("tid"))
-    ts = parse_ts(m.group("ts"))
-    level = m.group("level")
+    ts_text, host, pid, tid, level = m.group("ts", "host", "pid", "tid", "level")
     msg = text[m.end():].rstrip("\r\n")
-    base: Base = (file, lineno, text, host, pid, tid, ts)
+    base: Base = (file, lineno, text, host, int(pid), int(tid), parse_ts(ts_text))
     if level == "WARN":
         return NcclWarn(*base, m.group("src"), m.group("func"), msg.strip())
     if level != "INFO":
@@ -527,7 +523,9 @@ def _decode(names: list[bytes]) -> list[str]:
 def _batch_of_columns(c: CollColumns, first_line: int, file: str) -> NcclCollBatch:
     procs = [(h, int(q)) for h, q in (x.rsplit(":", 1) for x in _decode(c.proc_names))]
     n = len(c.rows)
-    if c.ts_bytes is not None:
+    if c.ts_seconds is not None:
+        tss = c.ts_seconds
+    elif c.ts_bytes is not None:
         tss = _ts_fast_matrix(c.ts_bytes)
     elif c.ts_list is not None:
         tss = _ts_fast(c.ts_list)
