@@ -42,7 +42,8 @@ def measure(name: str, data: bytes, repeat: int) -> None:
             times["regex"] = min(times["regex"], best(lambda: scan_coll_block_regex(data, 1, "x"), 1))
             times["numpy"] = min(times["numpy"], best(lambda: scan_coll_block(data, 1, "x"), 1))
     rows, _ = scan_coll_block(data, 1, "x")
-    print(f"{name}: {len(data) / 1e6:.1f} MB, {data.count(b'\\n'):,} lines, {0 if rows is None else len(rows):,} COLL rows")
+    nlines = data.count(b"\n")
+    print(f"{name}: {len(data) / 1e6:.1f} MB, {nlines:,} lines, {0 if rows is None else len(rows):,} COLL rows")
     for k, v in times.items():
         print(f"  {k:8} {v * 1e3:8.1f} ms  {v / len(data) * 1e9:5.2f} ns/B  {v / times['grep -c']:5.1f}x grep")
     print(f"  numpy reader is {times['regex'] / times['numpy']:.1f}x faster than the regex path")
