@@ -637,6 +637,16 @@ def _batch_current(b: NcclCollBatch, comms: dict, current: dict, first_seen: dic
             current[proc] = cl
 
 
+def _small_factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, sort=True)`` for small non-negative ints (NCCL datatypes): a bincount, no hash."""
+    if len(values) and values.min() >= 0 and values.max() < 1 << 16:
+        present = np.flatnonzero(np.bincount(values))
+        lookup = np.zeros(int(present[-1]) + 1, dtype=np.int64)
+        lookup[present] = np.arange(len(present))
+        return lookup[values], present
+    return pd.factorize(values, sort=True)
+
+
 def _cumcount(codes: np.ndarray, ngroups: int) -> np.ndarray:
     """1, 2, 3, ... within each code, in row order. Each process's rows of a communicator are
     nearly always one contiguous run (one file per process): then it is arange minus the run's
@@ -723,7 +733,7 @@ def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[Pro
     op_names = [NCCL_OPS.get(o, o.lower()) for o in ops]
     op_cat = {name: i for i, name in enumerate(dict.fromkeys(op_names))}
     op_map = np.array([op_cat[name] for name in op_names], dtype=np.int32)
-    dt_codes, dt_uniq = pd.factorize(col["dt"], sort=True)
+    dt_codes, dt_uniq = _small_factorize(col["dt"])
     dt_info = [NCCL_DTYPES.get(int(d), (str(int(d)), 0)) for d in dt_uniq]
     dt_names = [x[0] for x in dt_info]
     dt_name_cat = {name: i for i, name in enumerate(dict.fromkeys(dt_names))}
