@@ -146,3 +146,19 @@ def test_many_distinct_values_grouped_by_hash():
     cols = read_coll_columns(lines.encode())
     assert cols is not None and len(cols.rows) == 2000 and len(cols.proc_names) > 40
     assert np.array_equal(cols.count, np.arange(2000))
+
+
+def test_big_block_read_in_pieces_same_rows(tmp_path, monkeypatch):
+    import analyzer.sources.nccl_log as nccl_log
+
+    monkeypatch.setattr(nccl_log, "READER_BYTES", 16_000)  # pieces of ~16 KB: many cuts in a 200 KB block
+    generate_run(tmp_path / "run", nranks=8, steps=120, fault="desync", seed=4)
+    data = max((p for p in (tmp_path / "run").iterdir()), key=lambda p: p.stat().st_size).read_bytes()
+    rng = random.Random(5)
+    lines = data.splitlines(keepends=True)
+    for i in rng.sample(range(len(lines)), 40):  # odd lines here and there, some on a piece's edge
+        lines[i] = rng.choice([lines[i].replace(b"\n", b"\r\n"), b"[rank3]: " + lines[i], b"junk\n"])
+    block = b"".join(lines)
+    assert len(block) > 10 * nccl_log.READER_BYTES
+    same(block, first_line=7)
+    same(block.rstrip(b"\n"), first_line=1)
