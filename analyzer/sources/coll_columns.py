@@ -312,9 +312,9 @@ def read_coll_columns(block: bytes, newlines: np.ndarray | None = None) -> CollC
         b, count, proc, op, comm, datatype = b[ok], count[ok], proc[ok], op[ok], comm[ok], datatype[ok]
         if not len(r.rows):
             return None
-        proc_names, proc = _renumber(proc_names, proc)
-        op_names, op = _renumber(op_names, op)
-        comm_names, comm = _renumber(comm_names, comm)
+        proc_names, proc = drop_unused(proc_names, proc)
+        op_names, op = drop_unused(op_names, op)
+        comm_names, comm = drop_unused(comm_names, comm)
     ts_bytes: np.ndarray | None = None
     ts_list: list[bytes] | None = None
     ts_seconds: np.ndarray | None = None
@@ -332,7 +332,8 @@ def read_coll_columns(block: bytes, newlines: np.ndarray | None = None) -> CollC
                        ts_bytes, ts_list, ts_seconds)
 
 
-def _renumber(names: list[bytes], codes: np.ndarray) -> tuple[list[bytes], np.ndarray]:
+def drop_unused(names: list[bytes], codes: np.ndarray) -> tuple[list[bytes], np.ndarray]:
+    """Names no code points at any more dropped, the sorted order and int32 codes kept."""
     used = np.zeros(len(names), dtype=bool)
     used[codes] = True
     if used.all():

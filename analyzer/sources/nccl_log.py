@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .coll_columns import CollColumns, read_coll_columns
+from .coll_columns import CollColumns, drop_unused, read_coll_columns
 from .records import (
     NcclBacktrace,
     NcclChannels,
@@ -424,17 +424,6 @@ class NcclCollBatch(NcclRec):
                              self.count[lo:hi].copy(), self.datatype[lo:hi].copy(), self.tss[lo:hi].copy(), lines)
 
 
-def _codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """Small-cardinality bytes column -> (distinct values decoded, int32 codes)."""
-    if not len(values):
-        return [], np.zeros(0, dtype=np.int32)
-    first = values[0]
-    if (values == first).all():
-        return [first.decode("utf-8", "replace")], np.zeros(len(values), dtype=np.int32)
-    uniq, inv = np.unique(values, return_inverse=True)
-    return [u.decode("utf-8", "replace") for u in uniq.tolist()], inv.astype(np.int32)
-
-
 def _ts_column(raw: np.ndarray) -> np.ndarray:
     out = np.full(len(raw), np.nan)
     have = raw != b""
@@ -566,7 +555,9 @@ def _batch_of_columns(c: CollColumns, first_line: int, file: str) -> NcclCollBat
 
 def merge_batches(x: NcclCollBatch, y: NcclCollBatch) -> NcclCollBatch:
     """Rows of two batches of one file as one, in line order, with the name lists united (sorted)."""
-    return concat_batches([x, y], sort=True)  # type: ignore[return-value]
+    merged = concat_batches([x, y], sort=True)
+    assert merged is not None  # two batches in, one out
+    return merged
 
 
 def concat_batches(batches: list[NcclCollBatch], sort: bool = False) -> NcclCollBatch | None:
@@ -623,7 +614,7 @@ def _scan(block: bytes, first_line: int, linenos: np.ndarray | None, file: str,
         pick = idx.tolist()
         ts, host, pid, count, dt, comm = (tuple(c[i] for i in pick) for c in (ts, host, pid, count, dt, comm))
         op_all = op_all[idx]
-        op_names, op_all = _renumber(op_names, op_all, empty)
+        op_names, op_all = drop_unused(op_names, op_all)  # the empty op of the other lines
     hp_names, proc = _small_codes(host if len(set(pid)) == 1 and len(set(host)) == 1 else
                                   [h + b":" + q for h, q in zip(host, pid)])
     if len(hp_names) == 1:
@@ -648,16 +639,6 @@ def _small_codes(values: tuple[bytes, ...] | list[bytes]) -> tuple[list[bytes], 
         return uniq, np.zeros(len(values), dtype=np.int32)
     index = {v: i for i, v in enumerate(uniq)}
     return uniq, np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values))
-
-
-def _renumber(names: list[bytes], codes: np.ndarray, empty: int) -> tuple[list[bytes], np.ndarray]:
-    """Drop the values no row uses any more (the empty op of non-COLL lines), keeping the sorted order."""
-    used = np.zeros(len(names), dtype=bool)
-    used[codes] = True
-    if used.all():
-        return names, codes
-    remap = np.cumsum(used) - 1
-    return [x for x, u in zip(names, used.tolist()) if u], remap[codes].astype(np.int32)
 
 
 _TS_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
