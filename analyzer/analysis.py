@@ -58,15 +58,25 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
         return analyze_run(build_run(ingest(paths, progress=progress)))
     if entry is not None:
         res = analyze_run(entry.run)
-        run_cache.store_analysis(entry.folder, res.findings, res.decision)
+        run_cache.store_analysis(entry.folder, res.findings, res.decision, _json_line(res))
         return res
     run = build_run(ingest(paths, progress=progress))
     res = analyze_run(run)
 
     def store() -> None:
-        run_cache.store(paths, run, res.findings, res.decision)
+        run_cache.store(paths, run, res.findings, res.decision, _json_line(res))
 
     res.pending_store = store
     if not defer_store:
         res.finish()
     return res
+
+
+def _json_line(res: Analysis) -> str | None:
+    """The ``--json`` line to keep with a cache entry; None (no line kept) if it cannot be made."""
+    from .report import json_text
+
+    try:
+        return json_text(res)
+    except Exception:  # noqa: BLE001 - a report that cannot be cached is only not cached
+        return None

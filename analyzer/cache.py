@@ -8,6 +8,8 @@ folder is read-only, or the input is files or archives rather than one folder):
 - ``collectives.parquet``, ``heartbeats.parquet``: the tables.
 - ``run.json``: everything else in ``Run`` (job, communicators, ...), as tagged JSON, except
   ``events.json``: the log events, read on first use (a re-open with current findings needs none).
+- ``report.json``: the ``analyze --json`` line, under a hash of all the code it depends on: an
+  unchanged folder's ``--json`` re-open prints it without decoding anything else.
 - ``analysis.json``: the findings and the decision, with a hash of the detectors' code; when the
   detectors changed, they run again on the cached run. A re-open that finds them current reads no
   table at all: ``Run.collectives`` is then read from Parquet only when something asks for it.
@@ -62,6 +64,16 @@ def code_digest() -> str:
     return _DIGEST
 
 
+def report_digest() -> str:
+    """Hash of everything ``analyze --json``'s output depends on besides the inputs."""
+    global _RDIGEST
+    if _RDIGEST is None:
+        here = Path(__file__).resolve().parent
+        _RDIGEST = hashlib.sha256((code_digest() + analysis_digest() + _digest(
+            [here / "report.py", here / "__init__.py"])).encode()).hexdigest()[:16]
+    return _RDIGEST
+
+
 def analysis_digest() -> str:
     """Hash of the code that turns a Run into findings and a decision (detectors, verdict)."""
     global _ADIGEST
@@ -74,6 +86,7 @@ def analysis_digest() -> str:
 
 _DIGEST: str | None = None
 _ADIGEST: str | None = None
+_RDIGEST: str | None = None
 
 
 def input_key(paths: list[Path]) -> list[list[Any]] | None:
@@ -306,6 +319,25 @@ def open_entry(paths: list[Path], want_analysis: bool = False) -> Entry | None:
         return None
 
 
+def open_report(paths: list[Path]) -> str | None:
+    """The stored ``analyze --json`` line for ``paths`` if the files and all the code it depends on
+    are unchanged, else None. Reads two small files; decodes no run."""
+    key = input_key(paths)
+    if not key:
+        return None
+    d = cache_dir(paths)
+    try:
+        stored = json.loads((d / "key.json").read_text())
+        if stored.get("format") != FORMAT or stored.get("code") != code_digest() or stored.get("files") != key:
+            return None
+        head, _, text = (d / "report.json").read_text().partition("\n")
+        if head != report_digest() or not text.startswith("{"):
+            return None
+        return text.rstrip("\n")
+    except (OSError, ValueError):
+        return None
+
+
 def load(paths: list[Path]) -> Run | None:
     """The cached Run for ``paths`` if its key still matches the files, else None."""
     entry = open_entry(paths)
@@ -313,7 +345,7 @@ def load(paths: list[Path]) -> Run | None:
 
 
 def store(paths: list[Path], run: Run, findings: list[model.Finding] | None = None,
-          decision: Any = None) -> Path | None:
+          decision: Any = None, report: str | None = None) -> Path | None:
     """Write the entry (and the analysis, when given); returns its folder, or None when nothing could be written."""
     key = input_key(paths)
     if not key:
@@ -332,7 +364,7 @@ def store(paths: list[Path], run: Run, findings: list[model.Finding] | None = No
             (tmp / "run.json").write_text(json.dumps(_encode(fields), allow_nan=True))
             (tmp / "events.json").write_text(json.dumps(_encode(list(run.events)), allow_nan=True))
             if findings is not None:
-                _write_analysis(tmp, findings, decision)
+                _write_analysis(tmp, findings, decision, report)
             (tmp / "key.json").write_text(json.dumps({"format": FORMAT, "code": code_digest(), "files": key}))
             if d.exists():
                 shutil.rmtree(d, ignore_errors=True)
@@ -345,20 +377,26 @@ def store(paths: list[Path], run: Run, findings: list[model.Finding] | None = No
     return None
 
 
-def store_analysis(folder: Path, findings: list[model.Finding], decision: Any) -> bool:
+def store_analysis(folder: Path, findings: list[model.Finding], decision: Any, report: str | None = None) -> bool:
     """Add the findings and decision to an existing entry (the detectors changed since it was written)."""
     try:
-        _write_analysis(folder, findings, decision)
+        _write_analysis(folder, findings, decision, report)
         return True
     except Exception:  # noqa: BLE001 - a cache that cannot be written is no cache, not an error
         return False
 
 
-def _write_analysis(folder: Path, findings: list[model.Finding], decision: Any) -> None:
+def _write_analysis(folder: Path, findings: list[model.Finding], decision: Any, report: str | None) -> None:
     tmp = folder / f".analysis-{os.getpid()}.json"
     tmp.write_text(json.dumps(_encode({"code": analysis_digest(), "findings": list(findings),
                                        "decision": decision}), allow_nan=True))
     os.replace(tmp, folder / "analysis.json")
+    if report is not None:  # report.json: the digest it was made under, a newline, the --json line
+        tmp = folder / f".report-{os.getpid()}.json"
+        tmp.write_text(report_digest() + "\n" + report + "\n")
+        os.replace(tmp, folder / "report.json")
+    else:
+        (folder / "report.json").unlink(missing_ok=True)
 
 
 def _candidates(paths: list[Path]) -> list[Path]:

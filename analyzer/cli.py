@@ -5,7 +5,6 @@ InputError -> one line on stderr, exit 2.
 """
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,8 +30,15 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
     from rich.console import Console
 
     from .analysis import analyze_paths
-    from .report import render_text, to_json
+    from .report import json_text, render_text
 
+    if as_json and not no_cache:  # an unchanged folder analysed before: the stored line, nothing parsed or decoded
+        from .cache import open_report
+
+        cached = open_report(list(paths))
+        if cached is not None:
+            sys.stdout.write(cached + "\n")
+            return
     err = Console(stderr=True)
     progress = None
     if not no_progress and err.is_terminal:
@@ -50,7 +56,7 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
         if progress is not None:
             bar.stop()
     if as_json:
-        sys.stdout.write(json.dumps(to_json(result), default=str) + "\n")  # no indent: the C encoder
+        sys.stdout.write(json_text(result) + "\n")
     else:
         render_text(result, Console(highlight=False))
     sys.stdout.flush()  # the verdict is out before the cache entry is written

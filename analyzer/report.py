@@ -26,6 +26,13 @@ def to_json(a: Analysis) -> dict[str, Any]:
     }
 
 
+def json_text(a: Analysis) -> str:
+    """``analyze --json``'s output line (without the newline): compact, so the C encoder writes it."""
+    import json
+
+    return json.dumps(to_json(a), default=str)
+
+
 def _rank_summary(a: Analysis) -> list[dict[str, Any]]:
     run = a.run
     out = []

@@ -116,3 +116,30 @@ def test_cached_json_reopen_imports_no_pandas(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert p.stdout.startswith("0 [] {\"verdict\": \"hang\""), p.stdout + p.stderr
+
+
+def test_json_reopen_prints_the_stored_line_until_anything_changes(tmp_path, monkeypatch, capsys):
+    from analyzer.cli import main
+    from analyzer.report import json_text
+
+    run = tmp_path / "run"
+    generate_run(run, nranks=8, steps=3, fault="hang", fault_rank=4, seed=17)
+    fresh = analyze_paths([run], cache=False)
+    assert cache.open_report([run]) is None  # nothing stored yet
+    assert main(["analyze", str(run), "--json", "--no-progress"]) == 0
+    first = capsys.readouterr().out
+    assert first == json_text(fresh) + "\n"
+    assert cache.open_report([run]) == first.rstrip("\n")
+    assert main(["analyze", str(run), "--json", "--no-progress"]) == 0
+    assert capsys.readouterr().out == first  # served from report.json
+    # other report or detector code: the stored line is stale
+    monkeypatch.setattr(cache, "_RDIGEST", "other")
+    assert cache.open_report([run]) is None
+    monkeypatch.setattr(cache, "_RDIGEST", None)
+    # a changed input file: stale too, and the new analysis replaces it
+    f = next(run.glob("*.nccl.log"))
+    f.write_text(f.read_text() + "\n")
+    assert cache.open_report([run]) is None
+    assert main(["analyze", str(run), "--json", "--no-progress"]) == 0
+    assert capsys.readouterr().out == json_text(analyze_paths([run], cache=False)) + "\n"
+    assert cache.open_report([run]) is not None
