@@ -62,3 +62,18 @@ def test_groups_pack_small_files_and_keep_big_ones_alone():
     assert groups[0] == [("big", "big", SMALL_LOG_BYTES + 1)]
     assert sum(len(g) for g in groups) == 21
     assert all(sum(f[2] for f in g) <= GROUP_BYTES for g in groups[1:])
+
+
+def test_records_of_every_kind_survive_the_trip_from_a_worker(corpus):
+    """Workers pickle records to the parent (``Rec.__reduce__``): every field comes back."""
+    import pickle
+
+    seen = set()
+    for p in sorted(corpus.rglob("*")):
+        if p.is_file():
+            recs = parse_file(p, p.name).records
+            back = pickle.loads(pickle.dumps(recs, protocol=pickle.HIGHEST_PROTOCOL))
+            assert [repr(r) for r in back] == [repr(r) for r in recs]
+            assert flat(back) == flat(recs)
+            seen |= {type(r).__name__ for r in recs}
+    assert len(seen) >= 12, seen

@@ -5,8 +5,10 @@ timestamp when NCCL printed one (``NCCL_DEBUG_TIMESTAMP_*``, 2.26+), as seconds 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 @dataclass(slots=True)
@@ -14,6 +16,16 @@ class Rec:
     file: str
     line: int
     text: str
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        """Pickled as (class, field values): parse workers send tens of thousands of records to the
+        parent, and the default for slots classes (a dict per object, set back attribute by
+        attribute) costs twice as much each way."""
+        cls = type(self)
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(self))
+        return cls, tuple([getattr(self, n) for n in names])
 
 
 @dataclass(slots=True)
