@@ -64,7 +64,7 @@ def _child(path: str) -> None:
     import os
 
     from analyzer import cache as run_cache
-    from analyzer.analysis import analyze_run
+    from analyzer.analysis import _json_line, analyze_run
     from analyzer.build import build_run
     from analyzer.ingest import ingest
 
@@ -77,7 +77,7 @@ def _child(path: str) -> None:
     t2 = time.perf_counter()
     res = analyze_run(run)
     t3 = time.perf_counter()
-    run_cache.store([Path(path)], run, res.findings, res.decision)
+    run_cache.store([Path(path)], run, res.findings, res.decision, _json_line(res))  # what analyze writes
     t4 = time.perf_counter()
     c1 = os.times()
     out = {
