@@ -281,20 +281,33 @@ def _read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
     return pq.read_table(path, columns=columns, use_threads=True).to_pandas()
 
 
-def open_entry(paths: list[Path], want_analysis: bool = False) -> Entry | None:
-    """The cached entry for ``paths`` if its key still matches the files, else None.
-
-    With ``want_analysis`` and current findings stored, the collectives table is not read: it is
-    checked (its Parquet footer) and read on first use.
-    """
+def _current_dir(paths: list[Path]) -> Path | None:
+    """The entry folder for ``paths`` if its key (format, parser code, every file's size and mtime)
+    still matches, else None."""
     key = input_key(paths)
     if not key:
         return None
     d = cache_dir(paths)
     try:
         stored = json.loads((d / "key.json").read_text())
-        if stored.get("format") != FORMAT or stored.get("code") != code_digest() or stored.get("files") != key:
-            return None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("format") != FORMAT or stored.get("code") != code_digest() \
+            or stored.get("files") != key:
+        return None
+    return d
+
+
+def open_entry(paths: list[Path], want_analysis: bool = False) -> Entry | None:
+    """The cached entry for ``paths`` if its key still matches the files, else None.
+
+    With ``want_analysis`` and current findings stored, the collectives table is not read: it is
+    checked (its Parquet footer) and read on first use.
+    """
+    d = _current_dir(paths)
+    if d is None:
+        return None
+    try:
         parts = json.loads((d / "run.json").read_text(), object_hook=_decode)
         hb_file = d / "heartbeats.parquet" if (d / "heartbeats.parquet").exists() else None
         findings = decision = None
@@ -322,14 +335,10 @@ def open_entry(paths: list[Path], want_analysis: bool = False) -> Entry | None:
 def open_report(paths: list[Path]) -> str | None:
     """The stored ``analyze --json`` line for ``paths`` if the files and all the code it depends on
     are unchanged, else None. Reads two small files; decodes no run."""
-    key = input_key(paths)
-    if not key:
+    d = _current_dir(paths)
+    if d is None:
         return None
-    d = cache_dir(paths)
     try:
-        stored = json.loads((d / "key.json").read_text())
-        if stored.get("format") != FORMAT or stored.get("code") != code_digest() or stored.get("files") != key:
-            return None
         head, _, text = (d / "report.json").read_text().partition("\n")
         if head != report_digest() or not text.startswith("{"):
             return None
