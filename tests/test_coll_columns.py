@@ -1,6 +1,8 @@
-"""The numpy COLL reader gives exactly what the regex gives, line for line, and takes the common lines.
+"""Both COLL readers, numpy and compiled, give exactly what the regex gives, line for line, and take the
+common lines.
 
-``scan_coll_block`` (numpy reader, regex for what it leaves) is compared with
+Every test runs twice, once per reader (the ``reader`` fixture arms or disarms ``coll_kernel``).
+``scan_coll_block`` (the reader, regex for what it leaves) is compared with
 ``scan_coll_block_regex`` (the regex alone) on every real log we have, on generated runs, and on
 COLL lines mutated one byte at a time at every field: a wrong accept would show up as a row the
 regex does not make, a wrong reject only as time.
@@ -17,14 +19,31 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer.sources.coll_columns import read_coll_columns
+from analyzer.sources import coll_kernel
+from analyzer.sources.coll_columns import read_coll_columns as read_numpy
 from analyzer.sources.nccl_log import scan_coll_block, scan_coll_block_regex
 from analyzer.synth import generate_run
 
 ROOT = Path(__file__).resolve().parents[1]
 N = int(os.environ.get("NCCLSCOPE_PROPERTY_EXAMPLES", "200"))
 PROFILE = dict(deadline=None, derandomize=os.environ.get("NCCLSCOPE_PROPERTY_RANDOM") != "1", database=None,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                      HealthCheck.function_scoped_fixture])  # the reader stays armed across examples
+
+
+@pytest.fixture(params=["numpy", "compiled"], autouse=True)
+def reader(request):
+    if request.param == "compiled":
+        assert coll_kernel.arm(), "the compiled COLL reader (numba) did not load"
+    else:
+        coll_kernel.disarm()
+    yield request.param
+    coll_kernel.disarm()
+
+
+def read_coll_columns(block: bytes):
+    """The reader under test."""
+    return coll_kernel.read_coll_columns_compiled(block) if coll_kernel.ready() else read_numpy(block)
 
 
 def rows(batch):
@@ -162,3 +181,19 @@ def test_big_block_read_in_pieces_same_rows(tmp_path, monkeypatch):
     assert len(block) > 10 * nccl_log.READER_BYTES
     same(block, first_line=7)
     same(block.rstrip(b"\n"), first_line=1)
+
+
+def test_more_distinct_values_than_the_table_holds():
+    # a new comm on every line: past MAX_GROUPS the compiled reader leaves lines to the regex, same rows
+    n = coll_kernel.MAX_GROUPS + 300
+    lines = "".join(f"node0:1:1 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x1 recvbuff 0x2 count {i} "
+                    f"datatype 7 op 0 root 0 comm 0x{i + 1:x} [nranks=8]\n" for i in range(n))
+    same(lines.encode())
+    cols = read_coll_columns(lines.encode())
+    assert cols is not None and len(cols.rows) >= coll_kernel.MAX_GROUPS
+
+
+def test_arm_is_off_with_no_jit(monkeypatch):
+    coll_kernel.disarm()
+    monkeypatch.setenv("NCCLSCOPE_NO_JIT", "1")
+    assert coll_kernel.arm() is False and coll_kernel.ready() is None

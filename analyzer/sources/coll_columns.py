@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -35,6 +36,7 @@ PREFIX_RE = re.compile(rb"([^\s:\[\]<>(),=]{1,255}):(\d{1,10}):\d{1,10} (?:\[\d{
 MIDDLE_RE = re.compile(rb"datatype (\d{1,4}) op \d{1,6} root -?\d{1,10} ")
 COMM_RE = re.compile(rb"comm (0x[0-9a-fA-F]{1,16}|\(nil\)) \[nranks=\d{1,9}\]")
 
+T = TypeVar("T")
 U = np.uint64
 ALL = U(0xFFFFFFFFFFFFFFFF)
 HIGH = U(0x8080808080808080)
@@ -332,10 +334,14 @@ def read_coll_columns(block: bytes, newlines: np.ndarray | None = None) -> CollC
                        ts_bytes, ts_list, ts_seconds)
 
 
-def drop_unused(names: list[bytes], codes: np.ndarray) -> tuple[list[bytes], np.ndarray]:
-    """Names no code points at any more dropped, the sorted order and int32 codes kept."""
-    used = np.zeros(len(names), dtype=bool)
-    used[codes] = True
+def drop_unused(names: list[T], codes: np.ndarray) -> tuple[list[T], np.ndarray]:
+    """Names no code points at any more dropped, the sorted order and int32 codes kept (``codes``
+    itself when every name is used)."""
+    if len(codes):
+        lo, hi = int(codes.min()), int(codes.max())
+        if lo == hi:  # one name: the usual case for a file's rows of a joined scan
+            return (names, codes) if len(names) == 1 else ([names[lo]], np.zeros(len(codes), dtype=np.int32))
+    used = np.bincount(codes, minlength=len(names)) > 0
     if used.all():
         return names, codes
     remap = (np.cumsum(used) - 1).astype(np.int32)

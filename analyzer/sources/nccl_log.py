@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import coll_kernel
 from .coll_columns import CollColumns, drop_unused, read_coll_columns
 from .records import (
     NcclBacktrace,
@@ -412,16 +413,14 @@ class NcclCollBatch(NcclRec):
     def for_file(self, lo: int, hi: int, file: str, line_offset: int) -> "NcclCollBatch":
         """Rows lo..hi, from a scan of several files joined, as a batch of ``file``: its line numbers
         less ``line_offset`` and only the names its rows use."""
-        proc_used, proc = np.unique(self.proc[lo:hi], return_inverse=True)
-        comm_used, comm = np.unique(self.comm[lo:hi], return_inverse=True)
-        op_used, op = np.unique(self.op[lo:hi], return_inverse=True)
-        procs = [self.procs[i] for i in proc_used.tolist()]
+        procs, proc = drop_unused(self.procs, self.proc[lo:hi])
+        comms, comm = drop_unused(self.comms, self.comm[lo:hi])
+        ops, op = drop_unused(self.ops, self.op[lo:hi])
         p = procs[int(proc[0])]
         lines = self.lines[lo:hi] - line_offset
-        return NcclCollBatch(file, int(lines[0]), "", p[0], p[1], p[1], None, procs, proc.astype(np.int32).ravel(),
-                             [self.comms[i] for i in comm_used.tolist()], comm.astype(np.int32).ravel(),
-                             [self.ops[i] for i in op_used.tolist()], op.astype(np.int16).ravel(),
-                             self.count[lo:hi].copy(), self.datatype[lo:hi].copy(), self.tss[lo:hi].copy(), lines)
+        return NcclCollBatch(file, int(lines[0]), "", p[0], p[1], p[1], None, procs, proc.astype(np.int32),
+                             comms, comm.astype(np.int32), ops, op.astype(np.int16), self.count[lo:hi].copy(),
+                             self.datatype[lo:hi].copy(), self.tss[lo:hi].copy(), lines)
 
 
 def _ts_column(raw: np.ndarray) -> np.ndarray:
@@ -461,16 +460,17 @@ def scan_coll_block(block: bytes, first_line: int, file: str, max_line: int = MA
     """COLL lines of ``block`` (whole lines; ``first_line`` is the number of its first) as one batch,
     and the other lines as (line number, text) with the same decoding as a line reader.
 
-    Lines of the common shape are read by ``coll_columns`` (numpy, no per-line objects), about
-    ``READER_BYTES`` of whole lines at a time (15-20 % faster than 4 MB at once, measured); the rest
-    goes through ``COLL_SCAN_RE``. Either way a row is the same.
+    Lines of the common shape are read by the compiled kernel (``coll_kernel``) when it is armed in
+    this process, the whole block in one call, else by ``coll_columns`` (numpy, no per-line objects),
+    about ``READER_BYTES`` of whole lines at a time (15-20 % faster than 4 MB at once, measured); the
+    rest goes through ``COLL_SCAN_RE``. Either way a row is the same.
     """
     if not block:
         return None, []
     was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived tuples, no cycles: collections would only cost time
     try:
-        if len(block) <= READER_BYTES * 3 // 2:
+        if coll_kernel.ready() is not None or len(block) <= READER_BYTES * 3 // 2:  # the kernel takes any size
             return _scan_piece(block, first_line, file, max_line, newlines)
         nl = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10) if newlines is None else newlines
         cuts = np.unique(np.searchsorted(nl, np.arange(READER_BYTES, len(block), READER_BYTES)))
@@ -496,7 +496,8 @@ def scan_coll_block(block: bytes, first_line: int, file: str, max_line: int = MA
 
 def _scan_piece(block: bytes, first_line: int, file: str, max_line: int,
                 newlines: np.ndarray | None) -> tuple[NcclCollBatch | None, list[tuple[int, str]]]:
-    cols = read_coll_columns(block, newlines)
+    kernel = coll_kernel.ready()
+    cols = coll_kernel.read_coll_columns_compiled(block, newlines, kernel) if kernel else read_coll_columns(block, newlines)
     if cols is None:
         return _scan(block, first_line, None, file, max_line)
     fast = _batch_of_columns(cols, first_line, file)

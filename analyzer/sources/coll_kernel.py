@@ -1,0 +1,353 @@
+"""NCCL COLL lines read by one compiled pass over a block (numba), the fast path of ``coll_columns``.
+
+The same contract as ``coll_columns.read_coll_columns``: a line is taken only when it has the common
+shape exactly (see that module), its values are read here, and anything else is left to the regex,
+so this reader never changes a result (``tests/test_coll_columns.py`` holds all three readers to
+the regex's rows). One loop per line finds its first 24 tokens, checks the fixed words, reads
+opCount, count and the timestamp, and gives each of the three parts with few distinct values
+(``host:pid:tid [dev] NCCL INFO Op: ``, ``datatype N op N root N ``, ``comm 0x.. [nranks=N]``) a
+group code: a compare with the line before, else an open-addressing hash table. Python then
+matches each distinct part once with the small regexes of ``coll_columns``.
+
+numba compiles the loop once and keeps the machine code in ``__pycache__`` (or numba's user cache
+when that is read-only); see ``arm``. ``NCCLSCOPE_NO_JIT=1``, or numba missing, leaves the numpy
+reader in charge.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .coll_columns import COMM_RE, MIDDLE_RE, SPAN_MAX, CollColumns, drop_unused
+
+NTOK = 24  # tokens read per line: "[date" "time]" host [dev] NCCL INFO Op: + 17 more up to "[nranks=N]"
+MAX_GROUPS = 4096  # distinct values of one part in one block; a line with a new one past that goes to the regex
+TABLE = 8192  # hash slots per part (a power of two, twice MAX_GROUPS)
+NPART = 4  # parts of few distinct values: head, op, middle, comm (PARTS)
+HEAD_RE = re.compile(rb"([^\s:\[\]<>(),=]{1,255}):(\d{1,10}):\d{1,10} (?:\[\d{1,4}\] )?NCCL INFO ")
+OP_RE = re.compile(rb"([A-Za-z]{1,32}): ")
+PARTS = (HEAD_RE, OP_RE, MIDDLE_RE, COMM_RE)  # HEAD_RE + OP_RE is coll_columns.PREFIX_RE
+
+
+def _word(text: bytes) -> np.uint64:
+    return np.uint64(int.from_bytes(text.ljust(8, b"\0"), "little"))
+
+
+W_OPCOUNT, W_SENDBUFF, W_RECVBUFF, W_COUNT = _word(b"opCount "), _word(b"sendbuff"), _word(b"recvbuff"), _word(b"count ")
+M6 = np.uint64((1 << 48) - 1)  # the first 6 bytes of a word
+SPACES, ONES, HIGHS = np.uint64(0x2020202020202020), np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)
+ONE, SHIFT58 = np.uint64(1), np.uint64(58)
+DEBRUIJN_MUL = np.uint64(0x03F79D71B4CB0A89)  # bit index of a power of two: table[(x * MUL) >> 58]
+DEBRUIJN = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    DEBRUIJN[((1 << _i) * 0x03F79D71B4CB0A89 % (1 << 64)) >> 58] = _i
+
+
+def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, ok: np.ndarray, count: np.ndarray,
+            ts: np.ndarray, code: np.ndarray, rep_s: np.ndarray, rep_n: np.ndarray,
+            ngroups: np.ndarray, table: np.ndarray) -> None:  # pragma: no cover - compiled, tested through read
+    tok_s = np.empty(NTOK, np.int64)
+    tok_e = np.empty(NTOK, np.int64)
+    span_s = np.empty(NPART, np.int64)
+    span_n = np.empty(NPART, np.int64)
+    prev_s = np.zeros(NPART, np.int64)
+    prev_n = np.full(NPART, -1, np.int64)
+    prev_c = np.full(NPART, -1, np.int32)
+    cg = np.int32(-1)
+    last_date = np.int64(-1)  # the date of the line before, as YYYYMMDD, and its day number
+    last_day = np.int64(0)
+    for r in range(len(starts)):
+        s = starts[r]
+        e = ends[r]
+        # the first NTOK tokens, a space found 8 bytes at a time; an empty token (two spaces) fails below
+        nt = 0
+        p = s
+        while nt < NTOK:
+            q = p
+            while q < e and a[q] != 32:
+                q += 1
+            tok_s[nt] = p
+            tok_e[nt] = q
+            nt += 1
+            if q >= e:
+                break
+            p = q + 1
+        if nt < 20:
+            continue
+        b = 0
+        t = np.nan
+        if a[s] == 91:  # "[YYYY-MM-DD HH:MM:SS(.f{1,6})] "
+            if tok_e[0] - s != 11 or a[s + 5] != 45 or a[s + 8] != 45:
+                continue
+            t1 = tok_s[1]
+            n1 = tok_e[1] - t1
+            if a[t1 + 2] != 58 or a[t1 + 5] != 58 or a[tok_e[1] - 1] != 93:
+                continue
+            if n1 != 9 and not (11 <= n1 <= 16 and a[t1 + 8] == 46):
+                continue
+            bad = False
+            for i in (1, 2, 3, 4, 6, 7, 9, 10):
+                c = a[s + i]
+                if c < 48 or c > 57:
+                    bad = True
+            for i in (0, 1, 3, 4, 6, 7):
+                c = a[t1 + i]
+                if c < 48 or c > 57:
+                    bad = True
+            us = 0
+            if n1 > 9:
+                scale = 100000
+                for i in range(t1 + 9, tok_e[1] - 1):
+                    c = a[i]
+                    if c < 48 or c > 57:
+                        bad = True
+                    us += (c - 48) * scale
+                    scale //= 10
+            if bad:
+                continue
+            year = (a[s + 1] - 48) * 1000 + (a[s + 2] - 48) * 100 + (a[s + 3] - 48) * 10 + (a[s + 4] - 48)
+            month = (a[s + 6] - 48) * 10 + (a[s + 7] - 48)
+            mday = (a[s + 9] - 48) * 10 + (a[s + 10] - 48)
+            hh = (a[t1] - 48) * 10 + (a[t1 + 1] - 48)
+            mi = (a[t1 + 3] - 48) * 10 + (a[t1 + 4] - 48)
+            ss = (a[t1 + 6] - 48) * 10 + (a[t1 + 7] - 48)
+            if hh > 23 or mi > 59 or ss > 59 or month < 1 or month > 12 or mday < 1:
+                continue
+            date = np.int64(year) * 10000 + month * 100 + mday
+            if date != last_date:
+                leap = (year % 4 == 0 and year % 100 != 0) or year % 400 == 0
+                dim = 31
+                if month == 2:
+                    dim = 29 if leap else 28
+                elif month == 4 or month == 6 or month == 9 or month == 11:
+                    dim = 30
+                if mday > dim:
+                    continue
+                # days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)
+                y = np.int64(year) - (1 if month <= 2 else 0)
+                era = (y if y >= 0 else y - 399) // 400
+                yoe = y - era * 400
+                mp = (month + 9) % 12
+                doy = (153 * mp + 2) // 5 + mday - 1
+                doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+                last_day = era * 146097 + doe - 719468
+                last_date = date
+            t = ((last_day * 86400 + hh * 3600 + mi * 60 + ss) * 1000000 + us) / 1e6
+            b = 2
+        k = b + 1  # the "NCCL" token
+        if tok_e[b + 1] > tok_s[b + 1] and a[tok_s[b + 1]] == 91:
+            k += 1
+        if nt < k + 20:
+            continue
+        # fixed words, one 8-byte compare each ("opCount ", "sendbuff", "recvbuff", "count ")
+        if tok_e[k + 3] - tok_s[k + 3] != 7 or w[tok_s[k + 3]] != W_OPCOUNT:
+            continue
+        if tok_e[k + 5] - tok_s[k + 5] != 8 or w[tok_s[k + 5]] != W_SENDBUFF:
+            continue
+        if tok_e[k + 7] - tok_s[k + 7] != 8 or w[tok_s[k + 7]] != W_RECVBUFF:
+            continue
+        if tok_e[k + 9] - tok_s[k + 9] != 5 or (w[tok_s[k + 9]] & M6) != W_COUNT:
+            continue
+        # opCount: 1-16 hex digits
+        n = tok_e[k + 4] - tok_s[k + 4]
+        if n < 1 or n > 16:
+            continue
+        bad = False
+        for i in range(tok_s[k + 4], tok_e[k + 4]):
+            c = a[i]
+            if not ((48 <= c <= 57) or (65 <= c <= 70) or (97 <= c <= 102)):
+                bad = True
+        # the buffers: 1-64 bytes, no whitespace (\t \n \v \f \r; spaces end the token)
+        for j in (6, 8):
+            n = tok_e[k + j] - tok_s[k + j]
+            if n < 1 or n > 64:
+                bad = True
+            for i in range(tok_s[k + j], tok_e[k + j]):
+                if 9 <= a[i] <= 13:
+                    bad = True
+        # count: 1-18 decimal digits
+        n = tok_e[k + 10] - tok_s[k + 10]
+        if n < 1 or n > 18:
+            bad = True
+        v = np.int64(0)
+        for i in range(tok_s[k + 10], tok_e[k + 10]):
+            c = a[i]
+            if c < 48 or c > 57:
+                bad = True
+            v = v * 10 + (c - 48)
+        if bad:
+            continue
+        span_s[0] = tok_s[b]  # host:pid:tid [dev] NCCL INFO
+        span_n[0] = tok_s[k + 2] - tok_s[b]
+        span_s[1] = tok_s[k + 2]  # Op:
+        span_n[1] = tok_s[k + 3] - tok_s[k + 2]
+        span_s[2] = tok_s[k + 11]  # datatype N op N root N
+        span_n[2] = tok_s[k + 17] - tok_s[k + 11]
+        span_s[3] = tok_s[k + 17]  # comm 0x.. [nranks=N]
+        span_n[3] = tok_e[k + 19] - tok_s[k + 17]
+        if span_n[0] > SPAN_MAX or span_n[1] > SPAN_MAX or span_n[2] > SPAN_MAX or span_n[3] > SPAN_MAX:
+            continue
+        # a group for each part: the line before's when equal, else found or added in a hash table of
+        # this block's distinct values; compares and the hash go 8 bytes at a time
+        for j in range(NPART):
+            ps = span_s[j]
+            pn = span_n[j]
+            cg = np.int32(-1)
+            cand = prev_c[j] if prev_n[j] == pn else np.int32(-1)
+            q = prev_s[j]
+            hashed = False
+            slot = np.int64(0)
+            while True:
+                if cand >= 0:
+                    same = True
+                    i = 0
+                    while i + 8 <= pn:
+                        if w[ps + i] != w[q + i]:
+                            same = False
+                            break
+                        i += 8
+                    if same:
+                        while i < pn:
+                            if a[ps + i] != a[q + i]:
+                                same = False
+                                break
+                            i += 1
+                    if same:
+                        cg = cand
+                        break
+                if not hashed:
+                    h = np.uint64(pn) * np.uint64(0x9E3779B97F4A7C15)
+                    i = 0
+                    while i + 8 <= pn:
+                        h = (h ^ w[ps + i]) * np.uint64(0x100000001B3)
+                        h ^= h >> np.uint64(29)
+                        i += 8
+                    while i < pn:
+                        h = (h ^ np.uint64(a[ps + i])) * np.uint64(0x100000001B3)
+                        i += 1
+                    h ^= h >> np.uint64(32)
+                    slot = np.int64(h & np.uint64(TABLE - 1))
+                    hashed = True
+                else:
+                    slot = (slot + 1) & (TABLE - 1)
+                g = table[j, slot]
+                if g < 0:
+                    if ngroups[j] < MAX_GROUPS:
+                        g = np.int32(ngroups[j])
+                        ngroups[j] += 1
+                        rep_s[j, g] = ps
+                        rep_n[j, g] = pn
+                        table[j, slot] = g
+                        cg = g
+                    break
+                cand = g if rep_n[j, g] == pn else np.int32(-1)
+                q = rep_s[j, g]
+            prev_s[j] = ps
+            prev_n[j] = pn
+            prev_c[j] = cg
+            if cg < 0:
+                break
+            code[j, r] = cg
+        if cg < 0:
+            continue
+        count[r] = v
+        ts[r] = t
+        ok[r] = True
+
+
+_armed: list[Callable[..., None]] = []
+
+
+def arm() -> bool:
+    """Import numba and load (or, the first time ever, compile) the kernel in this process, so that
+    ``scan_coll_block`` uses it from now on; False when numba is missing, fails, or is switched off
+    (``NCCLSCOPE_NO_JIT=1``). Worker processes forked afterwards inherit the loaded code.
+
+    It is a step of its own, not a side effect of the first big block: numba's import and the
+    cache load cost about 0.5 s (a first compile about 4 s), which only inputs of many megabytes
+    repay (``ingest.JIT_MIN_BYTES``)."""
+    if _armed:
+        return True
+    if os.environ.get("NCCLSCOPE_NO_JIT", "") not in ("", "0"):
+        return False
+    try:
+        import numba
+
+        fn: Callable[..., None] = numba.njit(cache=True, nogil=True, boundscheck=False)(_kernel)
+        read_coll_columns_compiled(_WARM_UP, kernel=fn)  # loads or compiles now, not in the middle of a parse
+    except Exception:  # noqa: BLE001 - any failure of an optional accelerator leaves the numpy reader in charge
+        return False
+    _armed.append(fn)
+    return True
+
+
+def ready() -> Callable[..., None] | None:
+    """The kernel when ``arm()`` has loaded it in this process, else None."""
+    return _armed[0] if _armed else None
+
+
+def disarm() -> None:
+    """Back to the numpy reader in this process (tests compare the two)."""
+    _armed.clear()
+
+
+def read_coll_columns_compiled(block: bytes, newlines: np.ndarray | None = None,
+                               kernel: Callable[..., None] | None = None) -> CollColumns | None:
+    """``coll_columns.read_coll_columns`` by the compiled kernel (``kernel``, default the armed one)."""
+    fn = kernel or ready()
+    assert fn is not None, "coll_kernel.arm() first"
+    if not block:
+        return None
+    a = np.frombuffer(block, dtype=np.uint8)
+    nl = np.flatnonzero(a == 10) if newlines is None else newlines
+    ends = nl if a[-1] == 10 else np.append(nl, len(a))
+    starts = np.empty(len(ends), dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    n = len(starts)
+    ok = np.zeros(n, dtype=np.bool_)
+    count = np.empty(n, dtype=np.int64)
+    ts = np.empty(n, dtype=np.float64)
+    code = np.empty((NPART, n), dtype=np.int32)
+    rep_s = np.empty((NPART, MAX_GROUPS), dtype=np.int64)
+    rep_n = np.empty((NPART, MAX_GROUPS), dtype=np.int64)
+    ngroups = np.zeros(NPART, dtype=np.int64)
+    table = np.full((NPART, TABLE), -1, dtype=np.int32)
+    words = np.ndarray(shape=(max(len(a) - 7, 0),), dtype="<u8", buffer=block, strides=(1,))
+    fn(a, words, starts, ends.astype(np.int64, copy=False), ok, count, ts, code, rep_s, rep_n, ngroups, table)
+    rows = np.flatnonzero(ok)
+    if not len(rows):
+        return None
+    matches = [[rx.fullmatch(block[s:s + m]) for s, m in zip(rep_s[j, :ngroups[j]].tolist(), rep_n[j, :ngroups[j]].tolist())]
+               for j, rx in enumerate(PARTS)]
+    codes = code[:, rows]
+    good = np.ones(len(rows), dtype=bool)
+    for j, ms in enumerate(matches):
+        good &= np.array([m is not None for m in ms], dtype=bool)[codes[j]]
+    if not good.all():
+        rows, codes = rows[good], codes[:, good]
+        if not len(rows):
+            return None
+    mh, mo, mm, mc = matches
+    proc_names, proc = _codes([x.group(1) + b":" + x.group(2) if x else None for x in mh], codes[0])
+    op_names, op = _codes([x.group(1) if x else None for x in mo], codes[1])
+    comm_names, comm = _codes([x.group(1) if x else None for x in mc], codes[3])
+    datatype = np.array([int(x.group(1)) if x else -1 for x in mm], dtype=np.int16)[codes[2]]
+    return CollColumns(starts, rows, proc_names, proc, comm_names, comm, op_names, op, count[rows], datatype,
+                       None, None, ts[rows])
+
+
+_WARM_UP = (b"[2026-01-01 00:00:00.000001] h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 "
+            b"count 1 datatype 7 op 0 root 0 comm 0x3 [nranks=2] stream 0x4\n")
+
+
+def _codes(values: list[bytes | None], code: np.ndarray) -> tuple[list[bytes], np.ndarray]:
+    """Per-group values -> (distinct values sorted, int32 code per row), only values some row uses."""
+    names = sorted({v for v in values if v is not None})
+    index = {v: i for i, v in enumerate(names)}
+    table = np.array([index[v] if v is not None else -1 for v in values] or [-1], dtype=np.int32)
+    return drop_unused(names, table[code]) if names else (names, table[code])
