@@ -197,3 +197,19 @@ def test_arm_is_off_with_no_jit(monkeypatch):
     coll_kernel.disarm()
     monkeypatch.setenv("NCCLSCOPE_NO_JIT", "1")
     assert coll_kernel.arm() is False and coll_kernel.ready() is None
+
+
+def test_common_shapes_all_taken():
+    # every shape NCCL prints (timestamp with or without a fraction, or none; [dev] or not; any op,
+    # count, root, comm, tail) is read by the reader itself, not left to the regex
+    rng = random.Random(11)
+    lines = []
+    while len(lines) < 400:
+        line = _line(rng)
+        if line.startswith(("[2026-02-30", "[2026-11-29T", "[2026-11-29 19:20:05.123456789")):
+            continue  # an impossible date, a 'T', 9 fraction digits: the regex's own cases
+        lines.append(line)
+    block = "".join(lines).encode()
+    cols = read_coll_columns(block)
+    assert cols is not None and cols.rows.tolist() == list(range(400))
+    same(block)

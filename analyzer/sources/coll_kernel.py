@@ -24,7 +24,7 @@ import numpy as np
 
 from .coll_columns import COMM_RE, MIDDLE_RE, SPAN_MAX, CollColumns, drop_unused
 
-NTOK = 24  # tokens read per line: "[date" "time]" host [dev] NCCL INFO Op: + 17 more up to "[nranks=N]"
+MIN_LINE = 64  # shorter lines are no COLL line (the shortest is about 100 bytes)
 MAX_GROUPS = 4096  # distinct values of one part in one block; a line with a new one past that goes to the regex
 TABLE = 8192  # hash slots per part (a power of two, twice MAX_GROUPS)
 NPART = 4  # parts of few distinct values: head, op, middle, comm (PARTS)
@@ -38,20 +38,13 @@ def _word(text: bytes) -> np.uint64:
 
 
 W_OPCOUNT, W_SENDBUFF, W_RECVBUFF, W_COUNT = _word(b"opCount "), _word(b"sendbuff"), _word(b"recvbuff"), _word(b"count ")
+W_NCCL_INF = _word(b"NCCL INF")
 M6 = np.uint64((1 << 48) - 1)  # the first 6 bytes of a word
-SPACES, ONES, HIGHS = np.uint64(0x2020202020202020), np.uint64(0x0101010101010101), np.uint64(0x8080808080808080)
-ONE, SHIFT58 = np.uint64(1), np.uint64(58)
-DEBRUIJN_MUL = np.uint64(0x03F79D71B4CB0A89)  # bit index of a power of two: table[(x * MUL) >> 58]
-DEBRUIJN = np.zeros(64, dtype=np.int64)
-for _i in range(64):
-    DEBRUIJN[((1 << _i) * 0x03F79D71B4CB0A89 % (1 << 64)) >> 58] = _i
 
 
 def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, ok: np.ndarray, count: np.ndarray,
             ts: np.ndarray, code: np.ndarray, rep_s: np.ndarray, rep_n: np.ndarray,
             ngroups: np.ndarray, table: np.ndarray) -> None:  # pragma: no cover - compiled, tested through read
-    tok_s = np.empty(NTOK, np.int64)
-    tok_e = np.empty(NTOK, np.int64)
     span_s = np.empty(NPART, np.int64)
     span_n = np.empty(NPART, np.int64)
     prev_s = np.zeros(NPART, np.int64)
@@ -63,58 +56,40 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
     for r in range(len(starts)):
         s = starts[r]
         e = ends[r]
-        # the first NTOK tokens, a space found 8 bytes at a time; an empty token (two spaces) fails below
-        nt = 0
-        p = s
-        while nt < NTOK:
-            q = p
-            while q < e and a[q] != 32:
-                q += 1
-            tok_s[nt] = p
-            tok_e[nt] = q
-            nt += 1
-            if q >= e:
-                break
-            p = q + 1
-        if nt < 20:
+        if e - s < MIN_LINE:
             continue
-        b = 0
+        # The line is read left to right: fixed words are compared 8 bytes at a time and skipped, the
+        # other tokens scanned to their space. Any surprise leaves the line to the regex.
+        p = s
         t = np.nan
         if a[s] == 91:  # "[YYYY-MM-DD HH:MM:SS(.f{1,6})] "
-            if tok_e[0] - s != 11 or a[s + 5] != 45 or a[s + 8] != 45:
-                continue
-            t1 = tok_s[1]
-            n1 = tok_e[1] - t1
-            if a[t1 + 2] != 58 or a[t1 + 5] != 58 or a[tok_e[1] - 1] != 93:
-                continue
-            if n1 != 9 and not (11 <= n1 <= 16 and a[t1 + 8] == 46):
+            if a[s + 5] != 45 or a[s + 8] != 45 or a[s + 11] != 32 or a[s + 14] != 58 or a[s + 17] != 58:
                 continue
             bad = False
-            for i in (1, 2, 3, 4, 6, 7, 9, 10):
+            for i in (1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19):
                 c = a[s + i]
                 if c < 48 or c > 57:
                     bad = True
-            for i in (0, 1, 3, 4, 6, 7):
-                c = a[t1 + i]
-                if c < 48 or c > 57:
-                    bad = True
             us = 0
-            if n1 > 9:
+            p = s + 20
+            if a[p] == 46:  # a fraction: 1-6 digits (more are left to the regex)
+                p += 1
                 scale = 100000
-                for i in range(t1 + 9, tok_e[1] - 1):
-                    c = a[i]
-                    if c < 48 or c > 57:
-                        bad = True
-                    us += (c - 48) * scale
+                while p < e and 48 <= a[p] <= 57 and p < s + 28:
+                    us += (a[p] - 48) * scale
                     scale //= 10
-            if bad:
+                    p += 1
+                if p == s + 21 or p > s + 27:
+                    bad = True
+            if bad or p + 1 >= e or a[p] != 93 or a[p + 1] != 32:
                 continue
+            p += 2
             year = (a[s + 1] - 48) * 1000 + (a[s + 2] - 48) * 100 + (a[s + 3] - 48) * 10 + (a[s + 4] - 48)
             month = (a[s + 6] - 48) * 10 + (a[s + 7] - 48)
             mday = (a[s + 9] - 48) * 10 + (a[s + 10] - 48)
-            hh = (a[t1] - 48) * 10 + (a[t1 + 1] - 48)
-            mi = (a[t1 + 3] - 48) * 10 + (a[t1 + 4] - 48)
-            ss = (a[t1 + 6] - 48) * 10 + (a[t1 + 7] - 48)
+            hh = (a[s + 12] - 48) * 10 + (a[s + 13] - 48)
+            mi = (a[s + 15] - 48) * 10 + (a[s + 16] - 48)
+            ss = (a[s + 18] - 48) * 10 + (a[s + 19] - 48)
             if hh > 23 or mi > 59 or ss > 59 or month < 1 or month > 12 or mday < 1:
                 continue
             date = np.int64(year) * 10000 + month * 100 + mday
@@ -137,58 +112,99 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
                 last_day = era * 146097 + doe - 719468
                 last_date = date
             t = ((last_day * 86400 + hh * 3600 + mi * 60 + ss) * 1000000 + us) / 1e6
-            b = 2
-        k = b + 1  # the "NCCL" token
-        if tok_e[b + 1] > tok_s[b + 1] and a[tok_s[b + 1]] == 91:
-            k += 1
-        if nt < k + 20:
+        head = p
+        q = p  # host:pid:tid
+        while q < e and a[q] != 32:
+            q += 1
+        p = q + 1
+        if p < e and a[p] == 91:  # [dev]
+            q = p
+            while q < e and a[q] != 32:
+                q += 1
+            p = q + 1
+        if p + 10 > e or w[p] != W_NCCL_INF or a[p + 8] != 79 or a[p + 9] != 32:  # "NCCL INFO "
             continue
-        # fixed words, one 8-byte compare each ("opCount ", "sendbuff", "recvbuff", "count ")
-        if tok_e[k + 3] - tok_s[k + 3] != 7 or w[tok_s[k + 3]] != W_OPCOUNT:
+        p += 10
+        op = p
+        q = p
+        while q < e and a[q] != 32:
+            q += 1
+        p = q + 1
+        if p + 8 > e or w[p] != W_OPCOUNT:
             continue
-        if tok_e[k + 5] - tok_s[k + 5] != 8 or w[tok_s[k + 5]] != W_SENDBUFF:
-            continue
-        if tok_e[k + 7] - tok_s[k + 7] != 8 or w[tok_s[k + 7]] != W_RECVBUFF:
-            continue
-        if tok_e[k + 9] - tok_s[k + 9] != 5 or (w[tok_s[k + 9]] & M6) != W_COUNT:
-            continue
-        # opCount: 1-16 hex digits
-        n = tok_e[k + 4] - tok_s[k + 4]
-        if n < 1 or n > 16:
-            continue
+        middle = p  # where the op part ends, for now
+        p += 8
+        q = p  # opCount: 1-16 hex digits
         bad = False
-        for i in range(tok_s[k + 4], tok_e[k + 4]):
-            c = a[i]
+        while q < e and a[q] != 32:
+            c = a[q]
             if not ((48 <= c <= 57) or (65 <= c <= 70) or (97 <= c <= 102)):
                 bad = True
-        # the buffers: 1-64 bytes, no whitespace (\t \n \v \f \r; spaces end the token)
-        for j in (6, 8):
-            n = tok_e[k + j] - tok_s[k + j]
-            if n < 1 or n > 64:
+            q += 1
+        if bad or q - p < 1 or q - p > 16:
+            continue
+        p = q + 1
+        if p + 9 > e or w[p] != W_SENDBUFF or a[p + 8] != 32:
+            continue
+        p += 9
+        q = p  # 1-64 bytes, no whitespace (\t \n \v \f \r; spaces end the token)
+        while q < e and a[q] != 32:
+            if 9 <= a[q] <= 13:
                 bad = True
-            for i in range(tok_s[k + j], tok_e[k + j]):
-                if 9 <= a[i] <= 13:
-                    bad = True
-        # count: 1-18 decimal digits
-        n = tok_e[k + 10] - tok_s[k + 10]
-        if n < 1 or n > 18:
-            bad = True
+            q += 1
+        if bad or q - p < 1 or q - p > 64:
+            continue
+        p = q + 1
+        if p + 9 > e or w[p] != W_RECVBUFF or a[p + 8] != 32:
+            continue
+        p += 9
+        q = p
+        while q < e and a[q] != 32:
+            if 9 <= a[q] <= 13:
+                bad = True
+            q += 1
+        if bad or q - p < 1 or q - p > 64:
+            continue
+        p = q + 1
+        if p + 8 > e or (w[p] & M6) != W_COUNT:
+            continue
+        p += 6
+        q = p  # count: 1-18 decimal digits
         v = np.int64(0)
-        for i in range(tok_s[k + 10], tok_e[k + 10]):
-            c = a[i]
+        while q < e and a[q] != 32:
+            c = a[q]
             if c < 48 or c > 57:
                 bad = True
             v = v * 10 + (c - 48)
-        if bad:
+            q += 1
+        if bad or q - p < 1 or q - p > 18:
             continue
-        span_s[0] = tok_s[b]  # host:pid:tid [dev] NCCL INFO
-        span_n[0] = tok_s[k + 2] - tok_s[b]
-        span_s[1] = tok_s[k + 2]  # Op:
-        span_n[1] = tok_s[k + 3] - tok_s[k + 2]
-        span_s[2] = tok_s[k + 11]  # datatype N op N root N
-        span_n[2] = tok_s[k + 17] - tok_s[k + 11]
-        span_s[3] = tok_s[k + 17]  # comm 0x.. [nranks=N]
-        span_n[3] = tok_e[k + 19] - tok_s[k + 17]
+        p = q + 1
+        span_s[1] = op
+        span_n[1] = middle - op
+        middle = p  # "datatype N op N root N ": six tokens, checked by MIDDLE_RE once per distinct value
+        for _ in range(6):
+            q = p
+            while q < e and a[q] != 32:
+                q += 1
+            p = q + 1
+        comm = p  # "comm 0x.. [nranks=N]": three tokens, the last ends at a space or the line's end
+        for _ in range(2):
+            q = p
+            while q < e and a[q] != 32:
+                q += 1
+            p = q + 1
+        if p >= e:
+            continue
+        q = p
+        while q < e and a[q] != 32:
+            q += 1
+        span_s[0] = head  # host:pid:tid [dev] NCCL INFO
+        span_n[0] = op - head
+        span_s[2] = middle
+        span_n[2] = comm - middle
+        span_s[3] = comm
+        span_n[3] = q - comm
         if span_n[0] > SPAN_MAX or span_n[1] > SPAN_MAX or span_n[2] > SPAN_MAX or span_n[3] > SPAN_MAX:
             continue
         # a group for each part: the line before's when equal, else found or added in a hash table of
