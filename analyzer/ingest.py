@@ -33,7 +33,7 @@ from .sources.torch_log import parse_torch_lines
 MAX_LINE = 64 * 1024
 MAX_STRUCTURED_BYTES = 256 * 1024 * 1024  # JSON / pickle / XML are loaded whole: bounded
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
-JIT_MIN_BYTES = 48 * 1024 * 1024  # inputs this big load the compiled COLL reader (about 0.5 s to load, 2.5x faster)
+JIT_MIN_BYTES = 48 * 1024 * 1024  # inputs this big load the compiled COLL reader (0.35-0.5 s to load, 2-2.5x faster)
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # smaller inputs get no progress calls
 BLOCK_BYTES = 16 * 1024 * 1024  # bulk COLL scan: bytes read and matched at a time
 SMALL_LOG_BYTES = 2 * 1024 * 1024  # logs up to this size are parsed several at a time ...
@@ -430,16 +430,19 @@ def ingest(paths: list[Path], progress: Callable[[int, int], None] | None = None
         nworkers = workers if workers is not None else min(len(groups), os.cpu_count() or 1)
         report = progress if progress is not None and total >= PROGRESS_MIN_BYTES else None
         done = 0
-        if total >= JIT_MIN_BYTES:
-            coll_kernel.arm()  # before the workers fork: they inherit it
+        jit = total >= JIT_MIN_BYTES
         if nworkers > 1 and total >= PARALLEL_MIN_BYTES and len(groups) > 1:
-            with ProcessPoolExecutor(max_workers=nworkers) as ex:
+            # each worker loads the compiled reader itself: the parent, which goes on to build the model
+            # and hold the tables, is spared numba's 140 MB
+            with ProcessPoolExecutor(max_workers=nworkers, initializer=coll_kernel.arm if jit else None) as ex:
                 for group, res in zip(groups, ex.map(_parse_job, groups, chunksize=1)):
                     results.extend(res)
                     done += sum(f[2] for f in group)
                     if report:
                         report(done, total)
         else:
+            if jit:
+                coll_kernel.arm()
             for group in groups:
                 results.extend(_parse_job(group))
                 done += sum(f[2] for f in group)

@@ -505,6 +505,8 @@ def _scan_piece(block: bytes, first_line: int, file: str, max_line: int,
     if not len(rest_rows):
         return fast, []
     rest_block = _lines_of(block, cols.line_starts, rest_rows)
+    if b"opCount" not in rest_block:  # no COLL line left for the regex: the others as they are
+        return fast, _plain_lines(rest_block, rest_rows + first_line, max_line)
     slow, others = _scan(rest_block, first_line, rest_rows + first_line, file, max_line)
     return (fast if slow is None else merge_batches(fast, slow)), others
 
@@ -531,6 +533,15 @@ def _lines_of(block: bytes, starts: np.ndarray, rows: np.ndarray) -> bytes:
     keep = np.zeros(len(starts), dtype=bool)
     keep[rows] = True
     return np.frombuffer(block, dtype=np.uint8)[np.repeat(keep, np.diff(bounds))].tobytes()
+
+
+def _plain_lines(block: bytes, linenos: np.ndarray, max_line: int) -> list[tuple[int, str]]:
+    """(number, text) of each line of ``block``, as ``_scan`` gives lines that are not COLL lines."""
+    lines = block.split(b"\n")
+    if block.endswith(b"\n"):
+        lines.pop()
+    return [(n, raw[:max_line].decode("utf-8", "replace").replace("\x00", "") + "\n")
+            for n, raw in zip(linenos.tolist(), lines)]
 
 
 def _decode(names: list[bytes]) -> list[str]:

@@ -5,10 +5,12 @@ timestamp when NCCL printed one (``NCCL_DEBUG_TIMESTAMP_*``, 2.26+), as seconds 
 """
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}  # per class: its field values as a tuple, in C
 
 
 @dataclass(slots=True)
@@ -22,10 +24,12 @@ class Rec:
         parent, and the default for slots classes (a dict per object, set back attribute by
         attribute) costs twice as much each way."""
         cls = type(self)
-        names = _FIELD_NAMES.get(cls)
-        if names is None:
-            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(self))
-        return cls, tuple([getattr(self, n) for n in names])
+        get = _FIELDS.get(cls)
+        if get is None:
+            names = [f.name for f in fields(self)]
+            getter = operator.attrgetter(*names)
+            get = _FIELDS[cls] = getter if len(names) > 1 else (lambda r: (getter(r),))
+        return cls, get(self)
 
 
 @dataclass(slots=True)
