@@ -41,10 +41,12 @@ def analyze_run(run: Run) -> Analysis:
 
 
 def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None = None,
-                  cache: bool = True, defer_store: bool = False) -> Analysis:
+                  cache: bool = True, defer_store: bool = False,
+                  note: Callable[[str], None] | None = None) -> Analysis:
     """``cache``: reuse the parsed run stored by an earlier call on the same, unchanged files, and its
     findings and decision while the detectors' code is unchanged (cache.py). ``defer_store``: leave
-    writing a new entry to ``Analysis.finish()``, so that a caller can show the verdict first."""
+    writing a new entry to ``Analysis.finish()``, so that a caller can show the verdict first. ``note``:
+    told of one-off delays (ingest)."""
     if cache:
         from . import cache as run_cache
 
@@ -55,12 +57,12 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
     from .ingest import ingest
 
     if not cache:
-        return analyze_run(build_run(ingest(paths, progress=progress)))
+        return analyze_run(build_run(ingest(paths, progress=progress, note=note)))
     if entry is not None:
         res = analyze_run(entry.run)
         run_cache.store_analysis(entry.folder, res.findings, res.decision, _json_line(res))
         return res
-    run = build_run(ingest(paths, progress=progress))
+    run = build_run(ingest(paths, progress=progress, note=note))
     res = analyze_run(run)
 
     def store() -> None:

@@ -51,7 +51,8 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
         def progress(i: int, n: int) -> None:
             bar.update(task, completed=i, total=n)
     try:
-        result = analyze_paths(list(paths), progress=progress, cache=not no_cache, defer_store=True)
+        result = analyze_paths(list(paths), progress=progress, cache=not no_cache, defer_store=True,
+                               note=lambda text: err.print(f"ncclscope: {text}", highlight=False))
     finally:
         if progress is not None:
             bar.stop()

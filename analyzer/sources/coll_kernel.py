@@ -9,9 +9,9 @@ opCount, count and the timestamp, and gives each of the three parts with few dis
 group code: a compare with the line before, else an open-addressing hash table. Python then
 matches each distinct part once with the small regexes of ``coll_columns``.
 
-numba compiles the loop once and keeps the machine code in ``__pycache__`` (or numba's user cache
-when that is read-only); see ``arm``. ``NCCLSCOPE_NO_JIT=1``, or numba missing, leaves the numpy
-reader in charge.
+numba compiles the loop ahead of time into a small extension module kept in the user's cache
+(``coll_build``), or, failing that, just in time; see ``arm``. ``NCCLSCOPE_NO_JIT=1``, or numba
+missing, leaves the numpy reader in charge.
 """
 from __future__ import annotations
 
@@ -278,27 +278,52 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
 _armed: list[Callable[..., None]] = []
 
 
-def arm() -> bool:
-    """Import numba and load (or, the first time ever, compile) the kernel in this process, so that
-    ``scan_coll_block`` uses it from now on; False when numba is missing, fails, or is switched off
-    (``NCCLSCOPE_NO_JIT=1``). Worker processes forked afterwards inherit the loaded code.
+def arm(note: Callable[[str], None] | None = None, build: bool = True) -> bool:
+    """Load the compiled kernel in this process, so that ``scan_coll_block`` uses it from now on;
+    False when it cannot be had or is switched off (``NCCLSCOPE_NO_JIT=1``). Worker processes forked
+    afterwards inherit it.
 
-    It is a step of its own, not a side effect of the first big block: numba's import and the
-    cache load cost about 0.5 s (a first compile about 4 s), which only inputs of many megabytes
-    repay (``ingest.JIT_MIN_BYTES``)."""
+    First choice, the module built ahead of time (``coll_build``: about 1 ms to load, no numba in
+    this process; built the first time, about 10 s, ``note`` is told). Failing that, numba's JIT in
+    this process (0.35 s and 140 MB each time, 4 s the first). Failing that, False: the numpy reader.
+    ``build=False``: the built module if it is there, nothing that takes time."""
     if _armed:
         return True
     if os.environ.get("NCCLSCOPE_NO_JIT", "") not in ("", "0"):
         return False
-    try:
-        import numba
+    for how in ((_built, _jit) if build else (_loaded,)):
+        try:
+            fn = how(note)
+            if fn is not None:
+                read_coll_columns_compiled(_WARM_UP, kernel=fn)  # it runs, and is loaded now, not mid-parse
+                _armed.append(fn)
+                return True
+        except Exception:  # noqa: BLE001 - an optional accelerator that fails leaves the next one in charge
+            continue
+    return False
 
-        fn: Callable[..., None] = numba.njit(cache=True, nogil=True, boundscheck=False)(_kernel)
-        read_coll_columns_compiled(_WARM_UP, kernel=fn)  # loads or compiles now, not in the middle of a parse
-    except Exception:  # noqa: BLE001 - any failure of an optional accelerator leaves the numpy reader in charge
-        return False
-    _armed.append(fn)
-    return True
+
+def _built(note: Callable[[str], None] | None) -> Callable[..., None] | None:
+    from . import coll_build
+
+    fn = coll_build.load()
+    if fn is None and os.environ.get("NCCLSCOPE_KERNEL_BUILD", "1") != "0":
+        folder = coll_build.build(note)
+        fn = coll_build.load(folder) if folder is not None else None
+    return fn
+
+
+def _loaded(note: Callable[[str], None] | None) -> Callable[..., None] | None:
+    from . import coll_build
+
+    return coll_build.load()
+
+
+def _jit(note: Callable[[str], None] | None) -> Callable[..., None] | None:
+    import numba
+
+    fn: Callable[..., None] = numba.njit(cache=True, nogil=True, boundscheck=False)(_kernel)
+    return fn
 
 
 def ready() -> Callable[..., None] | None:

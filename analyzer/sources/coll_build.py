@@ -1,0 +1,136 @@
+"""The compiled COLL reader built ahead of time into a small extension module, kept in the user's cache.
+
+``coll_kernel._kernel`` is compiled by numba's ahead-of-time compiler (``numba.pycc``) into an
+extension module that imports in about a millisecond and needs no numba at run time; numba's JIT
+costs 0.35 s and 140 MB in every process that loads it, more than the reader saves on inputs
+under a few hundred megabytes. The module is built once per kernel source, numba, numpy, Python
+and machine (a hash of those names its folder), in a child process, so that numba never enters
+this one, and under a file lock, so that processes starting together build it once.
+
+Folder: ``$NCCLSCOPE_KERNEL_DIR``, else ``$XDG_CACHE_HOME/ncclscope/kernel`` (``~/.cache``). A
+module there is loaded only from a folder and file owned by this user and writable by no one
+else. Run as ``python -m analyzer.sources.coll_build OUTDIR`` it builds into OUTDIR.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.machinery
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+MODULE = "ncclscope_coll_kernel"
+# the kernel's arguments, as read_coll_columns_compiled passes them
+SIGNATURE = ("void(uint8[::1], uint64[:], int64[::1], int64[::1], boolean[::1], int64[::1], float64[::1], "
+             "int32[:,::1], int64[:,::1], int64[:,::1], int64[::1], int32[:,::1])")
+BUILD_TIMEOUT_S = 300
+_HERE = Path(__file__).resolve().parent
+
+
+def kernel_dir() -> Path | None:
+    """Where the module for this kernel source and these library versions lives; None without numba."""
+    try:
+        numba_version = importlib.metadata.version("numba")
+        numpy_version = importlib.metadata.version("numpy")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    h = hashlib.sha256()
+    for part in ((_HERE / "coll_kernel.py").read_bytes(), Path(__file__).read_bytes(), numba_version.encode(),
+                 numpy_version.encode(), sys.version.encode(), importlib.machinery.EXTENSION_SUFFIXES[0].encode(),
+                 platform.machine().encode()):
+        h.update(len(part).to_bytes(8, "little") + part)
+    base = os.environ.get("NCCLSCOPE_KERNEL_DIR") or \
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope" / "kernel"
+    return Path(base) / h.hexdigest()[:24]
+
+
+def module_path(folder: Path) -> Path:
+    return folder / (MODULE + importlib.machinery.EXTENSION_SUFFIXES[0])
+
+
+def _private(p: Path) -> bool:
+    """Owned by this user and writable by no one else (a module anyone could swap would run their code)."""
+    try:
+        st = p.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def load(folder: Path | None = None) -> Callable[..., None] | None:
+    """The built kernel, or None when it is not there (or not private)."""
+    folder = folder or kernel_dir()
+    if folder is None:
+        return None
+    path = module_path(folder)
+    if not (path.is_file() and _private(path) and _private(folder)):
+        return None
+    spec = importlib.util.spec_from_file_location(MODULE, path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel: Callable[..., None] = module.kernel
+    return kernel
+
+
+def build(note: Callable[[str], None] | None = None) -> Path | None:
+    """Build the module (in a child process, under a lock) unless it is there; its folder, or None."""
+    folder = kernel_dir()
+    if folder is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not _private(folder):
+        return None
+    target = module_path(folder)
+    with open(folder / ".lock", "w") as lock:
+        with contextlib.suppress(ImportError):
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another process building it: wait, then find it built
+        if target.is_file():
+            return folder
+        if note is not None:
+            note("compiling the COLL-line reader (once per version, about 10 s)")
+        tmp = Path(tempfile.mkdtemp(prefix="build-", dir=folder))
+        try:
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(_HERE.parents[1]), os.environ.get("PYTHONPATH", "")]))
+            done = subprocess.run([sys.executable, "-m", "analyzer.sources.coll_build", str(tmp)], env=env,
+                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=BUILD_TIMEOUT_S)
+            built = module_path(tmp)
+            if done.returncode != 0 or not built.is_file():
+                return None
+            built.chmod(0o700)
+            os.replace(built, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def main(argv: list[str]) -> int:
+    import warnings
+
+    warnings.simplefilter("ignore")  # numba.pycc's pending-deprecation notice
+    from numba.pycc import CC
+
+    from analyzer.sources.coll_kernel import _kernel
+
+    cc = CC(MODULE)
+    cc.output_dir = argv[0]
+    cc.verbose = False
+    cc.export("kernel", SIGNATURE)(_kernel)
+    cc.compile()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
