@@ -92,9 +92,15 @@ def group_key(d: pd.DataFrame) -> np.ndarray:
     return codes * span + seq
 
 
-def group_bounds(sorted_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (exclusive) of each run of equal values in a sorted key."""
-    if not len(sorted_key):
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
-    return starts, np.r_[starts[1:], len(sorted_key)]
+def dense_groups(key: np.ndarray) -> tuple[np.ndarray, int]:
+    """(code per row in 0..n-1, n) for a ``group_key``: the key less its minimum when its range is
+    small (the usual case: a few process groups times their sequence numbers), else a factorisation.
+    Codes may leave gaps (groups of size 0), so that ``ufunc.at`` and ``bincount`` can aggregate
+    per group with no sort."""
+    if not len(key):
+        return np.empty(0, np.int64), 0
+    lo, hi = int(key.min()), int(key.max())
+    if hi - lo < 4 * len(key) + 1024:
+        return key - lo, hi - lo + 1
+    codes, uniq = pd.factorize(key, sort=True)
+    return codes.astype(np.int64, copy=False), len(uniq)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
-from .common import group_bounds, group_key, not_p2p
+from .common import dense_groups, group_key, not_p2p
 
 HINT = ("Ranks must call the same collectives in the same order with the same sizes and dtypes. Look for "
         "rank-dependent branches (if rank == 0: ...), data-dependent sizes (the last batch, variable-length "
@@ -41,8 +41,8 @@ def first_mismatch(df: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
 
 
 def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
-    """Integer signatures, one sort by collective, min != max per group: no per-row strings, linear
-    memory, until a mismatch is found."""
+    """Integer signatures, min != max per collective by ``ufunc.at`` over dense group codes: no sort,
+    no per-row strings, linear memory, until a mismatch is found."""
     d = not_p2p(d)
     if not len(d):
         return None
@@ -53,18 +53,19 @@ def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
     count = d["count"].fillna(-1).to_numpy(np.float64).astype(np.int64) + 1
     # coalesced groups compare by op only
     sig = np.where(coalesced, 0, count) * 65536 + np.where(coalesced, 0, dt_code) * 256 + op_code
-    key = group_key(d)
-    order = np.argsort(key, kind="stable")
-    starts, ends = group_bounds(key[order])
-    if not len(starts):
-        return None
-    s_sorted = sig[order]
-    bad = np.minimum.reduceat(s_sorted, starts) != np.maximum.reduceat(s_sorted, starts)
+    g, ng = dense_groups(group_key(d))
+    lo = np.full(ng, np.iinfo(np.int64).max)
+    np.minimum.at(lo, g, sig)
+    hi = np.full(ng, np.iinfo(np.int64).min)
+    np.maximum.at(hi, g, sig)
+    bad = lo != hi  # groups of no row have lo > hi: left out below
+    bad &= lo <= hi
     if not bad.any():
         return None
-    seqs = d["seq"].to_numpy(np.int64)[order[starts]]
-    g = np.flatnonzero(bad)[np.argmin(seqs[bad])]
-    rows = d.iloc[order[starts[g]:ends[g]]].copy()
+    seq_of = np.zeros(ng, np.int64)
+    seq_of[g] = d["seq"].to_numpy(np.int64)
+    worst = np.flatnonzero(bad)[np.argmin(seq_of[bad])]  # the earliest; the first in key order on a tie
+    rows = d.iloc[np.flatnonzero(g == worst)].copy()
     rows["_key"] = (rows["op"].astype(str) + "|" + rows["dtype"].astype(str) + "|" + rows["count"].astype(str)).where(
         ~rows["op"].astype(str).eq("coalesced"), rows["op"].astype(str))
     first = rows.iloc[0]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Evidence, Finding, Run, Severity, Verdict
-from .common import group_bounds, group_key, not_p2p
+from .common import dense_groups, group_key, not_p2p
 
 MIN_SPREAD_MS = 5.0
 MIN_EVENTS = 5
@@ -67,26 +67,35 @@ def _by_arrival(d: pd.DataFrame) -> pd.DataFrame:
 
     Only meaningful where the ranks share a clock and calls block (CPU backends), which is why it is
     used only when no GPU durations exist. The late rank must be alone: its lead over the second-latest
-    rank, which is what everyone else waited at least, must be material too. One sort by (collective,
-    time) of integer and float arrays: linear in memory at millions of rows.
+    rank, which is what everyone else waited at least, must be material too. Per collective, the
+    first, last and second-last times by ``ufunc.at`` over dense group codes: no sort of the
+    millions of rows (a lexsort of time within group took 1.3 s at 9 M rows, this 0.1 s).
     """
     if not len(d):
         return _EMPTY.copy()
     key = group_key(d)
-    t = d["t_created"].to_numpy(np.float64)
-    order = np.lexsort((t, key))
-    starts, ends = group_bounds(key[order])
-    sizes = ends - starts
-    ok = sizes >= 2
-    starts, ends, sizes = starts[ok], ends[ok], sizes[ok]
-    ts = t[order]
-    wait_ms = (ts[ends - 1] - ts[starts]) * 1000.0
-    lead_ms = (ts[ends - 1] - ts[ends - 2]) * 1000.0
-    sel = (wait_ms >= MIN_SPREAD_MS) & (lead_ms >= MIN_SPREAD_MS)
-    pos = order[(ends - 1)[sel]]
+    g, ng = dense_groups(key)
+    t = d["t_created"].to_numpy(np.float64)  # no NaN: the caller keeps timed rows only
+    size = np.bincount(g, minlength=ng)
+    last = np.full(ng, -np.inf)
+    np.maximum.at(last, g, t)
+    first = np.full(ng, np.inf)
+    np.minimum.at(first, g, t)
+    at_last = t == last[g]
+    ties = np.bincount(g[at_last], minlength=ng)
+    second = np.full(ng, -np.inf)
+    np.maximum.at(second, g[~at_last], t[~at_last])
+    second = np.where(ties >= 2, last, second)  # two ranks last together: no lead
+    with np.errstate(invalid="ignore"):
+        wait_ms = (last - first) * 1000.0
+        lead_ms = (last - second) * 1000.0
+        sel = (size >= 2) & (wait_ms >= MIN_SPREAD_MS) & (lead_ms >= MIN_SPREAD_MS)
+    pos = np.flatnonzero(at_last & sel[g])  # one row per selected collective (its last is alone)
+    pos = pos[np.argsort(key[pos], kind="stable")]
     rows = d.iloc[pos]
+    gs = g[pos]
     return pd.DataFrame({"pg": rows["pg"].to_numpy(), "seq": rows["seq"].to_numpy(), "op": rows["op"].to_numpy(),
-                         "late_rank": rows["rank"].to_numpy(), "wait_ms": wait_ms[sel], "n": sizes[sel]})
+                         "late_rank": rows["rank"].to_numpy(), "wait_ms": wait_ms[gs], "n": size[gs]})
 
 
 def run_late_arrivals(run: Run) -> pd.DataFrame:
