@@ -659,8 +659,7 @@ def _cumcount(codes: np.ndarray, ngroups: int) -> np.ndarray:
     np.not_equal(codes[1:], codes[:-1], out=change[1:])
     heads = np.flatnonzero(change)
     if len(heads) == ngroups:  # every group is one run
-        run = np.cumsum(change) - 1
-        return np.arange(1, n + 1, dtype=np.int64) - heads[run]
+        return np.arange(1, n + 1, dtype=np.int64) - np.repeat(heads, np.diff(heads, append=n))
     return pd.Series(codes).groupby(codes, sort=False).cumcount().to_numpy() + 1
 
 

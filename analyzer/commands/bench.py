@@ -13,6 +13,7 @@ next to the start-up alone (Python plus the imports ``analyze`` needs).
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -93,8 +94,10 @@ def _child(path: str) -> None:
 
 def _analyze_in_child(path: Path) -> dict:
     code = f"from analyzer.commands.bench import _child; _child({str(path)!r})"
+    env = dict(os.environ)
+    env.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")  # as the CLI sets it (cli.py)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
-                       cwd=Path(__file__).resolve().parents[2])
+                       cwd=Path(__file__).resolve().parents[2], env=env)
     if p.returncode != 0:
         raise RuntimeError(f"analyze failed on {path}: {p.stderr.strip()[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
