@@ -36,6 +36,7 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
     from rich.console import Console
 
     from .analysis import analyze_paths
+    from .malloc import keep_freed_memory
     from .report import json_text, render_text
 
     if as_json and not no_cache:  # an unchanged folder analysed before: the stored line, nothing parsed or decoded
@@ -45,6 +46,7 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
         if cached is not None:
             sys.stdout.write(cached + "\n")
             return
+    keep_freed_memory()  # this process ends with the analysis (malloc.py)
     err = Console(stderr=True)
     progress = None
     if not no_progress and err.is_terminal:

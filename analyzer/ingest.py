@@ -20,6 +20,7 @@ import numpy as np
 
 from . import archive
 from .input_names import MAX_FILES, SKIP_DIRS, SKIP_NAMES, InputError
+from .malloc import keep_freed_memory
 from .safe_pickle import UnsafePickleError
 from .sources import coll_kernel
 from .sources.env_file import parse_env_lines
@@ -379,18 +380,10 @@ def _parse_group(group: list[tuple[str, str, int]]) -> list[Parsed]:
 
 
 def _worker_init() -> None:
-    """A parse worker keeps the memory it frees (glibc's malloc, if that is the allocator): every file
-    is read, joined and scanned into fresh buffers of megabytes, which malloc would otherwise map
-    and unmap each time, the kernel zeroing every page again. At 4,096 rank logs that was 4.5 s of
-    system time against 0.4 s. Workers exit when the parse ends, so nothing is held for long."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: blocks under 32 MB come from the heap ...
-        libc.mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD: ... which keeps up to 256 MB free at its top
-    except (OSError, AttributeError):  # not glibc: its defaults
-        pass
+    """A parse worker keeps the memory it frees (``malloc.keep_freed_memory``): every group of files
+    is read, joined and scanned into fresh buffers of megabytes. At 4,096 rank logs that took the
+    workers' system time from 4.5 s to 0.4 s."""
+    keep_freed_memory()
 
 
 def _groups(files: list[tuple[str, str, int]]) -> list[list[tuple[str, str, int]]]:

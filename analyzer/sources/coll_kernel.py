@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
