@@ -57,12 +57,12 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
     from .ingest import ingest
 
     if not cache:
-        return analyze_run(build_run(ingest(paths, progress=progress, note=note)))
+        return analyze_run(build_run(ingest(paths, progress=progress, note=note), release=True))
     if entry is not None:
         res = analyze_run(entry.run)
         run_cache.store_analysis(entry.folder, res.findings, res.decision, _json_line(res))
         return res
-    run = build_run(ingest(paths, progress=progress, note=note))
+    run = build_run(ingest(paths, progress=progress, note=note), release=True)
     res = analyze_run(run)
 
     def store() -> None:

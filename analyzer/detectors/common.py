@@ -75,11 +75,22 @@ def fmt_ranks(ranks: list[int] | tuple[int, ...], limit: int = 12) -> str:
 def not_p2p(d: pd.DataFrame) -> pd.DataFrame:
     """Rows of collective groups (PyTorch's ``<pg>:p2p`` send/recv counters left out), without turning
     every row's category into a string."""
+    return rows_where(d, collective_rows(d))
+
+
+def collective_rows(d: pd.DataFrame) -> np.ndarray:
+    """True for the rows of collective groups: not PyTorch's ``<pg>:p2p`` send/recv counters."""
     pg = d["pg"]
     if isinstance(pg.dtype, pd.CategoricalDtype):
         p2p = [c for c in pg.cat.categories if str(c).endswith(":p2p")]
-        return d[~pg.isin(p2p)] if p2p else d
-    return d[~pg.astype(str).str.endswith(":p2p")]
+        return ~pg.isin(p2p).to_numpy() if p2p else np.ones(len(d), dtype=bool)
+    return ~pg.astype(str).str.endswith(":p2p").to_numpy(dtype=bool)
+
+
+def rows_where(d: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """``d[mask]``, or ``d`` itself when the mask keeps every row: boolean indexing always copies, and at
+    millions of rows the usual mask keeps them all (a copy of the table's columns is hundreds of MB)."""
+    return d if mask.all() else d[mask]
 
 
 def group_key(d: pd.DataFrame) -> np.ndarray:

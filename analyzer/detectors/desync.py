@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
-from .common import dense_groups, group_key, not_p2p
+from .common import dense_groups, group_key, not_p2p, rows_where
 
 HINT = ("Ranks must call the same collectives in the same order with the same sizes and dtypes. Look for "
         "rank-dependent branches (if rank == 0: ...), data-dependent sizes (the last batch, variable-length "
@@ -31,8 +31,9 @@ def first_mismatch(df: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
         # (rank, communicator, call number) is unique by construction for NCCL rows
         mask = ((df["source"] == "nccl") & ~df["op"].isin(["send", "recv"])).to_numpy()
         if mask.any():
-            # the signature's columns only; the whole rows of the mismatched collective are taken after
-            found = _first_mismatch(df.loc[mask, ["rank", "pg", "seq", "op", "count", "dtype"]])
+            # the signature's columns only (no copy: pandas copies on write, and the usual mask keeps
+            # every row); the whole rows of the mismatched collective are taken after
+            found = _first_mismatch(rows_where(df[["rank", "pg", "seq", "op", "count", "dtype"]], mask))
             if found is not None:
                 pg, seq, rows = found
                 full = df.loc[rows.index]
@@ -47,12 +48,21 @@ def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
     if not len(d):
         return None
     op = d["op"].astype("category")
+    op_code = op.cat.codes.to_numpy()
+    dt_code = d["dtype"].astype("category").cat.codes.to_numpy()
+    count = d["count"]
+    # sig = (count + 1) * 65536 + (dtype code + 1) * 256 + op code, built in place: one 8-byte array
+    if pd.api.types.is_integer_dtype(count.dtype):
+        sig = count.to_numpy(np.int64, copy=True)
+    else:
+        sig = count.fillna(-1).to_numpy(np.float64).astype(np.int64)
+    sig += 1
+    sig *= 65536
+    sig += dt_code.astype(np.int32) * 256 + 256
+    sig += op_code
     coalesced = (op == "coalesced").to_numpy()
-    op_code = op.cat.codes.to_numpy(np.int64)
-    dt_code = d["dtype"].astype("category").cat.codes.to_numpy(np.int64) + 1
-    count = d["count"].fillna(-1).to_numpy(np.float64).astype(np.int64) + 1
-    # coalesced groups compare by op only
-    sig = np.where(coalesced, 0, count) * 65536 + np.where(coalesced, 0, dt_code) * 256 + op_code
+    if coalesced.any():  # coalesced groups compare by op only
+        sig[coalesced] = op_code[coalesced]
     g, ng = dense_groups(group_key(d))
     lo = np.full(ng, np.iinfo(np.int64).max)
     np.minimum.at(lo, g, sig)

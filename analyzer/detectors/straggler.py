@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Evidence, Finding, Run, Severity, Verdict
-from .common import dense_groups, group_key, not_p2p
+from .common import collective_rows, dense_groups, group_key
 
 MIN_SPREAD_MS = 5.0
 MIN_EVENTS = 5
@@ -24,23 +24,27 @@ MIN_TOTAL_WAIT_MS = 200.0
 
 
 def late_arrivals(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per collective with a material spread: pg, seq, op, late rank, wait (ms)."""
-    d = df[df["source"].isin(["fr", "hook", "completion_hook"])]
-    if len(d):
-        d = d.drop_duplicates(["rank", "pg", "seq"], keep="first")
+    """One row per collective with a material spread: pg, seq, op, late rank, wait (ms).
+
+    Rows are chosen by one mask over the table, not by successive copies of it."""
+    torch_rows = df["source"].isin(["fr", "hook", "completion_hook"]).to_numpy()
+    if torch_rows.any():
+        d = df[torch_rows].drop_duplicates(["rank", "pg", "seq"], keep="first")
+        keep = np.ones(len(d), dtype=bool)
     else:
         # only NCCL COLL lines: their timestamps (NCCL_DEBUG_TIMESTAMP_LEVELS) are the enqueue times;
         # (rank, communicator, call number) is unique by construction there
-        mask = ((df["source"] == "nccl") & df["t_created"].notna() & ~df["op"].isin(["send", "recv"])).to_numpy()
-        d = df.loc[mask, ["rank", "pg", "seq", "op", "t_created", "duration_ms"]]
-    d = not_p2p(d)
-    d = d[d["seq"] > 1]  # the first collective of a group pays for connection set-up on every rank
-    if not len(d):
+        d = df[["rank", "pg", "seq", "op", "t_created", "duration_ms"]]  # no copy: pandas copies on write
+        keep = (df["source"] == "nccl").to_numpy() & d["t_created"].notna().to_numpy() & \
+            ~d["op"].isin(["send", "recv"]).to_numpy()
+    keep &= collective_rows(d)
+    keep &= d["seq"].to_numpy() > 1  # the first collective of a group pays for connection set-up on every rank
+    if not keep.any():
         return _EMPTY.copy()
-    timed = d[d["duration_ms"].notna()]
-    if len(timed) >= 0.5 * len(d):
-        return _by_duration(timed)
-    return _by_arrival(d[d["t_created"].notna()])
+    timed = keep & d["duration_ms"].notna().to_numpy()
+    if timed.sum() >= 0.5 * keep.sum():
+        return _by_duration(d[timed])
+    return _by_arrival(d, keep & d["t_created"].notna().to_numpy())
 
 
 _EMPTY = pd.DataFrame(columns=["pg", "seq", "op", "late_rank", "wait_ms", "n"])
@@ -61,9 +65,9 @@ def _by_duration(d: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index().rename(columns={"rank": "late_rank", "count": "n"})[list(_EMPTY.columns)]
 
 
-def _by_arrival(d: pd.DataFrame) -> pd.DataFrame:
-    """Untimed collectives (gloo, the hook's enqueue times, NCCL timestamps): the late rank issued its
-    call last.
+def _by_arrival(d: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+    """Untimed collectives (gloo, the hook's enqueue times, NCCL timestamps) among the ``keep`` rows: the
+    late rank issued its call last.
 
     Only meaningful where the ranks share a clock and calls block (CPU backends), which is why it is
     used only when no GPU durations exist. The late rank must be alone: its lead over the second-latest
@@ -71,11 +75,14 @@ def _by_arrival(d: pd.DataFrame) -> pd.DataFrame:
     first, last and second-last times by ``ufunc.at`` over dense group codes: no sort of the
     millions of rows (a lexsort of time within group took 1.3 s at 9 M rows, this 0.1 s).
     """
-    if not len(d):
+    if not keep.any():
         return _EMPTY.copy()
     key = group_key(d)
     g, ng = dense_groups(key)
-    t = d["t_created"].to_numpy(np.float64)  # no NaN: the caller keeps timed rows only
+    if not keep.all():
+        g = np.where(keep, g, ng)  # the rows left out: a group of their own, never reported
+    ng += 1
+    t = d["t_created"].to_numpy(np.float64)  # NaN in the rows left out only
     size = np.bincount(g, minlength=ng)
     last = np.full(ng, -np.inf)
     np.maximum.at(last, g, t)
@@ -84,12 +91,13 @@ def _by_arrival(d: pd.DataFrame) -> pd.DataFrame:
     at_last = t == last[g]
     ties = np.bincount(g[at_last], minlength=ng)
     second = np.full(ng, -np.inf)
-    np.maximum.at(second, g[~at_last], t[~at_last])
+    np.maximum.at(second, g, np.where(at_last, -np.inf, t))
     second = np.where(ties >= 2, last, second)  # two ranks last together: no lead
     with np.errstate(invalid="ignore"):
         wait_ms = (last - first) * 1000.0
         lead_ms = (last - second) * 1000.0
         sel = (size >= 2) & (wait_ms >= MIN_SPREAD_MS) & (lead_ms >= MIN_SPREAD_MS)
+    sel[-1] = False
     pos = np.flatnonzero(at_last & sel[g])  # one row per selected collective (its last is alone)
     pos = pos[np.argsort(key[pos], kind="stable")]
     rows = d.iloc[pos]

@@ -399,6 +399,12 @@ class NcclCollBatch(NcclRec):
     tss: np.ndarray  # float64
     lines: np.ndarray  # int64
 
+    def release(self) -> None:
+        """Drop the rows' arrays (the table has them now): the batch keeps its first line's fields only."""
+        empty = np.zeros(0, np.int64)
+        self.proc = self.comm = self.op = self.count = self.datatype = self.lines = empty
+        self.tss = np.zeros(0, np.float64)
+
     def __len__(self) -> int:
         return len(self.lines)
 
