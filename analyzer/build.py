@@ -692,9 +692,10 @@ def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[Pro
     ops: dict[str, int] = {}
     files: dict[str, int] = {}
     n = sum(len(it) if isinstance(it, NcclCollBatch) else 1 for it in items)
-    col: dict[str, np.ndarray] = {"proc": np.empty(n, np.int32), "comm": np.empty(n, np.int32), "op": np.empty(n, np.int32),
-           "count": np.empty(n, np.int64), "dt": np.empty(n, np.int32), "ts": np.empty(n, np.float64),
-           "line": np.empty(n, np.int64), "file": np.empty(n, np.int32)}
+    col: dict[str, np.ndarray] = {
+        "proc": np.empty(n, np.int32), "comm": np.empty(n, np.int32), "op": np.empty(n, np.int32),
+        "count": np.empty(n, np.int64), "dt": np.empty(n, np.int32), "ts": np.empty(n, np.float64),
+        "line": np.empty(n, np.int64), "file": np.empty(n, np.int32)}
     single: list[R.NcclColl] = []
     pos = 0
 
