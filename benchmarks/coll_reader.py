@@ -1,7 +1,8 @@
-"""The COLL-line reader alone: numpy columns against the regex path and ``grep -c`` on the same bytes.
+"""The COLL-line readers alone: compiled and numpy columns against the regex path and ``grep -c`` on the
+same bytes.
 
 Run: ``.venv/bin/python benchmarks/coll_reader.py [FILE ...] [--repeat 7]``. Without files, one
-rank's log of a generated 64-rank run (about 18 k COLL lines, 4 MB) is used. The three contenders
+rank's log of a generated 64-rank run (about 18 k COLL lines, 4 MB) is used. The four contenders
 run interleaved, best of ``--repeat``, so a machine that changes speed mid-run hits all of them
 alike; each is printed as nanoseconds per byte and as a ratio to grep (whose time includes starting
 its process: about 1 ms).
@@ -17,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from analyzer.sources import coll_kernel  # noqa: E402
 from analyzer.sources.nccl_log import scan_coll_block, scan_coll_block_regex  # noqa: E402
 from analyzer.synth import generate_run  # noqa: E402
 
@@ -36,17 +38,27 @@ def measure(name: str, data: bytes, repeat: int) -> None:
         f.flush()
         grep = ["grep", "-c", "NCCL INFO", f.name]
         subprocess.run(grep, capture_output=True, check=False)
+        compiled = coll_kernel.arm(note=print)
+        coll_kernel.disarm()
         times = {"grep -c": float("inf"), "regex": float("inf"), "numpy": float("inf")}
+        if compiled:
+            times["compiled"] = float("inf")
         for _ in range(repeat):  # interleaved
             times["grep -c"] = min(times["grep -c"], best(lambda: subprocess.run(grep, capture_output=True), 1))
             times["regex"] = min(times["regex"], best(lambda: scan_coll_block_regex(data, 1, "x"), 1))
             times["numpy"] = min(times["numpy"], best(lambda: scan_coll_block(data, 1, "x"), 1))
+            if compiled:
+                coll_kernel.arm()
+                times["compiled"] = min(times["compiled"], best(lambda: scan_coll_block(data, 1, "x"), 1))
+                coll_kernel.disarm()
     rows, _ = scan_coll_block(data, 1, "x")
     nlines = data.count(b"\n")
     print(f"{name}: {len(data) / 1e6:.1f} MB, {nlines:,} lines, {0 if rows is None else len(rows):,} COLL rows")
     for k, v in times.items():
         print(f"  {k:8} {v * 1e3:8.1f} ms  {v / len(data) * 1e9:5.2f} ns/B  {v / times['grep -c']:5.1f}x grep")
     print(f"  numpy reader is {times['regex'] / times['numpy']:.1f}x faster than the regex path")
+    if "compiled" in times:
+        print(f"  compiled reader is {times['numpy'] / times['compiled']:.1f}x faster than the numpy reader")
 
 
 def main() -> None:
