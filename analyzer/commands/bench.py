@@ -176,6 +176,12 @@ def format_rows(rows: list[BenchRow]) -> str:
 
 def run_bench(ranks: list[int], steps: int | None, workdir: Path | None = None,
               echo=None) -> list[BenchRow]:  # noqa: ANN001 - a print-like callable
+    from analyzer.sources import coll_kernel
+
+    # the compiled COLL reader is built once per version (about 10 s): here, not inside a timed parse
+    compiled = coll_kernel.arm(note=echo)
+    if echo:
+        echo("COLL reader: " + ("compiled" if compiled else "numpy (the compiled one could not be loaded)"))
     rows = []
     with tempfile.TemporaryDirectory(prefix="ncclscope-bench-", dir=workdir) as tmp:
         for n in ranks:
