@@ -4,9 +4,24 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
+
+import analyzer.ingest as ingest
 from analyzer.ingest import GROUP_BYTES, SMALL_LOG_BYTES, _groups, _parse_job, parse_file
+from analyzer.sources import coll_kernel
 from analyzer.sources.nccl_log import NcclCollBatch
 from analyzer.synth import generate_run
+
+
+@pytest.fixture(params=["numpy", "compiled"], autouse=True)
+def reader(request):
+    """Every test with each COLL reader: the compiled one reads the group in the reused buffer itself."""
+    if request.param == "compiled":
+        assert coll_kernel.arm()
+    else:
+        coll_kernel.disarm()
+    yield request.param
+    coll_kernel.disarm()
 
 
 def flat(records) -> list:
@@ -36,6 +51,16 @@ def both_ways(folder: Path) -> None:
 
 def test_generated_rank_logs(tmp_path):
     generate_run(tmp_path / "run", nranks=24, steps=30, fault="crash", seed=5)
+    both_ways(tmp_path / "run")
+
+
+def test_many_groups_through_one_reused_buffer(tmp_path, monkeypatch):
+    # groups of about 30 KB, parsed one after the other into the same buffer: records of earlier groups
+    # must not change when later ones overwrite it (both_ways compares after all groups are parsed)
+    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)
+    generate_run(tmp_path / "run", nranks=32, steps=12, fault="hang", seed=2)
+    files = [(str(p), p.name, p.stat().st_size) for p in (tmp_path / "run").iterdir() if p.is_file()]
+    assert len(_groups(files)) > 5
     both_ways(tmp_path / "run")
 
 

@@ -335,7 +335,7 @@ def disarm() -> None:
     _armed.clear()
 
 
-def read_coll_columns_compiled(block: bytes, newlines: np.ndarray | None = None,
+def read_coll_columns_compiled(block: bytes | memoryview, newlines: np.ndarray | None = None,
                                kernel: Callable[..., None] | None = None) -> CollColumns | None:
     """``coll_columns.read_coll_columns`` by the compiled kernel (``kernel``, default the armed one)."""
     fn = kernel or ready()
@@ -362,7 +362,8 @@ def read_coll_columns_compiled(block: bytes, newlines: np.ndarray | None = None,
     rows = np.flatnonzero(ok)
     if not len(rows):
         return None
-    matches = [[rx.fullmatch(block[s:s + m]) for s, m in zip(rep_s[j, :ngroups[j]].tolist(), rep_n[j, :ngroups[j]].tolist())]
+    matches = [[rx.fullmatch(bytes(block[s:s + m])) for s, m in zip(rep_s[j, :ngroups[j]].tolist(),
+                                                                     rep_n[j, :ngroups[j]].tolist())]
                for j, rx in enumerate(PARTS)]
     codes = code[:, rows]
     good = np.ones(len(rows), dtype=bool)

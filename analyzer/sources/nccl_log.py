@@ -461,7 +461,7 @@ _TS_CHUNK = 64
 READER_BYTES = 1 << 20  # the numpy reader's piece: its arrays stay in a core's L2 cache (1 MB here)
 
 
-def scan_coll_block(block: bytes, first_line: int, file: str, max_line: int = MAX_LINE,
+def scan_coll_block(block: bytes | memoryview, first_line: int, file: str, max_line: int = MAX_LINE,
                     newlines: np.ndarray | None = None) -> tuple[NcclCollBatch | None, list[tuple[int, str]]]:
     """COLL lines of ``block`` (whole lines; ``first_line`` is the number of its first) as one batch,
     and the other lines as (line number, text) with the same decoding as a line reader.
@@ -500,12 +500,13 @@ def scan_coll_block(block: bytes, first_line: int, file: str, max_line: int = MA
             gc.enable()
 
 
-def _scan_piece(block: bytes, first_line: int, file: str, max_line: int,
+def _scan_piece(block: bytes | memoryview, first_line: int, file: str, max_line: int,
                 newlines: np.ndarray | None) -> tuple[NcclCollBatch | None, list[tuple[int, str]]]:
     kernel = coll_kernel.ready()
-    cols = coll_kernel.read_coll_columns_compiled(block, newlines, kernel) if kernel else read_coll_columns(block, newlines)
+    cols = (coll_kernel.read_coll_columns_compiled(block, newlines, kernel) if kernel
+            else read_coll_columns(bytes(block), newlines))
     if cols is None:
-        return _scan(block, first_line, None, file, max_line)
+        return _scan(bytes(block), first_line, None, file, max_line)
     fast = _batch_of_columns(cols, first_line, file)
     rest_rows = _rest_rows(len(cols.line_starts), cols.rows)
     if not len(rest_rows):
@@ -531,7 +532,7 @@ def _rest_rows(nlines: int, taken: np.ndarray) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
-def _lines_of(block: bytes, starts: np.ndarray, rows: np.ndarray) -> bytes:
+def _lines_of(block: bytes | memoryview, starts: np.ndarray, rows: np.ndarray) -> bytes:
     """The given lines of a block, joined (each keeps its newline; the last may have none)."""
     bounds = np.append(starts, len(block))
     if len(rows) < 4096:
