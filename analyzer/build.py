@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from .gc_pause import gc_paused
 from .ingest import Parsed
 from .model import (
     COLLECTIVE_COLUMNS,
@@ -90,9 +91,14 @@ class _CommLocal:
     first_line: int = 0
 
 
-def build_run(parsed: Iterable[Parsed], release: bool = False) -> Run:  # noqa: C901 - one pass over the records
+def build_run(parsed: Iterable[Parsed], release: bool = False) -> Run:
     """The run's model from parsed files. ``release``: drop each COLL batch's arrays once they are in the
     collectives table (``nccl_coll_table``), for a caller that is done with ``parsed``."""
+    with gc_paused():
+        return _build_run(parsed, release)
+
+
+def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:  # noqa: C901 - one pass over the records
     parsed = list(parsed)
     files = [(p.file, p.fmt) for p in parsed]
     problems = [p.problem for p in parsed if p.problem]

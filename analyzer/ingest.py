@@ -6,8 +6,6 @@ longer than ``MAX_LINE`` are cut. Large sets of files are parsed in worker proce
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import os
 import tempfile
@@ -19,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import archive
+from .gc_pause import gc_paused
 from .input_names import MAX_FILES, SKIP_DIRS, SKIP_NAMES, InputError
 from .malloc import keep_freed_memory
 from .safe_pickle import UnsafePickleError
@@ -352,23 +351,9 @@ def _size(p: Path) -> int:
         return 0
 
 
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    """The cyclic collector off: parsing makes hundreds of thousands of records and tuples, none in a
-    cycle, and each collection pass would walk them all (a third of the time of a rank log's
-    ring and channel lines). Reference counting frees everything as before."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def _parse_job(group: list[tuple[str, str, int]]) -> list[Parsed]:
     """Parse a group of files (path, name, size): small logs together, anything else alone."""
-    with _no_gc():
+    with gc_paused():
         return _parse_group(group)
 
 
@@ -496,7 +481,7 @@ def ingest(paths: list[Path], progress: Callable[[int, int], None] | None = None
     least ``PROGRESS_MIN_BYTES``: a small input is parsed before a bar would be seen. ``note(text)``
     hears of one-off delays (the first build of the compiled reader).
     """
-    with tempfile.TemporaryDirectory(prefix="ncclscope-") as tmp, _no_gc():
+    with tempfile.TemporaryDirectory(prefix="ncclscope-") as tmp, gc_paused():
         files = collect_files(paths, Path(tmp))
         if not files:
             raise InputError("no files found in " + ", ".join(str(p) for p in paths))
