@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Finding, Run, Severity
-from .common import group_key
+from .common import dense_groups, group_key, rows_where
 from .slow_link import busbw_table
 from .straggler import run_late_arrivals
 
@@ -38,10 +38,14 @@ def detect(run: Run) -> list[Finding]:
                 f"{r.op} of ~2^{int(r.bucket)} B on pg {r.pg}: {r.share:.0%} ({int(r.calls)} calls)"
                 for r in top.itertuples()), (), None, (), None, None,
             {"top": top.to_dict("records")}))
-    rows = df[df["source"].isin(["fr", "hook", "nccl"]) & df["bytes"].notna()]
-    if len(rows) >= 1000:
-        # one row per collective (pg, seq), found through one integer key rather than a frame copy
-        _, first = np.unique(group_key(rows), return_index=True)
+    keep = (df["source"].isin(["fr", "hook", "nccl"]) & df["bytes"].notna()).to_numpy()
+    if keep.sum() >= 1000:
+        # one row per collective (pg, seq): the first of each group code, by ufunc.at, no sort or copy
+        rows = rows_where(df[["pg", "seq", "bytes"]], keep)
+        g, ng = dense_groups(group_key(rows))
+        first = np.full(ng, len(rows), dtype=np.int64)
+        np.minimum.at(first, g, np.arange(len(rows), dtype=np.int64))
+        first = first[first < len(rows)]
         nbytes = rows["bytes"].to_numpy(np.float64)[first]
         total, small = len(first), int((nbytes < SMALL).sum())
         if total >= 1000 and small / total > 0.8:
