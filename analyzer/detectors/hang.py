@@ -9,7 +9,7 @@ and no stall signal are a snapshot of a running job, not a hang.
 from __future__ import annotations
 
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
-from .common import entries_at, fmt_ranks, pg_status_by_rank, stall_events
+from .common import entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 
 HINT_NEVER_JOINED = (
     "Rank {r} stopped issuing collectives before #{seq}: look at what it runs between its last collective and "
@@ -227,7 +227,7 @@ def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]
     is_nccl = (df["source"] == "nccl").to_numpy()
     if not is_nccl.any():
         return []
-    nccl = df.loc[is_nccl, ["pg", "rank", "seq"]]  # three columns, not a copy of the table
+    nccl = rows_where(df[["pg", "rank", "seq"]], is_nccl)  # three columns, copied only if rows are left out
     out: list[Finding] = []
     last_calls = nccl.groupby(["pg", "rank"], observed=True)["seq"].max()
     for comm, counts in last_calls.groupby(level=0, observed=True):
