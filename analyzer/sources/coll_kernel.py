@@ -143,28 +143,22 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
         if bad or q - p < 1 or q - p > 16:
             continue
         p = q + 1
-        if p + 9 > e or w[p] != W_SENDBUFF or a[p + 8] != 32:
-            continue
-        p += 9
-        q = p  # 1-64 bytes, no whitespace (\t \n \v \f \r; spaces end the token)
-        while q < e and a[q] != 32:
-            if 9 <= a[q] <= 13:
+        for word in (W_SENDBUFF, W_RECVBUFF):
+            if p + 9 > e or w[p] != word or a[p + 8] != 32:
                 bad = True
-            q += 1
-        if bad or q - p < 1 or q - p > 64:
-            continue
-        p = q + 1
-        if p + 9 > e or w[p] != W_RECVBUFF or a[p + 8] != 32:
-            continue
-        p += 9
-        q = p
-        while q < e and a[q] != 32:
-            if 9 <= a[q] <= 13:
+                break
+            p += 9
+            q = p  # 1-64 bytes, no whitespace (\t \n \v \f \r; spaces end the token)
+            while q < e and a[q] != 32:
+                if 9 <= a[q] <= 13:
+                    bad = True
+                q += 1
+            if bad or q - p < 1 or q - p > 64:
                 bad = True
-            q += 1
-        if bad or q - p < 1 or q - p > 64:
+                break
+            p = q + 1
+        if bad:
             continue
-        p = q + 1
         if p + 8 > e or (w[p] & M6) != W_COUNT:
             continue
         p += 6
