@@ -205,7 +205,7 @@ def _per_group(block: bytes, g: _Groups, pos: np.ndarray, length: np.ndarray,
     return out
 
 
-def _sorted_codes(values: list[bytes | None], code: np.ndarray) -> tuple[list[bytes], np.ndarray]:
+def sorted_codes(values: list[bytes | None], code: np.ndarray) -> tuple[list[bytes], np.ndarray]:
     """Per-group values -> (distinct values sorted, int32 code per row); groups with None get -1."""
     names = sorted({v for v in values if v is not None})
     index = {v: i for i, v in enumerate(names)}
@@ -304,9 +304,9 @@ def read_coll_columns(block: bytes, newlines: np.ndarray | None = None) -> CollC
         ok &= g.same & np.array([x is not None for x in m], dtype=bool)[g.code]
         found.append((g, m))
     (gp, mp), (gm, mm), (gc, mc) = found
-    proc_names, proc = _sorted_codes([x.group(1) + b":" + x.group(2) if x else None for x in mp], gp.code)
-    op_names, op = _sorted_codes([x.group(3) if x else None for x in mp], gp.code)
-    comm_names, comm = _sorted_codes([x.group(1) if x else None for x in mc], gc.code)
+    proc_names, proc = sorted_codes([x.group(1) + b":" + x.group(2) if x else None for x in mp], gp.code)
+    op_names, op = sorted_codes([x.group(3) if x else None for x in mp], gp.code)
+    comm_names, comm = sorted_codes([x.group(1) if x else None for x in mc], gc.code)
     dt_table = np.array([int(x.group(1)) if x else -1 for x in mm], dtype=np.int16)
     datatype = dt_table[gm.code]
     if not ok.all():

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .coll_columns import COMM_RE, MIDDLE_RE, SPAN_MAX, CollColumns, drop_unused
+from .coll_columns import COMM_RE, MIDDLE_RE, SPAN_MAX, CollColumns, drop_unused, sorted_codes
 
 MIN_LINE = 64  # shorter lines are no COLL line (the shortest is about 100 bytes)
 MAX_GROUPS = 4096  # distinct values of one part in one block; a line with a new one past that goes to the regex
@@ -368,9 +368,10 @@ def read_coll_columns_compiled(block: bytes | memoryview, newlines: np.ndarray |
         if not len(rows):
             return None
     mh, mo, mm, mc = matches
-    proc_names, proc = _codes([x.group(1) + b":" + x.group(2) if x else None for x in mh], codes[0])
-    op_names, op = _codes([x.group(1) if x else None for x in mo], codes[1])
-    comm_names, comm = _codes([x.group(1) if x else None for x in mc], codes[3])
+    proc_names, proc = drop_unused(*sorted_codes([x.group(1) + b":" + x.group(2) if x else None for x in mh],
+                                                 codes[0]))
+    op_names, op = drop_unused(*sorted_codes([x.group(1) if x else None for x in mo], codes[1]))
+    comm_names, comm = drop_unused(*sorted_codes([x.group(1) if x else None for x in mc], codes[3]))
     datatype = np.array([int(x.group(1)) if x else -1 for x in mm], dtype=np.int16)[codes[2]]
     return CollColumns(starts, rows, proc_names, proc, comm_names, comm, op_names, op, count[rows], datatype,
                        None, None, ts[rows])
@@ -378,11 +379,3 @@ def read_coll_columns_compiled(block: bytes | memoryview, newlines: np.ndarray |
 
 _WARM_UP = (b"[2026-01-01 00:00:00.000001] h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x2 "
             b"count 1 datatype 7 op 0 root 0 comm 0x3 [nranks=2] stream 0x4\n")
-
-
-def _codes(values: list[bytes | None], code: np.ndarray) -> tuple[list[bytes], np.ndarray]:
-    """Per-group values -> (distinct values sorted, int32 code per row), only values some row uses."""
-    names = sorted({v for v in values if v is not None})
-    index = {v: i for i, v in enumerate(names)}
-    table = np.array([index[v] if v is not None else -1 for v in values] or [-1], dtype=np.int32)
-    return drop_unused(names, table[code]) if names else (names, table[code])
