@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 SAMPLE ?= samples/gpu_hang
 
-.PHONY: setup setup-test demo test test-fast lint clean
+.PHONY: setup setup-test demo test test-fast typecheck lint clean
 
 # analysis, dashboard and CLI: no torch needed
 $(BIN)/ncclscope: pyproject.toml
@@ -27,8 +27,15 @@ setup-test: $(VENV)/.test-deps
 demo: setup
 	$(BIN)/ncclscope analyze $(SAMPLE)
 
-test: setup-test
+# mypy checks the package as installed: a tree of links maps analyzer/ to ncclscope/ and dashboard/
+# to ncclscope/dashboard/
+typecheck: setup-test
+	rm -rf build/typecheck && mkdir -p build/typecheck/ncclscope
+	for f in analyzer/*; do ln -s "$(CURDIR)/$$f" build/typecheck/ncclscope/; done
+	ln -s "$(CURDIR)/dashboard" build/typecheck/ncclscope/dashboard
 	$(BIN)/mypy
+
+test: setup-test typecheck
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -p no:cacheprovider
 
 test-fast: setup-test
@@ -37,7 +44,7 @@ test-fast: setup-test
 lint: setup-test
 	$(BIN)/pip install -q ruff
 	$(BIN)/ruff check analyzer dashboard tests
-	$(BIN)/mypy
+	$(MAKE) typecheck
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

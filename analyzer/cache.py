@@ -446,7 +446,8 @@ def _encode_list(items: list[Any] | tuple[Any, ...]) -> Any:
         cls = type(items[0])
         if dataclasses.is_dataclass(cls) and cls.__name__ in _CLASSES and all(type(x) is cls for x in items):
             names = [f.name for f in dataclasses.fields(cls)]
-            return {"__rows__": cls.__name__, "rows": [[_encode(getattr(x, n)) for n in names] for x in items]}
+            return {"__rows__": cls.__name__, "fields": names,
+                    "rows": [[_encode(getattr(x, n)) for n in names] for x in items]}
     return [_encode(x) for x in items]
 
 
@@ -456,7 +457,8 @@ def _decode(o: dict[str, Any]) -> Any:
         return o
     if "__rows__" in o:
         cls = _CLASSES[o["__rows__"]]
-        return [cls(*row) for row in o["rows"]]
+        names = o["fields"]  # by name: some classes are keyword-only
+        return [cls(**dict(zip(names, row, strict=True))) for row in o["rows"]]
     if "__dc__" in o:
         name = o.pop("__dc__")
         if name == "Decision":

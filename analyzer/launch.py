@@ -234,7 +234,7 @@ def _start_dashboard(run_dir: Path, note: Note) -> subprocess.Popen[bytes] | Non
         return None
     log = open(run_dir / ".dashboard.log", "ab")  # noqa: SIM115
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "analyzer", "serve", "--live", str(run_dir)],
+        proc = subprocess.Popen([sys.executable, "-m", "ncclscope", "serve", "--live", str(run_dir)],
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as e:
         note(f"could not start the dashboard: {e}")

@@ -58,7 +58,7 @@ class Stuck:
         return {"pg": self.pg, "seq": self.seq, "op": self.op}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
     kind: str
     severity: Severity

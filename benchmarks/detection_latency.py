@@ -55,7 +55,7 @@ def one_run(i: int, world: int, rank: int, step: int, pg_timeout: float, base: P
     env = {**os.environ, "JOB_BACKEND": "gloo", "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
            "CUDA_VISIBLE_DEVICES": "", "JOB_STEPS": "60", "JOB_HANG_RANK": str(rank), "JOB_HANG_STEP": str(step),
            "JOB_HANG_S": str(pg_timeout + 30), "JOB_PG_TIMEOUT": str(pg_timeout)}
-    cmd = [sys.executable, "-m", "analyzer", "run", "--run-dir", str(run_dir), "--quiet", "--",
+    cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--quiet", "--",
            sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world),
            "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(JOB)]
     t0 = time.time()

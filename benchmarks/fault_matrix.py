@@ -4,7 +4,7 @@ recall of the verdict and the culprit per fault class, and false alarms on fault
 
     python benchmarks/fault_matrix.py --n 40 --seed 1 [--jobs 1] [--out matrix.json]
 
-Each scenario runs tests/jobs/train_job.py under `python -m analyzer run --kill-on-hang`; the
+Each scenario runs tests/jobs/train_job.py under `python -m ncclscope run --kill-on-hang`; the
 verdict is read from the run folder's report.json, live alerts from alerts.jsonl.
 """
 from __future__ import annotations
@@ -106,7 +106,7 @@ def scenarios(n: int, seed: int, worlds: list[int], kinds: list[str] | None = No
 def run_one(sc: Scenario, workdir: Path, timeout: float = 240.0) -> Outcome:
     run_dir = workdir / f"run-{abs(hash(sc.label)) % 10**8}-{int(time.time() * 1000) % 10**6}"
     env = os.environ | sc.env | {"PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "analyzer", "run", "--run-dir", str(run_dir), "--kill-on-hang", "--quiet", "--",
+    cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--kill-on-hang", "--quiet", "--",
            sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={sc.world}", str(JOB)]
     t0 = time.time()
     try:

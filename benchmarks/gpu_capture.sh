@@ -15,7 +15,7 @@ run() {
   local name=$1; shift
   rm -rf "samples/$name"
   local t0=$(date +%s.%N)
-  env $W "$@" timeout 240 $PY -m analyzer run --run-dir "samples/$name" -- \
+  env $W "$@" timeout 240 $PY -m ncclscope run --run-dir "samples/$name" -- \
     $PY -m torch.distributed.run --standalone --nproc_per_node=2 tests/jobs/train_job.py >"$OUT/$name.out" 2>&1
   echo "$name exit=$? took $($PY -c "import time; print(round(time.time() - $t0, 1))") s"
 }
@@ -29,7 +29,7 @@ for part in $PARTS; do
       run gpu_straggler JOB_STEPS=40 JOB_STRAGGLER_RANK=1 JOB_STRAGGLER_S=0.25 JOB_STRAGGLER_FROM=10
       run gpu_crash JOB_STEPS=60 JOB_CRASH_RANK=1 JOB_CRASH_STEP=20
       for d in samples/gpu_healthy samples/gpu_hang samples/gpu_straggler samples/gpu_crash; do
-        $PY -m analyzer analyze "$d" --json --no-cache >"$OUT/$(basename $d).json" 2>>"$OUT/analyze.err"
+        $PY -m ncclscope analyze "$d" --json --no-cache >"$OUT/$(basename $d).json" 2>>"$OUT/analyze.err"
       done
       tar czf "$OUT/samples_runs.tgz" samples/gpu_healthy samples/gpu_hang samples/gpu_straggler samples/gpu_crash
       ;;
@@ -39,8 +39,8 @@ for part in $PARTS; do
       ;;
     perf)
       rm -rf samples/gpu_perf
-      $PY -m analyzer doctor --json >"$OUT/doctor.json" 2>&1
-      $PY -m analyzer perf --backend nccl --nproc 2 --ops all --min-bytes 8 --max-bytes 256M --factor 2 \
+      $PY -m ncclscope doctor --json >"$OUT/doctor.json" 2>&1
+      $PY -m ncclscope perf --backend nccl --nproc 2 --ops all --min-bytes 8 --max-bytes 256M --factor 2 \
         --iters 20 --warmup 5 --out samples/gpu_perf >"$OUT/perf.txt" 2>&1
       echo "perf exit=$?"
       tar czf "$OUT/samples_perf.tgz" samples/gpu_perf
@@ -51,10 +51,10 @@ done
 if [[ " $PARTS " == *" extra "* ]]; then
   rm -rf samples/gpu_desync samples/gpu_pause
   env $W JOB_STEPS=60 JOB_DESYNC_RANK=1 JOB_DESYNC_STEP=20 JOB_DESYNC_KIND=size JOB_PG_TIMEOUT=60 timeout 240 \
-    $PY -m analyzer run --run-dir samples/gpu_desync --kill-on-hang -- \
+    $PY -m ncclscope run --run-dir samples/gpu_desync --kill-on-hang -- \
     $PY -m torch.distributed.run --standalone --nproc_per_node=2 tests/jobs/train_job.py >"$OUT/gpu_desync.out" 2>&1
   echo "gpu_desync exit=$?"
-  env $W JOB_STEPS=40 JOB_PAUSE_S=15 JOB_PAUSE_STEP=20 timeout 240 $PY -m analyzer run --run-dir samples/gpu_pause -- \
+  env $W JOB_STEPS=40 JOB_PAUSE_S=15 JOB_PAUSE_STEP=20 timeout 240 $PY -m ncclscope run --run-dir samples/gpu_pause -- \
     $PY -m torch.distributed.run --standalone --nproc_per_node=2 tests/jobs/train_job.py >"$OUT/gpu_pause.out" 2>&1
   echo "gpu_pause exit=$?"
   tar czf "$OUT/samples_extra.tgz" samples/gpu_desync samples/gpu_pause

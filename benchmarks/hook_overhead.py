@@ -40,7 +40,7 @@ def run_once(variant: str, args: argparse.Namespace, work: Path, n: int) -> floa
     if variant == "bare":
         cmd = launch
     else:
-        cmd = [sys.executable, "-m", "analyzer", "run", "--quiet", "--run-dir", str(out / "run")]
+        cmd = [sys.executable, "-m", "ncclscope", "run", "--quiet", "--run-dir", str(out / "run")]
         cmd += (["--no-hook"] if variant == "nohook" else []) + ["--"] + launch
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout,
                           check=False)

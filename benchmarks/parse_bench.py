@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analyzer.commands.bench import command  # noqa: E402
+from ncclscope.commands.bench import command  # noqa: E402
 
 if __name__ == "__main__":
     command.main(prog_name="parse_bench")

@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analyzer.analysis import analyze_paths
-from analyzer.synth import generate_run
+from ncclscope.analysis import analyze_paths
+from ncclscope.synth import generate_run
 
 FAULTS = [None, "hang", "crash", "desync", "straggler"]
 

@@ -64,8 +64,8 @@ def create_app(path: Path | None = None, live: Path | None = None, token: str | 
         rs.start_live(Path(live))
 
     _reset_global_callbacks()
-    # named after the package so the pages import as dashboard.pages.<name>, the same modules tests import
-    app = Dash("dashboard", use_pages=True, pages_folder=str(Path(__file__).parent / "pages"),
+    # named after the package so the pages import as ncclscope.dashboard.pages.<name>, the modules tests import
+    app = Dash("ncclscope.dashboard", use_pages=True, pages_folder=str(Path(__file__).parent / "pages"),
                suppress_callback_exceptions=True, title="ncclscope",
                update_title=None)  # type: ignore[arg-type]
     app.server.config["MAX_CONTENT_LENGTH"] = MAX_UPLOAD_BYTES * 4 // 3 + 1024 * 1024  # base64 + JSON overhead

@@ -6,8 +6,8 @@ from urllib.parse import urlencode
 
 from dash import dcc, html
 
-from analyzer.model import Evidence, Finding, Job
-from analyzer.verdict import Decision
+from ncclscope.model import Evidence, Finding, Job
+from ncclscope.verdict import Decision
 
 from .data import RunStore
 

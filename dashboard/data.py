@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer import archive
-from analyzer.analysis import Analysis, analyze_paths
-from analyzer.ingest import SKIP_NAMES, InputError, iter_lines
+from ncclscope import archive
+from ncclscope.analysis import Analysis, analyze_paths
+from ncclscope.ingest import SKIP_NAMES, InputError, iter_lines
 
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024  # decoded bytes, all files of one upload together
 MAX_EXTRACT_BYTES = 4 * 1024**3

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analyzer.model import Communicator, Process, Stuck
-from analyzer.perf.bw import busbw_factor
+from ncclscope.model import Communicator, Process, Stuck
+from ncclscope.perf.bw import busbw_factor
 
 TRANSPORT_COLORS = {
     "P2P/NVLink": "#2ca02c",

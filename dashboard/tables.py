@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analyzer.analysis import Analysis
+from ncclscope.analysis import Analysis
 
 from .figures import strs
 

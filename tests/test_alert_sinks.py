@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.live.alerts import CommandSink, ConsoleSink, FileSink, WebhookSink, make_alert
+from ncclscope.live.alerts import CommandSink, ConsoleSink, FileSink, WebhookSink, make_alert
 
 CONTRACT_KEYS = ["ts", "time", "kind", "verdict", "culprit_ranks", "stuck", "message", "where"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from analyzer.cli import main
+from ncclscope.cli import main
 
 NCCL = (b"vm:7:7 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
         b"vm:7:7 [0] NCCL INFO ncclCommInitRankConfig comm 0x5 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 1000 "
@@ -100,7 +100,7 @@ def test_cli_subprocess_never_prints_a_traceback(tmp_path):
         d.mkdir()
         for fn, data in files.items():
             _write(d, fn, data)
-        p = subprocess.run([sys.executable, "-m", "analyzer", "analyze", str(d)], cwd=ROOT, capture_output=True,
+        p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(d)], cwd=ROOT, capture_output=True,
                            text=True, timeout=120, check=False)
         assert p.returncode == want_rc and "Traceback" not in p.stderr, p.stderr
         assert "PWNED" not in p.stdout
@@ -109,7 +109,7 @@ def test_cli_subprocess_never_prints_a_traceback(tmp_path):
 MEASURE = """
 import resource, subprocess, sys, time
 t = time.time()
-p = subprocess.run([sys.executable, "-m", "analyzer", "analyze", sys.argv[1], "--no-progress"],
+p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", sys.argv[1], "--no-progress"],
                    capture_output=True, text=True)
 print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.time() - t)
 print(p.stderr)

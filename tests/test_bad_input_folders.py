@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from analyzer.analysis import analyze_paths
-from analyzer.report import to_json
+from ncclscope.analysis import analyze_paths
+from ncclscope.report import to_json
 
 
 def nccl_log(folder: Path, rank: int, world: int, pid: int, comm_id: str = "0xfeed", version: str = "2.28.9",
@@ -119,7 +119,7 @@ def test_mixed_nccl_versions_and_formats_in_one_folder(tmp_path):
 def test_cli_reports_missing_ranks(tmp_path, flag):
     for r in range(3):
         nccl_log(tmp_path, r, 4, 100 + r)
-    p = subprocess.run([sys.executable, "-m", "analyzer", "analyze", str(tmp_path)] + ([flag] if flag else []),
+    p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(tmp_path)] + ([flag] if flag else []),
                        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     if flag:

@@ -11,13 +11,13 @@ import time
 
 import pytest
 
-from analyzer.sources import flight_recorder as FR
-from analyzer.sources import nccl_log as N
-from analyzer.sources import nccl_tests as NT
-from analyzer.sources import ras as RAS
-from analyzer.sources import torch_log as T
-from analyzer.sources.env_file import parse_env_lines
-from analyzer.sources.hook_jsonl import parse_jsonl
+from ncclscope.sources import flight_recorder as FR
+from ncclscope.sources import nccl_log as N
+from ncclscope.sources import nccl_tests as NT
+from ncclscope.sources import ras as RAS
+from ncclscope.sources import torch_log as T
+from ncclscope.sources.env_file import parse_env_lines
+from ncclscope.sources.hook_jsonl import parse_jsonl
 
 LIMIT_S = 1.5  # per line; a linear pass over 1 MB takes well under 0.2 s
 

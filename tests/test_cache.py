@@ -5,10 +5,10 @@ import json
 import os
 import shutil
 
-from analyzer import cache
-from analyzer.analysis import analyze_paths
-from analyzer.report import to_json
-from analyzer.synth import generate_run
+from ncclscope import cache
+from ncclscope.analysis import analyze_paths
+from ncclscope.report import to_json
+from ncclscope.synth import generate_run
 
 
 def _json(res) -> str:
@@ -110,7 +110,7 @@ def test_cached_json_reopen_imports_no_pandas(tmp_path):
     run = tmp_path / "run"
     generate_run(run, nranks=8, steps=3, fault="hang", fault_rank=2, seed=16)
     analyze_paths([run])
-    code = ("import sys, io, contextlib\nfrom analyzer.cli import main\nout = io.StringIO()\n"
+    code = ("import sys, io, contextlib\nfrom ncclscope.cli import main\nout = io.StringIO()\n"
             f"with contextlib.redirect_stdout(out): rc = main(['analyze', {str(run)!r}, '--json', '--no-progress'])\n"
             "print(rc, sorted(m for m in ('pandas', 'pyarrow', 'numpy') if m in sys.modules), out.getvalue()[:40])")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -119,8 +119,8 @@ def test_cached_json_reopen_imports_no_pandas(tmp_path):
 
 
 def test_json_reopen_prints_the_stored_line_until_anything_changes(tmp_path, monkeypatch, capsys):
-    from analyzer.cli import main
-    from analyzer.report import json_text
+    from ncclscope.cli import main
+    from ncclscope.report import json_text
 
     run = tmp_path / "run"
     generate_run(run, nranks=8, steps=3, fault="hang", fault_rank=4, seed=17)

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.sources import coll_build
+from ncclscope.sources import coll_build
 
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = """
 import json, sys, time
-from analyzer.sources import coll_kernel
+from ncclscope.sources import coll_kernel
 t = time.perf_counter()
 armed = coll_kernel.arm(build={build})
 fn = coll_kernel.ready()

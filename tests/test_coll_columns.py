@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer.sources import coll_kernel
-from analyzer.sources.coll_columns import read_coll_columns as read_numpy
-from analyzer.sources.nccl_log import scan_coll_block, scan_coll_block_regex
-from analyzer.synth import generate_run
+from ncclscope.sources import coll_kernel
+from ncclscope.sources.coll_columns import read_coll_columns as read_numpy
+from ncclscope.sources.nccl_log import scan_coll_block, scan_coll_block_regex
+from ncclscope.synth import generate_run
 
 ROOT = Path(__file__).resolve().parents[1]
 N = int(os.environ.get("NCCLSCOPE_PROPERTY_EXAMPLES", "200"))
@@ -168,7 +168,7 @@ def test_many_distinct_values_grouped_by_hash():
 
 
 def test_big_block_read_in_pieces_same_rows(tmp_path, monkeypatch):
-    import analyzer.sources.nccl_log as nccl_log
+    import ncclscope.sources.nccl_log as nccl_log
 
     monkeypatch.setattr(nccl_log, "READER_BYTES", 16_000)  # pieces of ~16 KB: many cuts in a 200 KB block
     generate_run(tmp_path / "run", nranks=8, steps=120, fault="desync", seed=4)

@@ -10,7 +10,7 @@ from conftest import CORPUS, ROOT, corpus_runs
 
 
 def _analyze(path) -> dict:
-    p = subprocess.run([sys.executable, "-m", "analyzer", "analyze", str(path), "--json"], cwd=ROOT,
+    p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(path), "--json"], cwd=ROOT,
                        capture_output=True, text=True, timeout=120, check=False)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
@@ -46,7 +46,7 @@ def test_corpus_run_matches_expected(case, expected):
 
 
 def test_json_output_is_only_json_on_stdout(corpus):
-    p = subprocess.run([sys.executable, "-m", "analyzer", "analyze", str(corpus / "hang_rank1_stuck"), "--json"],
+    p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(corpus / "hang_rank1_stuck"), "--json"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     json.loads(p.stdout)
 
@@ -54,10 +54,10 @@ def test_json_output_is_only_json_on_stdout(corpus):
 def test_unreadable_input_exits_2_with_one_line(tmp_path):
     junk = tmp_path / "junk.bin"
     junk.write_bytes(bytes(range(256)) * 100)
-    p = subprocess.run([sys.executable, "-m", "analyzer", "analyze", str(junk)], cwd=ROOT, capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(junk)], cwd=ROOT, capture_output=True,
                        text=True, timeout=60, check=False)
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
-    p = subprocess.run([sys.executable, "-m", "analyzer", "analyze", str(tmp_path / "missing")], cwd=ROOT,
+    p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(tmp_path / "missing")], cwd=ROOT,
                        capture_output=True, text=True, timeout=60, check=False)
     assert p.returncode == 2 and "no such file" in p.stderr

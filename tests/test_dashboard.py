@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from plotly.utils import PlotlyJSONEncoder
 
-from analyzer.analysis import analyze_paths
-from analyzer.model import Communicator, Connection, Process
-from dashboard import figures
-from dashboard.app import create_app, is_loopback, live_update, poll_job
-from dashboard.data import RunStore, UploadError, filter_logs, log_index, newest_alert, page_with_line
+from ncclscope.analysis import analyze_paths
+from ncclscope.model import Communicator, Connection, Process
+from ncclscope.dashboard import figures
+from ncclscope.dashboard.app import create_app, is_loopback, live_update, poll_job
+from ncclscope.dashboard.data import RunStore, UploadError, filter_logs, log_index, newest_alert, page_with_line
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ def test_log_index_ranks_levels_and_paging(store: RunStore, corpus: Path) -> Non
 
 # -- pages (the functions the thin callbacks call) -----------------------------------------------------
 def test_pages_render_hang_run(store: RunStore, corpus: Path) -> None:
-    from dashboard.pages import hang, hotspots, logs, overview, timeline, topology
+    from ncclscope.dashboard.pages import hang, hotspots, logs, overview, timeline, topology
 
     key = store.analyze([corpus / "hang_rank1_stuck"], "hang")
     text = _js(overview.render(store, key))
@@ -216,7 +216,7 @@ def test_pages_render_hang_run(store: RunStore, corpus: Path) -> None:
 
 
 def test_settings_warnings(corpus: Path) -> None:
-    from dashboard.components import settings_rows
+    from ncclscope.dashboard.components import settings_rows
 
     a = analyze_paths([corpus / "config_error_algo_tree"])
     rows = {r["name"]: r for r in settings_rows(a.run.job)}
@@ -268,7 +268,7 @@ def test_newest_alert_skips_partial_lines(tmp_path: Path) -> None:
 
 # -- serve command ------------------------------------------------------------------------------------
 def test_serve_options_and_loopback(corpus: Path) -> None:
-    from analyzer.cli import main
+    from ncclscope.cli import main
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from werkzeug.serving import make_server
 
-from dashboard.app import create_app
-from dashboard.data import RunStore
+from ncclscope.dashboard.app import create_app
+from ncclscope.dashboard.data import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

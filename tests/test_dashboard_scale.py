@@ -3,7 +3,7 @@ browser) must finish within 2 s after analysis. Timings are printed (``-s``) for
 
 Two jobs: a 1,024-rank ``Run`` built in memory with 100k+ Flight Recorder rows (durations,
 arrival times, a straggler, a stuck collective), and a 1,024-rank run folder written by
-``analyzer.synth.generate_run`` and parsed for real.
+``ncclscope.synth.generate_run`` and parsed for real.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pandas as pd
 import plotly.io as pio
 import pytest
 
-from analyzer.analysis import Analysis
-from analyzer.model import (
+from ncclscope.analysis import Analysis
+from ncclscope.model import (
     COLLECTIVE_COLUMNS,
     Communicator,
     Connection,
@@ -30,9 +30,9 @@ from analyzer.model import (
     Stuck,
     Verdict,
 )
-from analyzer.synth import generate_run, ring_orders, tree_parents
-from analyzer.verdict import Decision
-from dashboard.data import Entry, RunStore
+from ncclscope.synth import generate_run, ring_orders, tree_parents
+from ncclscope.verdict import Decision
+from ncclscope.dashboard.data import Entry, RunStore
 
 N = 1024
 GPUS = 8
@@ -79,9 +79,9 @@ def build_big_run() -> Analysis:
     job = Job(N, tuple(sorted({p.host for p in procs})), procs, "2.28.9", "2.11.0", "13.0")
     run = Run(job, [comm], df, status, [], [], files=[("fr_rank.json", "flight_recorder")])
     ev = (Evidence("stderr.log", 12, "Watchdog caught collective operation timeout"),)
-    f = Finding("hang", Severity.CRITICAL, f"rank {CULPRIT} never joined allreduce #{STUCK_SEQ}", (CULPRIT,), "hint",
-                ev, Stuck("0", STUCK_SEQ, "allreduce"), Verdict.HANG,
-                {"where": {CULPRIT: "train.py:120 in load_batch"}})
+    f = Finding(kind="hang", severity=Severity.CRITICAL, message=f"rank {CULPRIT} never joined allreduce #{STUCK_SEQ}", ranks=(CULPRIT,), hint="hint",
+                evidence=ev, stuck=Stuck("0", STUCK_SEQ, "allreduce"), verdict=Verdict.HANG,
+                data={"where": {CULPRIT: "train.py:120 in load_batch"}})
     d = Decision(Verdict.HANG, (CULPRIT,), Stuck("0", STUCK_SEQ, "allreduce"), f.message)
     return Analysis(run, [f], d)
 
@@ -90,7 +90,7 @@ def _page_timings(rs: RunStore, key: str) -> dict[str, float]:
     """Cold (nothing memoised) server-side time of each page, including the JSON the browser receives."""
     from dash._utils import to_json
 
-    from dashboard.pages import hang, hotspots, logs, overview, timeline, topology
+    from ncclscope.dashboard.pages import hang, hotspots, logs, overview, timeline, topology
 
     def enc(obj: object) -> int:
         return len(to_json(obj))  # what Dash sends to the browser
@@ -127,8 +127,8 @@ def _page_timings(rs: RunStore, key: str) -> dict[str, float]:
 
 @pytest.fixture
 def app_pages(tmp_path: Path):  # the page modules need an app to have been created
-    from dashboard.app import create_app
-    from dashboard.figures import warm_up
+    from ncclscope.dashboard.app import create_app
+    from ncclscope.dashboard.figures import warm_up
 
     rs = RunStore(tmp_path / "store")
     create_app(run_store=rs)
@@ -148,7 +148,7 @@ def test_1024_ranks_in_memory_every_page_within_budget(app_pages: RunStore) -> N
     slow = {k: v for k, v in timings.items() if v > BUDGET_S}
     assert not slow, f"pages over {BUDGET_S} s: {slow}"
     # and the figures say the right things at that scale
-    from dashboard import figures
+    from ncclscope.dashboard import figures
 
     fig = figures.timeline_figure(a.run.collectives, "0", a.decision.stuck, "seq", ranks=a.run.ranks())
     stuck_trace = next(tr for tr in fig.data if tr.name.startswith("stuck"))

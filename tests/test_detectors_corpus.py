@@ -4,9 +4,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analyzer.analysis import analyze_paths
-from analyzer.detectors import config, crash, desync, hang, hotspots, straggler, transport
-from analyzer.model import COLLECTIVE_COLUMNS, Verdict
+from ncclscope.analysis import analyze_paths
+from ncclscope.detectors import config, crash, desync, hang, hotspots, straggler, transport
+from ncclscope.model import COLLECTIVE_COLUMNS, Verdict
 
 RUNS = ["healthy_ddp_p2p", "healthy_interleaved_stdout", "healthy_shm", "straggler_rank1", "hang_rank1_stuck",
         "crash_rank1_exit", "config_error_algo_tree"]

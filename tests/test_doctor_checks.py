@@ -7,9 +7,9 @@ import socket
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.doctor import report_from_facts
-from analyzer.doctor.checks import (
+from ncclscope.cli import main
+from ncclscope.doctor import report_from_facts
+from ncclscope.doctor.checks import (
     Check,
     Status,
     check_launch_env,
@@ -22,7 +22,7 @@ from analyzer.doctor.checks import (
     parse_if_spec,
     run_checks,
 )
-from analyzer.doctor.facts import Facts, IbPort, Iface, LibNccl, TorchInfo, probe_master
+from ncclscope.doctor.facts import Facts, IbPort, Iface, LibNccl, TorchInfo, probe_master
 
 IFACES = [Iface("lo", 1, "unknown", None, ("127.0.0.1",)), Iface("eth0", 2, "up", 25000, ("10.0.0.5",)),
           Iface("docker0", 3, "down", None, ("172.17.0.1",)), Iface("ib0", 4, "up", 200000, ("192.168.1.5",)),
@@ -161,7 +161,7 @@ def test_nccl_cumem_known_issue(nccl, env, status):
 
 
 def test_ld_library_path_nccl_overrides_torch():
-    from analyzer.doctor.checks import check_nccl_library
+    from ncclscope.doctor.checks import check_nccl_library
 
     f = Facts(env={}, torch=_torch(nccl="2.21.5"),
               libnccl=[LibNccl("/venv/nvidia/nccl/lib/libnccl.so.2", "2.21.5", "wheel nvidia-nccl-cu12"),

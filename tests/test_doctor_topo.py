@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.doctor.checks import Status, topology_checks
-from analyzer.sources.nvidia_smi import (
+from ncclscope.doctor.checks import Status, topology_checks
+from ncclscope.sources.nvidia_smi import (
     link_class,
     nvlink_count,
     parse_gpu_list,

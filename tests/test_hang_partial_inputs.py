@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from analyzer.analysis import analyze_paths
+from ncclscope.analysis import analyze_paths
 
 
 def subset(src, dst, drop):

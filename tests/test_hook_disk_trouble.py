@@ -25,7 +25,7 @@ def run_job(run_dir: Path, out: Path, hook: bool, prepare=None, during=None) -> 
     run_dir.mkdir(parents=True, exist_ok=True)
     if prepare:
         prepare(run_dir)
-    cmd = [sys.executable, "-m", "analyzer", "run", "--run-dir", str(run_dir), "--quiet"]
+    cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--quiet"]
     cmd += [] if hook else ["--no-hook"]
     cmd += ["--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=3", str(JOB)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=os.environ | ENV | {"JOB_OUT": str(out)}, stdout=subprocess.PIPE,

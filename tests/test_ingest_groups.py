@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-import analyzer.ingest as ingest
-from analyzer.ingest import GROUP_BYTES, SMALL_LOG_BYTES, _groups, _parse_job, parse_file
-from analyzer.sources import coll_kernel
-from analyzer.sources.nccl_log import NcclCollBatch
-from analyzer.synth import generate_run
+import ncclscope.ingest as ingest
+from ncclscope.ingest import GROUP_BYTES, SMALL_LOG_BYTES, _groups, _parse_job, parse_file
+from ncclscope.sources import coll_kernel
+from ncclscope.sources.nccl_log import NcclCollBatch
+from ncclscope.synth import generate_run
 
 
 @pytest.fixture(params=["numpy", "compiled"], autouse=True)

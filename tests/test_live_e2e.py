@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from analyzer.launch import merge_env, prepare_hook_site, tracing_env
-from analyzer.live.monitor import LiveConfig, LiveMonitor
+from ncclscope.launch import merge_env, prepare_hook_site, tracing_env
+from ncclscope.live.monitor import LiveConfig, LiveMonitor
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "tests" / "jobs" / "train_job.py"
@@ -117,7 +117,7 @@ def test_hang_under_ncclscope_run_is_named_with_its_line_within_10s(tmp_path: Pa
     # three ranks started by a shell (any launcher does; torchrun would add a fourth torch import)
     ranks = " ".join(f"RANK={r} LOCAL_RANK={r} WORLD_SIZE=3 {sys.executable} {JOB} &" for r in range(3))
     env["MASTER_PORT"] = str(free_port())
-    cmd = [sys.executable, "-m", "analyzer", "run", "--run-dir", str(run_dir), "--kill-on-hang", "--quiet", "--",
+    cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--kill-on-hang", "--quiet", "--",
            "bash", "-c", f"{ranks} wait"]
     p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          start_new_session=True)

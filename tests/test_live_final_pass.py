@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from analyzer.live.monitor import LiveConfig, LiveMonitor
+from ncclscope.live.monitor import LiveConfig, LiveMonitor
 
 
 def test_crash_seen_only_at_stop_is_alerted(corpus, tmp_path):

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from analyzer.cli import main
-from analyzer.live.monitor import LiveConfig, LiveMonitor, classify
+from ncclscope.cli import main
+from ncclscope.live.monitor import LiveConfig, LiveMonitor, classify
 
 T0 = 1_800_000_000.0
 

@@ -1,7 +1,7 @@
 """Stall judgement on record sequences: hang, all joined, desync, crash, healthy pause, start-up."""
 from __future__ import annotations
 
-from analyzer.live import stall
+from ncclscope.live import stall
 
 
 def _job(world: int, steps: int, dt: float = 0.1, skip: dict[int, int] | None = None,

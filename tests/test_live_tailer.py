@@ -5,8 +5,8 @@ import os
 import time
 from pathlib import Path
 
-from analyzer.live.tailer import Tailer
-from analyzer.live.watcher import DirWatcher, scan
+from ncclscope.live.tailer import Tailer
+from ncclscope.live.watcher import DirWatcher, scan
 
 
 def _append(p: Path, text: str) -> None:

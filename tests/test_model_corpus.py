@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.analysis import analyze_paths
+from ncclscope.analysis import analyze_paths
 
 
 @pytest.fixture(scope="module")

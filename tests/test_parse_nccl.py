@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.sources import records as R
-from analyzer.sources.nccl_log import parse_nccl_line
+from ncclscope.sources import records as R
+from ncclscope.sources.nccl_log import parse_nccl_line
 
 
 def p(line: str):

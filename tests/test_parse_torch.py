@@ -1,8 +1,8 @@
 """PyTorch c10d and torchrun lines, from the corpus and from the reference's older forms."""
 from __future__ import annotations
 
-from analyzer.sources import records as R
-from analyzer.sources.torch_log import parse_torch_lines
+from ncclscope.sources import records as R
+from ncclscope.sources.torch_log import parse_torch_lines
 
 
 def parse(text: str) -> list:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.ingest import parse_file
-from analyzer.perf.advice import sweep_advice
-from analyzer.perf.bw import bandwidths, busbw_factor, elements_for, parse_ops, parse_size, sizes
-from analyzer.perf.table import OpResult, RankInfo, Row, Sweep, SweepParams, format_sweep
-from analyzer.sources.nccl_tests import parse_nccl_tests_lines
+from ncclscope.ingest import parse_file
+from ncclscope.perf.advice import sweep_advice
+from ncclscope.perf.bw import bandwidths, busbw_factor, elements_for, parse_ops, parse_size, sizes
+from ncclscope.perf.table import OpResult, RankInfo, Row, Sweep, SweepParams, format_sweep
+from ncclscope.sources.nccl_tests import parse_nccl_tests_lines
 
 DATA = Path(__file__).parent / "data" / "doctor"
 
@@ -90,8 +90,8 @@ def test_advice_from_sweep():
 
 @pytest.mark.slow
 def test_real_gloo_sweep_on_cpu(tmp_path, monkeypatch, capsys):
-    from analyzer.analysis import analyze_paths
-    from analyzer.cli import main
+    from ncclscope.analysis import analyze_paths
+    from ncclscope.cli import main
 
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(k, raising=False)

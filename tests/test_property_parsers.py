@@ -32,14 +32,14 @@ import fuzz_ras  # noqa: E402
 import fuzz_torch  # noqa: E402
 import fuzz_xml  # noqa: E402
 
-from analyzer.ingest import InputError, Parsed, ingest, iter_lines, parse_file  # noqa: E402
-from analyzer.safe_pickle import loads_plain  # noqa: E402
-from analyzer.sources.flight_recorder import parse_fr_json  # noqa: E402
-from analyzer.sources.hook_jsonl import parse_jsonl  # noqa: E402
-from analyzer.sources.nccl_log import parse_nccl_line  # noqa: E402
-from analyzer.sources.ras import parse_ras_text  # noqa: E402
-from analyzer.sources.topo_xml import parse_topo_xml  # noqa: E402
-from analyzer.sources.torch_log import parse_torch_lines  # noqa: E402
+from ncclscope.ingest import InputError, Parsed, ingest, iter_lines, parse_file  # noqa: E402
+from ncclscope.safe_pickle import loads_plain  # noqa: E402
+from ncclscope.sources.flight_recorder import parse_fr_json  # noqa: E402
+from ncclscope.sources.hook_jsonl import parse_jsonl  # noqa: E402
+from ncclscope.sources.nccl_log import parse_nccl_line  # noqa: E402
+from ncclscope.sources.ras import parse_ras_text  # noqa: E402
+from ncclscope.sources.topo_xml import parse_topo_xml  # noqa: E402
+from ncclscope.sources.torch_log import parse_torch_lines  # noqa: E402
 
 N = int(os.environ.get("NCCLSCOPE_PROPERTY_EXAMPLES", "200"))  # per parser, mutation inputs
 N_DEEP = max(3, N // 20)  # inputs that also go through model, detectors and report (slow: ~0.2 s each)

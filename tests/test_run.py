@@ -30,7 +30,7 @@ def job_env(**kw: Any) -> dict[str, str]:
 
 
 def wrapper(run_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "analyzer", "run", "--run-dir", str(run_dir), *extra, "--"]
+    return [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), *extra, "--"]
 
 
 def run_wrapped(run_dir: Path, env: dict[str, str], command: list[str] | None = None, *extra: str,

@@ -6,8 +6,8 @@ import json
 import pytest
 from conftest import SAMPLES
 
-from analyzer.analysis import analyze_paths
-from analyzer.report import to_json
+from ncclscope.analysis import analyze_paths
+from ncclscope.report import to_json
 
 EXPECTED = json.loads((SAMPLES / "EXPECTED.json").read_text())
 

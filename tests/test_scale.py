@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from analyzer.analysis import analyze_paths
-from analyzer.synth import generate_run
+from ncclscope.analysis import analyze_paths
+from ncclscope.synth import generate_run
 
 
 @pytest.mark.xdist_group("scale")
@@ -25,7 +25,7 @@ def test_64_ranks_1_2M_lines_hang_names_the_rank(tmp_path):
 def test_coll_block_timestamps_fast_path_and_bad_hours():
     import math
 
-    from analyzer.sources.nccl_log import parse_nccl_line, scan_coll_block
+    from ncclscope.sources.nccl_log import parse_nccl_line, scan_coll_block
 
     line = ("[2026-11-29 {h}:20:00.{f}] node0:17:17 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x7f00 "
             "recvbuff 0x7f00 count 1024 datatype 7 op 0 root 0 comm 0x55aa [nranks=8] stream 0x1\n")

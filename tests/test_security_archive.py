@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from analyzer import archive
-from analyzer.cli import main
+from ncclscope import archive
+from ncclscope.cli import main
 
 LOG = b"vm:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
 
@@ -204,7 +204,7 @@ def test_cli_subprocess_bomb_one_line(tmp_path):
     bad = _zip(tmp_path / "bomb.zip", [("../../evil.log", LOG, None)])
     env_tmp = tmp_path / "tmp"
     env_tmp.mkdir()
-    p = subprocess.run([sys.executable, "-m", "analyzer", "analyze", str(bad)], cwd=ROOT, capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(bad)], cwd=ROOT, capture_output=True,
                        text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(env_tmp)},
                        check=False)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from analyzer.safe_pickle import loads_plain
+from ncclscope.safe_pickle import loads_plain
 
 
 class Reduce:
@@ -187,7 +187,7 @@ def test_real_dumps_still_load(corpus):
 # --- the whole CLI on a real run with a malicious dump added -------------------------------------
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer", "analyze", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "ncclscope", "analyze", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=180, check=False)
 
 

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.analysis import analyze_paths
-from analyzer.build import build_run
-from analyzer.ingest import ingest
-from analyzer.sources import records as R
-from analyzer.sources.nccl_log import parse_nccl_line
-from analyzer.synth import generate_run, ring_orders, tree_parents
+from ncclscope.analysis import analyze_paths
+from ncclscope.build import build_run
+from ncclscope.ingest import ingest
+from ncclscope.sources import records as R
+from ncclscope.sources.nccl_log import parse_nccl_line
+from ncclscope.synth import generate_run, ring_orders, tree_parents
 
 
 @pytest.mark.parametrize("nranks,g", [(64, 8), (20, 8), (16, 4)])

@@ -1,6 +1,6 @@
 """`ncclscope bench`: parse + analyse speed on generated runs, against ``grep -c`` on the same files.
 
-For each rank count a hang run is generated in a temporary folder (``analyzer.synth``), then, in
+For each rank count a hang run is generated in a temporary folder (``ncclscope.synth``), then, in
 this one invocation: ``grep -c "NCCL INFO"`` over its files (the baseline: best of 3 before and
 3 after the analysis, so a machine that slows down mid-run makes our ratio worse, not better), a
 fresh analysis in a child process timed phase by phase (parse = files to records, build = the
@@ -64,11 +64,11 @@ def _child(path: str) -> None:
     peak memory as JSON."""
     import os
 
-    from analyzer import cache as run_cache
-    from analyzer.analysis import _json_line, analyze_run
-    from analyzer.build import build_run
-    from analyzer.ingest import ingest
-    from analyzer.malloc import keep_freed_memory
+    from ncclscope import cache as run_cache
+    from ncclscope.analysis import _json_line, analyze_run
+    from ncclscope.build import build_run
+    from ncclscope.ingest import ingest
+    from ncclscope.malloc import keep_freed_memory
 
     keep_freed_memory()  # as analyze does
     c0 = os.times()
@@ -95,7 +95,7 @@ def _child(path: str) -> None:
 
 
 def _analyze_in_child(path: Path) -> dict:
-    code = f"from analyzer.commands.bench import _child; _child({str(path)!r})"
+    code = f"from ncclscope.commands.bench import _child; _child({str(path)!r})"
     env = dict(os.environ)
     env.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")  # as the CLI sets it (cli.py)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
@@ -122,8 +122,8 @@ def _process_seconds(argv: list[str], repeat: int = 3) -> tuple[float, float]:
 
 def reopen_seconds(path: Path) -> tuple[float, float, float, float]:
     """(re-open wall, CPU, start-up wall, CPU): ``analyze --json`` on a warm cache, and the imports alone."""
-    cli = [sys.executable, "-m", "analyzer", "analyze", str(path), "--json", "--no-progress"]
-    imports = [sys.executable, "-c", "import analyzer.cli, analyzer.analysis, analyzer.cache, analyzer.report"]
+    cli = [sys.executable, "-m", "ncclscope", "analyze", str(path), "--json", "--no-progress"]
+    imports = [sys.executable, "-c", "import ncclscope.cli, ncclscope.analysis, ncclscope.cache, analyzer.report"]
     return (*_process_seconds(cli), *_process_seconds(imports))
 
 
@@ -137,7 +137,7 @@ def _grep_seconds(files: list[str], repeat: int = 3) -> float:
 
 
 def bench_one(nranks: int, steps: int, workdir: Path, seed: int = 0) -> BenchRow:
-    from analyzer.synth import generate_run
+    from ncclscope.synth import generate_run
 
     dest = workdir / f"run{nranks}"
     t = time.perf_counter()
@@ -176,7 +176,7 @@ def format_rows(rows: list[BenchRow]) -> str:
 
 def run_bench(ranks: list[int], steps: int | None, workdir: Path | None = None,
               echo=None) -> list[BenchRow]:  # noqa: ANN001 - a print-like callable
-    from analyzer.sources import coll_kernel
+    from ncclscope.sources import coll_kernel
 
     # the compiled COLL reader is built once per version (about 10 s): here, not inside a timed parse
     compiled = coll_kernel.arm(note=echo)

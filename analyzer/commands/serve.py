@@ -21,7 +21,7 @@ def command(path: Path | None, live: Path | None, host: str, port: int, token: s
     """
     if path is not None and live is not None:
         raise click.UsageError("give either PATH or --live DIR, not both")
-    from dashboard.app import create_app, is_loopback, new_token
+    from ncclscope.dashboard.app import create_app, is_loopback, new_token
 
     if not is_loopback(host) and not token:
         token = new_token()

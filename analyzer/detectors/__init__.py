@@ -33,5 +33,5 @@ def run_detectors(run: Run, only: list[str] | None = None) -> list[Finding]:
         try:
             findings.extend(detect(run))
         except Exception as e:  # noqa: BLE001 - a detector bug must not hide the others' findings
-            findings.append(Finding("internal", Severity.INFO, f"detector {name} failed: {type(e).__name__}: {e}"))
+            findings.append(Finding(kind="internal", severity=Severity.INFO, message=f"detector {name} failed: {type(e).__name__}: {e}"))
     return findings

@@ -49,10 +49,10 @@ def detect(run: Run) -> list[Finding]:
             ranks = sorted({e.rank for e in run.events if e.kind in ("nccl_warn", "dist_error") and e.rank is not None
                             and classify(e.text + " " + str(e.data.get("last_error") or "")) is k})
             findings.append(Finding(
-                "config", Severity.CRITICAL if failed else Severity.ERROR,
-                f"{k.meaning} ({values}): {w.text.strip()[:200]}", tuple(ranks), k.hint,
-                tuple(x for x in ev if x is not None), None, Verdict.CONFIG_ERROR if failed else None,
-                {"settings": list(dict.fromkeys(names))}))
+                kind="config", severity=Severity.CRITICAL if failed else Severity.ERROR,
+                message=f"{k.meaning} ({values}): {w.text.strip()[:200]}", ranks=tuple(ranks), hint=k.hint,
+                evidence=tuple(x for x in ev if x is not None), verdict=Verdict.CONFIG_ERROR if failed else None,
+                data={"settings": list(dict.fromkeys(names))}))
             break
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
@@ -83,16 +83,15 @@ def detect(run: Run) -> list[Finding]:
         by: dict[str, list[int]] = {}
         for pid, v in versions.items():
             by.setdefault(v, []).append(pid)
-        findings.append(Finding("config", Severity.ERROR,
-                                "processes run different NCCL versions: " + "; ".join(
+        findings.append(Finding(kind="config", severity=Severity.ERROR,
+                                message="processes run different NCCL versions: " + "; ".join(
                                     f"{v} (pids {', '.join(map(str, p[:5]))})" for v, p in by.items()),
-                                (), "Install the same NCCL on every node.", ()))
+                                hint="Install the same NCCL on every node.", evidence=()))
     return findings
 
 
 def _note(s: Setting, msg: str, hint: str, sev: Severity) -> Finding:
-    return Finding("config", sev, msg, (), hint, (s.evidence,) if s.evidence else (), None, None,
-                   {"settings": [s.name], "value": s.value, "source": s.source})
+    return Finding(kind="config", severity=sev, message=msg, hint=hint, evidence=(s.evidence,) if s.evidence else (), data={"settings": [s.name], "value": s.value, "source": s.source})
 
 
 def _int(s: Setting | None) -> int | None:

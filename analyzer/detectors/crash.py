@@ -42,11 +42,10 @@ def detect(run: Run) -> list[Finding]:
         killed = sorted({e.rank for e in exits if e.rank != root.rank and e.rank is not None})
         if echo:
             findings.append(Finding(
-                "crash", Severity.ERROR,
-                f"rank {root.rank} was aborted ({sig or root.exitcode}) by PyTorch's watchdog after a collective timed "
+                kind="crash", severity=Severity.ERROR,
+                message=f"rank {root.rank} was aborted ({sig or root.exitcode}) by PyTorch's watchdog after a collective timed "
                 f"out: an echo of the hang, not its cause",
-                (), "Look at the hang finding for the rank that stopped.", tuple(evidence), None, None,
-                {"first_failure_rank": root.rank, "exitcode": root.exitcode}))
+                hint="Look at the hang finding for the rank that stopped.", evidence=tuple(evidence), data={"first_failure_rank": root.rank, "exitcode": root.exitcode}))
         else:
             what = f"killed by {sig}" if sig else f"exited with code {root.exitcode}"
             detail = ""
@@ -61,9 +60,9 @@ def detect(run: Run) -> list[Finding]:
                 msg += f"; rank{'s' if len(killed) > 1 else ''} {', '.join(map(str, killed))} " \
                        f"{'were' if len(killed) > 1 else 'was'} stopped by the launcher after it, not at fault"
             findings.append(Finding(
-                "crash", Severity.CRITICAL, msg, (root.rank,) if root.rank is not None else (), hint,
-                tuple(evidence), None, Verdict.CRASH,
-                {"exitcode": root.exitcode, "signal": sig, "stopped_after": killed}))
+                kind="crash", severity=Severity.CRITICAL, message=msg, ranks=(root.rank,) if root.rank is not None else (), hint=hint,
+                evidence=tuple(evidence), verdict=Verdict.CRASH,
+                data={"exitcode": root.exitcode, "signal": sig, "stopped_after": killed}))
     elif not exits:
         # no launcher summary: an exception or NCCL error is still a failure
         errs = [e for e in run.events if e.kind == "dist_error" and not _launcher_echo(e)]
@@ -71,19 +70,18 @@ def detect(run: Run) -> list[Finding]:
             first = errs[0]
             k = classify(first.text + " " + str(first.data.get("last_error") or ""))
             findings.append(Finding(
-                "error", Severity.ERROR,
-                f"rank {first.rank if first.rank is not None else '?'} raised {first.data.get('type')}: "
-                f"{first.data.get('message', '')}"[:400], (first.rank,) if first.rank is not None else (),
-                k.hint if k else "Read the traceback of the first rank that failed.", (first.evidence,), None,
-                Verdict.CRASH, {}))
+                kind="error", severity=Severity.ERROR,
+                message=f"rank {first.rank if first.rank is not None else '?'} raised {first.data.get('type')}: "
+                f"{first.data.get('message', '')}"[:400], ranks=(first.rank,) if first.rank is not None else (),
+                hint=k.hint if k else "Read the traceback of the first rank that failed.", evidence=(first.evidence,), verdict=Verdict.CRASH, data={}))
     first_warn = next((e for e in run.events if e.kind == "nccl_warn"), None)
     if first_warn is not None:
         k = classify(first_warn.text)
         if k is not None and k.kind == "error":
             findings.append(Finding(
-                "error", Severity.ERROR,
-                f"first NCCL warning (rank {first_warn.rank if first_warn.rank is not None else '?'}): {k.meaning}",
-                (first_warn.rank,) if first_warn.rank is not None else (), k.hint, (first_warn.evidence,)))
+                kind="error", severity=Severity.ERROR,
+                message=f"first NCCL warning (rank {first_warn.rank if first_warn.rank is not None else '?'}): {k.meaning}",
+                ranks=(first_warn.rank,) if first_warn.rank is not None else (), hint=k.hint, evidence=(first_warn.evidence,)))
     return findings
 
 

@@ -135,16 +135,16 @@ def detect(run: Run) -> list[Finding]:
         ev = [Evidence(str(r.file), int(r.line) if r.line == r.line else 0,
                        f"rank {r.rank} pg {pg} #{seq}: {r.op} count {r.count} dtype {r.dtype}") for r in rows.itertuples()]
         findings.append(Finding(
-            "desync", Severity.CRITICAL,
-            f"collective #{seq} of process group {pg} differs between ranks ({'/'.join(kinds)}): {desc}",
-            culprits, HINT, tuple(ev[:6]), Stuck(pg, seq, sides[0]["op"]), Verdict.DESYNC,
-            {"sides": sides, "mismatch": kinds, "odd_ranks": list(culprits), "culprit_by": reason}))
+            kind="desync", severity=Severity.CRITICAL,
+            message=f"collective #{seq} of process group {pg} differs between ranks ({'/'.join(kinds)}): {desc}",
+            ranks=culprits, hint=HINT, evidence=tuple(ev[:6]), stuck=Stuck(pg, seq, sides[0]["op"]), verdict=Verdict.DESYNC,
+            data={"sides": sides, "mismatch": kinds, "odd_ranks": list(culprits), "culprit_by": reason}))
     for e in run.events:
         if e.kind == "collective_mismatch":
             ranks = e.data.get("ranks") or []
             findings.append(Finding(
-                "desync", Severity.CRITICAL, "PyTorch (TORCH_DISTRIBUTED_DEBUG=DETAIL) saw different collectives: "
-                + "; ".join(e.data.get("fingerprints") or [])[:400], tuple(ranks[1:2]) if len(ranks) == 2 else (),
-                HINT, (e.evidence,), None, Verdict.DESYNC, {}))
+                kind="desync", severity=Severity.CRITICAL, message="PyTorch (TORCH_DISTRIBUTED_DEBUG=DETAIL) saw different collectives: "
+                + "; ".join(e.data.get("fingerprints") or [])[:400], ranks=tuple(ranks[1:2]) if len(ranks) == 2 else (),
+                hint=HINT, evidence=(e.evidence,), verdict=Verdict.DESYNC, data={}))
             break
     return findings

@@ -69,12 +69,12 @@ def detect(run: Run) -> list[Finding]:
         if never and died:
             r, code = died
             findings.append(Finding(
-                "hang", Severity.CRITICAL,
-                f"rank {r}'s process ended (exit code {code}) before joining {op or 'collective'} #{stuck_seq} of process "
-                f"group {pg}; the other ranks waited for it", (r,),
-                "The rank died: its own log and exit code say why; the others' timeouts are echoes.",
-                tuple(_dedupe(evidence)), Stuck(pg, stuck_seq, op), Verdict.CRASH,
-                {"class": "process_died", "waiting": waiting, "where": where}))
+                kind="hang", severity=Severity.CRITICAL,
+                message=f"rank {r}'s process ended (exit code {code}) before joining {op or 'collective'} #{stuck_seq} of process "
+                f"group {pg}; the other ranks waited for it", ranks=(r,),
+                hint="The rank died: its own log and exit code say why; the others' timeouts are echoes.",
+                evidence=tuple(_dedupe(evidence)), stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.CRASH,
+                data={"class": "process_died", "waiting": waiting, "where": where}))
         elif never:
             msg = (f"rank{'s' if len(never) > 1 else ''} {fmt_ranks(never)} never joined {op or 'collective'} "
                    f"#{stuck_seq} of process group {pg}{_pg_desc(pg)}; "
@@ -85,18 +85,18 @@ def detect(run: Run) -> list[Finding]:
                 if r in where:
                     msg += f"; rank {r} is at {where[r]}"
             findings.append(Finding(
-                "hang", Severity.CRITICAL, msg, tuple(never), HINT_NEVER_JOINED.format(r=never[0], seq=stuck_seq),
-                tuple(_dedupe(evidence)), Stuck(pg, stuck_seq, op), Verdict.HANG,
-                {"class": "never_joined", "waiting": waiting, "where": where,
+                kind="hang", severity=Severity.CRITICAL, message=msg, ranks=tuple(never), hint=HINT_NEVER_JOINED.format(r=never[0], seq=stuck_seq),
+                evidence=tuple(_dedupe(evidence)), stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.HANG,
+                data={"class": "never_joined", "waiting": waiting, "where": where,
                  "last_completed": {r: s.completed for r, s in by_rank.items()},
                  "last_enqueued": {r: s.enqueued for r, s in by_rank.items()}}))
         else:
             findings.append(Finding(
-                "hang", Severity.CRITICAL,
-                f"every rank joined {op or 'collective'} #{stuck_seq} of process group {pg}{_pg_desc(pg)} but it never "
-                f"completed", (), HINT_ALL_JOINED.format(seq=stuck_seq), tuple(_dedupe(evidence)),
-                Stuck(pg, stuck_seq, op), Verdict.HANG,
-                {"class": "never_completed", "waiting": waiting, "where": where}))
+                kind="hang", severity=Severity.CRITICAL,
+                message=f"every rank joined {op or 'collective'} #{stuck_seq} of process group {pg}{_pg_desc(pg)} but it never "
+                f"completed", hint=HINT_ALL_JOINED.format(seq=stuck_seq), evidence=tuple(_dedupe(evidence)),
+                stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.HANG,
+                data={"class": "never_completed", "waiting": waiting, "where": where}))
         break  # the first stuck process group is the story; others usually wait on it
 
     if not findings and stalls:
@@ -130,12 +130,12 @@ def _exit_hang(run: Run, status: dict) -> list[Finding]:
         return []
     where = {r: run.stacks[r] for r in stuck if r in run.stacks}
     return [Finding(
-        "hang", Severity.CRITICAL,
-        f"every collective completed, but rank{'s' if len(stuck) > 1 else ''} {fmt_ranks(stuck)} never exited and the "
-        f"job was ended from outside (exit code {run.job.exit_code})", tuple(stuck),
-        "The process hangs on its way out: call dist.destroy_process_group() at the end, wait for async work "
+        kind="hang", severity=Severity.CRITICAL,
+        message=f"every collective completed, but rank{'s' if len(stuck) > 1 else ''} {fmt_ranks(stuck)} never exited and the "
+        f"job was ended from outside (exit code {run.job.exit_code})", ranks=tuple(stuck),
+        hint="The process hangs on its way out: call dist.destroy_process_group() at the end, wait for async work "
         "(work.wait()), and join or daemonize your own threads (data loaders, loggers).",
-        (), None, Verdict.HANG, {"class": "exit", "where": where})]
+        evidence=(), verdict=Verdict.HANG, data={"class": "exit", "where": where})]
 
 
 def _died_first(run: Run, ranks: list[int]) -> tuple[int, int] | None:
@@ -165,10 +165,10 @@ def _init_hang(run: Run, stalls: list) -> list[Finding]:
                + ("; " if absent and stuck else "")
                + (f"rank(s) {', '.join(str(c.members.get(r, r)) for r in stuck)} started but never completed" if stuck else ""))
         out.append(Finding(
-            "hang", Severity.CRITICAL, msg, culprits,
-            "Init waits for every rank: check that all ranks start (world size, scheduler), that MASTER_ADDR / "
+            kind="hang", severity=Severity.CRITICAL, message=msg, ranks=culprits,
+            hint="Init waits for every rank: check that all ranks start (world size, scheduler), that MASTER_ADDR / "
             "MASTER_PORT are the same everywhere and reachable, NCCL_SOCKET_IFNAME, and firewalls between hosts.",
-            (), None, Verdict.HANG, {"class": "init"}))
+            evidence=(), verdict=Verdict.HANG, data={"class": "init"}))
     return out
 
 
@@ -243,11 +243,11 @@ def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]
         ev = [Evidence(str(row.file), int(row.line), f"rank {behind[0]}: last NCCL call #{low} ({row.op})")
               for row in last.itertuples()][:1]
         out.append(Finding(
-            "hang", Severity.CRITICAL,
-            f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} issued {low} NCCL calls on "
+            kind="hang", severity=Severity.CRITICAL,
+            message=f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} issued {low} NCCL calls on "
             f"communicator {comm[5:]}, others up to {int(counts.max())}: it stopped first",
-            tuple(behind), HINT_NEVER_JOINED.format(r=behind[0], seq=low + 1), tuple(ev) + stall_ev,
-            None, Verdict.HANG, {"class": "never_joined_nccl"}))
+            ranks=tuple(behind), hint=HINT_NEVER_JOINED.format(r=behind[0], seq=low + 1), evidence=tuple(ev) + stall_ev,
+            verdict=Verdict.HANG, data={"class": "never_joined_nccl"}))
         break
     return out
 

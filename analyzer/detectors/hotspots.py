@@ -33,11 +33,10 @@ def detect(run: Run) -> list[Finding]:
     if len(share):
         top = share.head(3)
         findings.append(Finding(
-            "hotspot", Severity.INFO,
-            "collective time goes to " + "; ".join(
+            kind="hotspot", severity=Severity.INFO,
+            message="collective time goes to " + "; ".join(
                 f"{r.op} of ~2^{int(r.bucket)} B on pg {r.pg}: {r.share:.0%} ({int(r.calls)} calls)"
-                for r in top.itertuples()), (), None, (), None, None,
-            {"top": top.to_dict("records")}))
+                for r in top.itertuples()), evidence=(), data={"top": top.to_dict("records")}))
     keep = (df["source"].isin(["fr", "hook", "nccl"]) & df["bytes"].notna()).to_numpy()
     if keep.sum() >= 1000:
         # one row per collective (pg, seq): the first of each group code, by ufunc.at, no sort or copy
@@ -50,15 +49,15 @@ def detect(run: Run) -> list[Finding]:
         total, small = len(first), int((nbytes < SMALL).sum())
         if total >= 1000 and small / total > 0.8:
             findings.append(Finding(
-                "hotspot", Severity.WARNING,
-                f"{small} of {total} collectives move under 64 KB: latency-bound small-message traffic",
-                (), "Bucket small tensors together (DDP bucket_cap_mb, torch.distributed coalescing, fewer .item() "
-                "all-reduces of scalars).", (), None, None, {"small": small, "total": total}))
+                kind="hotspot", severity=Severity.WARNING,
+                message=f"{small} of {total} collectives move under 64 KB: latency-bound small-message traffic",
+                hint="Bucket small tensors together (DDP bucket_cap_mb, torch.distributed coalescing, fewer .item() "
+                "all-reduces of scalars).", evidence=(), data={"small": small, "total": total}))
     la = run_late_arrivals(run)
     if len(la):
         worst = la.sort_values("wait_ms", ascending=False).head(3)
         findings.append(Finding(
-            "hotspot", Severity.INFO,
-            "most waiting: " + "; ".join(f"pg {r.pg} #{r.seq} {r.op}: {r.wait_ms:.0f} ms waiting for rank {r.late_rank}"
-                                         for r in worst.itertuples()), (), None, (), None, None, {}))
+            kind="hotspot", severity=Severity.INFO,
+            message="most waiting: " + "; ".join(f"pg {r.pg} #{r.seq} {r.op}: {r.wait_ms:.0f} ms waiting for rank {r.late_rank}"
+                                         for r in worst.itertuples()), evidence=(), data={}))
     return findings

@@ -56,11 +56,11 @@ def detect(run: Run) -> list[Finding]:
         missing = sorted(set(range(world)) - seen)
         if missing:
             findings.append(Finding(
-                "input", Severity.WARNING,
-                f"no input from rank{'s' if len(missing) > 1 else ''} {ranks_text(missing)} of a world of {world}: "
+                kind="input", severity=Severity.WARNING,
+                message=f"no input from rank{'s' if len(missing) > 1 else ''} {ranks_text(missing)} of a world of {world}: "
                 f"{'they are' if len(missing) > 1 else 'it is'} not judged; findings rest on the "
                 f"{len(seen & set(range(world)))} ranks that have logs or dumps",
-                tuple(missing[:1024]),
+                ranks=tuple(missing[:1024]),
                 hint="collect the NCCL logs, stderr and Flight Recorder dumps of the missing ranks (every node) "
                      "and analyse them together",
                 data={"missing_ranks": missing[:4096], "world_size": world},
@@ -79,12 +79,12 @@ def detect(run: Run) -> list[Finding]:
         first = next(iter(dup))
         jobs = f" (communicators {', '.join(full_roots[:4])})" if len(full_roots) > 1 else ""
         findings.append(Finding(
-            "input", Severity.ERROR,
-            f"the input mixes more than one job or run{jobs}: rank {first} is claimed by {len(dup[first])} "
+            kind="input", severity=Severity.ERROR,
+            message=f"the input mixes more than one job or run{jobs}: rank {first} is claimed by {len(dup[first])} "
             f"processes ({', '.join(dup[first][:4])})"
             + (f", and {len(dup) - 1} more ranks likewise" if len(dup) > 1 else "")
             + ": no verdict is given for a mix; analyse each job on its own",
-            tuple(sorted(dup)[:1024]),
+            ranks=tuple(sorted(dup)[:1024]),
             hint="analyse one job's files at a time: put each run in its own folder (NCCL_DEBUG_FILE=%h.%p "
                  "names files by host and pid; a restarted job reuses ranks but not pids)",
             verdict=Verdict.UNKNOWN,
@@ -97,8 +97,8 @@ def detect(run: Run) -> list[Finding]:
     other_sizes = sorted({c.nranks for c in run.communicators if c.parent is None and c.nranks != world})
     if ranked and stray and other_sizes and not dup:
         findings.append(Finding(
-            "input", Severity.ERROR,
-            f"the input mixes more than one job: {len(stray)} process{'es' if len(stray) > 1 else ''} "
+            kind="input", severity=Severity.ERROR,
+            message=f"the input mixes more than one job: {len(stray)} process{'es' if len(stray) > 1 else ''} "
             f"({', '.join(stray[:4])}) belong to communicators of {' or '.join(map(str, other_sizes[:4]))} ranks, "
             f"not to this job's world of {world or '?'}: no verdict is given for a mix; analyse each job on its own",
             hint="put each job's files in its own folder",
@@ -107,8 +107,8 @@ def detect(run: Run) -> list[Finding]:
         ))
     elif ranked and stray:
         findings.append(Finding(
-            "input", Severity.WARNING,
-            f"{len(stray)} process{'es' if len(stray) > 1 else ''} ({', '.join(stray[:4])}) "
+            kind="input", severity=Severity.WARNING,
+            message=f"{len(stray)} process{'es' if len(stray) > 1 else ''} ({', '.join(stray[:4])}) "
             f"{'have' if len(stray) > 1 else 'has'} NCCL lines but no rank in this job's world of {world or '?'}: "
             "logs of another job, or cut before NCCL's Init lines; not judged",
             hint="check that these files belong to the job being analysed",

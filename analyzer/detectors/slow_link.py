@@ -59,12 +59,12 @@ def detect(run: Run) -> list[Finding]:
     for bucket, bw in med.items():
         if bucket in ref.index and ref[bucket] > 0 and bw < FAR_BELOW * ref[bucket]:
             findings.append(Finding(
-                "slow_link", Severity.WARNING,
-                f"collectives of ~{_human(2 ** bucket)} reach {bw:.1f} GB/s bus bandwidth, "
+                kind="slow_link", severity=Severity.WARNING,
+                message=f"collectives of ~{_human(2 ** bucket)} reach {bw:.1f} GB/s bus bandwidth, "
                 f"{bw / ref[bucket]:.0%} of the {ref[bucket]:.1f} GB/s this fabric reached in its sweep",
-                (), "Compare transports (NCCL_P2P_DISABLE / SHM / IB settings), look for other traffic on the links, "
-                "and for stragglers inflating collective time.", (), None, Verdict.DEGRADED,
-                {"bucket_bytes": 2 ** bucket, "busbw": bw, "sweep_busbw": float(ref[bucket])}))
+                hint="Compare transports (NCCL_P2P_DISABLE / SHM / IB settings), look for other traffic on the links, "
+                "and for stragglers inflating collective time.", evidence=(), verdict=Verdict.DEGRADED,
+                data={"bucket_bytes": 2 ** bucket, "busbw": bw, "sweep_busbw": float(ref[bucket])}))
     return findings
 
 

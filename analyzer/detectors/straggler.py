@@ -138,12 +138,12 @@ def detect(run: Run, alpha: float = ALPHA, min_total_wait_ms: float = MIN_TOTAL_
         ev = [Evidence("flight_recorder", 0, f"pg {r.pg} #{r.seq} {r.op}: others waited {r.wait_ms:.1f} ms for rank {rank}")
               for r in top.itertuples()]
         findings.append(Finding(
-            "straggler", Severity.WARNING,
-            f"rank {int(rank)} arrived last at {k} of {total_events} collectives with a spread over {MIN_SPREAD_MS:g} ms; "
+            kind="straggler", severity=Severity.WARNING,
+            message=f"rank {int(rank)} arrived last at {k} of {total_events} collectives with a spread over {MIN_SPREAD_MS:g} ms; "
             f"the others waited {wait / 1000:.2f} s in all for it (median {med:.0f} ms each)",
-            (int(rank),), "Look at what rank " + str(int(rank)) + " does before its collectives (data loading, "
+            ranks=(int(rank),), hint="Look at what rank " + str(int(rank)) + " does before its collectives (data loading, "
             "host-side work, a slower GPU or thermal throttling, a noisy neighbour on its host).",
-            tuple(ev), None, Verdict.DEGRADED,
-            {"late_count": k, "events": total_events, "wait_ms_total": round(wait, 1), "wait_ms_median": round(med, 1),
+            evidence=tuple(ev), verdict=Verdict.DEGRADED,
+            data={"late_count": k, "events": total_events, "wait_ms_total": round(wait, 1), "wait_ms_median": round(med, 1),
              "p_value": p}))
     return findings

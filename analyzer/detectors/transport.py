@@ -16,18 +16,16 @@ def detect(run: Run) -> list[Finding]:
         single_node = (c.nnodes or len(run.job.hosts) or 1) == 1
         if single_node and any(t.startswith("NET/") for t in ts) and not any(t.startswith("P2P") for t in ts):
             findings.append(Finding(
-                "transport", Severity.WARNING,
-                f"communicator {c.id} runs over the network ({', '.join(ts)}) between GPUs of one host",
-                tuple(sorted(c.members.values())),
-                "Ranks on one host should talk over P2P/NVLink or SHM: check NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, "
-                "container IPC settings (--ipc=host) and CUDA_VISIBLE_DEVICES.", (), None, None,
-                {"transports": ts}))
+                kind="transport", severity=Severity.WARNING,
+                message=f"communicator {c.id} runs over the network ({', '.join(ts)}) between GPUs of one host",
+                ranks=tuple(sorted(c.members.values())),
+                hint="Ranks on one host should talk over P2P/NVLink or SHM: check NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, "
+                "container IPC settings (--ipc=host) and CUDA_VISIBLE_DEVICES.", evidence=(), data={"transports": ts}))
     guesses = [e for e in run.events if e.kind == "nccl_net_speed_guess"]
     uses_net = any(t.startswith("NET/") for c in run.communicators for t in c.transports) or len(run.job.hosts) > 1
     if guesses and uses_net:
         findings.append(Finding(
-            "transport", Severity.INFO,
-            "NCCL could not read a NIC's speed and assumed 10 Gbps", (),
-            "Harmless on one host; across hosts it can skew NCCL's tuning: check the NIC driver / sysfs speed.",
-            (guesses[0].evidence,)))
+            kind="transport", severity=Severity.INFO,
+            message="NCCL could not read a NIC's speed and assumed 10 Gbps", hint="Harmless on one host; across hosts it can skew NCCL's tuning: check the NIC driver / sysfs speed.",
+            evidence=(guesses[0].evidence,)))
     return findings

@@ -1,4 +1,4 @@
-"""Gather what the checks look at: the only module of ``analyzer.doctor`` that touches the machine.
+"""Gather what the checks look at: the only module of ``ncclscope.doctor`` that touches the machine.
 
 Everything here is best effort and bounded (subprocesses time out after a few seconds); a
 missing tool or file is recorded as absent, never raised. The result is a plain ``Facts`` value

@@ -1,7 +1,7 @@
 """`ncclscope perf`: an all_reduce_perf-style sweep through torch.distributed.
 
 Outside a launcher the command re-launches itself under
-``python -m torch.distributed.run --standalone --nproc_per_node=N -m analyzer perf ...``; inside one
+``python -m torch.distributed.run --standalone --nproc_per_node=N -m ncclscope perf ...``; inside one
 (RANK and WORLD_SIZE set) every rank runs ``run_rank``: it joins the process group, runs the sweep
 (``sweep.py``), and rank 0 prints the table (nccl-tests layout, ``table.py``) as it goes and saves
 ``perf.txt`` and ``perf.json`` in the run folder.
@@ -61,7 +61,7 @@ def in_launcher(env: Mapping[str, str]) -> bool:
 
 def torchrun_command(opts: PerfOptions, nproc: int, python: str = sys.executable) -> list[str]:
     return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-            "-m", "analyzer", "perf", *opts.cli_args()]
+            "-m", "ncclscope", "perf", *opts.cli_args()]
 
 
 def launch(opts: PerfOptions, nproc: int, echo: Callable[[str], None], env: Mapping[str, str] | None = None,

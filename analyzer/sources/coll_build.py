@@ -9,7 +9,7 @@ this one, and under a file lock, so that processes starting together build it on
 
 Folder: ``$NCCLSCOPE_KERNEL_DIR``, else ``$XDG_CACHE_HOME/ncclscope/kernel`` (``~/.cache``). A
 module there is loaded only from a folder and file owned by this user and writable by no one
-else. Run as ``python -m analyzer.sources.coll_build OUTDIR`` it builds into OUTDIR.
+else. Run as ``python -m ncclscope.sources.coll_build OUTDIR`` it builds into OUTDIR.
 """
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def build(note: Callable[[str], None] | None = None) -> Path | None:
         tmp = Path(tempfile.mkdtemp(prefix="build-", dir=folder))
         try:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(_HERE.parents[1]), os.environ.get("PYTHONPATH", "")]))
-            done = subprocess.run([sys.executable, "-m", "analyzer.sources.coll_build", str(tmp)], env=env,
+            done = subprocess.run([sys.executable, "-m", "ncclscope.sources.coll_build", str(tmp)], env=env,
                                   stdin=subprocess.DEVNULL, capture_output=True, timeout=BUILD_TIMEOUT_S)
             built = module_path(tmp)
             if done.returncode != 0 or not built.is_file():
@@ -122,7 +122,7 @@ def main(argv: list[str]) -> int:
     warnings.simplefilter("ignore")  # numba.pycc's pending-deprecation notice
     from numba.pycc import CC
 
-    from analyzer.sources.coll_kernel import _kernel
+    from ncclscope.sources.coll_kernel import _kernel
 
     cc = CC(MODULE)
     cc.output_dir = argv[0]

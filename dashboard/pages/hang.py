@@ -6,10 +6,10 @@ from typing import Any
 import dash
 from dash import Input, Output, callback, dash_table, dcc, html
 
-from dashboard import ids
-from dashboard.components import evidence_list, not_ready, verdict_banner
-from dashboard.data import RunStore, current
-from dashboard.tables import rank_status_rows
+from ncclscope.dashboard import ids
+from ncclscope.dashboard.components import evidence_list, not_ready, verdict_banner
+from ncclscope.dashboard.data import RunStore, current
+from ncclscope.dashboard.tables import rank_status_rows
 
 dash.register_page(__name__, path="/hang", name="Hang report", order=4, title="ncclscope - hang report")
 

@@ -7,8 +7,8 @@ from typing import Any
 import dash
 from dash import Input, Output, State, callback, ctx, dash_table, dcc, html
 
-from dashboard import ids
-from dashboard.data import RunStore, current, filter_logs, log_index, page_of, page_with_line
+from ncclscope.dashboard import ids
+from ncclscope.dashboard.data import RunStore, current, filter_logs, log_index, page_of, page_with_line
 
 dash.register_page(__name__, path="/logs", name="Logs", order=5, title="ncclscope - logs")
 

@@ -6,9 +6,9 @@ from typing import Any
 import dash
 from dash import Input, Output, State, callback, dcc, html, no_update
 
-from dashboard import ids
-from dashboard.components import finding_card, not_ready, settings_rows, table, verdict_banner
-from dashboard.data import MAX_UPLOAD_BYTES, RunStore, UploadError, current
+from ncclscope.dashboard import ids
+from ncclscope.dashboard.components import finding_card, not_ready, settings_rows, table, verdict_banner
+from ncclscope.dashboard.data import MAX_UPLOAD_BYTES, RunStore, UploadError, current
 
 dash.register_page(__name__, path="/", name="Overview", order=0, title="ncclscope - overview")
 

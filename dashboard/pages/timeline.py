@@ -7,9 +7,9 @@ import dash
 import plotly.graph_objects as go
 from dash import Input, Output, callback, dcc, html
 
-from dashboard import figures, ids
-from dashboard.components import not_ready
-from dashboard.data import RunStore, current
+from ncclscope.dashboard import figures, ids
+from ncclscope.dashboard.components import not_ready
+from ncclscope.dashboard.data import RunStore, current
 
 dash.register_page(__name__, path="/timeline", name="Timeline", order=2, title="ncclscope - timeline")
 

@@ -231,9 +231,9 @@ def analyze_parsed(parsed: list) -> dict:
 
     from rich.console import Console
 
-    from analyzer.analysis import analyze_run
-    from analyzer.build import build_run
-    from analyzer.report import render_text, to_json
+    from ncclscope.analysis import analyze_run
+    from ncclscope.build import build_run
+    from ncclscope.report import render_text, to_json
 
     a = analyze_run(build_run(parsed))
     internal = [f.message for f in a.findings if f.kind == "internal"]

@@ -16,9 +16,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import analyze_parsed, corpus_file, mutate_bytes, random_json, run_fuzz
 
-from analyzer.ingest import Parsed
-from analyzer.safe_pickle import loads_plain
-from analyzer.sources.flight_recorder import parse_fr_json, parse_fr_pickle
+from ncclscope.ingest import Parsed
+from ncclscope.safe_pickle import loads_plain
+from ncclscope.sources.flight_recorder import parse_fr_json, parse_fr_pickle
 
 REAL_PKL = corpus_file("fr_timeout_rank0", "fr_end_rank0.pkl") or pickle.dumps({"version": "2.10", "entries": []})
 REAL_JSON = corpus_file("fr_end_rank0.json") or b'{"version": "2.10", "entries": []}'

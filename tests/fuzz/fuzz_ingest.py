@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CORPUS, analyze_parsed, mutate_bytes, run_fuzz  # noqa: E402
 
-from analyzer.ingest import Parsed, parse_file  # noqa: E402
+from ncclscope.ingest import Parsed, parse_file  # noqa: E402
 
 REAL = sorted(p for p in CORPUS.glob("*/*") if p.is_file() and p.stat().st_size < 300_000) if CORPUS.exists() else []
 HEADS = [b"\x80\x04", b"\x80\x02", b"{", b"[", b"<system", b"<graphs", b"<?xml", b"SERVER PROTOCOL", b"# nThread",

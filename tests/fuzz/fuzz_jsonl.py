@@ -12,8 +12,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import analyze_parsed, mutate, random_json, run_fuzz, seed_lines
 
-from analyzer.ingest import Parsed
-from analyzer.sources.hook_jsonl import parse_jsonl
+from ncclscope.ingest import Parsed
+from ncclscope.sources.hook_jsonl import parse_jsonl
 
 HOOK_TYPES = ["start", "coll", "done", "hb", "stack", "fr", "exit", "error", "stall", "desync"]
 

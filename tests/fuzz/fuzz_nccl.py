@@ -12,9 +12,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import analyze_parsed, mutate, run_fuzz, seed_lines
 
-from analyzer.ingest import Parsed
-from analyzer.sources.nccl_log import parse_nccl_line, parse_nccl_lines
-from analyzer.sources.records import NcclRec
+from ncclscope.ingest import Parsed
+from ncclscope.sources.nccl_log import parse_nccl_line, parse_nccl_lines
+from ncclscope.sources.records import NcclRec
 
 
 def one(rng: random.Random, deep: bool | None = None) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import analyze_parsed, mutate, random_json, run_fuzz
 
-from analyzer.ingest import Parsed
-from analyzer.sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
+from ncclscope.ingest import Parsed
+from ncclscope.sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 
 SEEDS = [
     "# nccl-tests version 2.19.6 nccl-headers=23007 nccl-library=23007",

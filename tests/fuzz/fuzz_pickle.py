@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import corpus_file, mutate_bytes, random_json, run_fuzz
 
-from analyzer.safe_pickle import loads_plain
+from ncclscope.safe_pickle import loads_plain
 
 REAL = corpus_file("fr_timeout_rank0", "fr_end_rank0.pkl") or pickle.dumps({"entries": []})
 MARKER = Path(tempfile.gettempdir()) / "ncclscope-fuzz-pickle-marker"

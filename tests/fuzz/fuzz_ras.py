@@ -12,8 +12,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import analyze_parsed, corpus_file, mutate, random_json, run_fuzz
 
-from analyzer.ingest import Parsed
-from analyzer.sources.ras import looks_like_ras_json, parse_ras_json, parse_ras_text
+from ncclscope.ingest import Parsed
+from ncclscope.sources.ras import looks_like_ras_json, parse_ras_json, parse_ras_text
 
 REAL_TEXT = (corpus_file("ras_verbose.txt") or b"#0-0 (abc) OK\nRank 0 has launched up to operation 1\n").decode()
 _RAW = corpus_file("ras_verbose.json") or b'{"nccl_version": "2.28.9", "communicators": []}'

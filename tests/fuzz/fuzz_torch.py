@@ -11,8 +11,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import analyze_parsed, mutate, run_fuzz, seed_lines
 
-from analyzer.ingest import Parsed
-from analyzer.sources.torch_log import parse_torch_lines
+from ncclscope.ingest import Parsed
+from ncclscope.sources.torch_log import parse_torch_lines
 
 
 def one(rng: random.Random, deep: bool | None = None) -> None:

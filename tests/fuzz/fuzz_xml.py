@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import corpus_file, mutate_bytes, run_fuzz
 
-from analyzer.sources.topo_xml import parse_topo_xml
+from ncclscope.sources.topo_xml import parse_topo_xml
 
 SEEDS = [corpus_file("topo.xml") or b"<system version='1'><gpu dev='0'/></system>",
          corpus_file("graph.xml") or b"<graphs version='1'><graph id='0'><channel/></graph></graphs>",

@@ -25,7 +25,7 @@ PUMP = [" ", "1", "a", ".", "/", ":", "-", "[", "(", ",", "x1", "1 ", " 1", "1."
 def all_patterns() -> list[tuple[str, re.Pattern]]:
     out = []
     for m in MODULES:
-        mod = importlib.import_module(f"analyzer.sources.{m}")
+        mod = importlib.import_module(f"ncclscope.sources.{m}")
         for name, val in vars(mod).items():
             if isinstance(val, re.Pattern):
                 out.append((f"{m}.{name}", val))
