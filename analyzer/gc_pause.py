@@ -2,8 +2,8 @@
 
 Parsing and building the model create hundreds of thousands of records, tuples and small objects,
 none of them in a reference cycle; each collection pass would walk all the live ones again
-(building a 4,096-rank model took 2.7 s with the collector on, 1.6 s with it off). Reference
-counting frees everything as before; the collector runs again when the block ends.
+(docs/performance.md has what that cost). Reference counting frees everything as before; the
+collector runs again when the block ends.
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ glibc's malloc maps every block over its mmap threshold (128 KB, raised as block
 to 32 MB) on its own and unmaps it when freed; the next block of that size is mapped again and the
 kernel faults in and zeroes every page once more. Parsing and analysing a run allocates arrays of
 megabytes to hundreds of megabytes over and over, and on the virtual machines this runs on a page
-fault is expensive (memory is reclaimed behind the guest's back): at 4,096 rank logs the parse
-workers spent 4.5 s in the kernel, and the detectors ran in 2.8 s instead of 1.4 s.
+fault is expensive (memory is reclaimed behind the guest's back; docs/performance.md has the
+figures).
 
 ``keep_freed_memory()`` raises both thresholds, so that blocks up to 256 MB come from the heap and up
 to 512 MB of freed heap is kept. Only for processes that end when the analysis does (``analyze``, the
