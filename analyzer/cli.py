@@ -30,7 +30,7 @@ def cli() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (CONTRACT.md schema) on stdout.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
-@click.option("--no-cache", is_flag=True, help="Parse again; do not read or write .ncclscope-cache.")
+@click.option("--no-cache", is_flag=True, help="Parse again; do not read or write the cache (in ~/.cache/ncclscope).")
 def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache: bool) -> None:
     """Analyse a run folder, log files, Flight Recorder dumps, or a .zip / .tar(.gz) of them."""
     from rich.console import Console
@@ -38,6 +38,7 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
     from .analysis import analyze_paths
     from .malloc import keep_freed_memory
     from .report import json_text, render_text
+    from .text_safety import markup
 
     if as_json and not no_cache:  # an unchanged folder analysed before: the stored line, nothing parsed or decoded
         from .cache import open_report
@@ -60,7 +61,7 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
             bar.update(task, completed=i, total=n)
     try:
         result = analyze_paths(list(paths), progress=progress, cache=not no_cache, defer_store=True,
-                               note=lambda text: err.print(f"ncclscope: {text}", highlight=False))
+                               note=lambda text: err.print(f"ncclscope: {markup(text)}", highlight=False))
     finally:
         if progress is not None:
             bar.stop()
@@ -84,11 +85,12 @@ _add_subcommands()
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .input_names import InputError
+    from .text_safety import clean
 
     try:
         rv = cli.main(args=list(argv) if argv is not None else None, prog_name="ncclscope", standalone_mode=False)
     except InputError as e:
-        click.echo(f"ncclscope: {e}", err=True)
+        click.echo(f"ncclscope: {clean(e)}", err=True)  # may name input files: no control characters
         return 2
     except click.exceptions.Abort:
         click.echo("ncclscope: aborted", err=True)
@@ -103,6 +105,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # noqa: BLE001 - the last resort: one line, never a traceback
-        click.echo(f"ncclscope: internal error: {type(e).__name__}: {e} (please report it)", err=True)
+        click.echo(f"ncclscope: internal error: {type(e).__name__}: {clean(e)} (please report it)", err=True)
         return 3
     return rv if isinstance(rv, int) else 0

@@ -6,6 +6,7 @@ from typing import Any
 from . import __version__
 from .analysis import Analysis
 from .model import Severity
+from .text_safety import clean
 
 
 def to_json(a: Analysis) -> dict[str, Any]:
@@ -55,52 +56,57 @@ VERDICT_STYLE = {"healthy": "bold green", "degraded": "bold yellow", "unknown": 
 
 
 def render_text(a: Analysis, console: Any, max_evidence: int = 4) -> None:
-    """Print the report on a rich Console: verdict, culprit, findings with evidence, topology, timeline."""
+    """Print the report on a rich Console: verdict, culprit, findings with evidence, topology, timeline.
+
+    Everything that came from the input is printed as ``rich.text.Text`` of ``text_safety.clean``:
+    never parsed as markup, with no control character left (a log line may hold ESC sequences or
+    brackets that rich would read as tags).
+    """
     from rich.table import Table
+    from rich.text import Text
 
     d = a.decision
     run = a.run
     style = VERDICT_STYLE.get(d.verdict.value, "bold red")
-    console.print(f"[{style}]VERDICT: {d.verdict.value.upper()}[/]  {d.headline}")
+    console.print(Text.assemble((f"VERDICT: {clean(d.verdict.value).upper()}", style), "  ", clean(d.headline)))
     if d.culprit_ranks:
-        console.print(f"[bold]Culprit rank(s):[/] {', '.join(map(str, d.culprit_ranks))}")
+        console.print(Text.assemble(("Culprit rank(s):", "bold"), " ", clean(", ".join(map(str, d.culprit_ranks)))))
     if d.stuck:
-        console.print(f"[bold]Stuck at:[/] process group {d.stuck.pg}, collective #{d.stuck.seq}"
-                      + (f" ({d.stuck.op})" if d.stuck.op else ""))
+        console.print(Text.assemble(("Stuck at:", "bold"), clean(
+            f" process group {d.stuck.pg}, collective #{d.stuck.seq}" + (f" ({d.stuck.op})" if d.stuck.op else ""))))
     for r, where in sorted(run.stacks.items()):
-        console.print(f"  rank {r} is at {where}")
+        console.print(Text(clean(f"  rank {r} is at {where}")))
     console.print()
     for f in a.findings:
-        console.print(f"[{SEV_STYLE[f.severity]}]{f.severity.value.upper():8}[/] [bold]{f.kind}[/]: {f.message}")
+        console.print(Text.assemble((f"{f.severity.value.upper():8}", SEV_STYLE[f.severity]), " ",
+                                    (clean(f.kind), "bold"), ": ", clean(f.message)))
         if f.hint:
-            console.print(f"           [dim]fix:[/] {f.hint}")
+            console.print(Text.assemble("           ", ("fix:", "dim"), " ", clean(f.hint)))
         for e in f.evidence[:max_evidence]:
             loc = f"{e.file}:{e.line}" if e.line else e.file
-            console.print(f"           [dim]{_esc(loc)}[/] {_esc(e.text[:160])}", highlight=False)
+            console.print(Text.assemble("           ", (clean(loc), "dim"), " ", clean(e.text[:160])))
     job = run.job
     console.print()
-    console.print(f"[bold]Job:[/] world size {job.world_size or '?'}, hosts {', '.join(job.hosts) or '?'}, "
-                  f"NCCL {job.nccl_version or '?'}, torch {job.torch_version or '?'}, CUDA {job.cuda_version or '?'}")
+    console.print(Text.assemble(("Job:", "bold"), clean(
+        f" world size {job.world_size or '?'}, hosts {', '.join(job.hosts) or '?'}, NCCL {job.nccl_version or '?'}, "
+        f"torch {job.torch_version or '?'}, CUDA {job.cuda_version or '?'}")))
     if run.communicators:
         t = Table(title="Communicators", show_lines=False)
         for col in ("id", "ranks", "channels", "transports", "rings", "init"):
             t.add_column(col)
         for c in run.communicators:
             rings = c.unique_rings()
-            t.add_row(c.id, str(c.nranks), str(c.n_channels or "?"), ", ".join(c.transports) or "-",
-                      "; ".join(" ".join(map(str, r[:16])) + (" ..." if len(r) > 16 else "") for r in rings[:2])
-                      + (f" (+{len(rings) - 2})" if len(rings) > 2 else ""),
-                      f"{len(c.init_complete)}/{c.nranks} complete")
+            cells = (c.id, str(c.nranks), str(c.n_channels or "?"), ", ".join(c.transports) or "-",
+                     "; ".join(" ".join(map(str, r[:16])) + (" ..." if len(r) > 16 else "") for r in rings[:2])
+                     + (f" (+{len(rings) - 2})" if len(rings) > 2 else ""),
+                     f"{len(c.init_complete)}/{c.nranks} complete")
+            t.add_row(*(Text(clean(x)) for x in cells))
         console.print(t)
     timeline = run.timeline_summary()
     if timeline:
-        console.print("[bold]Timeline:[/] " + ", ".join(
-            f"{rows} {src} records over {ranks} ranks" for src, rows, ranks in timeline))
+        console.print(Text.assemble(("Timeline:", "bold"), " ", clean(", ".join(
+            f"{rows} {src} records over {ranks} ranks" for src, rows, ranks in timeline))))
     if run.problems:
         console.print()
         for p in run.problems:
-            console.print(f"[yellow]skipped:[/] {_esc(p)}")
-
-
-def _esc(s: str) -> str:
-    return s.replace("[", "\\[")
+            console.print(Text.assemble(("skipped:", "yellow"), " ", clean(p)))

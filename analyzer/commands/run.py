@@ -33,6 +33,13 @@ def command(run_dir: Path | None, coll: bool, no_hook: bool, stall_seconds: floa
         command = command[1:]
     if not command:
         raise click.UsageError("no command given: ncclscope run [OPTIONS] -- COMMAND...")
+    if webhook is not None:
+        from ..live.alerts import WebhookError, check_webhook_url
+
+        try:
+            check_webhook_url(webhook)
+        except WebhookError as e:
+            raise click.BadParameter(str(e), param_hint="--webhook") from None
     folder = run_dir if run_dir is not None else default_run_dir()
 
     def note(text: str) -> None:

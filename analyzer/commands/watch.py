@@ -13,28 +13,32 @@ EXIT_GRACE_S = 2.0  # after every rank exited: the last crash alert, the last li
 
 def render_state(snap: dict[str, Any], console: Any) -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=f"ncclscope: {snap['run_dir']}", title_justify="left")
+    from ..text_safety import clean, markup
+
+    t = Table(title=markup(f"ncclscope: {snap['run_dir']}"), title_justify="left")
     for col in ("rank", "step", "enqueued", "completed", "idle s", "exit", "where"):
         t.add_column(col, overflow="fold")
     for r in snap["ranks"]:
-        t.add_row(str(r["rank"]), "" if r["step"] is None else str(r["step"]),
-                  " ".join(f"pg{k}:{v}" for k, v in sorted(r["enqueued"].items())),
-                  " ".join(f"pg{k}:{v}" for k, v in sorted(r["completed"].items())),
-                  "" if r["idle_s"] is None else f"{r['idle_s']:.1f}",
-                  "" if r["exit_code"] is None else str(r["exit_code"]), r["where"] or "")
+        cells = (str(r["rank"]), "" if r["step"] is None else str(r["step"]),
+                 " ".join(f"pg{k}:{v}" for k, v in sorted(r["enqueued"].items())),
+                 " ".join(f"pg{k}:{v}" for k, v in sorted(r["completed"].items())),
+                 "" if r["idle_s"] is None else f"{r['idle_s']:.1f}",
+                 "" if r["exit_code"] is None else str(r["exit_code"]), r["where"] or "")
+        t.add_row(*(Text(clean(c)) for c in cells))  # from the logs: never parsed as markup
     console.print(t)
     rh = snap["rhythm"]
     p99 = f"{rh['p99_gap_s']:.3f} s" if rh.get("p99_gap_s") is not None else "-"
-    console.print(f"stall threshold {snap['threshold_s']:.1f} s (p99 gap between completions {p99}, "
-                  f"{rh['gaps']} gaps); files read: {snap['files']}")
+    console.print(Text(clean(f"stall threshold {snap['threshold_s']:.1f} s (p99 gap between completions {p99}, "
+                             f"{rh['gaps']} gaps); files read: {snap['files']}")))
     for p in snap["pending"]:
-        console.print(f"pending: {p['op'] or 'collective'} #{p['seq']} of process group {p['pg']}; never joined: "
-                      f"{p['never_joined'] or '-'}; waiting: {p['waiting'] or '-'}")
+        console.print(Text(clean(f"pending: {p['op'] or 'collective'} #{p['seq']} of process group {p['pg']}; "
+                                 f"never joined: {p['never_joined'] or '-'}; waiting: {p['waiting'] or '-'}")))
     if snap["exited"]:
         console.print("every rank has exited")
     for e in snap["problems"]:
-        console.print(f"[yellow]warning:[/] {e}")
+        console.print(Text.assemble(("warning:", "yellow"), " ", clean(e)))
 
 
 @click.command("watch")
@@ -56,8 +60,15 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
     """
     from rich.console import Console
 
+    from ..live.alerts import WebhookError, check_webhook_url
     from ..live.monitor import LiveConfig, LiveMonitor
+    from ..text_safety import markup
 
+    if webhook is not None:
+        try:
+            check_webhook_url(webhook)
+        except WebhookError as e:
+            raise click.BadParameter(str(e), param_hint="--webhook") from None
     out = Console(highlight=False)
     if once:
         if not run_dir.is_dir():
@@ -79,9 +90,9 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
     cfg = LiveConfig(stall_seconds=stall_seconds, webhook=webhook, command=alert_command, poll=poll)
     mon = LiveMonitor(run_dir, cfg, console=out)
     if not run_dir.is_dir():
-        out.print(f"waiting for {run_dir} to appear (Ctrl-C to stop)")
+        out.print(f"waiting for {markup(run_dir)} to appear (Ctrl-C to stop)")
     rule = f"{stall_seconds:g} s" if stall_seconds else "from the job rhythm"
-    out.print(f"watching {run_dir} (stall threshold: {rule}; Ctrl-C to stop)")
+    out.print(f"watching {markup(run_dir)} (stall threshold: {rule}; Ctrl-C to stop)")
     reported: set[str] = set()
     mon.start()
     exited_at = None
@@ -91,7 +102,7 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
             for e in mon.errors():
                 if e not in reported:
                     reported.add(e)
-                    out.print(f"[yellow]warning:[/] {e}")
+                    out.print(f"[yellow]warning:[/] {markup(e)}")
             if mon.state.exited():
                 exited_at = exited_at or time.monotonic()
                 if time.monotonic() - exited_at >= EXIT_GRACE_S:

@@ -23,6 +23,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from .. import safe_io
 
 QUEUE_MAX = 256
 
@@ -53,7 +56,8 @@ def slack_text(alert: dict[str, Any]) -> str:
 
 
 class FileSink:
-    """Appends one JSON object a line; each alert is one write(2) on an O_APPEND descriptor."""
+    """Appends one JSON object a line; each alert is one write(2) on an O_APPEND descriptor, opened
+    with ``safe_io.open_append`` (no link followed, only a regular file of ours)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -61,12 +65,8 @@ class FileSink:
 
     def emit(self, alert: dict[str, Any]) -> None:
         data = (json.dumps(alert, default=str) + "\n").encode()
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, data)
-            finally:
-                os.close(fd)
+        try:  # never through a link planted under the name, never into someone else's file
+            safe_io.append(self.path, data)
         except OSError as e:
             self.errors.append(f"cannot append to {self.path}: {e.strerror or e}")
 
@@ -88,8 +88,9 @@ class ConsoleSink:
         self.errors: list[str] = []
 
     def emit(self, alert: dict[str, Any]) -> None:
-        from rich.markup import escape
         from rich.panel import Panel
+
+        from ..text_safety import markup as escape
 
         kind = str(alert.get("kind", "alert"))
         body = [escape(str(alert.get("message", "")))]
@@ -98,7 +99,7 @@ class ConsoleSink:
         for r, w in (alert.get("where") or {}).items():
             body.append(f"  rank {escape(str(r))}: {escape(str(w))}")
         try:
-            self.console.print(Panel("\n".join(body), title=f"ncclscope {kind} {alert.get('time', '')}",
+            self.console.print(Panel("\n".join(body), title=escape(f"ncclscope {kind} {alert.get('time', '')}"),
                                      title_align="left", border_style=self.COLORS.get(kind, "white")))
         except Exception as e:  # noqa: BLE001 - a closed terminal must not stop the monitor
             self.errors.append(f"console: {e}")
@@ -156,10 +157,39 @@ class _Worker:
             self.thread.join(timeout=self.join_s)
 
 
+WEBHOOK_SCHEMES = ("http", "https")
+
+
+class WebhookError(ValueError):
+    """A webhook URL that is not http(s) with a host (``file:``, ``data:``, ``ftp:`` would read or send elsewhere)."""
+
+
+def check_webhook_url(url: str) -> None:
+    """Raise WebhookError unless ``url`` is http:// or https:// with a host."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:
+        raise WebhookError(f"webhook URL not understood: {e}") from None
+    if parts.scheme.lower() not in WEBHOOK_SCHEMES or not parts.hostname:
+        raise WebhookError(f"webhook URL must be http:// or https:// with a host, not {url[:80]!r}")
+
+
+class _HttpOnly(urllib.request.HTTPRedirectHandler):
+    """Redirects are followed to http(s) only: a 302 to file:// or ftp:// is an error."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+        check_webhook_url(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_HttpOnly)
+
+
 class WebhookSink(_Worker):
     """JSON POST: Slack's ``text`` plus every alert field. Short timeout, bounded retries."""
 
     def __init__(self, url: str, timeout_s: float = 3.0, retries: int = 3, backoff_s: float = 0.5) -> None:
+        check_webhook_url(url)
         self.url = url
         self.timeout_s = timeout_s
         self.retries = retries
@@ -176,7 +206,7 @@ class WebhookSink(_Worker):
                                          headers={"Content-Type": "application/json",
                                                   "User-Agent": "ncclscope"})
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                with _OPENER.open(req, timeout=self.timeout_s) as resp:
                     resp.read(1 << 16)
                     if 200 <= resp.status < 300:
                         self.sent += 1
