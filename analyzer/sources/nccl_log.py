@@ -19,6 +19,7 @@ import numpy as np
 
 from . import coll_kernel
 from .coll_columns import CollColumns, drop_unused, read_coll_columns
+from .lines import NCCL_PREFIX_RE
 from .records import (
     NcclBacktrace,
     NcclChannels,
@@ -44,15 +45,7 @@ from .records import (
 
 MAX_LINE = 64 * 1024  # longer lines are cut before matching: no regex sees a megabyte
 
-PREFIX_RE = re.compile(
-    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:\.\d+)?)\] ?)?"
-    # the host starts where a host cannot continue: without this, a long word is retried at every offset
-    r"(?<![^\s:\[\]<>(),=])(?P<host>[^\s:\[\]<>(),=]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) "
-    r"(?:\[(?P<dev>\d{1,4})\] )?"
-    r"(?:(?P<ms>\d+\.\d+) )?"
-    r"(?:(?P<src>[\w./-]{1,200}:\d{1,6})(?: \((?P<func>[^()\s]{1,200})\))? )?"
-    r"NCCL (?P<level>INFO|WARN|CALL|TRACE|ABORT)\b ?"
-)
+PREFIX_RE = NCCL_PREFIX_RE  # the grammar of line heads and tool prefixes lives in lines.py
 VERSION_RE = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+)(?:\+cuda(?P<cuda>[\d.]+))?")
 
 INIT_RE = re.compile(

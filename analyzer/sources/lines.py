@@ -1,0 +1,176 @@
+"""What launchers and tools put in front of a log line, and the repair of damaged lines.
+
+One grammar, used by the NCCL and the PyTorch parsers alike:
+
+- ``NCCL_PREFIX_RE``: NCCL's own ``[TS]host:pid:tid [dev] [src:line] NCCL LEVEL`` head, searched (not
+  anchored) so that any wrapper or glued text in front of it is passed over.
+- ``TOOL_PREFIX_RE``: one prefix a launcher or log collector adds at the start of a line: torchrun's
+  ``[rank3]:`` / ``[default3]:``, OpenMPI's ``[1,6]<stdout>:``, ``srun --label``'s ``6: ``, Ray's and
+  vLLM's ``(RayWorkerWrapper pid=41, ip=10.0.0.2)`` / ``(VllmWorker rank=3 pid=41)``, TorchX-style
+  ``trainer.node1 [stderr] ``, pdsh's ``gpu003: ``, RFC3339 / CI timestamps (GitHub Actions
+  ``2026-09-17T13:40:02.1234567Z ``, Kubernetes' CRI ``... stdout F ``), a plain
+  ``2026-09-17 13:40:02 ``, line numbers or pids ``[1784] ``, a user's ``Rank 3: `` print.
+  ``strip_tool_prefixes`` peels them off, innermost rank last, and returns the rank one of them gave.
+- Repair: ``lone_cr_to_lf`` (CR-only line ends, tqdm redraws, in place and length-preserving, so byte
+  offsets hold), ``rejoin_wrapped`` (a line hard-wrapped by a terminal at 80-200 columns, split
+  anywhere, joined back when the join is a line a parser knows), ``unglue_host`` (another process's
+  output glued in front of an NCCL host name: ``...loss 0.00009vm:1218:1223`` is host ``vm``).
+
+Every pattern is compiled once; callers prefilter with substring tests before any regex.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+
+NCCL_PREFIX_RE = re.compile(
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:\.\d+)?)\] ?)?"
+    # the host starts where a host cannot continue: without this, a long word is retried at every offset
+    r"(?<![^\s:\[\]<>(),=])(?P<host>[^\s:\[\]<>(),=]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) "
+    r"(?:\[(?P<dev>\d{1,4})\] )?"
+    r"(?:(?P<ms>\d+\.\d+) )?"
+    r"(?:(?P<src>[\w./-]{1,200}:\d{1,6})(?: \((?P<func>[^()\s]{1,200})\))? )?"
+    r"NCCL (?P<level>INFO|WARN|CALL|TRACE|ABORT)\b ?"
+)
+
+_RANKED = (
+    r"\[(?:rank|default)(?P<r1>\d{1,7})\]:\s?"  # torchrun --tee / --local-ranks-filter, Lightning's [default3]
+    r"|\[\d{1,10},(?P<r2>\d{1,7})\]<(?:stdout|stderr)>:\s?"  # mpirun --tag-output: [jobid,rank]<stdout>:
+    r"|\((?:[A-Za-z_][\w.:-]{0,100} )?(?:rank=(?P<r3>\d{1,7}),? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\)\s?"  # Ray, vLLM
+    r"|\s{0,6}(?P<r4>\d{1,7}): (?=\S)"  # srun --label: the task number, padded
+    r"|Rank (?P<r5>\d{1,7}): (?=\S)"  # print(f"Rank {rank}: {e}")
+)
+_PLAIN = (
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? (?:(?:stdout|stderr) [FP] )?"  # CI, k8s
+    r"|[\w-]{1,100}(?:\.[\w-]{1,100}){1,4} \[(?:stdout|stderr)\]:? "  # <name>.<node> [stderr]
+    r"|\[\d{1,10}\] (?=\S)"  # a line number or pid in brackets
+    r"|[a-z0-9][a-z0-9.-]{0,100}\d[a-z0-9.-]{0,100}: (?=\S)"  # pdsh / DeepSpeed multi-node: "gpu003: ", "10.1.2.3: "
+    r"|\x1b\[[0-9;]{0,20}m"  # colour codes some loggers keep
+)
+TOOL_PREFIX_RE = re.compile(f"(?:{_RANKED}{_PLAIN})")
+MAX_PREFIXES = 6  # prefixes peeled off one line at most: tools nest (srun > torchrun > Ray), never deeper
+
+_PREFIX_START = frozenset("[(0123456789 Rabcdefghijklmnopqrstuvwxyz\x1b")  # first characters a prefix can have
+
+
+def strip_tool_prefixes(text: str) -> tuple[int | None, str]:
+    """(rank given by a prefix or None, the line without its tool prefixes). The innermost rank wins:
+    ``0: [rank5]:`` is rank 5 (srun's task 0 is the node's launcher, torchrun's ``[rank5]`` the rank)."""
+    rank: int | None = None
+    pos = 0
+    for _ in range(MAX_PREFIXES):
+        if pos >= len(text) or text[pos] not in _PREFIX_START:
+            break
+        m = TOOL_PREFIX_RE.match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        r = m.group("r1") or m.group("r2") or m.group("r3") or m.group("r4") or m.group("r5")
+        if r is not None:
+            rank = int(r)
+        pos = m.end()
+    return rank, text[pos:] if pos else text
+
+
+def prefix_rank(text: str) -> int | None:
+    """The rank a tool prefix of ``text`` gives, if any."""
+    return strip_tool_prefixes(text)[0]
+
+
+# --- CR-only line ends -------------------------------------------------------------------------------
+
+def lone_cr_to_lf(buf: bytearray | memoryview, lo: int = 0, hi: int | None = None) -> int:
+    """Turn every CR of ``buf[lo:hi]`` that no LF follows into an LF, in place; returns how many.
+    Length-preserving, so the offsets callers hold stay right; CRLF is left alone (the parsers strip
+    it). A CR at ``hi - 1`` counts as lone only when ``hi`` is the end of ``buf``."""
+    end = len(buf) if hi is None else hi
+    if end <= lo:
+        return 0
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    cr = np.flatnonzero(arr[lo:end] == 13) + lo
+    if not len(cr):
+        return 0
+    nxt = cr + 1
+    has_next = nxt < len(arr)
+    lone = cr[~has_next | (arr[np.minimum(nxt, len(arr) - 1)] != 10)]
+    arr[lone] = 10
+    return len(lone)
+
+
+def has_lone_cr(data: bytes | bytearray | memoryview) -> bool:
+    """Whether ``data`` holds a CR that no LF follows (cheap: one substring search when it has none)."""
+    b = bytes(data) if isinstance(data, memoryview) else data
+    i = b.find(b"\r")
+    while i >= 0:
+        if i + 1 >= len(b) or b[i + 1] != 10:
+            return True
+        i = b.find(b"\r", i + 2)
+    return False
+
+
+# --- glued text in front of an NCCL host -------------------------------------------------------------
+
+def unglue_host(host: str, known: Iterable[str]) -> str:
+    """``host`` with glued text cut off when it ends with a known host of the same process:
+    ``0.00009vm`` -> ``vm`` when ``vm`` printed other lines with the same pid. Longest known wins."""
+    best = host
+    for h in known:
+        if h != host and len(h) < len(host) and host.endswith(h) and (len(best) == len(host) or len(h) > len(best)):
+            best = h
+    return best
+
+
+# --- hard-wrapped lines ------------------------------------------------------------------------------
+
+WRAP_MIN, WRAP_MAX = 80, 200  # widths terminals and paste boxes wrap at
+MAX_WRAP_PIECES = 12  # a wrapped line is joined from this many pieces at most (2,400 characters)
+# starts of lines that are never the tail of a wrapped line: an NCCL head, a glog head, a wrapper prefix,
+# a traceback's frame
+LINE_START_RE = re.compile(
+    r"\[?\d{4}-\d\d-\d\d[ T]|[^\s:\[\]<>(),=]{1,255}:\d{1,10}:\d{1,10} |\[(?:rank|default)\d+\]:|\[\d+,\d+\]<"
+    r"|\[?[EWIF]\d{4} |\[[EWIF] [\w./-]+:\d+\]|Traceback \(|\s+File \"|\(\w[\w.:-]* (?:rank=\d+ )?pid=|frame #\d"
+)
+
+
+def _width(text: str) -> int:
+    return len(text.rstrip("\r\n"))
+
+
+def rejoin_wrapped(lines: Iterable[tuple[int, str]], known: Callable[[str], bool],
+                   complete: Callable[[str], bool]) -> Iterator[tuple[int, str]]:
+    """(line number, text) with hard-wrapped lines joined back. A wrapped line is a run of consecutive
+    lines of one width W (80 to 200 columns) ending with one of at most W, none after the first starting
+    like a line of its own; the run is joined (keeping the first line's number) when the first line is
+    not ``complete`` by itself and the join is ``known``. Anything else passes through unchanged."""
+    held: list[tuple[int, str]] = []
+
+    def flush() -> Iterator[tuple[int, str]]:
+        if len(held) > 1:
+            joined = "".join(t.rstrip("\r\n") for _, t in held) + "\n"
+            if known(joined):
+                yield held[0][0], joined
+                held.clear()
+                return
+        yield from held
+        held.clear()
+
+    for lineno, text in lines:
+        if held:
+            first_w = _width(held[0][1])
+            last_no, last_text = held[-1]
+            w = _width(text)
+            cont = (lineno == last_no + 1 and _width(last_text) == first_w and 0 < w <= first_w
+                    and len(held) < MAX_WRAP_PIECES and LINE_START_RE.match(text) is None)
+            if cont:
+                held.append((lineno, text))
+                if w < first_w:
+                    yield from flush()
+                continue
+            yield from flush()
+        w = _width(text)
+        if WRAP_MIN <= w <= WRAP_MAX and not complete(text):
+            held.append((lineno, text))
+        else:
+            yield lineno, text
+    yield from flush()
