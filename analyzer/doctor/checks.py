@@ -13,7 +13,7 @@ from typing import Any
 
 from ..detectors.config import FORCED, NOTES
 from ..sources.nvidia_smi import TopoMatrix, link_class, parse_gpu_list, parse_smi_banner, parse_topo_matrix
-from . import envvars
+from ..nccl import envvars
 from .facts import Facts, Iface
 
 

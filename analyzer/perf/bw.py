@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..nccl.busbw import busbw_factor
+from ..nccl.ops import torch_name as canonical_op
+
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
-ALIASES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-           "alltoall": "all_to_all", "all2all": "all_to_all", "bcast": "broadcast"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,34 +33,12 @@ SPECS = {
 }
 
 
-def busbw_factor(op: str, nranks: int) -> float:
-    """nccl-tests' bus bandwidth factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n;
-    broadcast, reduce 1."""
-    n = nranks
-    if n < 1:
-        raise ValueError(f"nranks must be >= 1, got {n}")
-    op = canonical_op(op)
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter", "all_to_all"):
-        return (n - 1) / n
-    if op in ("broadcast", "reduce"):
-        return 1.0
-    raise ValueError(f"unknown collective {op!r}")
-
-
 def bandwidths(size_bytes: int, time_us: float, op: str, nranks: int) -> tuple[float, float]:
     """(algbw, busbw) in GB/s (1e9 bytes) for ``size_bytes`` moved in ``time_us``."""
     if time_us <= 0:
         return 0.0, 0.0
     algbw = size_bytes / (time_us * 1e-6) / 1e9
     return algbw, algbw * busbw_factor(op, nranks)
-
-
-def canonical_op(op: str) -> str:
-    o = op.strip().lower().removesuffix("_perf")
-    o = ALIASES.get(o.replace("_", ""), o) if o not in SPECS and o != "reduce" else o
-    return o
 
 
 def parse_ops(text: str) -> list[str]:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
+from ..nccl.ops import canonical_op
 from .flight_recorder import MAX_INT, MAX_RANK, rank_from_name
 from .records import CompletionRec, HookRec, Rec
 
@@ -33,18 +34,6 @@ def _td_seconds(v: object) -> float | None:
                          seconds=float(m.group("s"))).total_seconds()
     except OverflowError:  # more days than timedelta holds
         return None
-
-
-def canonical_op(name: str) -> str:
-    """``nccl:all_reduce`` / ``OpType.ALLREDUCE`` / ``all_reduce`` / ``AllReduce`` -> ``allreduce``."""
-    n = name.rsplit(":", 1)[-1] if ":" in name else name
-    n = n.rsplit(".", 1)[-1]
-    n = n.split(" ", 1)[0]
-    n = n.replace("_", "").lower()
-    aliases = {"reducescattertensor": "reducescatter", "allgatherintotensor": "allgather",
-               "reducescatterbase": "reducescatter", "allgatherbase": "allgather",
-               "alltoallbase": "alltoall", "alltoallsingle": "alltoall", "allreducecoalesced": "allreduce"}
-    return aliases.get(n, n)
 
 
 INT_FIELDS = ("seq", "pid", "world", "code", "numel", "bytes", "local_rank", "step", "dropped")

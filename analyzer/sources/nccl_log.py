@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..nccl.dtypes import NCCL_DTYPES  # noqa: F401 - re-exported for the builders
+from ..nccl.ops import NCCL_OPS
 from . import coll_kernel
 from .coll_columns import CollColumns, drop_unused, read_coll_columns
 from .lines import NCCL_PREFIX_RE
@@ -94,28 +96,6 @@ COLL_RE = re.compile(
 )
 BACKTRACE_RE = re.compile(r"^(?P<src>[\w./-]+\.(?:cc|cu|h|cpp|c):\d+)(?: \(\w+\))? -> (?P<code>\d+)")
 NET_USING_RE = re.compile(r"^NET/(?P<which>IB|Socket|[\w-]+) ?: ?Using (?P<v>.*)$")
-
-NCCL_OPS = {
-    "AllReduce": "allreduce",
-    "AllGather": "allgather",
-    "ReduceScatter": "reducescatter",
-    "Broadcast": "broadcast",
-    "Reduce": "reduce",
-    "Send": "send",
-    "Recv": "recv",
-    "AlltoAll": "alltoall",
-    "Gather": "gather",
-    "Scatter": "scatter",
-    "PutSignal": "putsignal",
-    "Signal": "signal",
-    "WaitSignal": "waitsignal",
-}
-NCCL_DTYPES = {
-    0: ("int8", 1), 1: ("uint8", 1), 2: ("int32", 4), 3: ("uint32", 4), 4: ("int64", 8),
-    5: ("uint64", 8), 6: ("float16", 2), 7: ("float32", 4), 8: ("float64", 8), 9: ("bfloat16", 2),
-    10: ("float8_e4m3", 1), 11: ("float8_e5m2", 1),
-}
-
 
 def parse_ts(text: str | None) -> float | None:
     if not text:

@@ -1,7 +1,7 @@
 """Known NCCL_ / TORCH_NCCL_ / TORCH_FR_ variables: meaning and default.
 
 Sources: NCCL's user guide (``docs/env.html``) and PyTorch's ``ProcessGroupNCCL.hpp`` /
-Flight Recorder (see /work/shared/reference/pytorch-flight-recorder.md). Defaults are those of
+Flight Recorder. Defaults are those of
 recent releases; where they changed the text says so. A name missing here is not necessarily
 wrong (NCCL adds variables every release): close matches to a known name are reported as
 probable typos, others as unknown.
