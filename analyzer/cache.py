@@ -59,7 +59,7 @@ def code_digest() -> str:
     global _DIGEST
     if _DIGEST is None:
         here = Path(__file__).resolve().parent
-        _DIGEST = _digest([*here.glob("sources/*.py"), here / "ingest.py", here / "build.py", here / "model.py",
+        _DIGEST = _digest([*here.glob("sources/**/*.py"), here / "ingest.py", *here.glob("build/*.py"), here / "model.py",
                            here / "cache.py"])
     return _DIGEST
 

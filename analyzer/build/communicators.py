@@ -1,0 +1,118 @@
+"""Communicators joined across processes: each process's view (``CommLocal``) grouped by
+communicator identity, with its rings, trees and connections.
+
+Identity is NCCL's commId; a split (which prints none) is ``<parent id>/split<count>:<color>``;
+a communicator with neither stays one process's own, ``host:pid:ptr``.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ..model import Communicator, Connection
+from .values import ProcKey
+
+CommKey = tuple[ProcKey, str]  # (process, communicator pointer)
+
+
+@dataclass
+class CommLocal:
+    """One process's view of one communicator."""
+
+    proc: ProcKey
+    ptr: str
+    rank: int
+    nranks: int
+    caller: str | None = None
+    comm_id: str | None = None
+    parent_ptr: str | None = None
+    split_count: int | None = None
+    color: int | None = None
+    started: bool = False
+    complete: bool = False
+    nnodes: int | None = None
+    nchannels: int | None = None
+    ring_order: dict[int, list[int]] = field(default_factory=dict)
+    ring_trunc: set[int] = field(default_factory=set)
+    ring_next: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # channel -> (prev, rank, next)
+    trees: dict[int, int] = field(default_factory=dict)  # channel -> up
+    connections: list[Connection] = field(default_factory=list)
+    first_line: int = 0
+
+
+def identities(comms: dict[CommKey, CommLocal]) -> dict[CommKey, str]:
+    """The communicator id of each process's view."""
+    ident: dict[CommKey, str] = {}
+    for ck, cl in sorted(comms.items(), key=lambda kv: kv[1].first_line):
+        if cl.comm_id:
+            ident[ck] = cl.comm_id
+    for _ in range(4):  # splits of splits
+        for (key, ptr), cl in comms.items():
+            if (key, ptr) in ident or not cl.parent_ptr:
+                continue
+            parent = ident.get((key, cl.parent_ptr))
+            if parent:
+                ident[(key, ptr)] = f"{parent}/split{cl.split_count if cl.split_count is not None else ''}:{cl.color}"
+    for (key, ptr) in comms:
+        ident.setdefault((key, ptr), f"{key[0]}:{key[1]}:{ptr}")
+    return ident
+
+
+def build_communicators(comms: dict[CommKey, CommLocal], ident: dict[CommKey, str],
+                        proc_rank: dict[ProcKey, int]) -> list[Communicator]:
+    groups: dict[str, list[CommLocal]] = defaultdict(list)
+    for comm_key, cl in comms.items():
+        groups[ident[comm_key]].append(cl)
+    communicators = [_communicator(cid, members, ident, proc_rank) for cid, members in groups.items()]
+    communicators.sort(key=lambda c: (c.parent is not None, c.id))
+    return communicators
+
+
+def _communicator(cid: str, members: list[CommLocal], ident: dict[CommKey, str],
+                  proc_rank: dict[ProcKey, int]) -> Communicator:
+    nranks = max(m.nranks for m in members)
+    rank_map = {m.rank: proc_rank.get(m.proc, m.rank) for m in members}
+    channels = max((m.nchannels or 0 for m in members), default=0) or None
+    rings = build_rings(members, nranks)
+    if channels is None and rings:
+        channels = len(rings)
+    trees: dict[int, dict[int, int]] = defaultdict(dict)
+    for m in members:
+        for ch, up in m.trees.items():
+            trees[ch][m.rank] = up
+    first = min(members, key=lambda m: m.first_line)
+    parent_id = ident.get((first.proc, first.parent_ptr)) if first.parent_ptr else None
+    return Communicator(
+        id=cid, nranks=nranks, members=rank_map, parent=parent_id, color=first.color, caller=first.caller,
+        n_channels=channels, rings=rings, trees=dict(trees), connections=tuple(c for m in members for c in m.connections),
+        init_complete=frozenset(m.rank for m in members if m.complete),
+        init_started=frozenset(m.rank for m in members if m.started),
+        nnodes=max((m.nnodes or 0 for m in members), default=0) or None,
+    )
+
+
+def build_rings(members: list[CommLocal], nranks: int) -> dict[int, tuple[int, ...]]:
+    """Each channel's ring: followed from rank 0 through the members' ``Ring`` successor lines when
+    every rank printed one, else a complete ``Channel NN/MM :`` order line."""
+    rings: dict[int, tuple[int, ...]] = {}
+    nxt: dict[int, dict[int, int]] = defaultdict(dict)
+    for m in members:
+        for ch, (_prev, rank, n) in m.ring_next.items():
+            nxt[ch][rank] = n
+    for ch, succ in nxt.items():
+        if len(succ) == nranks:
+            order = [0]
+            seen = {0}
+            while len(order) < nranks:
+                nxt_rank = succ.get(order[-1])
+                if nxt_rank is None or nxt_rank in seen:
+                    break
+                order.append(nxt_rank)
+                seen.add(nxt_rank)
+            if len(order) == nranks:
+                rings[ch] = tuple(order)
+    for m in members:
+        for ch, order in m.ring_order.items():
+            if ch not in rings and ch not in m.ring_trunc and len(order) == nranks:
+                rings[ch] = tuple(order)
+    return dict(sorted(rings.items()))

@@ -1,0 +1,91 @@
+"""Notable events (NCCL warnings and backtraces, PyTorch watchdog and error lines, the hook's
+alerts) and how each process ended."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import ExitRecord, LogEvent, PgStatus
+from ..sources import records as R
+from ..sources.hook_jsonl import canonical_op
+from .gather import Gathered
+from .values import ProcKey, ev
+
+
+def build_events(g: Gathered, proc_rank: dict[ProcKey, int], pg_status: list[PgStatus]) -> list[LogEvent]:
+    """Events in file order; watchdog and dump-signal lines also add to ``pg_status``."""
+    events: list[LogEvent] = [e for key, rec in g.nccl_events if (e := _nccl_event(rec, proc_rank.get(key)))]
+    events += [_torch_event(rec, pg_status) for rec in g.torch_recs]
+    for h in g.hook:
+        if h.type == "stack" and h.data.get("reason") == "stall" and isinstance(h.rank, int):
+            events.append(LogEvent("hook_stall", h.rank, f"rank {h.rank} made no progress; at {h.data.get('where')}",
+                                   ev(h), h.data.get("t"), {"where": h.data.get("where")}))
+        if h.type in ("error", "exit", "stall", "desync") and isinstance(h.rank, int):
+            events.append(LogEvent("hook_" + h.type, h.rank, str(h.data.get("message", h.data))[:500], ev(h),
+                                   h.data.get("t"), dict(h.data)))
+    events.sort(key=lambda e: (e.evidence.file, e.evidence.line))
+    return events
+
+
+def _nccl_event(rec: R.Rec, rank: int | None) -> LogEvent | None:
+    if isinstance(rec, R.NcclWarn):
+        return LogEvent("nccl_warn", rank, rec.message, ev(rec), rec.ts, {"source": rec.source})
+    if isinstance(rec, R.NcclBacktrace):
+        return LogEvent("nccl_backtrace", rank, f"{rec.source} -> {rec.code}", ev(rec), rec.ts, {"code": rec.code})
+    if isinstance(rec, R.NcclRasLine):
+        return LogEvent("nccl_ras", rank, rec.message, ev(rec), rec.ts)
+    if isinstance(rec, R.NcclNet):
+        return LogEvent("nccl_net_" + rec.kind, rank, rec.value, ev(rec), rec.ts)
+    return None
+
+
+def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
+    kind = type(rec).__name__
+    data: dict[str, Any] = {}
+    if isinstance(rec, R.WatchdogTimeout):
+        kind, data = "watchdog_timeout", {"seq": rec.seq, "op": canonical_op(rec.op), "pg": rec.pg,
+                                          "timeout_ms": rec.timeout_ms, "numel": rec.numel_in}
+    elif isinstance(rec, R.WatchdogFailure):
+        kind, data = "watchdog_failure", {"seq": rec.seq, "pg": rec.pg}
+        if rec.rank is not None:
+            pg_status.append(PgStatus(rec.rank, rec.pg or "0", rec.last_enqueued, rec.last_started,
+                                      rec.last_completed, "watchdog", None, ev(rec)))
+    elif isinstance(rec, R.DumpSignal):
+        kind, data = "dump_signal", {"from_rank": rec.from_rank, "pg": rec.pg}
+        if rec.rank is not None:
+            pg_status.append(PgStatus(rec.rank, rec.pg or "0", rec.last_enqueued, None, rec.last_completed,
+                                      "dump_signal", None, ev(rec)))
+    elif isinstance(rec, R.DistError):
+        kind, data = "dist_error", {"type": rec.exc_type, "message": rec.message, "last_error": rec.last_error,
+                                    "frames": rec.frames}
+    elif isinstance(rec, R.DesyncReport):
+        kind, data = "desync_report", {"lagging": rec.lagging_ranks, "seq": rec.seq, "op": rec.op}
+    elif isinstance(rec, R.CollectiveMismatch):
+        kind, data = "collective_mismatch", {"ranks": rec.ranks, "fingerprints": rec.fingerprints}
+    elif isinstance(rec, R.MonitoredBarrierFailure):
+        kind, data = "barrier_failure", {"failed": rec.failed_ranks}
+    elif isinstance(rec, R.HeartbeatTimeout):
+        kind = "heartbeat_timeout"
+    return LogEvent(kind, rec.rank, rec.text.strip(), ev(rec), None, data)
+
+
+def build_exits(g: Gathered, proc_rank: dict[ProcKey, int]) -> list[ExitRecord]:
+    """Launcher exit records (one per rank, code and cause) and the hook's exit records."""
+    exits: list[ExitRecord] = []
+    seen_exit: set[tuple[int | None, int | None, bool]] = set()
+    for le in g.launcher:
+        rank = le.rank
+        if rank is None and le.pid is not None:
+            rank = next((r for (h, pid), r in proc_rank.items() if pid == le.pid), None)
+        exit_key = (rank, le.exitcode, le.root_cause)
+        if exit_key in seen_exit:
+            continue
+        seen_exit.add(exit_key)
+        sig = None
+        if le.traceback and "Signal" in le.traceback:
+            sig = le.traceback.split("(", 1)[-1].split(")", 1)[0] if "(" in le.traceback else le.traceback
+        exits.append(ExitRecord(rank, le.exitcode, le.pid, le.host, sig, le.root_cause, le.time, ev(le)))
+    for h in g.hook:
+        if h.type == "exit" and isinstance(h.rank, int) and isinstance(h.data.get("code"), int):
+            exits.append(ExitRecord(h.rank, h.data["code"], h.data.get("pid"), h.data.get("host"), None, False,
+                                    None, ev(h)))
+    return exits

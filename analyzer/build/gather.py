@@ -1,0 +1,175 @@
+"""One pass over the parsed files' records, sorting them into what each builder needs.
+
+NCCL lines are tracked per process: Init / comm-info lines open a process's view of a
+communicator (``CommLocal``) and make it the process's current one; ring, tree, channel and
+connection lines that follow belong to it (NCCL prints them during that communicator's init).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ingest import Parsed
+from ..model import Connection, Setting
+from ..sources import records as R
+from ..sources.nccl_log import NcclCollBatch
+from .communicators import CommLocal
+from .values import ProcKey, ev
+
+WRAP_RANK_RE = re.compile(r"^\[(?:rank|default)(\d+)\]:|^\[\d+,(\d+)\]<std")
+
+
+@dataclass
+class Gathered:
+    """The records of a run, by kind, and what the NCCL lines say per process."""
+
+    comms: dict[tuple[ProcKey, str], CommLocal] = field(default_factory=dict)
+    current: dict[ProcKey, CommLocal] = field(default_factory=dict)
+    nccl_versions: dict[ProcKey, str] = field(default_factory=dict)
+    cuda_version: str | None = None
+    proc_dev: dict[ProcKey, tuple[int | None, str | None]] = field(default_factory=dict)
+    settings: dict[str, Setting] = field(default_factory=dict)
+    coll_lines: list[R.NcclColl | NcclCollBatch] = field(default_factory=list)
+    nccl_events: list[tuple[ProcKey, R.Rec]] = field(default_factory=list)
+    torch_recs: list[R.TorchRec] = field(default_factory=list)
+    launcher: list[R.LauncherExit] = field(default_factory=list)
+    signals: list[R.LauncherSignal] = field(default_factory=list)
+    frs: list[R.FrDump] = field(default_factory=list)
+    completions: list[R.CompletionRec] = field(default_factory=list)
+    hook: list[R.HookRec] = field(default_factory=list)
+    ras: list[R.RasComm] = field(default_factory=list)
+    tests: list[R.NcclTestsRow] = field(default_factory=list)
+    exit_code: int | None = None
+    proc_first_seen: dict[ProcKey, tuple[str, int]] = field(default_factory=dict)
+    # file -> unprefixed "NCCL version" lines (<=2.21), given to the next process seen in that file
+    bare_versions: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    # from "[rank3]:" / "[default3]:" / mpirun "[1,3]<stdout>:" prefixes
+    wrapper_rank: dict[ProcKey, int] = field(default_factory=dict)
+
+
+def gather(parsed: list[Parsed]) -> Gathered:
+    g = Gathered()
+    simple: dict[type, list] = {
+        R.LauncherExit: g.launcher, R.LauncherSignal: g.signals, R.FrDump: g.frs, R.CompletionRec: g.completions,
+        R.HookRec: g.hook, R.RasComm: g.ras, R.NcclTestsRow: g.tests,
+    }
+    for p in parsed:
+        for rec in p.records:
+            if isinstance(rec, R.NcclRec):
+                _nccl(rec, g)
+            elif isinstance(rec, R.TorchRec):
+                g.torch_recs.append(rec)
+            elif type(rec) in simple:
+                simple[type(rec)].append(rec)
+            elif isinstance(rec, R.EnvSetting):
+                g.settings.setdefault(rec.name, Setting(rec.name, rec.value, "env-file", ev(rec)))
+            elif isinstance(rec, R.ExitCode):
+                g.exit_code = rec.code
+    return g
+
+
+def _first_seen(rec: R.NcclRec, key: ProcKey, g: Gathered) -> None:
+    g.proc_first_seen[key] = (rec.file, rec.line)
+    if g.bare_versions.get(rec.file):  # the bare version line printed just before by this process
+        g.nccl_versions.setdefault(key, g.bare_versions[rec.file].pop(0))
+    wm = WRAP_RANK_RE.match(rec.text)
+    if wm:
+        g.wrapper_rank[key] = int(wm.group(1) or wm.group(2))
+
+
+def _local(g: Gathered, key: ProcKey, comm: str, rank: int, nranks: int, line: int) -> CommLocal:
+    cl = g.comms.get((key, comm))
+    if cl is None:
+        cl = CommLocal(key, comm, rank, nranks, first_line=line)
+        g.comms[(key, comm)] = cl
+    g.current[key] = cl
+    return cl
+
+
+def _nccl(rec: R.NcclRec, g: Gathered) -> None:  # noqa: C901 - one dispatch over the NCCL record types
+    key = (rec.host, rec.pid)
+    if rec.pid and key not in g.proc_first_seen:
+        _first_seen(rec, key, g)
+    if isinstance(rec, NcclCollBatch):
+        g.coll_lines.append(rec)
+        _batch_current(rec, g)
+    elif isinstance(rec, R.NcclColl):
+        g.coll_lines.append(rec)
+        cl = g.comms.get((key, rec.comm))
+        if cl is not None:
+            g.current[key] = cl
+    elif isinstance(rec, R.NcclInit):
+        _init(rec, key, g)
+    elif isinstance(rec, R.NcclCommInfo):
+        _local(g, key, rec.comm, rec.rank, rec.nranks, rec.line).nnodes = rec.nnodes
+    elif isinstance(rec, (R.NcclConnection, R.NcclRingOrder, R.NcclRing, R.NcclTrees, R.NcclChannels)):
+        cl = g.current.get(key)
+        if cl is not None:
+            _topology(rec, cl)
+    elif isinstance(rec, R.NcclVersion):
+        if rec.pid:
+            g.nccl_versions[key] = rec.version
+        else:
+            g.nccl_versions.setdefault(("", 0), rec.version)
+            g.bare_versions[rec.file].append(rec.version)
+        g.cuda_version = g.cuda_version or rec.cuda
+    elif isinstance(rec, R.NcclEnv):
+        # NCCL's own "set by environment" line is the proof that NCCL saw the setting
+        if rec.name not in g.settings or g.settings[rec.name].source != "nccl-log":
+            g.settings[rec.name] = Setting(rec.name, rec.value, "nccl-log", ev(rec))
+    elif isinstance(rec, (R.NcclWarn, R.NcclBacktrace, R.NcclRasLine, R.NcclNet)):
+        g.nccl_events.append((key, rec))
+
+
+def _init(rec: R.NcclInit, key: ProcKey, g: Gathered) -> None:
+    cl = _local(g, key, rec.comm, rec.rank, rec.nranks, rec.line)
+    cl.caller = cl.caller or rec.caller
+    cl.comm_id = cl.comm_id or rec.comm_id
+    if rec.parent and rec.parent != "(nil)":
+        cl.parent_ptr = rec.parent
+        cl.split_count = rec.split_count
+        cl.color = rec.color
+    if rec.phase == "START":
+        cl.started = True
+    elif rec.phase == "COMPLETE":
+        cl.started = cl.complete = True
+    if rec.cuda_dev is not None:
+        g.proc_dev.setdefault(key, (rec.cuda_dev, rec.bus_id))
+
+
+def _topology(rec: R.NcclRec, cl: CommLocal) -> None:
+    if isinstance(rec, R.NcclConnection):
+        cl.connections.append(Connection(rec.channel, rec.src, rec.dst, rec.transport, rec.conn_index))
+    elif isinstance(rec, R.NcclRingOrder):
+        cl.nchannels = rec.nchannels
+        cl.ring_order[rec.channel] = rec.ranks
+        if rec.truncated:
+            cl.ring_trunc.add(rec.channel)
+    elif isinstance(rec, R.NcclRing):
+        cl.ring_next[rec.channel] = (rec.prev, rec.rank, rec.next)
+    elif isinstance(rec, R.NcclTrees):
+        for ch, _downs, up in rec.channels:
+            cl.trees[ch] = up
+    elif isinstance(rec, R.NcclChannels):
+        if cl.nchannels is None:
+            cl.nchannels = rec.coll
+
+
+def _batch_current(b: NcclCollBatch, g: Gathered) -> None:
+    """What a run of COLL lines leaves behind: each process's current communicator is the one of its last line."""
+    for code, proc in enumerate(b.procs):
+        if len(b.procs) == 1:
+            last, first = len(b) - 1, 0
+        else:
+            rows = np.flatnonzero(b.proc == code)
+            if not len(rows):
+                continue
+            first, last = int(rows[0]), int(rows[-1])
+        if proc[1] and proc not in g.proc_first_seen:
+            g.proc_first_seen[proc] = (b.file, int(b.lines[first]))
+        cl = g.comms.get((proc, b.comms[int(b.comm[last])]))
+        if cl is not None:
+            g.current[proc] = cl

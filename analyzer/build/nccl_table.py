@@ -1,0 +1,190 @@
+"""NCCL COLL lines (single records and column batches) -> collectives rows, vectorised.
+
+seq is a per-(process, communicator pointer) counter over all files in order, since opCount may
+stay 0 for a whole NVLink run.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import union_categoricals
+
+from ..model import COLLECTIVE_COLUMNS
+from ..sources import records as R
+from ..sources.nccl_log import NCCL_DTYPES, NCCL_OPS, NcclCollBatch
+from .values import ProcKey
+
+
+def _small_factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, sort=True)`` for small non-negative ints (NCCL datatypes): a bincount, no hash."""
+    if len(values) and values.min() >= 0 and values.max() < 1 << 16:
+        present = np.flatnonzero(np.bincount(values))
+        lookup = np.zeros(int(present[-1]) + 1, dtype=np.int32)
+        lookup[present] = np.arange(len(present))
+        return lookup[values], present
+    return pd.factorize(values, sort=True)
+
+
+def _cumcount(codes: np.ndarray, ngroups: int) -> np.ndarray:
+    """1, 2, 3, ... within each code, in row order. Each process's rows of a communicator are
+    nearly always one contiguous run (one file per process): then it is arange minus the run's
+    start, O(n); otherwise pandas' groupby."""
+    n = len(codes)
+    if not n:
+        return np.zeros(0, dtype=np.int64)
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=change[1:])
+    heads = np.flatnonzero(change)
+    if len(heads) == ngroups:  # every group is one run
+        lengths = np.diff(heads, append=n)
+        if len(heads) * 64 > n:  # short runs: vectorised (two temporaries of n)
+            return np.arange(1, n + 1, dtype=np.int64) - np.repeat(heads, lengths)
+        base = np.arange(1, int(lengths.max()) + 1, dtype=np.int64)  # long runs: each a slice of one arange
+        out = np.empty(n, dtype=np.int64)
+        for h, m in zip(heads.tolist(), lengths.tolist()):
+            out[h:h + m] = base[:m]
+        return out
+    return pd.Series(codes).groupby(codes, sort=False).cumcount().to_numpy() + 1
+
+
+class _Joined:
+    """The COLL rows of every item as columns, names coded in order of first use."""
+
+    def __init__(self, n: int) -> None:
+        self.procs: dict[ProcKey, int] = {}
+        self.comms: dict[str, int] = {}
+        self.ops: dict[str, int] = {}
+        self.files: dict[str, int] = {}
+        self.col: dict[str, np.ndarray] = {
+            "proc": np.empty(n, np.int32), "comm": np.empty(n, np.int32), "op": np.empty(n, np.int32),
+            "count": np.empty(n, np.int64), "dt": np.empty(n, np.int32), "ts": np.empty(n, np.float64),
+            "line": np.empty(n, np.int64), "file": np.empty(n, np.int32)}
+        self.pos = 0
+
+    def singles(self, single: list[R.NcclColl]) -> None:
+        if not single:
+            return
+        col, at = self.col, slice(self.pos, self.pos + len(single))
+        col["proc"][at] = [_code(self.procs, (r.host, r.pid)) for r in single]
+        col["comm"][at] = [_code(self.comms, r.comm) for r in single]
+        col["op"][at] = [_code(self.ops, r.nccl_op) for r in single]
+        col["count"][at] = [r.count for r in single]
+        col["dt"][at] = [r.datatype for r in single]
+        col["ts"][at] = [np.nan if r.ts is None else r.ts for r in single]
+        col["line"][at] = [r.line for r in single]
+        col["file"][at] = [_code(self.files, r.file) for r in single]
+        self.pos += len(single)
+        single.clear()
+
+    def batch(self, it: NcclCollBatch) -> None:
+        col, at = self.col, slice(self.pos, self.pos + len(it))
+        col["proc"][at] = np.array([_code(self.procs, p) for p in it.procs], dtype=np.int32)[it.proc]
+        col["comm"][at] = np.array([_code(self.comms, c) for c in it.comms], dtype=np.int32)[it.comm]
+        col["op"][at] = np.array([_code(self.ops, o) for o in it.ops], dtype=np.int32)[it.op]
+        col["count"][at] = it.count
+        col["dt"][at] = it.datatype
+        col["ts"][at] = it.tss
+        col["line"][at] = it.lines
+        col["file"][at] = _code(self.files, it.file)
+        self.pos += len(it)
+
+
+def _code(d: dict, k: Any) -> int:
+    return d.setdefault(k, len(d))
+
+
+def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[ProcKey, int],
+                    ident: dict[tuple[ProcKey, str], str], consume: bool = False,
+                    release: bool = False) -> pd.DataFrame | None:
+    """COLL lines (single records and column batches, in file order) -> collectives rows, vectorised.
+
+    seq is a per-(process, communicator pointer) counter over all files in order; pg is
+    ``nccl:<commId>`` when the communicator was joined, else the pointer. The columns are filled
+    in place, batch by batch. ``consume``: empty ``items`` once its columns are joined.
+    ``release``: also drop each batch's arrays once copied (``NcclCollBatch.release``), so that the
+    parsed batches and the table never coexist whole (330 MB less at the peak at 9 M rows); for
+    callers that own the parsed records and use them no further. The frame is built from its
+    columns without a copy into consolidated blocks.
+    """
+    if not items:
+        return None
+    j = _Joined(sum(len(it) if isinstance(it, NcclCollBatch) else 1 for it in items))
+    single: list[R.NcclColl] = []
+    for it in items:
+        if isinstance(it, NcclCollBatch):
+            j.singles(single)
+            j.batch(it)
+            if release:
+                it.release()
+        else:
+            single.append(it)
+    j.singles(single)
+    if consume:
+        items.clear()
+    return _frame(j, proc_rank, ident)
+
+
+def _frame(j: _Joined, proc_rank: dict[ProcKey, int], ident: dict[tuple[ProcKey, str], str]) -> pd.DataFrame:
+    col, procs, comms, ops, files, code = j.col, j.procs, j.comms, j.ops, j.files, _code
+    n = len(col["line"])
+    proc_list = list(procs)
+    comm_list = list(comms)
+    key = col["proc"].astype(np.int64) * len(comm_list) + col["comm"]
+    pair_codes, pair_uniq = pd.factorize(key, sort=False)
+    del key
+    seq = _cumcount(pair_codes, len(pair_uniq))
+    # pg label per (process, comm) pair; many pairs share a label (one communicator, many ranks)
+    labels: dict[str, int] = {}
+    pair_label = np.array([code(labels, "nccl:" + ident.get((proc_list[int(k) // len(comm_list)],
+                                                              comm_list[int(k) % len(comm_list)]),
+                                                             comm_list[int(k) % len(comm_list)]))
+                           for k in pair_uniq], dtype=np.int32)
+    rank_of = np.array([proc_rank.get(p, -1) for p in proc_list], dtype=np.int64)
+    op_names = [NCCL_OPS.get(o, o.lower()) for o in ops]
+    op_cat = {name: i for i, name in enumerate(dict.fromkeys(op_names))}
+    op_map = np.array([op_cat[name] for name in op_names], dtype=np.int32)
+    dt_codes, dt_uniq = _small_factorize(col["dt"])
+    dt_info = [NCCL_DTYPES.get(int(d), (str(int(d)), 0)) for d in dt_uniq]
+    dt_names = [x[0] for x in dt_info]
+    dt_name_cat = {name: i for i, name in enumerate(dict.fromkeys(dt_names))}
+    dt_map = np.array([dt_name_cat[name] for name in dt_names], dtype=np.int32)
+    sizes = np.array([x[1] for x in dt_info], dtype=np.int8)[dt_codes]  # itemsizes: 1 byte a row, not 8
+    nan = np.full(n, np.nan, dtype=np.float32)  # NCCL lines carry no start/completion/duration: 4 bytes a row
+    pg = pd.Categorical.from_codes(pair_label[pair_codes], list(labels))
+    del pair_codes
+    df = pd.DataFrame({
+        "rank": rank_of[col.pop("proc")],
+        "pg": pg,
+        "seq": seq.astype(np.int64, copy=False),
+        "op": pd.Categorical.from_codes(op_map[col["op"]], list(op_cat)),
+        "count": col["count"],
+        "dtype": pd.Categorical.from_codes(dt_map[dt_codes], list(dt_name_cat)),
+        "bytes": np.multiply(col["count"], sizes, dtype=np.int64),
+        "state": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), ["enqueued"]),
+        "t_created": col["ts"],
+        "t_started": nan,
+        "t_completed": nan.copy(),
+        "duration_ms": nan.copy(),
+        "source": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), ["nccl"]),
+        "file": pd.Categorical.from_codes(col["file"], list(files)),
+        "line": col["line"],
+        "where": pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8), []),  # unknown for NCCL lines
+    }, columns=COLLECTIVE_COLUMNS, copy=False)
+    return df
+
+
+def concat_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Row-wise concat that keeps categorical columns categorical (their categories united)."""
+    out: dict[str, Any] = {}
+    for c in COLLECTIVE_COLUMNS:
+        x, y = a[c], b[c]
+        if isinstance(x.dtype, pd.CategoricalDtype) or isinstance(y.dtype, pd.CategoricalDtype):
+            cx, cy = (v.astype("category") for v in (x, y))
+            cx, cy = (v.cat.set_categories(v.cat.categories.astype(object)) for v in (cx, cy))
+            out[c] = pd.Series(union_categoricals([cx, cy], ignore_order=True))
+        else:
+            out[c] = pd.concat([x, y], ignore_index=True)
+    return pd.DataFrame(out, columns=COLLECTIVE_COLUMNS)

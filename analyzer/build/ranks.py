@@ -1,0 +1,105 @@
+"""Processes and global ranks, the world size and the job's versions.
+
+NCCL's ``[dev]`` is not the rank: a process's global rank is its rank in the first top-level
+communicator of the world's size, else what the hook, a wrapper prefix or the launcher says.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import Job, Process, Setting
+from .gather import Gathered
+from .values import ProcKey, count_ranks, ev
+
+
+@dataclass
+class Ranks:
+    proc_rank: dict[ProcKey, int] = field(default_factory=dict)
+    world: int | None = None
+    hook_versions: dict[str, str] = field(default_factory=dict)
+
+
+def assign_ranks(g: Gathered) -> Ranks:
+    out = Ranks()
+    top_nranks = _nccl_ranks(g, out.proc_rank)
+    hook_world = _hook_ranks(g, out)
+    for key, r in g.wrapper_rank.items():
+        out.proc_rank.setdefault(key, r)
+    pid_rank_launcher = {le.pid: le.rank for le in g.launcher if le.pid is not None and le.rank is not None}
+    for key in g.proc_first_seen:
+        if key not in out.proc_rank and key[1] in pid_rank_launcher:
+            out.proc_rank[key] = pid_rank_launcher[key[1]]  # type: ignore[assignment]
+    out.world = _world(g, top_nranks, hook_world)
+    return out
+
+
+def _nccl_ranks(g: Gathered, proc_rank: dict[ProcKey, int]) -> int:
+    """Ranks from Init lines: each process's rank in its first top-level communicator of the largest size."""
+    by_proc: dict[ProcKey, list] = {}
+    for cl in g.comms.values():
+        by_proc.setdefault(cl.proc, []).append(cl)
+    top_nranks = max((cl.nranks for cl in g.comms.values() if cl.parent_ptr is None), default=0)
+    for key, cls in by_proc.items():
+        roots = sorted((c for c in cls if c.parent_ptr is None and c.nranks == top_nranks), key=lambda c: c.first_line)
+        if roots:
+            proc_rank[key] = roots[0].rank
+    return top_nranks
+
+
+def _hook_ranks(g: Gathered, out: Ranks) -> int | None:
+    """Ranks, world size, versions and settings from the hook's start records."""
+    hook_world = None
+    for h in g.hook:
+        if h.type != "start" or not isinstance(h.rank, int):
+            continue
+        host = str(h.data.get("host", ""))
+        pid = h.data.get("pid")
+        if isinstance(pid, int):
+            for key in list(g.proc_first_seen) + [(host, pid)]:
+                if key[1] == pid and (not host or key[0] == host or key[0] in host or host in key[0]):
+                    out.proc_rank.setdefault(key, h.rank)
+        if isinstance(h.data.get("world"), int):
+            hook_world = h.data["world"]
+        for k in ("torch", "nccl", "cuda"):
+            if h.data.get(k):
+                out.hook_versions.setdefault(k, str(h.data[k]))
+        for k, v in (h.data.get("env") or {}).items():
+            if isinstance(v, str):
+                g.settings.setdefault(k, Setting(k, v, "wrapper", ev(h)))
+    return hook_world
+
+
+def _world(g: Gathered, top_nranks: int, hook_world: int | None) -> int | None:
+    world = top_nranks or None
+    for fr in g.frs:
+        for cfg in fr.pg_config.values():
+            if isinstance(cfg, dict) and str(cfg.get("desc")) == "default_pg":
+                n = count_ranks(cfg.get("ranks"))
+                if n and (world is None or n > world):
+                    world = n
+    world = world or hook_world
+    if world is None:
+        ranks_seen = [le.rank for le in g.launcher if le.rank is not None] + [
+            f.rank for f in g.frs if f.rank is not None] + [c.rank for c in g.completions if c.rank is not None]
+        if ranks_seen:
+            world = max(ranks_seen) + 1
+    return world
+
+
+def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
+    proc_rank = ranks.proc_rank
+    processes = []
+    hosts = sorted({k[0] for k in g.proc_first_seen if k[0]})
+    for key in sorted(g.proc_first_seen, key=lambda k: (proc_rank.get(k, 1 << 30), k)):
+        dev, bus = g.proc_dev.get(key, (None, None))
+        processes.append(Process(key[0], key[1], proc_rank.get(key), dev, bus))
+    values = list(g.nccl_versions.values())
+    nccl_version = max(sorted(set(values)), key=values.count) if values else None
+    nccl_version = nccl_version or (nccl_torch_version if nccl_torch_version and nccl_torch_version[0].isdigit()
+                                    else None) or ranks.hook_versions.get("nccl")
+    return Job(
+        world_size=ranks.world, hosts=tuple(hosts), processes=tuple(processes), nccl_version=nccl_version,
+        torch_version=ranks.hook_versions.get("torch"), cuda_version=g.cuda_version or ranks.hook_versions.get("cuda"),
+        settings=g.settings, nccl_versions={k[1]: v for k, v in g.nccl_versions.items() if k[1]},
+        exit_code=g.exit_code,
+    )
