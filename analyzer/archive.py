@@ -19,6 +19,23 @@ MAX_TOTAL = 4 * 1024**3
 MAX_RATIO = 200
 
 
+class Budget:
+    """What several archives of one input (one upload) may unpack in all: bytes and files. Each
+    archive's own limits still hold; this one is shared, so three small zips cannot unpack 3 GB."""
+
+    def __init__(self, max_bytes: int = MAX_TOTAL, max_files: int = MAX_MEMBERS) -> None:
+        self.bytes_left, self.files_left = max_bytes, max_files
+        self.max_bytes, self.max_files = max_bytes, max_files
+
+    def take(self, nbytes: int, nfiles: int = 0) -> None:
+        self.bytes_left -= nbytes
+        self.files_left -= nfiles
+        if self.bytes_left < 0:
+            raise ArchiveError(f"refused: the archives of this input unpack to more than {self.max_bytes} bytes in all")
+        if self.files_left < 0:
+            raise ArchiveError(f"refused: the archives of this input hold more than {self.max_files} files in all")
+
+
 class ArchiveError(ValueError):
     """Why an archive was refused, always on one line (the CLI prints it as its one line on stderr)."""
 
@@ -41,10 +58,13 @@ def _safe_rel(name: str) -> PurePosixPath:
 
 
 def extract(path: Path, dest: Path, max_members: int = MAX_MEMBERS, max_total: int = MAX_TOTAL,
-            max_ratio: int = MAX_RATIO) -> Path:
-    """Unpack ``path`` into ``dest`` (created) and return ``dest``. Raises ArchiveError only."""
+            max_ratio: int = MAX_RATIO, budget: Budget | None = None) -> Path:
+    """Unpack ``path`` into ``dest`` (created) and return ``dest``. Raises ArchiveError only.
+
+    ``budget``: shared by every archive of one input; each member's bytes are taken from it as they
+    are written (and its declared size before), so the sum over archives is bounded too."""
     try:
-        return _extract(path, dest, max_members, max_total, max_ratio)
+        return _extract(path, dest, max_members, max_total, max_ratio, budget or Budget(max_total, max_members))
     except ArchiveError:
         raise
     except RuntimeError as e:  # zipfile: "File ... is encrypted, password required"
@@ -55,7 +75,7 @@ def extract(path: Path, dest: Path, max_members: int = MAX_MEMBERS, max_total: i
         raise ArchiveError(f"not a readable archive: {reason}") from None
 
 
-def _extract(path: Path, dest: Path, max_members: int, max_total: int, max_ratio: int) -> Path:
+def _extract(path: Path, dest: Path, max_members: int, max_total: int, max_ratio: int, budget: Budget) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     packed = max(path.stat().st_size, 1)
     if zipfile.is_zipfile(path):
@@ -76,6 +96,7 @@ def _extract(path: Path, dest: Path, max_members: int, max_total: int, max_ratio
                     raise ArchiveError(f"refused archive: compression ratio over {max_ratio} (a zip bomb?)")
                 if info.is_dir():
                     continue
+                budget.take(info.file_size, 1)
                 target = dest / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 written = 0
@@ -84,6 +105,8 @@ def _extract(path: Path, dest: Path, max_members: int, max_total: int, max_ratio
                         written += len(chunk)
                         if written > info.file_size + 1024 or written > max_total:
                             raise ArchiveError(f"refused archive member that inflates past its size: {info.filename!r}")
+                        if written > info.file_size:
+                            budget.take(len(chunk))
                         out.write(chunk)
         return dest
     try:
@@ -109,6 +132,7 @@ def _extract(path: Path, dest: Path, max_members: int, max_total: int, max_ratio
                 raise ArchiveError(f"refused archive: unpacks to more than {max_total} bytes")
             if total / packed > max_ratio and total > 10 * 1024 * 1024:
                 raise ArchiveError(f"refused archive: compression ratio over {max_ratio} (a bomb?)")
+            budget.take(member.size, 1)
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             member_src = tf.extractfile(member)

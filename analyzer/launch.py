@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-HOOK_SITE = ".ncclscope-site"
+from . import safe_io
+
+HOOK_SITE = ".ncclscope-site"  # the old in-folder name; the site is now a private temporary folder
 HOOK_PACKAGE = "_ncclscope_hook"
 HOOK_FILES = ("__init__.py", "records.py", "tracer.py")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -43,6 +46,40 @@ class RunOptions:
     quiet: bool = False
     grace_s: float = 10.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    shared_dir: bool = False  # the run folder may be one others can write: accepted, nothing executable taken from it
+
+
+class UnsafeRunDir(OSError):
+    """A run folder ncclscope will not write into; the message says why and what to do."""
+
+
+def claim_run_dir(run_dir: Path, shared: bool = False) -> tuple[Path, str | None]:
+    """Create ``run_dir`` (0700 when new) or check an existing one; returns (resolved folder, note).
+
+    A folder that exists already must be the user's own and writable by no one else: another user's
+    folder could hold planted links (``exit.txt`` -> a file of the user's) or code. ``shared`` accepts
+    it anyway, with a note: the hook's code then still comes from a private temporary folder (it always
+    does) and every file is created without following links. Raises UnsafeRunDir.
+    """
+    created = False
+    try:
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        run_dir.mkdir(mode=0o700)
+        created = True
+    except FileExistsError:
+        pass
+    checked = run_dir
+    if run_dir.is_symlink() and os.lstat(run_dir).st_uid == os.geteuid():
+        checked = run_dir.resolve()  # the user's own link, named by the user: its target is judged
+    why = safe_io.check_private_dir(checked)
+    if why is not None and (created or not shared or why in ("it is a symbolic link", "it is not a folder")):
+        raise UnsafeRunDir(f"refusing run folder {run_dir}: {why}. Give --run-dir a folder of your own "
+                           "(or a new name), or pass --shared-run-dir to write into a shared folder anyway")
+    resolved = run_dir.resolve()
+    if why is not None:
+        return resolved, (f"run folder {run_dir}: {why}; writing into it as a shared folder (--shared-run-dir): "
+                          "no code is taken from it and no file is written through a link")
+    return resolved, None
 
 
 def default_run_dir(base: Path = Path("ncclscope-runs"), now: datetime | None = None) -> Path:
@@ -106,16 +143,18 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def prepare_hook_site(run_dir: Path) -> Path:
-    """``DIR/.ncclscope-site`` holding only ``sitecustomize.py`` and the ``_ncclscope_hook`` package,
-    so the folder can go first on ``PYTHONPATH`` without shadowing anything of the user's."""
+def prepare_hook_site(run_dir: Path | None = None) -> Path:
+    """A fresh private temporary folder (0700, ``mkdtemp``) holding only ``sitecustomize.py`` and the
+    ``_ncclscope_hook`` package, so it can go first on ``PYTHONPATH`` without shadowing anything of the
+    user's. Never inside the run folder: whoever else can write there could plant a module that every
+    rank would import. The caller removes it (``shutil.rmtree``). ``run_dir`` is unused (kept for callers)."""
     src = Path(__file__).resolve().parent / "hook"
-    site = run_dir / HOOK_SITE
+    site = Path(tempfile.mkdtemp(prefix="ncclscope-site-"))
     pkg = site / HOOK_PACKAGE
-    pkg.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src / "sitecustomize.py", site / "sitecustomize.py")
-    for name in HOOK_FILES:
-        shutil.copyfile(src / name, pkg / name)
+    pkg.mkdir(mode=0o700)
+    for source, target in [(src / "sitecustomize.py", site / "sitecustomize.py"),
+                           *((src / name, pkg / name) for name in HOOK_FILES)]:
+        safe_io.write_replace(target, source.read_bytes())
     return site
 
 
@@ -127,7 +166,11 @@ class Tee(threading.Thread):
         self.pipe, self.path, self.echo = pipe, path, echo
 
     def run(self) -> None:
-        with open(self.path, "ab") as f:
+        try:
+            f = os.fdopen(safe_io.open_append(self.path), "ab")
+        except OSError:  # a link or another user's file under the name: echo only, never write through it
+            f = open(os.devnull, "ab")  # noqa: SIM115
+        with f:
             for line in iter(self.pipe.readline, b""):
                 f.write(line)
                 f.flush()
@@ -232,7 +275,16 @@ def _start_dashboard(run_dir: Path, note: Note) -> subprocess.Popen[bytes] | Non
     if "live" not in names:
         note("the live dashboard is not available in this version; --dashboard skipped")
         return None
-    log = open(run_dir / ".dashboard.log", "ab")  # noqa: SIM115
+    taken = port_taken(DASHBOARD_PORT)
+    if taken:
+        note(f"dashboard not started: port {DASHBOARD_PORT} on 127.0.0.1 is taken ({taken}); "
+             f"run `ncclscope serve --live {run_dir} --port N` with a free port")
+        return None
+    try:
+        log = os.fdopen(safe_io.open_append(run_dir / ".dashboard.log"), "ab")
+    except OSError as e:
+        note(f"could not start the dashboard: {run_dir / '.dashboard.log'}: {e.strerror or e}")
+        return None
     try:
         proc = subprocess.Popen([sys.executable, "-m", "ncclscope", "serve", "--live", str(run_dir)],
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -241,8 +293,24 @@ def _start_dashboard(run_dir: Path, note: Note) -> subprocess.Popen[bytes] | Non
         return None
     finally:
         log.close()
-    note("dashboard: ncclscope serve --live (log in .dashboard.log), http://127.0.0.1:8050")
+    note(f"dashboard: ncclscope serve --live (log in .dashboard.log), http://127.0.0.1:{DASHBOARD_PORT}")
     return proc
+
+
+DASHBOARD_PORT = 8050
+
+
+def port_taken(port: int, host: str = "127.0.0.1") -> str | None:
+    """Why ``host:port`` cannot be bound now (another process holds it), or None when it is free."""
+    import socket
+
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError as e:
+            return str(e.strerror or e)
+    return None
 
 
 def _stop(proc: subprocess.Popen[bytes] | None) -> None:
@@ -266,7 +334,7 @@ def write_env_record(opts: RunOptions, applied: Mapping[str, str], kept: Mapping
 
     data = {"ncclscope": __version__, "command": list(opts.command), "hook": opts.hook,
             "set_by_ncclscope": dict(applied), "set_by_user": dict(kept), "started": time.time()}
-    (opts.run_dir / "ncclscope-env.json").write_text(json.dumps(data, indent=1) + "\n")
+    safe_io.write_replace(opts.run_dir / "ncclscope-env.json", json.dumps(data, indent=1) + "\n")
 
 
 def analyse_run(run_dir: Path, render: Callable[[Any], None] | None, note: Note) -> None:
@@ -276,13 +344,22 @@ def analyse_run(run_dir: Path, render: Callable[[Any], None] | None, note: Note)
         from .report import to_json
 
         result = analyze_paths([run_dir])
-        (run_dir / "report.json").write_text(json.dumps(to_json(result), indent=1, default=str) + "\n")
+        safe_io.write_replace(run_dir / "report.json", json.dumps(to_json(result), indent=1, default=str) + "\n")
         if render is not None:
             render(result)
     except KeyboardInterrupt:
         note("analysis interrupted; run `ncclscope analyze` on the folder later")
     except Exception as e:  # noqa: BLE001
         note(f"could not analyse the run ({type(e).__name__}: {e})")
+
+
+def _folder_gone(run_dir: Path, identity: tuple[int, int]) -> str | None:
+    """'was deleted' / 'was replaced' when ``run_dir`` is no longer the folder made at the start."""
+    try:
+        st = os.stat(run_dir)
+    except FileNotFoundError:
+        return "was deleted"
+    return None if (st.st_dev, st.st_ino) == identity else "was replaced by another folder"
 
 
 def _preload_analysis() -> None:
@@ -297,10 +374,13 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
             stdout: IO[bytes] | None = None, stderr: IO[bytes] | None = None,
             base_env: Mapping[str, str] | None = None) -> int:
     """Run the command traced; returns its exit status (128+N for signal N)."""
-    opts.run_dir.mkdir(parents=True, exist_ok=True)
-    run_dir = opts.run_dir.resolve()
+    run_dir, shared_note = claim_run_dir(opts.run_dir, opts.shared_dir)
+    if shared_note:
+        note(shared_note)
     opts = RunOptions(**{**opts.__dict__, "run_dir": run_dir})
-    site = prepare_hook_site(run_dir) if opts.hook else None
+    st = os.stat(run_dir)
+    identity = (st.st_dev, st.st_ino)
+    site = prepare_hook_site() if opts.hook else None
     env, applied, kept = merge_env(base_env if base_env is not None else os.environ,
                                    {**tracing_env(run_dir, opts.coll, site), **opts.extra_env})
     write_env_record(opts, applied, kept)
@@ -323,7 +403,7 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
         except OSError as e:
             note(f"cannot start {opts.command[0]!r}: {e.strerror or e}")
             code = 127 if isinstance(e, FileNotFoundError) else 126
-            (run_dir / "exit.txt").write_text(f"exit={code}\n")
+            safe_io.write_replace(run_dir / "exit.txt", f"exit={code}\n")
             return code
         holder["child"] = child
         if threading.current_thread() is threading.main_thread():
@@ -340,8 +420,12 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
         for t in tees:
             t.join(timeout=5.0)
         try:
-            run_dir.mkdir(parents=True, exist_ok=True)  # the folder may have been deleted under the job
-            (run_dir / "exit.txt").write_text(f"exit={code}\n")
+            gone = _folder_gone(run_dir, identity)
+            if gone:
+                note(f"warning: the run folder {run_dir} {gone} while the job ran; what the job wrote there "
+                     "is lost, and the analysis sees only what was written after")
+                claim_run_dir(run_dir)
+            safe_io.write_replace(run_dir / "exit.txt", f"exit={code}\n")
         except OSError as e:
             note(f"could not write {run_dir / 'exit.txt'}: {e.strerror or e}")
     finally:

@@ -47,11 +47,13 @@ def _reset_global_callbacks() -> None:
 
 
 def create_app(path: Path | None = None, live: Path | None = None, token: str | None = None,
-               run_store: RunStore | None = None, wait: bool = False) -> Dash:
+               run_store: RunStore | None = None, wait: bool = False, host: str = "127.0.0.1") -> Dash:
     """A Dash app over ``path`` (a finished run: folder, file or archive) or ``live`` (a run folder in progress).
 
     ``token``: when set, every request must carry it (``?token=`` once, then a cookie). ``wait``:
-    analyse ``path`` before returning instead of in the background.
+    analyse ``path`` before returning instead of in the background. ``host``: the address bound; requests
+    must name it (or a loopback name) in their Host header, and a POST from a browser must come from the
+    same origin (``_install_origin_checks``).
     """
     rs = run_store or RunStore()
     set_current(rs)
@@ -70,6 +72,7 @@ def create_app(path: Path | None = None, live: Path | None = None, token: str | 
                update_title=None)  # type: ignore[arg-type]
     app.server.config["MAX_CONTENT_LENGTH"] = MAX_UPLOAD_BYTES * 4 // 3 + 1024 * 1024  # base64 + JSON overhead
     app.server.config["ncclscope_store"] = rs
+    _install_origin_checks(app, host)
     if token:
         _install_token_check(app, token)
 
@@ -151,6 +154,48 @@ def live_update(rs: RunStore, current: str | None) -> tuple[Any, Any]:
                            html.Span(f"{alert.get('message', '')} (culprit rank(s): {ranks})")],
                           className="banner alert", id="live-alert")
     return (key if key and key != current else no_update), banner
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - bound to every interface: the token guards
+
+
+def allowed_hosts(host: str) -> frozenset[str] | None:
+    """Host header names a server bound to ``host`` answers (None: any, for a wildcard bind, which needs a token)."""
+    if host in WILDCARD_HOSTS:
+        return None
+    return LOOPBACK_NAMES | {host.strip("[]").lower()}
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header or an Origin's netloc, without port or brackets: '[::1]:8050' -> '::1'."""
+    h = header.strip().lower()
+    if h.startswith("["):
+        return h[1:].split("]", 1)[0]
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
+
+
+def _install_origin_checks(app: Dash, host: str) -> None:
+    """A page on another site must not reach the dashboard: a DNS-rebinding page talks to 127.0.0.1 under
+    its own name (refused by the Host allow-list), and a cross-site form or fetch POSTs with its own Origin
+    (refused unless the Origin is this server). Requests without an Origin (curl, scripts) pass the second."""
+    names = allowed_hosts(host)
+    server = app.server
+
+    @server.before_request
+    def _check_host() -> Any:
+        if names is not None and host_name(request.host or "") not in names:
+            return Response("ncclscope: unknown Host header; open the dashboard by the address it was "
+                            "started with (--host)\n", status=421, mimetype="text/plain")
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            origin = request.headers.get("Origin")
+            if origin is not None:
+                from urllib.parse import urlsplit
+
+                netloc = urlsplit(origin).netloc.lower() if origin != "null" else ""
+                if netloc != (request.host or "").lower():
+                    return Response("ncclscope: cross-origin request refused\n", status=403, mimetype="text/plain")
+        return None
 
 
 def _install_token_check(app: Dash, token: str) -> None:

@@ -7,6 +7,7 @@ the log view reads only files the analysis itself listed, looked up by their dis
 """
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import json
@@ -26,12 +27,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ncclscope import archive
+from ncclscope import archive, safe_io
 from ncclscope.analysis import Analysis, analyze_paths
 from ncclscope.ingest import SKIP_NAMES, InputError, iter_lines
 
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024  # decoded bytes, all files of one upload together
-MAX_EXTRACT_BYTES = 4 * 1024**3
+MAX_EXTRACT_BYTES = 4 * 1024**3  # unpacked bytes, all archives of one upload together
+MAX_EXTRACT_FILES = 20_000  # unpacked files, all archives of one upload together
 MAX_ENTRIES = 8  # analyses kept in memory; the oldest is dropped first
 MAX_LOG_LINES = 1_000_000  # the log view indexes at most this many lines per run
 LOG_TEXT_CHARS = 300
@@ -123,8 +125,8 @@ def folder_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
 
 def newest_alert(path: Path, tail_bytes: int = 65536) -> dict[str, Any] | None:
     """The last complete JSON line of ``alerts.jsonl`` (read from its end only), or None."""
-    try:
-        with open(path, "rb") as f:
+    try:  # a FIFO or a link planted as alerts.jsonl is not opened: no poll thread blocks on it
+        with safe_io.open_regular(path) as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
             f.seek(max(0, size - tail_bytes))
@@ -170,6 +172,8 @@ class RunStore:
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="ncclscope-serve-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self._own_workdir:  # uploads are deleted however the server ends (close, exit, SIGTERM via serve)
+            atexit.register(shutil.rmtree, self.workdir, True)
         self.max_entries = max_entries
         self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._jobs: dict[str, JobStatus] = {}
@@ -278,7 +282,7 @@ class RunStore:
         approx = sum(len(c) * 3 // 4 for c in contents if isinstance(c, str))
         if approx > max_bytes + 4 * len(contents):
             raise UploadError(f"upload refused: {approx / 1e6:.0f} MB is over the {max_bytes / 1e6:.0f} MB limit")
-        blobs = [decode_upload(c) for c in contents]
+        blobs = [decode_upload(c) for c in contents]  # the body itself is capped as it streams (MAX_CONTENT_LENGTH)
         total = sum(len(b) for b in blobs)
         if total > max_bytes:
             raise UploadError(f"upload refused: {total / 1e6:.0f} MB is over the {max_bytes / 1e6:.0f} MB limit")
@@ -292,12 +296,18 @@ class RunStore:
         label = names[0] if len(names) == 1 else f"{len(names)} uploaded files"
 
         def unpack_archives(job: JobStatus) -> list[Path]:
-            # archives are unpacked in place (through analyzer.archive's limits), then removed
+            # archives are unpacked in place (through analyzer.archive's limits), then removed; one budget
+            # of bytes and files for all the archives of the upload, not one per archive
+            budget = archive.Budget(MAX_EXTRACT_BYTES, MAX_EXTRACT_FILES)
             for name in names:
                 p = folder / name
                 if archive.is_archive(p):
                     job.state, job.message = "extracting", f"unpacking {name}"
-                    archive.extract(p, folder / f"{name}.d", max_total=MAX_EXTRACT_BYTES)
+                    try:
+                        archive.extract(p, folder / f"{name}.d", max_total=MAX_EXTRACT_BYTES, budget=budget)
+                    except archive.ArchiveError:
+                        shutil.rmtree(folder, ignore_errors=True)  # nothing of a refused upload stays on disk
+                        raise
                     p.unlink()
             return [folder]
 

@@ -11,6 +11,9 @@ import click
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None,
               help="Folder for everything the run writes (default ./ncclscope-runs/<timestamp>).")
+@click.option("--shared-run-dir", is_flag=True,
+              help="Accept a --run-dir that other users own or can write to (refused otherwise). The hook's code "
+                   "still comes from a private temporary folder and no file is written through a link.")
 @click.option("--coll", is_flag=True, help="Also log NCCL COLL lines (one per collective; ~10% on short steps).")
 @click.option("--no-hook", is_flag=True, help="Do not inject the in-process collective tracer.")
 @click.option("--stall-seconds", type=float, default=None,
@@ -22,12 +25,12 @@ import click
 @click.option("--dashboard", is_flag=True, help="Also serve the live dashboard (ncclscope serve --live DIR).")
 @click.option("--quiet", is_flag=True, help="Print only the job's own output and errors.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def command(run_dir: Path | None, coll: bool, no_hook: bool, stall_seconds: float | None, webhook: str | None,
+def command(run_dir: Path | None, shared_run_dir: bool, coll: bool, no_hook: bool, stall_seconds: float | None, webhook: str | None,
             alert_command: str | None, kill_on_hang: bool, poll: bool, dashboard: bool, quiet: bool,
             command: tuple[str, ...]) -> None:
     """Run COMMAND (torchrun, srun, mpirun, deepspeed, a script) with NCCL / PyTorch tracing set up,
     tee its output, then analyse the run. Exits with COMMAND's exit code."""
-    from ..launch import RunOptions, default_run_dir, run_job
+    from ..launch import RunOptions, UnsafeRunDir, default_run_dir, run_job
 
     if command and command[0] == "--":
         command = command[1:]
@@ -56,10 +59,12 @@ def command(run_dir: Path | None, coll: bool, no_hook: bool, stall_seconds: floa
         note(f"run folder: {folder}")
     opts = RunOptions(command=command, run_dir=folder, coll=coll, hook=not no_hook, stall_seconds=stall_seconds,
                       webhook=webhook, alert_command=alert_command, kill_on_hang=kill_on_hang, poll=poll,
-                      dashboard=dashboard, quiet=quiet)
+                      dashboard=dashboard, quiet=quiet, shared_dir=shared_run_dir)
     try:
         code = run_job(opts, note if not quiet else _errors_only(note), render=None if quiet else render,
                        stdout=sys.stdout.buffer, stderr=sys.stderr.buffer)
+    except UnsafeRunDir as e:
+        raise click.ClickException(str(e)) from None
     except OSError as e:
         raise click.ClickException(f"cannot use run folder {folder}: {e.strerror or e}") from None
     if not quiet:

@@ -23,12 +23,40 @@ def command(path: Path | None, live: Path | None, host: str, port: int, token: s
         raise click.UsageError("give either PATH or --live DIR, not both")
     from ncclscope.dashboard.app import create_app, is_loopback, new_token
 
+    from ..launch import port_taken
+
+    taken = port_taken(port, host) if port else None
+    if taken:  # say so before the app is built and a URL that belongs to another process is printed
+        raise click.ClickException(f"cannot serve on {host} port {port}: {taken} (another process holds it?); "
+                                   "choose another with --port")
     if not is_loopback(host) and not token:
         token = new_token()
-    app = create_app(path=path, live=live, token=token)
+    app = create_app(path=path, live=live, token=token, host=host)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
     click.echo(f"ncclscope dashboard: {url}", err=True)
     if token and not is_loopback(host):
         click.echo("every request needs the token; share this URL only with people who may read the logs", err=True)
-    app.run(host=host, port=port, debug=False, dev_tools_ui=False, dev_tools_hot_reload=False, use_reloader=False)
+    import signal
+
+    def _stop(_signum: int, _frame: object) -> None:
+        raise _Stopped
+
+    signal.signal(signal.SIGTERM, _stop)  # `run --dashboard` ends us so: uploads are still deleted (finally)
+    try:
+        app.run(host=host, port=port, debug=False, dev_tools_ui=False, dev_tools_hot_reload=False,
+                use_reloader=False)
+    except _Stopped:
+        pass
+    except OSError as e:  # taken between the check and the bind
+        raise click.ClickException(f"cannot serve on {host} port {port}: {e.strerror or e}") from None
+    except SystemExit as e:  # werkzeug exits 1 after printing "Address already in use"
+        raise click.ClickException(f"cannot serve on {host} port {port}: the address is in use") from e
+    finally:
+        close = getattr(app.server.config.get("ncclscope_store"), "close", None)
+        if close is not None:
+            close()  # uploads and unpacked archives are deleted on exit
+
+
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM: leave ``app.run`` through its ``finally``."""

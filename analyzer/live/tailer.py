@@ -2,7 +2,8 @@
 
 Per file we keep (device, inode, offset, line number) and the bytes of a partial last line.
 ``read_new(path)`` reopens the file by name every time (no descriptor is held, so thousands of
-files cost nothing), and:
+files cost nothing), with ``safe_io.open_fd`` (no link followed, never blocking, regular files
+only: anything else is listed in ``refused``), and:
 
 - reads from the remembered offset to the current end (at most ``max_bytes`` per call; the
   rest is read by the next call, ``has_more(path)`` says so);
@@ -19,8 +20,9 @@ replacement characters: never an exception for odd bytes.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
+
+from .. import safe_io
 
 MAX_LINE = 1 << 20  # a "line" longer than this is cut and emitted, so memory stays bounded
 MAX_BYTES = 8 << 20  # per file and call
@@ -43,6 +45,7 @@ class Tailer:
         self.max_bytes = max_bytes
         self.max_line = max_line
         self.files: dict[str, FileState] = {}
+        self.refused: dict[str, str] = {}  # path -> why it was not read (a link, a FIFO, a device)
 
     def known(self) -> list[str]:
         return list(self.files)
@@ -60,17 +63,19 @@ class Tailer:
 
     def read_new(self, path: str) -> list[tuple[int, str]]:
         """The complete lines added to ``path`` since the last call; [] when nothing is new or on error."""
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:  # a link planted under a watched name after start is not followed; a FIFO does not block
+            fd = safe_io.open_fd(path)
         except FileNotFoundError:
             self.files.pop(path, None)  # deleted: start afresh if it comes back
+            return []
+        except safe_io.NotRegularFile as e:
+            self.files.pop(path, None)
+            self.refused[path] = safe_io.describe(e)
             return []
         except OSError:
             return []
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return []
             state = self.files.get(path)
             if state is None or (state.dev, state.ino) != (st.st_dev, st.st_ino):
                 resets = state.resets + 1 if state is not None else 0
