@@ -188,6 +188,10 @@ def _install_origin_checks(app: Dash, host: str) -> None:
             return Response("ncclscope: unknown Host header; open the dashboard by the address it was "
                             "started with (--host)\n", status=421, mimetype="text/plain")
         if request.method not in ("GET", "HEAD", "OPTIONS"):
+            if request.content_length is None and "chunked" in request.headers.get("Transfer-Encoding", "").lower():
+                # a body of unknown length is not read at all (browsers send a Content-Length; a known one over
+                # MAX_CONTENT_LENGTH is refused by werkzeug with 413 before any of it is read)
+                return Response("ncclscope: a request body needs a Content-Length\n", status=411, mimetype="text/plain")
             origin = request.headers.get("Origin")
             if origin is not None:
                 from urllib.parse import urlsplit
