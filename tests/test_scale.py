@@ -39,3 +39,38 @@ def test_coll_block_timestamps_fast_path_and_bad_hours():
     bad = good.replace(b" 19:20:", b" 25:20:")
     batch, rest = scan_coll_block(bad, 1, "x")
     assert len(batch) == 3000 and all(math.isnan(t) for t in batch.tss)
+
+
+CLAIM = ("[2026-11-29 20:43:41.000001] {host}:{pid}:{pid} [0] NCCL INFO ncclCommInitRankConfig comm 0x5555aaaa "
+         "rank {rank} nranks {nranks} cudaDev 0 nvmlDev 0 busId 60 commId 0xabcabc - Init COMPLETE\n")
+
+
+@pytest.mark.parametrize("nranks, rank, where", [
+    (10 ** 12, 0, "own file"), (10 ** 12, 7, "rank 0's log"), (500_000, 3, "rank 0's log"), (4, 9, "rank 0's log")])
+def test_a_claimed_world_sizes_nothing_and_keeps_the_verdict(tmp_path, nranks, rank, where):
+    """One line claiming an absurd (or merely unconfirmed) world added to the bundled hang: no
+    allocation by the claim, the same verdict, culprit and stuck collective, world size 2."""
+    import shutil
+    import tracemalloc
+
+    from conftest import SAMPLES
+
+    run = tmp_path / "hang"
+    shutil.copytree(SAMPLES / "gpu_hang", run)
+    if where == "own file":
+        (run / "claim.log").write_text(CLAIM.format(host="vm", pid=999, rank=rank, nranks=nranks))
+    else:
+        with open(run / "vm.820.nccl.log", "a") as f:
+            f.write(CLAIM.format(host="vm", pid=820, rank=rank, nranks=nranks))
+    tracemalloc.start()
+    try:
+        res = analyze_paths([run], cache=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 300 * 2 ** 20, peak
+    assert res.decision.verdict.value == "hang", res.decision.headline
+    assert res.decision.culprit_ranks == (1,)
+    assert (res.decision.stuck.pg, res.decision.stuck.seq) == ("0", 125)
+    assert res.run.job.world_size == 2
+    assert all(c.nranks <= 500_000 for c in res.run.communicators)

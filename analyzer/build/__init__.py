@@ -18,7 +18,7 @@ from .collectives import build_collectives
 from .communicators import build_communicators, identities
 from .events import build_events, build_exits
 from .gather import gather
-from .ranks import assign_ranks, build_job
+from .ranks import assign_ranks, build_job, drop_implausible
 
 __all__ = ["build_run"]
 
@@ -38,6 +38,7 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
     # the records live on in ``g``; emptying our copy of the list lets the COLL batches go as soon as
     # the table has them (when the caller kept no reference to the parsed files)
     parsed.clear()
+    problems += drop_implausible(g)
     ranks = assign_ranks(g)
     ident = identities(g.comms)
     communicators = build_communicators(g.comms, ident, ranks.proc_rank)

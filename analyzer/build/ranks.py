@@ -11,12 +11,30 @@ from ..model import Job, Process, Setting
 from .gather import Gathered
 from .values import ProcKey, count_ranks, ev
 
+# More ranks than any NCCL job has run (the largest published are ~10^5 GPUs). A claim past this
+# (one damaged or hostile line saying ``nranks 1000000000000``) is not modelled, so that nothing
+# downstream allocates by it; sizes below it are cross-checked against the processes seen (``_nccl_ranks``).
+MAX_RANKS = 1 << 20
+
 
 @dataclass
 class Ranks:
     proc_rank: dict[ProcKey, int] = field(default_factory=dict)
     world: int | None = None
     hook_versions: dict[str, str] = field(default_factory=dict)
+
+
+def drop_implausible(g: Gathered) -> list[str]:
+    """Remove the communicator views whose rank or size no job could have; a problem line for each."""
+    problems = []
+    for ck, cl in list(g.comms.items()):
+        if cl.nranks > MAX_RANKS or cl.rank >= max(cl.nranks, 1):
+            del g.comms[ck]
+            if g.current.get(cl.proc) is cl:
+                del g.current[cl.proc]
+            problems.append(f"process {cl.proc[0]}:{cl.proc[1]} claims rank {cl.rank} of {cl.nranks} in communicator "
+                            f"{cl.ptr} (line {cl.first_line}): not a size any job has; that communicator is left out")
+    return problems[:64]
 
 
 def assign_ranks(g: Gathered) -> Ranks:
@@ -34,11 +52,17 @@ def assign_ranks(g: Gathered) -> Ranks:
 
 
 def _nccl_ranks(g: Gathered, proc_rank: dict[ProcKey, int]) -> int:
-    """Ranks from Init lines: each process's rank in its first top-level communicator of the largest size."""
+    """Ranks from Init lines: each process's rank in its first top-level communicator of the world's size.
+
+    The world's size is the size of the top-level communicator the most processes are in (the
+    larger on a tie): one line claiming a bigger world than the processes seen agree on never wins."""
     by_proc: dict[ProcKey, list] = {}
+    procs_of_size: dict[int, set[ProcKey]] = {}
     for cl in g.comms.values():
         by_proc.setdefault(cl.proc, []).append(cl)
-    top_nranks = max((cl.nranks for cl in g.comms.values() if cl.parent_ptr is None), default=0)
+        if cl.parent_ptr is None:
+            procs_of_size.setdefault(cl.nranks, set()).add(cl.proc)
+    top_nranks = max(procs_of_size, key=lambda n: (len(procs_of_size[n]), n), default=0)
     for key, cls in by_proc.items():
         roots = sorted((c for c in cls if c.parent_ptr is None and c.nranks == top_nranks), key=lambda c: c.first_line)
         if roots:
@@ -58,8 +82,9 @@ def _hook_ranks(g: Gathered, out: Ranks) -> int | None:
             for key in list(g.proc_first_seen) + [(host, pid)]:
                 if key[1] == pid and (not host or key[0] == host or key[0] in host or host in key[0]):
                     out.proc_rank.setdefault(key, h.rank)
-        if isinstance(h.data.get("world"), int):
-            hook_world = h.data["world"]
+        world = h.data.get("world")
+        if isinstance(world, int) and 0 < world <= MAX_RANKS:
+            hook_world = world
         for k in ("torch", "nccl", "cuda"):
             if h.data.get(k):
                 out.hook_versions.setdefault(k, str(h.data[k]))
@@ -75,12 +100,13 @@ def _world(g: Gathered, top_nranks: int, hook_world: int | None) -> int | None:
         for cfg in fr.pg_config.values():
             if isinstance(cfg, dict) and str(cfg.get("desc")) == "default_pg":
                 n = count_ranks(cfg.get("ranks"))
-                if n and (world is None or n > world):
+                if n and n <= MAX_RANKS and (world is None or n > world):
                     world = n
     world = world or hook_world
     if world is None:
         ranks_seen = [le.rank for le in g.launcher if le.rank is not None] + [
             f.rank for f in g.frs if f.rank is not None] + [c.rank for c in g.completions if c.rank is not None]
+        ranks_seen = [r for r in ranks_seen if 0 <= r < MAX_RANKS]
         if ranks_seen:
             world = max(ranks_seen) + 1
     return world
