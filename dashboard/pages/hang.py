@@ -1,4 +1,7 @@
-"""Hang report: culprit, every rank's last enqueued / completed collective per process group, stacks, evidence."""
+"""Hang report: culprit, every rank's last enqueued / completed collective per process group, stacks, evidence.
+
+The per-rank state at the stuck collective and the culprit flags come from the decision's own finding
+(``metrics.progress``), so the table can never contradict the verdict above it."""
 from __future__ import annotations
 
 from typing import Any
@@ -29,7 +32,8 @@ def render(rs: RunStore, key: str | None) -> Any:
     rows = entry.cached("rank_status", lambda: rank_status_rows(a))
     out: list[Any] = [verdict_banner(a.decision)]
     if not hangs and a.decision.stuck is None:
-        out.append(html.Div("No hang or desync found in this run; the table shows where each rank got to.",
+        out.append(html.Div("No hang or desync found in this run; the table shows where each rank got to "
+                            "(Flight Recorder pg_status, the hook's heartbeats, or the collectives recorded).",
                             className="muted"))
     for f in hangs:
         out += [html.H3(f"{f.kind}: {f.message}"), html.Div(["fix: ", f.hint or "-"], className="hint")]

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 import dash
-from dash import Input, Output, State, callback, ctx, dash_table, dcc, html
+from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, dash_table, dcc, html
 
 from ncclscope.dashboard import ids
-from ncclscope.dashboard.data import RunStore, current, filter_logs, log_index, page_of, page_with_line
+from ncclscope.dashboard.data import (
+    Entry,
+    RunStore,
+    current,
+    filter_logs,
+    log_index,
+    log_index_ready,
+    page_of,
+    page_with_line,
+)
 
 dash.register_page(__name__, path="/logs", name="Logs", order=5, title="ncclscope - logs")
 
@@ -23,6 +34,8 @@ def layout(file: str | None = None, line: str | None = None, **_: Any) -> html.D
         target = None
     return html.Div([
         dcc.Store(id=ids.LOG_TARGET, data=target),
+        dcc.Store(id=ids.LOG_SCROLL),
+        dcc.Interval(id=ids.LOG_POLL, interval=500, disabled=False),
         html.Div([
             html.Label(["file", dcc.Dropdown(id=ids.LOG_FILE, value=file, placeholder="all files")], className="ctl wide"),
             html.Label(["rank", dcc.Dropdown(id=ids.LOG_RANK, multi=True, placeholder="all ranks")], className="ctl"),
@@ -45,11 +58,19 @@ def layout(file: str | None = None, line: str | None = None, **_: Any) -> html.D
     ])
 
 
+def index(rs: RunStore, entry: Entry) -> pd.DataFrame | None:
+    """The log index, or None while the job still builds it behind the analysis."""
+    df = log_index_ready(entry)
+    if df is None and not rs.busy(entry.key):
+        df = log_index(entry)  # built elsewhere and dropped, or never built: build it here
+    return df
+
+
 def options(rs: RunStore, key: str | None) -> tuple[list, list, list]:
     entry = rs.get(key)
-    if entry is None:
+    df = index(rs, entry) if entry is not None else None
+    if df is None:
         return [], [], []
-    df = log_index(entry)
     files = [str(f) for f in df["file"].cat.categories]
     ranks = sorted(int(r) for r in df["rank"].unique() if r >= 0)
     subs = sorted(str(s) for s in df["subsys"].cat.categories)
@@ -65,7 +86,9 @@ def page(rs: RunStore, key: str | None, file: str | None, ranks: list[int] | Non
                    {"if": {"filter_query": '{level} = "ERROR"'}, "backgroundColor": "#fde8e8"}]
     if entry is None:
         return [], 1, 0, "no run loaded", base_styles
-    df = log_index(entry)
+    df = index(rs, entry)
+    if df is None:
+        return [], 1, 0, "indexing log lines for the log view (the other pages are ready)...", base_styles
     view = filter_logs(df, file, ranks, levels, subsys, search)
     pages = max(1, -(-len(view) // PAGE_SIZE))
     cur = min(max(page_current or 0, 0), pages - 1)
@@ -80,22 +103,33 @@ def page(rs: RunStore, key: str | None, file: str | None, ranks: list[int] | Non
         if target["file"] not in set(df["file"].cat.categories):
             info += f" - {target['file']} is not a text log (evidence from a dump); its line is quoted on the finding"
         else:
-            info += f" - evidence: {target['file']} line {target.get('line')} highlighted"
+            info += (f" - evidence: {target['file']} line {target.get('line')} highlighted"
+                     f" (page {cur + 1} of {pages})")
     return page_of(view, cur, PAGE_SIZE), pages, cur, info, styles
 
 
 @callback(Output(ids.LOG_FILE, "options"), Output(ids.LOG_RANK, "options"), Output(ids.LOG_SUBSYS, "options"),
-          Input(ids.RUN_KEY, "data"))
-def _options(key: str | None) -> tuple[Any, Any, Any]:
-    return options(current(), key)
+          Output(ids.LOG_POLL, "disabled"), Input(ids.RUN_KEY, "data"), Input(ids.LOG_POLL, "n_intervals"))
+def _options(key: str | None, _n: int | None) -> tuple[Any, Any, Any, bool]:
+    rs = current()
+    entry = rs.get(key)
+    ready = entry is None or log_index_ready(entry) is not None or not rs.busy(key)
+    files, ranks, subs = options(rs, key)
+    return files, ranks, subs, ready
+
+
+# once the page of the evidence line is on screen, scroll its row into view (assets/scroll.js)
+clientside_callback(ClientsideFunction(namespace="ncclscope", function_name="scrollToTarget"),
+                    Output(ids.LOG_SCROLL, "data"), Input(ids.LOG_TABLE, "data"), State(ids.LOG_TARGET, "data"))
 
 
 @callback(Output(ids.LOG_TABLE, "data"), Output(ids.LOG_TABLE, "page_count"), Output(ids.LOG_TABLE, "page_current"),
           Output(ids.LOG_INFO, "children"), Output(ids.LOG_TABLE, "style_data_conditional"),
           Input(ids.RUN_KEY, "data"), Input(ids.LOG_FILE, "value"), Input(ids.LOG_RANK, "value"),
           Input(ids.LOG_LEVEL, "value"), Input(ids.LOG_SUBSYS, "value"), Input(ids.LOG_SEARCH, "value"),
-          Input(ids.LOG_TABLE, "page_current"), State(ids.LOG_TARGET, "data"))
+          Input(ids.LOG_TABLE, "page_current"), Input(ids.LOG_POLL, "disabled"), State(ids.LOG_TARGET, "data"))
 def _page(key: str | None, file: str | None, ranks: list[int] | None, levels: list[str] | None,
-          subsys: list[str] | None, search: str | None, page_current: int | None, target: dict | None) -> tuple:
-    jump = ctx.triggered_id in (None, ids.RUN_KEY, ids.LOG_FILE)
+          subsys: list[str] | None, search: str | None, page_current: int | None, _indexing: bool | None,
+          target: dict | None) -> tuple:
+    jump = ctx.triggered_id in (None, ids.RUN_KEY, ids.LOG_FILE, ids.LOG_POLL)
     return page(current(), key, file, ranks, levels, subsys, search, page_current, target, jump)

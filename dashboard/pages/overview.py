@@ -8,7 +8,7 @@ from dash import Input, Output, State, callback, dcc, html, no_update
 
 from ncclscope.dashboard import ids
 from ncclscope.dashboard.components import finding_card, not_ready, settings_rows, table, verdict_banner
-from ncclscope.dashboard.data import MAX_UPLOAD_BYTES, RunStore, UploadError, current
+from ncclscope.dashboard.data import MAX_UPLOAD_BYTES, Entry, RunStore, UploadError, current
 
 dash.register_page(__name__, path="/", name="Overview", order=0, title="ncclscope - overview")
 
@@ -30,29 +30,55 @@ def render(rs: RunStore, key: str | None) -> Any:
         return not_ready(rs, key)
     a = entry.analysis
     run, job = a.run, a.run.job
-    hosts = list(job.hosts)
-    facts = [
-        ("world size", job.world_size), ("hosts", f"{len(hosts)}: " + ", ".join(hosts[:8]) + (" ..." if len(hosts) > 8 else "")),
-        ("NCCL", job.nccl_version), ("PyTorch", job.torch_version), ("CUDA", job.cuda_version),
-        ("exit code", job.exit_code), ("communicators", len(run.communicators)),
-        ("collective records", f"{len(run.collectives):,}"), ("input files", len(run.files)),
-        ("analysed in", f"{entry.parse_s:.2f} s"),
-    ]
-    settings = settings_rows(job)
-    out: list[Any] = [
-        verdict_banner(a.decision),
-        html.H3("Job"),
-        html.Table(html.Tbody([html.Tr([html.Th(k), html.Td("?" if v is None else str(v))]) for k, v in facts]),
-                   className="facts", id="job-facts"),
-        html.H3("NCCL and PyTorch settings"),
-        table(settings, ["name", "value", "source", "warning"]) if settings else html.Div("none recorded", className="muted"),
-        html.H3(f"Findings ({len(a.findings)})"),
-        html.Div([finding_card(f) for f in a.findings] or [html.Div("nothing found", className="muted")],
-                 id="findings"),
-    ]
+    out: list[Any] = [verdict_banner(a.decision),
+                      html.H3(f"Findings ({len(a.findings)})"),
+                      html.Div([finding_card(f) for f in a.findings] or [html.Div("nothing found", className="muted")],
+                               id="findings"),
+                      html.H3("Job"),
+                      html.Table(html.Tbody([html.Tr([html.Th(k), html.Td(v)]) for k, v in job_facts(entry)]),
+                                 className="facts", id="job-facts")]
+    out += settings_block(settings_rows(job))
     if run.problems:
         out += [html.H3("Skipped inputs"), html.Ul([html.Li(p) for p in run.problems[:50]], className="muted")]
     return html.Div(out)
+
+
+def job_facts(entry: Entry) -> list[tuple[str, str]]:
+    """The job's facts as (name, text); what no input recorded says which input would."""
+    a = entry.analysis
+    run, job = a.run, a.run.job
+    hosts = list(job.hosts)
+    ranks = run.ranks()
+    comms = run.communicators
+    return [
+        ("world size", str(job.world_size or (len(ranks) if ranks else "?"))),
+        ("hosts", f"{len(hosts)}: " + ", ".join(hosts[:8]) + (" ..." if len(hosts) > 8 else "") if hosts
+         else "not recorded (NCCL's INFO lines name them; a gloo-only run has none)"),
+        ("NCCL", job.nccl_version or "not used or not logged (NCCL_DEBUG=INFO prints the version)"),
+        ("PyTorch", job.torch_version or "?"), ("CUDA", job.cuda_version or "?"),
+        ("exit code", "?" if job.exit_code is None else str(job.exit_code)),
+        ("communicators", str(len(comms)) if comms else "none: NCCL communicators appear in NCCL_DEBUG=INFO logs "
+         "(gloo has none)"),
+        ("collective records", ", ".join(f"{rows:,} {src} over {n} ranks" for src, rows, n in run.timeline_summary())
+         or "none"),
+        ("input files", str(len(run.files))), ("analysed in", f"{entry.parse_s:.2f} s"),
+    ]
+
+
+def settings_block(settings: list[dict[str, str]]) -> list[Any]:
+    """Settings with a warning in view; the rest (most are the wrapper's own) folded under a summary line."""
+    if not settings:
+        return [html.H3("NCCL and PyTorch settings"), html.Div("none recorded", className="muted")]
+    warned = [r for r in settings if r["warning"]]
+    quiet = [r for r in settings if not r["warning"]]
+    by_wrapper = sum(1 for r in quiet if r["source"] == "wrapper")
+    out: list[Any] = [html.H3("NCCL and PyTorch settings")]
+    if warned:
+        out.append(table(warned, ["name", "value", "source", "warning"]))
+    out.append(html.Details([html.Summary(f"{len(quiet)} more setting(s) without a warning"
+                                          + (f", {by_wrapper} set by ncclscope run" if by_wrapper else "")),
+                             table(quiet, ["name", "value", "source"])], className="settings"))
+    return out
 
 
 def handle_upload(rs: RunStore, filenames: list[str] | None, contents: list[str] | None) -> tuple[Any, Any]:

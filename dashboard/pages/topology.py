@@ -9,7 +9,7 @@ from dash import Input, Output, callback, dcc, html
 
 from ncclscope.dashboard import figures, ids
 from ncclscope.dashboard.components import not_ready
-from ncclscope.dashboard.data import RunStore, current
+from ncclscope.dashboard.data import Entry, RunStore, current
 
 dash.register_page(__name__, path="/topology", name="Topology", order=1, title="ncclscope - topology")
 
@@ -24,7 +24,7 @@ def layout(**_: Any) -> html.Div:
                 {"label": "ring", "value": "ring"}, {"label": "tree", "value": "tree"},
                 {"label": "hosts", "value": "hosts"}])], className="ctl"),
             html.Label(["channel", dcc.Dropdown(id=ids.TOPO_CHANNEL, clearable=False)], className="ctl"),
-        ], className="controls"),
+        ], className="controls", id="topo-controls"),
         html.Div(id=ids.TOPO_INFO),
         dcc.Graph(id=ids.TOPO_GRAPH, config={"displaylogo": False}),
     ])
@@ -57,8 +57,10 @@ def figure(rs: RunStore, key: str | None, comm_id: str | None, view: str | None,
         return figures.empty_figure("no run loaded"), not_ready(rs, key)
     run = entry.analysis.run
     comm = next((c for c in run.communicators if c.id == comm_id), None)
+    if comm is None and not run.communicators:
+        return figures.empty_figure("no NCCL communicator in the inputs", height=160), no_topology(entry)
     if comm is None:
-        return figures.empty_figure("no communicator in the logs (NCCL_DEBUG=INFO shows them)"), None
+        return figures.empty_figure("choose a communicator"), None
     hl = tuple(entry.analysis.decision.culprit_ranks)
     procs = run.job.processes
     fig = entry.cached(("topo", comm.id, view, channel), lambda: (
@@ -72,10 +74,28 @@ def figure(rs: RunStore, key: str | None, comm_id: str | None, view: str | None,
     return fig, info
 
 
+def no_topology(entry: Entry) -> html.Div:
+    """What a run without NCCL communicators can say, and how to get the topology."""
+    from ncclscope.metrics.records import pg_choices
+
+    run = entry.analysis.run
+    pgs = [p for p in pg_choices(run.collectives) if not p.endswith(":p2p")]
+    ranks = run.ranks()
+    return html.Div([
+        html.P("This run has no NCCL communicator: it ran on gloo (CPU), or its NCCL logs are not among the inputs. "
+               "Rings, trees and the transport of each link come from NCCL's INFO lines: run the job under "
+               "'ncclscope run' (it sets NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH), or set them "
+               "yourself and add the NCCL_DEBUG_FILE logs to the inputs."),
+        html.P(f"What is known: {len(ranks)} rank(s)" + (f", process group(s) {', '.join(pgs[:12])}" if pgs else "")
+               + " (see the Timeline)."),
+    ], className="empty-why", id="topo-empty")
+
+
 @callback(Output(ids.TOPO_COMM, "options"), Output(ids.TOPO_COMM, "value"), Output(ids.TOPO_VIEW, "value"),
-          Input(ids.RUN_KEY, "data"))
-def _comms(key: str | None) -> tuple[Any, Any, Any]:
-    return comm_options(current(), key)
+          Output("topo-controls", "style"), Input(ids.RUN_KEY, "data"))
+def _comms(key: str | None) -> tuple[Any, Any, Any, Any]:
+    opts, first, view = comm_options(current(), key)
+    return opts, first, view, ({} if opts else {"display": "none"})
 
 
 @callback(Output(ids.TOPO_CHANNEL, "options"), Output(ids.TOPO_CHANNEL, "value"),

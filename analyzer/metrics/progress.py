@@ -1,0 +1,131 @@
+"""Process-group status: how far each rank got in each process group, and each rank's state at the
+stuck collective, taken from the decision's own finding (the Hang report's flags and the verdict
+come from one judgement, never two)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..model import Evidence, Finding, PgStatus, Run, Stuck
+from .records import best_records, strs
+
+SOURCE_RANK = {"fr": 3, "hook": 2, "watchdog": 2, "dump_signal": 1}
+NEVER_JOINED, WAITING, COMPLETED, DIED, UNKNOWN = "never joined", "waiting in", "completed", "ended before", "unknown"
+
+
+@dataclass(frozen=True)
+class RankPg:
+    rank: int
+    pg: str
+    enqueued: int | None
+    started: int | None
+    completed: int | None
+    evidence: Evidence | None
+    source: str = ""
+
+
+def pg_status_by_rank(run: Run) -> dict[str, dict[int, RankPg]]:
+    """For each process group, each rank's most informative status (Flight Recorder first, then the
+    larger enqueued count); PyTorch's ``<pg>:p2p`` counters left out."""
+    best: dict[tuple[str, int], PgStatus] = {}
+    for st in run.pg_status:
+        if st.pg.endswith(":p2p"):
+            continue
+        k = (st.pg, st.rank)
+        cur = best.get(k)
+        if cur is None or SOURCE_RANK.get(st.source, 0) > SOURCE_RANK.get(cur.source, 0) or (
+                SOURCE_RANK.get(st.source, 0) == SOURCE_RANK.get(cur.source, 0)
+                and (st.last_enqueued or -1) > (cur.last_enqueued or -1)):
+            best[k] = st
+    out: dict[str, dict[int, RankPg]] = {}
+    for (pg, rank), st in best.items():
+        out.setdefault(pg, {})[rank] = RankPg(rank, pg, st.last_enqueued, st.last_started, st.last_completed,
+                                               st.evidence, st.source)
+    return out
+
+
+def stuck_finding(findings: Sequence[Finding], stuck: Stuck | None) -> Finding | None:
+    """The finding that named the decision's stuck collective (its per-rank classes are the verdict's)."""
+    if stuck is None:
+        return None
+    return next((f for f in findings if f.stuck == stuck), None)
+
+
+def states_at_stuck(run: Run, findings: Sequence[Finding], stuck: Stuck | None) -> dict[int, str]:
+    """rank -> never joined / waiting in / completed / ended before / unknown, at the stuck collective.
+
+    The ranks the decision's finding names (``ranks``) and those it says wait (``data["waiting"]``)
+    take its classes; any other rank is placed by its counts, as the detector placed them."""
+    if stuck is None:
+        return {}
+    status = pg_status_by_rank(run).get(stuck.pg, {})
+    out: dict[int, str] = {}
+    for r in run.ranks() or sorted(status):
+        s = status.get(r)
+        if s is None or s.enqueued is None:
+            out[r] = UNKNOWN
+        elif s.enqueued < stuck.seq:
+            out[r] = NEVER_JOINED
+        elif s.completed is not None and s.completed >= stuck.seq:
+            out[r] = COMPLETED
+        else:
+            out[r] = WAITING
+    f = stuck_finding(findings, stuck)
+    if f is not None:
+        cls = f.data.get("class")
+        for r in f.data.get("waiting") or ():
+            out[int(r)] = WAITING
+        for r in f.ranks:
+            out[int(r)] = DIED if cls == "process_died" else (WAITING if cls == "never_completed" else NEVER_JOINED)
+    return out
+
+
+def _from_table(df: pd.DataFrame) -> dict[tuple[int, str], dict[str, Any]]:
+    """(rank, pg) -> last enqueued / completed from the collectives table (completion merged over sources)."""
+    if not len(df):
+        return {}
+    pgs = strs(df["pg"])
+    torch_rows = np.array([not p.startswith("nccl:") for p in pgs], dtype=bool)
+    use = best_records(df[torch_rows] if torch_rows.any() else df)
+    seq = use["seq"].to_numpy()
+    done = strs(use["state"]) == "completed"
+    g = pd.DataFrame({"rank": use["rank"].to_numpy(), "pg": strs(use["pg"]), "seq": seq,
+                      "cseq": np.where(done, seq, -1)}).groupby(["rank", "pg"]).agg(enq=("seq", "max"), comp=("cseq", "max"))
+    return {(int(r), str(pg)): {"rank": int(r), "pg": str(pg), "last_enqueued": int(row.enq),
+                                "last_completed": int(row.comp) if row.comp >= 0 else None, "source": "collectives"}
+            for (r, pg), row in g.iterrows()}
+
+
+def rank_status(run: Run, findings: Sequence[Finding], stuck: Stuck | None, culprits: Sequence[int],
+                max_ranks: int = 4096) -> list[dict[str, Any]]:
+    """Per rank and process group: last enqueued / completed, the source, the state at the stuck
+    collective (``states_at_stuck``), whether the verdict names it, and where it is (its stack)."""
+    where: dict[int, str] = {int(r): str(w) for r, w in run.stacks.items()}
+    for f in findings:
+        for r, w in (f.data.get("where") or {}).items():
+            where.setdefault(int(r), str(w))
+    rows = {(r, pg): {"rank": r, "pg": pg, "last_enqueued": s.enqueued, "last_completed": s.completed,
+                      "source": s.source}
+            for pg, by_rank in pg_status_by_rank(run).items() for r, s in by_rank.items()}
+    for k, row in _from_table(run.collectives).items():
+        rows.setdefault(k, row)
+    seen = {k[0] for k in rows}
+    for r in run.ranks():
+        if r not in seen:
+            rows[(r, "?")] = {"rank": r, "pg": "?", "last_enqueued": None, "last_completed": None, "source": "no record"}
+    at = states_at_stuck(run, findings, stuck)
+    cul = set(culprits)
+    out = []
+    for (r, pg), row in sorted(rows.items(), key=lambda kv: (kv[0][1] != (stuck.pg if stuck else ""), kv[0])):
+        state = at.get(r, UNKNOWN) if stuck is not None and pg == stuck.pg else ""
+        row["at_stuck"] = f"{state} #{stuck.seq}" if state and state != UNKNOWN and stuck else state
+        row["culprit"] = "yes" if r in cul else ""
+        row["where"] = where.get(r, "")
+        out.append(row)
+        if len(out) >= max_ranks:
+            break
+    return out

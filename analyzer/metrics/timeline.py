@@ -1,0 +1,97 @@
+"""The timeline's numbers: per-rank collective states of one process group, and at scale the same
+folded into a ranks x sequence-number window matrix around the stuck collective, ranks with the same
+row grouped, so that the ranks that differ stand out at 4,096 ranks as at 2."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..model import Stuck
+from .progress import NEVER_JOINED, WAITING
+from .records import best_records, strs
+
+# cell codes of the progress matrix
+NO_RECORD, DONE, IN_FLIGHT, STUCK_WAITING, STUCK_NEVER = 0, 1, 2, 3, 4
+CELL_NAMES = ["no record", "completed", "issued, not completed", "waiting in the stuck collective",
+              "never joined the stuck collective"]
+
+
+def pg_records(df: pd.DataFrame, pg: str | None) -> pd.DataFrame:
+    """One record per (rank, seq) of process group ``pg``, completion merged over the sources."""
+    if pg is None or not len(df):
+        return df.iloc[0:0]
+    return best_records(df[(df["pg"].astype(str) == str(pg)).to_numpy()])
+
+
+@dataclass(frozen=True)
+class ProgressMatrix:
+    """Rows are groups of ranks with identical cells (one rank a row when they all differ)."""
+
+    labels: list[str]  # "rank 3" or "ranks 0-2, 4-63 (63)"
+    members: list[list[int]]
+    seqs: np.ndarray  # the window's sequence numbers
+    cells: np.ndarray  # [row, seq] cell codes
+
+
+def progress_matrix(view: pd.DataFrame, ranks: Sequence[int], stuck: Stuck | None, states: Mapping[int, str],
+                    width: int = 48, group_above: int = 64) -> ProgressMatrix:
+    """The last ``width`` collectives up to a few past the stuck one (or the last ones seen), per rank.
+
+    Ranks are grouped by identical rows once there are more than ``group_above`` of them."""
+    seq = view["seq"].to_numpy(np.int64) if len(view) else np.array([], np.int64)
+    top = int(seq.max()) if len(seq) else 0
+    hi = min(top, stuck.seq + 8) if stuck is not None else top
+    hi = max(hi, stuck.seq if stuck is not None else hi)
+    lo = max(int(seq.min()) if len(seq) else 0, hi - width + 1)
+    seqs = np.arange(lo, hi + 1, dtype=np.int64)
+    lanes = sorted(set(int(r) for r in ranks) | set(int(r) for r in view["rank"].to_numpy()))
+    pos = {r: i for i, r in enumerate(lanes)}
+    cells = np.full((len(lanes), len(seqs)), NO_RECORD, dtype=np.int8)
+    m = (seq >= lo) & (seq <= hi)
+    if m.any():
+        r_idx = np.array([pos[int(r)] for r in view["rank"].to_numpy()[m]], dtype=np.int64)
+        done = strs(view["state"])[m] == "completed"
+        cells[r_idx, seq[m] - lo] = np.where(done, DONE, IN_FLIGHT)
+    if stuck is not None and lo <= stuck.seq <= hi:
+        col = stuck.seq - lo
+        for r, st in states.items():
+            if r in pos and st == NEVER_JOINED:
+                cells[pos[r], col] = STUCK_NEVER
+            elif r in pos and st == WAITING:
+                cells[pos[r], col] = STUCK_WAITING
+    if len(lanes) <= group_above:
+        return ProgressMatrix([f"rank {r}" for r in lanes], [[r] for r in lanes], seqs, cells)
+    uniq, inv = np.unique(cells, axis=0, return_inverse=True)
+    inv = np.asarray(inv).reshape(-1)
+    groups = [[lanes[i] for i in np.flatnonzero(inv == k)] for k in range(len(uniq))]
+    order = sorted(range(len(uniq)), key=lambda k: (len(groups[k]), groups[k][0]))  # the few that differ first
+    return ProgressMatrix([_group_label(groups[k]) for k in order], [groups[k] for k in order], seqs,
+                          uniq[order])
+
+
+def _group_label(members: list[int], limit: int = 6) -> str:
+    runs: list[str] = []
+    i = 0
+    while i < len(members):
+        j = i
+        while j + 1 < len(members) and members[j + 1] == members[j] + 1:
+            j += 1
+        runs.append(str(members[i]) if i == j else f"{members[i]}-{members[j]}")
+        i = j + 1
+    text = ", ".join(runs[:limit]) + (", ..." if len(runs) > limit else "")
+    return f"rank {text}" if len(members) == 1 else f"ranks {text} ({len(members)})"
+
+
+def per_rank_counts(view: pd.DataFrame, ranks: Sequence[int]) -> pd.DataFrame:
+    """Per rank: collectives recorded, completed, and not completed (what the timeline draws)."""
+    lanes = sorted(set(int(r) for r in ranks) | set(int(r) for r in view["rank"].to_numpy()))
+    if not len(view):
+        return pd.DataFrame({"rank": lanes, "records": 0, "completed": 0, "not_completed": 0})
+    done = strs(view["state"]) == "completed"
+    d = pd.DataFrame({"rank": view["rank"].to_numpy(np.int64), "done": done})
+    g = d.groupby("rank")["done"].agg(["size", "sum"]).reindex(lanes, fill_value=0)
+    return pd.DataFrame({"rank": lanes, "records": g["size"].to_numpy(), "completed": g["sum"].to_numpy(),
+                         "not_completed": (g["size"] - g["sum"]).to_numpy()})
