@@ -28,9 +28,10 @@ from .sources.hook_jsonl import parse_jsonl
 from .sources.nccl_log import NcclCollBatch, parse_nccl_line, scan_coll_block
 from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 from .sources.ras import looks_like_ras_json, parse_ras_json, parse_ras_text
-from .sources.records import Rec
+from .sources.lines import lone_cr_to_lf, rejoin_wrapped, unglue_host
+from .sources.records import NcclRec, Rec
 from .sources.topo_xml import parse_topo_xml
-from .sources.torch_log import parse_torch_lines
+from .sources.torch_log import parse_torch_lines, torch_line_known
 
 MAX_LINE = 64 * 1024
 MAX_STRUCTURED_BYTES = 256 * 1024 * 1024  # JSON / pickle / XML are loaded whole: bounded
@@ -58,21 +59,18 @@ class Parsed:
 
 
 def iter_lines(path: Path, max_line: int = MAX_LINE) -> Iterator[tuple[int, str]]:
-    """(line number, text) for each line; overlong lines are cut, never loaded whole."""
-    with open(path, "rb") as f:
-        lineno = 0
-        while True:
-            raw = f.readline(max_line)
-            if not raw:
-                return
-            lineno += 1
-            if len(raw) == max_line and not raw.endswith(b"\n"):
-                # skip the rest of an overlong line
-                while True:
-                    more = f.readline(max_line)
-                    if not more or more.endswith(b"\n"):
-                        break
-            yield lineno, raw.decode("utf-8", "replace").replace("\x00", "")
+    """(line number, text) for each line; overlong lines are cut, never loaded whole; a CR that no LF
+    follows ends a line (``iter_blocks``). Each text keeps its line end, as ``readline`` gives it."""
+    for first, block, _ in iter_blocks(path, LINE_BLOCK_BYTES, max_line):
+        pieces = block.split(b"\n")
+        last = pieces.pop()  # after the last newline: empty, or the file's unterminated last line
+        for i, raw in enumerate(pieces):
+            yield first + i, (raw + b"\n").decode("utf-8", "replace").replace("\x00", "")
+        if last:
+            yield first + len(pieces), last.decode("utf-8", "replace").replace("\x00", "")
+
+
+LINE_BLOCK_BYTES = 1 << 20  # iter_lines reads this much at a time
 
 
 _NONPRINT = dict.fromkeys([*range(9), *range(14, 32), 0xFFFD])  # str.translate deletes these
@@ -144,6 +142,12 @@ def iter_blocks(path: Path, block_bytes: int = BLOCK_BYTES,
         skipping = False  # inside the tail of an overlong line
         while True:
             data = f.read(block_bytes)
+            if data and b"\r" in data:  # CR-only line ends (tqdm redraws, old Mac text): LF, in place
+                if data.endswith(b"\r"):
+                    data += f.read(1)  # a CRLF split between two reads stays one line end
+                crs = bytearray(data)
+                lone_cr_to_lf(crs)
+                data = bytes(crs)
             if not data:
                 if rest and not skipping:
                     yield lineno, rest, None
@@ -197,7 +201,7 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
     out: list[Rec] = []
 
     def rest() -> Iterator[tuple[int, str]]:
-        for lineno, text in lines:
+        for lineno, text in rejoin_wrapped(lines, _wrapped_join_known):
             if "NCCL " in text:
                 rec = parse_nccl_line(text, name, lineno)
                 if rec is not None:
@@ -210,9 +214,42 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
     for rec in parse_torch_lines(rest(), name):
         out.append(rec)
     out.sort(key=lambda r: r.line)
+    _unglue_hosts(out, batches)
     if batches:
         out = _interleave(out, batches)
     return out
+
+
+def _wrapped_join_known(first: str, joined: str) -> bool:
+    """Whether the pieces of a hard-wrapped line, joined, are a line the parsers know: an NCCL line
+    (also when its first piece alone parsed: cut at the wrap, it lost the rest of its message), or a
+    PyTorch line the first piece alone is not."""
+    if "NCCL " in joined and parse_nccl_line(joined) is not None:
+        return True
+    return torch_line_known(joined) and not torch_line_known(first)
+
+
+def _unglue_hosts(recs: list[Rec], batches: list[NcclCollBatch]) -> None:
+    """Another process's output glued in front of an NCCL line makes its host ``0.00009vm`` where the
+    process's other lines say ``vm``: such hosts are put right, in place, for one file's records."""
+    hosts: dict[int, set[str]] = {}
+    for r in recs:
+        if isinstance(r, NcclRec):
+            hosts.setdefault(r.pid, set()).add(r.host)
+    for b in batches:
+        for h, pid in b.procs:
+            hosts.setdefault(pid, set()).add(h)
+    fix = {(h, pid): unglue_host(h, hs) for pid, hs in hosts.items() if len(hs) > 1 for h in hs}
+    fix = {k: v for k, v in fix.items() if v != k[0]}
+    if not fix:
+        return
+    for r in recs:
+        if isinstance(r, NcclRec) and (r.host, r.pid) in fix:
+            r.host = fix[(r.host, r.pid)]
+    for b in batches:
+        b.procs = [(fix.get((h, pid), h), pid) for h, pid in b.procs]
+        if (b.host, b.pid) in fix:
+            b.host = fix[(b.host, b.pid)]
 
 
 def parse_small_logs(files: list[tuple[Path, str, bytes]]) -> list[Parsed]:
@@ -221,12 +258,21 @@ def parse_small_logs(files: list[tuple[Path, str, bytes]]) -> list[Parsed]:
     small files. Each file's records are what ``parse_log`` gives it alone; an empty file, or one
     with a line longer than ``MAX_LINE`` (``iter_blocks`` cuts those), is parsed alone."""
     out = [parse_file(path, name) for path, name, data in files if not data]
-    items = [(path, name, data) for path, name, data in files if data]
+    items = [(path, name, _lf_ends(data)) for path, name, data in files if data]
     if not items:
         return out
     joined = b"".join(data if data.endswith(b"\n") else data + b"\n" for _, _, data in items)
     ends = np.cumsum([len(data) + (not data.endswith(b"\n")) for _, _, data in items])
     return out + _parse_joined(joined, [(path, name, len(data)) for path, name, data in items], ends)
+
+
+def _lf_ends(data: bytes) -> bytes:
+    """``data`` with CR-only line ends made LF (``iter_blocks`` reads a file so)."""
+    if b"\r" not in data:
+        return data
+    buf = bytearray(data)
+    lone_cr_to_lf(buf)
+    return bytes(buf)
 
 
 def _parse_joined(joined: bytes | memoryview, items: list[tuple[Path, str, int]], ends: np.ndarray) -> list[Parsed]:
@@ -398,6 +444,8 @@ def _parse_small(small: list[tuple[Path, str, int]]) -> list[Parsed]:
         if not n or sniff(bytes(view[at:at + min(n, 65536)]), name) != "log":
             out.append(parse_file(path, name))
             continue
+        if buf.find(b"\r", at, at + n) >= 0:
+            lone_cr_to_lf(view, at, at + n)  # CR-only line ends, as iter_blocks reads them
         end = at + n
         if buf[end - 1] != 10:
             buf[end] = 10

@@ -46,6 +46,17 @@ def ranks_text(ranks: list[int]) -> str:
     return ", ".join(parts[:MAX_LISTED]) + (f" and {more} more ranges" if more > 0 else "")
 
 
+def _distinct_processes(procs: list[str]) -> list[str]:
+    """``host:pid`` names less those that are another's with text glued in front of the host (one
+    damaged line: ``0.00009vm:821`` is ``vm:821``): the same pid, one host ending with the other."""
+    out: list[str] = []
+    for p in sorted(set(procs), key=len):
+        host, _, pid = p.rpartition(":")
+        if not any(q.rpartition(":")[2] == pid and host.endswith(q.rpartition(":")[0]) for q in out):
+            out.append(p)
+    return out
+
+
 def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
     world = run.job.world_size
@@ -71,7 +82,7 @@ def detect(run: Run) -> list[Finding]:
     for p in run.job.processes:
         if p.rank is not None:
             procs_of[p.rank].append(f"{p.host}:{p.pid}")
-    dup = {r: ps for r, ps in sorted(procs_of.items()) if len(ps) > 1}
+    dup = {r: ps for r, ps in sorted(procs_of.items()) if len(_distinct_processes(ps)) > 1}
     # job-wide ids only: "0x..." is NCCL's commId; "host:pid:ptr" stands in when NCCL printed none
     full_roots = sorted(c.id for c in run.communicators if c.parent is None and world and c.nranks == world
                         and c.id.startswith("0x"))
@@ -93,7 +104,11 @@ def detect(run: Run) -> list[Finding]:
 
     # NCCL processes that hold no rank of this job's world ---------------------------------------------
     ranked = [p for p in run.job.processes if p.rank is not None]
-    stray = [f"{p.host}:{p.pid}" for p in run.job.processes if p.rank is None]
+    hosts_of_pid: dict[int, list[str]] = defaultdict(list)
+    for p in ranked:
+        hosts_of_pid[p.pid].append(p.host)
+    stray = [f"{p.host}:{p.pid}" for p in run.job.processes if p.rank is None  # a glued host is no stray
+             and not any(p.host != h and p.host.endswith(h) for h in hosts_of_pid.get(p.pid, ()))]
     other_sizes = sorted({c.nranks for c in run.communicators if c.parent is None and c.nranks != world})
     if ranked and stray and other_sizes and not dup:
         findings.append(Finding(

@@ -48,11 +48,17 @@ _PLAIN = (
     r"|\[\d{1,10}\] (?=\S)"  # a line number or pid in brackets
     r"|[a-z0-9][a-z0-9.-]{0,100}\d[a-z0-9.-]{0,100}: (?=\S)"  # pdsh / DeepSpeed multi-node: "gpu003: ", "10.1.2.3: "
     r"|\x1b\[[0-9;]{0,20}m"  # colour codes some loggers keep
+    # loggers' heads: DeepSpeed "[2026-09-17 13:40:02,791] [INFO] [launch.py:71:main] ", vLLM
+    # "ERROR 09-17 13:40:02 [worker.py:87] ", Python's basicConfig "ERROR:root:"
+    r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] "
+    r"|\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] (?:\[[\w.]{1,100}:\d{1,6}:[\w<>]{1,100}\] )?"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.]{1,100}:\d{1,6}\] "
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{0,100}:"
 )
 TOOL_PREFIX_RE = re.compile(f"(?:{_RANKED}{_PLAIN})")
 MAX_PREFIXES = 6  # prefixes peeled off one line at most: tools nest (srun > torchrun > Ray), never deeper
 
-_PREFIX_START = frozenset("[(0123456789 Rabcdefghijklmnopqrstuvwxyz\x1b")  # first characters a prefix can have
+_PREFIX_START = frozenset("[(0123456789 RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b")  # first characters a prefix can have
 
 
 def strip_tool_prefixes(text: str) -> tuple[int | None, str]:
@@ -83,30 +89,18 @@ def prefix_rank(text: str) -> int | None:
 def lone_cr_to_lf(buf: bytearray | memoryview, lo: int = 0, hi: int | None = None) -> int:
     """Turn every CR of ``buf[lo:hi]`` that no LF follows into an LF, in place; returns how many.
     Length-preserving, so the offsets callers hold stay right; CRLF is left alone (the parsers strip
-    it). A CR at ``hi - 1`` counts as lone only when ``hi`` is the end of ``buf``."""
+    it). A CR at ``hi - 1`` is lone: the byte after the range is not looked at."""
     end = len(buf) if hi is None else hi
     if end <= lo:
         return 0
-    arr = np.frombuffer(buf, dtype=np.uint8)
-    cr = np.flatnonzero(arr[lo:end] == 13) + lo
+    arr = np.frombuffer(buf, dtype=np.uint8)[lo:end]
+    cr = np.flatnonzero(arr == 13)
     if not len(cr):
         return 0
     nxt = cr + 1
-    has_next = nxt < len(arr)
-    lone = cr[~has_next | (arr[np.minimum(nxt, len(arr) - 1)] != 10)]
+    lone = cr[(nxt >= len(arr)) | (arr[np.minimum(nxt, len(arr) - 1)] != 10)]
     arr[lone] = 10
     return len(lone)
-
-
-def has_lone_cr(data: bytes | bytearray | memoryview) -> bool:
-    """Whether ``data`` holds a CR that no LF follows (cheap: one substring search when it has none)."""
-    b = bytes(data) if isinstance(data, memoryview) else data
-    i = b.find(b"\r")
-    while i >= 0:
-        if i + 1 >= len(b) or b[i + 1] != 10:
-            return True
-        i = b.find(b"\r", i + 2)
-    return False
 
 
 # --- glued text in front of an NCCL host -------------------------------------------------------------
@@ -137,18 +131,19 @@ def _width(text: str) -> int:
     return len(text.rstrip("\r\n"))
 
 
-def rejoin_wrapped(lines: Iterable[tuple[int, str]], known: Callable[[str], bool],
-                   complete: Callable[[str], bool]) -> Iterator[tuple[int, str]]:
+def rejoin_wrapped(lines: Iterable[tuple[int, str]],
+                   accept: Callable[[str, str], bool]) -> Iterator[tuple[int, str]]:
     """(line number, text) with hard-wrapped lines joined back. A wrapped line is a run of consecutive
     lines of one width W (80 to 200 columns) ending with one of at most W, none after the first starting
-    like a line of its own; the run is joined (keeping the first line's number) when the first line is
-    not ``complete`` by itself and the join is ``known``. Anything else passes through unchanged."""
+    like a line of its own; the run is joined (keeping the first line's number) when ``accept(first line,
+    joined text)`` says the join is a line a parser knows. Anything else passes through unchanged, and
+    a line is only looked at again when a line that could continue it follows."""
     held: list[tuple[int, str]] = []
 
     def flush() -> Iterator[tuple[int, str]]:
         if len(held) > 1:
             joined = "".join(t.rstrip("\r\n") for _, t in held) + "\n"
-            if known(joined):
+            if accept(held[0][1], joined):
                 yield held[0][0], joined
                 held.clear()
                 return
@@ -156,20 +151,18 @@ def rejoin_wrapped(lines: Iterable[tuple[int, str]], known: Callable[[str], bool
         held.clear()
 
     for lineno, text in lines:
+        w = len(text) - (text.endswith("\n") + text.endswith("\r\n"))
         if held:
             first_w = _width(held[0][1])
             last_no, last_text = held[-1]
-            w = _width(text)
-            cont = (lineno == last_no + 1 and _width(last_text) == first_w and 0 < w <= first_w
-                    and len(held) < MAX_WRAP_PIECES and LINE_START_RE.match(text) is None)
-            if cont:
+            if (lineno == last_no + 1 and 0 < w <= first_w and _width(last_text) == first_w
+                    and len(held) < MAX_WRAP_PIECES and LINE_START_RE.match(text) is None):
                 held.append((lineno, text))
                 if w < first_w:
                     yield from flush()
                 continue
             yield from flush()
-        w = _width(text)
-        if WRAP_MIN <= w <= WRAP_MAX and not complete(text):
+        if WRAP_MIN <= w <= WRAP_MAX:
             held.append((lineno, text))
         else:
             yield lineno, text

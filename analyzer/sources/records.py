@@ -275,6 +275,14 @@ class TorchVersionLine(TorchRec):
 
 
 @dataclass(slots=True)
+class WorldSize(TorchRec):
+    """A world size a launcher or wrapper printed: torchrun's ``global_world_sizes=[16, ...]``, DeepSpeed's
+    ``dist_world_size=16``, Lightning's ``MEMBER: 2/16``; ``rank`` is the printing rank when it says."""
+
+    world_size: int
+
+
+@dataclass(slots=True)
 class LauncherExit(Rec):
     """torchrun's failure summary entry or its ``failed (exitcode: ...)`` line."""
 

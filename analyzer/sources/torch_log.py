@@ -1,15 +1,30 @@
-"""PyTorch c10d (ProcessGroupNCCL watchdog, desync, DETAIL mismatch) and torchrun lines.
+"""PyTorch c10d (ProcessGroupNCCL watchdog, desync, DETAIL mismatch), mp.spawn, torchrun and wrapper lines,
+torch 1.10 to 2.13+.
 
-glog prefix: ``[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] msg``; the ``[rankN]:``
-part comes from torchrun's ``--tee``/``local_ranks_filter`` or is absent. Tracebacks arrive as
-``[rankN]: Traceback ...`` blocks. torchrun's failure summary is a block of ``key : value`` lines
-under ``Failures:`` / ``Root Cause (first observed failure):``.
+A line may carry tool prefixes (``lines.strip_tool_prefixes``: torchrun's ``[rankN]:``, srun's ``N: ``,
+mpirun's ``[1,N]<stdout>:``, Ray's ``(Actor pid=..)``, CI / Kubernetes timestamps ...); the rank a prefix
+gives is the line's rank when the line itself names none. Then a glog head: ``[E1218 20:27:21.426 ProcessGroupNCCL.cpp:629]``
+(torch >= 2.0), ``[E ProcessGroupNCCL.cpp:475]`` (torch 1.x, no time), torch's Python logging
+``W0124 03:42:15.485000 1505018 torch/multiprocessing/spawn.py:146]``; a glog head glued behind other
+output (a tqdm bar redrawn without a newline) is found inside the line. Tracebacks arrive as
+``Traceback ...`` blocks; mp.spawn's ``-- Process N terminated with the following error:`` names the
+rank of the traceback under it. torchrun's failure summary is a block of ``key : value`` lines under
+``Failures:`` / ``Root Cause (first observed failure):``.
+
+Shapes by release (own fixtures in tests/test_parse_torch_versions.py, each citing the thread it follows):
+``Process group watchdog thread terminated with exception: <error>`` (2.2+, ``NCCL watchdog thread
+terminated with exception`` before), ``Exception (either an error or timeout) detected by watchdog at
+work: N, last enqueued NCCL work: N, last completed NCCL work: N`` (2.3-2.5), ``failure detected by
+watchdog at work sequence id`` (2.6+), ``NCCL error in: <file>:<line>, <reason>, NCCL version X`` with
+or without the exception type in front (torch 1.10/1.11 printed NCCL 2.10.3 as ``21.0.3``).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
+from .lines import strip_tool_prefixes
 from .records import (
     CollectiveMismatch,
     DesyncReport,
@@ -20,13 +35,19 @@ from .records import (
     LauncherSignal,
     MonitoredBarrierFailure,
     Rec,
+    TorchVersionLine,
     WatchdogFailure,
     WatchdogTimeout,
+    WorldSize,
 )
 
 MAX_LINE = 64 * 1024
-RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
-GLOG_RE = re.compile(r"^\[(?P<sev>[EWIF])(?P<md>\d{4}) (?P<t>[\d:.]+) (?P<src>[^\]]+)\] ?")
+RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")  # kept for callers; lines.py has the full grammar
+GLOG_RE = re.compile(
+    r"^\[(?P<sev>[EWIF])(?:(?P<md>\d{4}) (?P<t>[\d:.]+) ?)? ?(?:\d+ )?(?P<src>[^\]\s]+:\d+)\] ?"
+    r"|^(?P<sev2>[EWIF])(?P<md2>\d{4}) (?P<t2>[\d:.]+) (?:\d+ )?(?P<src2>[^\]\s]+:\d+)\] ?"  # torch's Python logging
+)
+GLOG_ANY_RE = re.compile(r"\[(?P<sev>[EWIF])(?:(?P<md>\d{4}) (?P<t>[\d:.]+) | )(?P<src>[\w./-]{1,200}\.(?:cpp|hpp|cc|h):\d{1,6})\] ?")
 PG_RE = re.compile(
     r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s(]{1,200}))?(?: ?\((?P<desc>[^)]{0,500})\))? Rank (?P<rank>\d+)\]"
 )
@@ -56,164 +77,350 @@ EXC_RE = re.compile(
 )
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 SIGNAL_RE = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>\w+)")
+SPAWN_SIGNAL_RE = re.compile(r"Terminating process (?P<pid>\d+) via signal (?P<sig>SIG\w+)")
+SPAWN_ERROR_RE = re.compile(r"^-- Process (?P<i>\d+) terminated with the following error:")
+SPAWN_EXIT_RE = re.compile(r"process (?P<i>\d+) terminated with (?:exit code (?P<code>-?\d+)|signal (?P<sig>SIG\w+))")
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
+WATCHDOG_EXC_RE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<err>.*)$")
+ASYNC_EXC_RE = re.compile(r"raised the following async exception: (?P<err>.*)$")
+# torch's NCCL error text: "NCCL error in: <file>:<line>, <reason>, NCCL version X" (ncclGetErrorWithVersion)
+NCCL_ERROR_RE = re.compile(
+    r"(?:NCCL error in: (?P<where>[^\s,]{1,300}), )?(?P<reason>[^,]{1,300}(?:\([^)]{0,200}\))?), "
+    r"NCCL version (?P<v>\d{1,3}\.\d{1,3}\.\d{1,3})"
+)
+NCCL_CODE_RE = re.compile(r"^nccl[A-Z]\w{2,40}: ")  # "ncclInvalidUsage: This usually reflects ..."
+TORCH_VERSION_RE = re.compile(
+    r"(?:PyTorch version|torch version|torch\.__version__)\s*[:=]\s*(?P<v>\d+\.\d+(?:\.\d+)?[\w.+-]{0,40})"
+    r"|\btorch==(?P<v2>\d+\.\d+(?:\.\d+)?[\w.+-]{0,40})"
+)
+NCCL_PIP_RE = re.compile(r"nvidia-nccl-cu\d+==(?P<v>\d+\.\d+\.\d+)|NCCL version\s*[:=]\s*(?P<v2>\d+\.\d+\.\d+)")
+WORLD_RE = re.compile(
+    r"global_world_sizes=\[(?P<g>\d{1,7})"  # torchrun's rendezvous result
+    r"|\bdist_world_size=(?P<d>\d{1,7})"  # DeepSpeed's launcher
+    r"|GLOBAL_RANK: (?P<lr>\d{1,7}), MEMBER: \d{1,7}/(?P<l>\d{1,7})"  # Lightning
+    r"|\bworld[_ ]size\s*[:=]\s*(?P<w>\d{1,7})\b"  # scripts and wrappers: "world_size=16", "world size: 16"
+    , re.IGNORECASE
+)
 
 
-def _strip(text: str) -> tuple[int | None, str]:
-    m = RANK_PREFIX_RE.match(text)
-    if m:
-        return int(m.group(1)), text[m.end():]
-    return None, text
+def normalize_nccl_version(v: str) -> str:
+    """``21.0.3`` -> ``2.10.3``: torch 1.10 / 1.11 split NCCL's version code (21003) as if it were the old
+    one-digit-minor form; every real major is 2 (or 3)."""
+    parts = v.split(".")
+    if len(parts) == 3 and parts[0].isdigit() and int(parts[0]) >= 20:
+        code = int(parts[0]) * 1000 + int(parts[1]) * 100 + int(parts[2])
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return v
+
+
+Head = tuple[str, int, str, "int | None", "str | None", "str | None", "str | None"]  # TorchRec's fields, in order
+
+
+@dataclass
+class _State:
+    """What the stream remembers between lines."""
+
+    file: str
+    frames: dict[int | None, list[str]] = field(default_factory=dict)
+    pending_last_error: dict[int | None, DistError] = field(default_factory=dict)
+    awaiting_last_error: set[int | None] = field(default_factory=set)
+    summary: dict[str, str] | None = None
+    summary_root: bool = False
+    summary_start: int = 0
+    in_summary: bool = False
+    spawn_rank: int | None = None  # "-- Process N terminated with the following error:" until its exception
+    timeouts: set[tuple[int | None, int]] = field(default_factory=set)  # (rank, seq) already reported
+    errors: set[tuple[int | None, str]] = field(default_factory=set)  # (rank, message) already reported
+    versions: set[tuple[str | None, str | None]] = field(default_factory=set)
+    worlds: set[tuple[int | None, int]] = field(default_factory=set)
 
 
 def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
-    """Stream c10d, traceback and torchrun records out of (line number, text) pairs."""
-    frames: dict[int | None, list[str]] = {}
-    pending_last_error: dict[int | None, DistError] = {}
-    awaiting_last_error: set[int | None] = set()
-    summary: dict[str, str] | None = None
-    summary_root = False
-    summary_start = 0
-    in_summary = False
-
-    def flush_summary() -> Iterator[Rec]:
-        nonlocal summary
-        if summary and ("exitcode" in summary or "rank" in summary):
-            yield _launcher_exit(summary, file, summary_start, summary_root)
-        summary = None
-
+    """Stream c10d, traceback, mp.spawn, torchrun and wrapper records out of (line number, text) pairs."""
+    st = _State(file)
     for lineno, raw in lines:
         text = raw[:MAX_LINE].rstrip("\r\n")
-        if not text:
-            continue
-        # torchrun failure summary block --------------------------------------------------
-        stripped = text.strip()
-        if stripped.startswith("Root Cause (first observed failure)"):
-            yield from flush_summary()
-            in_summary, summary_root = True, True
-            continue
-        if stripped in ("Failures:", "Other Failures:"):
-            yield from flush_summary()
-            in_summary, summary_root = True, False
-            continue
-        if in_summary:
-            if re.match(r"^\[\d+\]:$", stripped):
-                yield from flush_summary()
-                summary, summary_start = {}, lineno
-                continue
-            kv = SUMMARY_KV_RE.match(text)
-            if kv and summary is not None:
-                summary[kv.group("k")] = kv.group("v").strip()
-                continue
-            if stripped.startswith(("=", "-")):
-                yield from flush_summary()
-                if stripped.startswith("="):
-                    in_summary = False
-                continue
-            if stripped == "<NO_OTHER_FAILURES>":
-                continue
-            yield from flush_summary()
-            in_summary = False
-        if "closing signal" in text:
-            m = SIGNAL_RE.search(text)
-            if m:
-                yield LauncherSignal(file, lineno, text, int(m.group("pid")), m.group("sig"))
-                continue
-        if "failed (exitcode:" in text:
-            m = FAILED_RE.search(text)
-            if m:
-                yield LauncherExit(file, lineno, text, None, int(m.group("lr")), int(m.group("code")),
-                                   int(m.group("pid")), None, None, None, False)
-                continue
-        rank, body = _strip(text)
-        g = GLOG_RE.match(body)
-        sev = ts_text = None
-        if g:
-            sev, ts_text = g.group("sev"), f"{g.group('md')} {g.group('t')}"
-            body = body[g.end():]
-        pgm = PG_RE.search(body)
-        pg = pgm.group("pg") if pgm else None
-        if rank is None:
-            if pgm:
-                rank = int(pgm.group("rank"))
-            else:
-                rb = RANK_BRACKET_RE.search(body)
-                if rb:
-                    rank = int(rb.group(1))
-        head = (file, lineno, text, rank, sev, ts_text, pg)
-        if "WorkNCCL(" in body and "Watchdog caught collective operation timeout" in body:
-            m = WORK_RE.search(body)
-            if m and "terminated with exception" not in body:
-                yield WatchdogTimeout(*head, int(m.group("seq")), m.group("op"),
-                                      int(m.group("ni")) if m.group("ni") else None,
-                                      int(m.group("no")) if m.group("no") else None,
-                                      int(m.group("to")), int(m.group("ran")) if m.group("ran") else None)
-            continue
-        if "failure detected by watchdog" in body:
-            m = FAILURE_RE.search(body)
-            if m:
-                yield WatchdogFailure(*head, int(m.group("seq")), int(m.group("e")), int(m.group("c")),
-                                      int(m.group("s")) if m.group("s") else None)
-            continue
-        if "enqueued NCCL work" in body:
-            m = DUMP_SIGNAL_RE.search(body)
-            if m:
-                yield DumpSignal(*head, int(m.group("from")) if m.group("from") else rank,
-                                 int(m.group("e")), int(m.group("c")))
-                continue
-            m = OLD_FAILURE_RE.search(body)
-            if m:
-                yield WatchdogFailure(*head, int(m.group("seq")), int(m.group("e")), int(m.group("c")))
-            continue
-        if "lagging ranks" in body or "Timeout at collective:" in body:
-            lag = DESYNC_LAG_RE.search(body)
-            at = DESYNC_AT_RE.search(body)
-            ranks = [int(x) for x in lag.group("ranks").replace(" ", "").split(",") if x] if lag else []
-            yield DesyncReport(*head, ranks, int(at.group("seq")) if at else None, at.group("op") if at else None)
-            continue
-        if "Detected mismatch between collectives on ranks" in body:
-            fps = MISMATCH_RE.findall(body)
-            yield CollectiveMismatch(*head, [int(r) for r, _ in fps], [fp for _, fp in fps])
-            continue
-        if "failed to pass monitoredBarrier" in body:
-            m = BARRIER_RE.search(body)
-            if m:
-                ranks = [int(x) for x in m.group("ranks").replace(" ", "").split(",") if x]
-                yield MonitoredBarrierFailure(*head, ranks, int(m.group("ms")))
-            continue
-        if "Heartbeat monitor timed out" in body or "watchdog got stuck for" in body:
-            yield HeartbeatTimeout(*head)
-            continue
-        # tracebacks -------------------------------------------------------------------------
-        fm = FRAME_RE.match(body)
-        if fm:
-            frames.setdefault(rank, []).append(f"{fm.group('file')}:{fm.group('line')} in {fm.group('func')}")
-            continue
-        if body.startswith("Traceback (most recent call last)"):
-            frames[rank] = []
-            continue
-        if body.strip() == "Last error:":
-            if rank in pending_last_error:
-                awaiting_last_error.add(rank)
-            continue
-        if rank in awaiting_last_error:
-            awaiting_last_error.discard(rank)
-            err = pending_last_error.pop(rank, None)
-            if err is not None:
-                err.last_error = body.strip()
-            continue
-        if rank in pending_last_error and body.startswith("nccl"):
-            continue  # "ncclInvalidUsage: This usually reflects ..." between the exception and "Last error:"
-        em = EXC_RE.match(body.strip()) if not body.startswith(" ") else None
-        if em and (frames.get(rank) or "DistBackendError" in em.group("type") or "NCCL" in (em.group("msg") or "")):
-            err = DistError(*head, em.group("type"), (em.group("msg") or "").strip(), None,
-                            list(frames.pop(rank, [])))
-            yield err
-            if "NCCL error" in body or "DistBackendError" in em.group("type"):
-                pending_last_error[rank] = err
-            continue
-    yield from flush_summary()
+        if text:
+            yield from _line(st, lineno, text)
+    yield from _flush_summary(st)
+
+
+def _flush_summary(st: _State) -> Iterator[Rec]:
+    if st.summary and ("exitcode" in st.summary or "rank" in st.summary):
+        yield _launcher_exit(st.summary, st.file, st.summary_start, st.summary_root)
+    st.summary = None
+
+
+def _summary_line(st: _State, lineno: int, text: str, stripped: str) -> Iterator[Rec] | None:
+    """torchrun's failure summary block: records to yield when the line belongs to it, else None."""
+    if stripped.startswith("Root Cause (first observed failure)"):
+        st.in_summary, st.summary_root = True, True
+        return _flush_summary(st)
+    if stripped in ("Failures:", "Other Failures:"):
+        st.in_summary, st.summary_root = True, False
+        return _flush_summary(st)
+    if not st.in_summary:
+        return None
+    if re.match(r"^\[\d+\]:$", stripped):
+        out = list(_flush_summary(st))
+        st.summary, st.summary_start = {}, lineno
+        return iter(out)
+    kv = SUMMARY_KV_RE.match(text)
+    if kv and st.summary is not None:
+        st.summary[kv.group("k")] = kv.group("v").strip()
+        return iter(())
+    if stripped.startswith(("=", "-")) and not stripped.startswith("-- Process"):
+        out = list(_flush_summary(st))
+        if stripped.startswith("="):
+            st.in_summary = False
+        return iter(out)
+    if stripped == "<NO_OTHER_FAILURES>":
+        return iter(())
+    st.in_summary = False
+    return _flush_summary(st)
+
+
+def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:  # noqa: C901 - one dispatch
+    prefix_rank, body = strip_tool_prefixes(text)
+    stripped = body.strip()
+    summary = _summary_line(st, lineno, body, stripped)
+    if summary is not None:
+        yield from summary
+        if st.in_summary or stripped.startswith(("Root Cause", "Failures:", "Other Failures:", "=")):
+            return
+    if "closing signal" in body or "via signal" in body:
+        m = SIGNAL_RE.search(body) or SPAWN_SIGNAL_RE.search(body)
+        if m:
+            yield LauncherSignal(st.file, lineno, text, int(m.group("pid")), m.group("sig"))
+            return
+    if "failed (exitcode:" in body:
+        m = FAILED_RE.search(body)
+        if m:
+            yield LauncherExit(st.file, lineno, text, None, int(m.group("lr")), int(m.group("code")),
+                               int(m.group("pid")), None, None, None, False)
+            return
+    if body.startswith("-- Process"):
+        m = SPAWN_ERROR_RE.match(body)
+        if m:
+            st.spawn_rank = int(m.group("i"))
+            return
+    g = GLOG_RE.match(body)
+    if g is None and "] " in body and ("[E" in body or "[W" in body or "[I" in body or "[F" in body):
+        g = GLOG_ANY_RE.search(body)  # a glog head glued behind a progress bar or another process's output
+    sev = ts_text = None
+    if g:
+        sev = g.group("sev") or g.groupdict().get("sev2")
+        md, t = g.group("md") or g.groupdict().get("md2"), g.group("t") or g.groupdict().get("t2")
+        ts_text = f"{md} {t}" if md else None
+        body = body[g.end():]
+    pgm = PG_RE.search(body) if "[PG " in body else None
+    pg = pgm.group("pg") if pgm else None
+    rank: int | None = None
+    if pgm:
+        rank = int(pgm.group("rank"))
+    elif "[Rank " in body:
+        rb = RANK_BRACKET_RE.search(body)
+        if rb:
+            rank = int(rb.group(1))
+    if prefix_rank is not None:
+        rank = prefix_rank  # the launcher's own tag: the global rank ([PG n Rank r] is the rank in group n)
+    if rank is None:
+        rank = st.spawn_rank
+    head: Head = (st.file, lineno, text, rank, sev, ts_text, pg)
+    yield from _facts(st, head, body, rank)
+
+
+def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:  # noqa: C901 - one dispatch
+    if "watchdog thread terminated" in body or "async exception" in body:
+        yield from _watchdog_exception(st, head, body, rank)
+        return
+    if "WorkNCCL(" in body and "Watchdog caught collective operation timeout" in body:
+        yield from _timeout(st, head, body, rank)
+        return
+    if "failure detected by watchdog" in body:
+        m = FAILURE_RE.search(body)
+        if m:
+            yield WatchdogFailure(*head, int(m.group("seq")), int(m.group("e")), int(m.group("c")),
+                                  int(m.group("s")) if m.group("s") else None)
+        return
+    if "enqueued NCCL work" in body:
+        m = DUMP_SIGNAL_RE.search(body)
+        if m:
+            yield DumpSignal(*head, int(m.group("from")) if m.group("from") else rank, int(m.group("e")), int(m.group("c")))
+            return
+        m = OLD_FAILURE_RE.search(body)
+        if m:
+            yield WatchdogFailure(*head, int(m.group("seq")), int(m.group("e")), int(m.group("c")))
+        return
+    if "lagging ranks" in body or "Timeout at collective:" in body:
+        lag = DESYNC_LAG_RE.search(body)
+        at = DESYNC_AT_RE.search(body)
+        ranks = [int(x) for x in lag.group("ranks").replace(" ", "").split(",") if x] if lag else []
+        yield DesyncReport(*head, ranks, int(at.group("seq")) if at else None, at.group("op") if at else None)
+        return
+    if "Detected mismatch between collectives on ranks" in body:
+        fps = MISMATCH_RE.findall(body)
+        yield CollectiveMismatch(*head, [int(r) for r, _ in fps], [fp for _, fp in fps])
+        return
+    if "failed to pass monitoredBarrier" in body:
+        m = BARRIER_RE.search(body)
+        if m:
+            ranks = [int(x) for x in m.group("ranks").replace(" ", "").split(",") if x]
+            yield MonitoredBarrierFailure(*head, ranks, int(m.group("ms")))
+        return
+    if "Heartbeat monitor timed out" in body or "watchdog got stuck for" in body:
+        yield HeartbeatTimeout(*head)
+        return
+    yield from _versions_and_world(st, head, body, rank)
+    yield from _traceback(st, head, body, rank)
+
+
+def _timeout(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
+    m = WORK_RE.search(body)
+    if m is None or (rank, int(m.group("seq"))) in st.timeouts:
+        return
+    st.timeouts.add((rank, int(m.group("seq"))))
+    yield WatchdogTimeout(*head, int(m.group("seq")), m.group("op"), int(m.group("ni")) if m.group("ni") else None,
+                          int(m.group("no")) if m.group("no") else None, int(m.group("to")),
+                          int(m.group("ran")) if m.group("ran") else None)
+
+
+def _watchdog_exception(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
+    """``Process group watchdog thread terminated with exception: <error>`` and the older ``NCCL watchdog
+    thread ...`` / ``... raised the following async exception: <error>``: a timeout inside is the timeout
+    (once per rank and sequence number, however often it is echoed); any other error is the rank's error."""
+    m = WATCHDOG_EXC_RE.search(body) or ASYNC_EXC_RE.search(body)
+    if m is None:
+        return
+    err = m.group("err").strip()
+    if "WorkNCCL(" in err and "Watchdog caught collective operation timeout" in err:
+        yield from _timeout(st, head, err, rank)
+        return
+    if not err or (rank, err) in st.errors:
+        return
+    st.errors.add((rank, err))
+    e = DistError(*head, "c10::DistBackendError", err, None, [])
+    yield e
+    yield from _nccl_version_of(st, head, err)
+    if "NCCL error" in err:
+        st.pending_last_error[rank] = e
+
+
+def _nccl_version_of(st: _State, head: Head, text: str) -> Iterator[Rec]:
+    if "NCCL version" in text:
+        m = NCCL_ERROR_RE.search(text)
+        if m:
+            yield from _version(st, head, None, normalize_nccl_version(m.group("v")))
+
+
+def _version(st: _State, head: Head, torch: str | None, nccl: str | None) -> Iterator[Rec]:
+    if (torch, nccl) not in st.versions:
+        st.versions.add((torch, nccl))
+        yield TorchVersionLine(*head, torch, nccl)
+
+
+def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
+    """Versions and world sizes from wherever they are printed (collect_env, pip lists, launchers)."""
+    if "version" in body or "==" in body:
+        m = TORCH_VERSION_RE.search(body)
+        if m:
+            yield from _version(st, head, m.group("v") or m.group("v2"), None)
+        n = NCCL_PIP_RE.search(body)
+        if n and not body.lstrip().startswith("NCCL version"):
+            yield from _version(st, head, None, normalize_nccl_version(n.group("v") or n.group("v2")))
+    if "orld" in body or "MEMBER" in body:
+        w = WORLD_RE.search(body)
+        if w:
+            size = int(w.group("g") or w.group("d") or w.group("l") or w.group("w"))
+            r = int(w.group("lr")) if w.group("lr") else rank
+            if 0 < size <= 1 << 20 and (r, size) not in st.worlds:
+                st.worlds.add((r, size))
+                yield WorldSize(head[0], head[1], head[2], r, head[4], head[5], head[6], size)
+
+
+def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:  # noqa: C901 - one block
+    fm = FRAME_RE.match(body)
+    if fm:
+        st.frames.setdefault(rank, []).append(f"{fm.group('file')}:{fm.group('line')} in {fm.group('func')}")
+        return
+    if body.startswith("Traceback (most recent call last)"):
+        st.frames[rank] = []
+        return
+    if body.strip() == "Last error:":
+        if rank in st.pending_last_error:
+            st.awaiting_last_error.add(rank)
+        return
+    if rank in st.awaiting_last_error:
+        st.awaiting_last_error.discard(rank)
+        err = st.pending_last_error.pop(rank, None)
+        if err is not None:
+            err.last_error = body.strip()
+        return
+    if rank in st.pending_last_error and NCCL_CODE_RE.match(body):
+        return  # "ncclInvalidUsage: This usually reflects ..." between the exception and "Last error:"
+    stripped = body.strip()
+    em = EXC_RE.match(stripped) if not body.startswith(" ") else None
+    if em:
+        yield from _exception(st, head, body, rank, em)
+        return
+    if "NCCL version" in body and ", NCCL version" in body:
+        m = NCCL_ERROR_RE.search(body)
+        if m and not NCCL_CODE_RE.match(body):  # an NCCL error quoted without its exception type
+            msg = body[m.start():].strip()
+            yield from _version(st, head, None, normalize_nccl_version(m.group("v")))
+            if (rank, msg) not in st.errors:
+                st.errors.add((rank, msg))
+                err = DistError(*head, "NCCL error", msg, None, list(st.frames.pop(rank, [])))
+                yield err
+                st.pending_last_error[rank] = err
+
+
+def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match[str]) -> Iterator[Rec]:
+    etype, msg = em.group("type"), (em.group("msg") or "").strip()
+    if etype.endswith(("ProcessRaisedException", "ProcessExitedException")):
+        st.frames.pop(rank, None)  # mp.spawn's parent re-raising a child's failure: the child's own is the error
+        m = SPAWN_EXIT_RE.search(msg)
+        if m:
+            i = int(m.group("i"))
+            code = int(m.group("code")) if m.group("code") else -_SIGNALS.get(m.group("sig") or "", 0) or None
+            yield LauncherExit(st.file, head[1], head[2], i, i, code, None, None, None,
+                               f"Signal ({m.group('sig')})" if m.group("sig") else None, False)
+        return
+    if not (st.frames.get(rank) or "DistBackendError" in etype or "NCCL" in msg):
+        return
+    st.spawn_rank = None
+    if (rank, msg) in st.errors and not st.frames.get(rank):
+        return  # the same error already read (a watchdog echo, a wrapper printing it again)
+    st.errors.add((rank, msg))
+    err = DistError(*head, etype, msg, None, list(st.frames.pop(rank, [])))
+    yield err
+    yield from _nccl_version_of(st, head, msg)
+    if "NCCL error" in body or "DistBackendError" in etype:
+        st.pending_last_error[rank] = err
+
+
+_SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGABRT": 6, "SIGBUS": 7, "SIGFPE": 8,
+            "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15}
+
+
+def torch_line_known(text: str) -> bool:
+    """Whether ``text`` is a whole line of a form this parser reads for facts (the test that decides
+    whether a hard-wrapped line's pieces are joined)."""
+    _, body = strip_tool_prefixes(text.rstrip("\r\n"))
+    if "WorkNCCL(" in body:
+        return WORK_RE.search(body) is not None
+    if "watchdog" in body:
+        return bool(FAILURE_RE.search(body) or OLD_FAILURE_RE.search(body) or WATCHDOG_EXC_RE.search(body))
+    if "NCCL work" in body:
+        return OLD_FAILURE_RE.search(body) is not None or DUMP_SIGNAL_RE.search(body) is not None
+    if "NCCL version" in body:
+        return NCCL_ERROR_RE.search(body) is not None
+    if "lagging ranks" in body:
+        return DESYNC_LAG_RE.search(body) is not None
+    if "monitoredBarrier" in body:
+        return BARRIER_RE.search(body) is not None
+    return False
 
 
 def _launcher_exit(kv: dict[str, str], file: str, lineno: int, root: bool) -> LauncherExit:

@@ -1,0 +1,118 @@
+"""lines.py: the prefixes launchers and tools put in front of log lines, and line repair, through the
+parsers and through ingest. Each shape is written after a public thread (cited) with our own hosts,
+pids and numbers."""
+from __future__ import annotations
+
+import pytest
+
+from ncclscope.ingest import iter_lines, parse_file
+from ncclscope.sources import records as R
+from ncclscope.sources.lines import lone_cr_to_lf, rejoin_wrapped, strip_tool_prefixes, unglue_host
+from ncclscope.sources.nccl_log import parse_nccl_line
+from ncclscope.sources.torch_log import parse_torch_lines
+
+TIMEOUT = ("[E1129 19:37:35.564976045 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective operation timeout: "
+           "WorkNCCL(SeqNum=126, OpType=ALLREDUCE, NumelIn=4196352, NumelOut=4196352, Timeout(ms)=60000) ran for "
+           "60035 milliseconds before timing out.")
+NCCL = "gpu-a17:5021:5090 [3] NCCL INFO comm 0x7f10 rank 3 nranks 8 cudaDev 3 busId 4b000 commId 0x9a1 - Init COMPLETE"
+
+# (prefix, rank it gives or None)
+PREFIXES = [
+    ("[rank5]:", 5),  # torchrun --tee
+    ("[default5]:", 5),  # torchrun / Lightning local rank tag
+    ("5: ", 5),  # srun --label (huggingface/accelerate#1317 style multi-node logs)
+    ("  12: ", 12),  # srun --label, padded for 2-digit task ids
+    ("[1,6]<stdout>:", 6),  # OpenMPI --tag-output
+    ("[1,6]<stderr>:", 6),
+    ("(RayWorkerWrapper pid=41077, ip=10.8.0.3) ", None),  # vllm-project/vllm#2682
+    ("(VllmWorker rank=3 pid=41077) ", 3),  # gpustack/gpustack#2680
+    ("(pid=41077) ", None),
+    ("trainer.node1 [stderr] ", None),  # <name>.<node> [stderr]
+    ("2026-09-17 13:40:02 [rank2]: ", 2),
+    ("2026-09-17T13:40:02.4412345Z ", None),  # GitHub Actions log
+    ("2026-09-17T13:40:02.441234567Z stderr F ", None),  # Kubernetes CRI log
+    ("2026-09-17T13:40:02+00:00 ", None),
+    ("[1784] ", None),  # line numbers (hiyouga/LlamaFactory#7396)
+    ("gpu003: ", None),  # pdsh / DeepSpeed multi-node (hiyouga/LlamaFactory#2470)
+    ("10.1.20.7: ", None),
+    ("2026-09-17T13:40:02.441234567Z stdout F 7: [rank7]:", 7),  # nested: the innermost rank wins
+    ("[2026-09-17 13:40:02,791] [INFO] [launch.py:71:main] ", None),  # DeepSpeed's logger
+]
+
+
+@pytest.mark.parametrize("prefix,rank", PREFIXES)
+def test_prefix_is_peeled_and_gives_its_rank(prefix, rank):
+    assert strip_tool_prefixes(prefix + TIMEOUT) == (rank, TIMEOUT)
+
+
+@pytest.mark.parametrize("prefix,rank", PREFIXES)
+def test_nccl_line_behind_any_prefix(prefix, rank):
+    rec = parse_nccl_line(prefix + NCCL, "f", 1)
+    assert isinstance(rec, R.NcclInit) and (rec.host, rec.pid, rec.rank, rec.nranks) == ("gpu-a17", 5021, 3, 8)
+
+
+@pytest.mark.parametrize("prefix,rank", [p for p in PREFIXES if not p[0].startswith("[2026")])
+def test_torch_line_behind_any_prefix_takes_the_prefix_rank_when_it_has_one(prefix, rank):
+    line = TIMEOUT.replace("[Rank 0] ", "")  # no rank of its own: the prefix's is the one there is
+    (rec,) = list(parse_torch_lines([(1, prefix + line)], "stderr.log"))
+    assert isinstance(rec, R.WatchdogTimeout) and rec.seq == 126 and rec.severity == "E"
+    assert rec.rank == rank
+
+
+def test_prefix_rank_never_overrides_when_absent_and_line_rank_stays():
+    (rec,) = list(parse_torch_lines([(1, "gpu003: " + TIMEOUT)], "stderr.log"))
+    assert rec.rank == 0
+
+
+@pytest.mark.parametrize("text", ["RuntimeError: NCCL error", "  File \"train.py\", line 4, in main",
+                                  "Traceback (most recent call last):", "vm:1:2 [0] NCCL INFO x", "step 20 loss 3.1",
+                                  "Epoch 1: 100%|####| 10/10", "[W socket.cpp:464] x", "ncclInternalError: x"])
+def test_ordinary_lines_keep_their_text(text):
+    assert strip_tool_prefixes(text) == (None, text)
+
+
+def test_tqdm_bar_glued_in_front_of_a_glog_head():
+    """pytorch/pytorch#118369: the progress bar was redrawn without a newline and the watchdog's line
+    followed it on the same line."""
+    bar = "Epoch 0:   6%|##         | 3204/50015 [6:28:43<94:39:17,  1.37it/s, loss=2.6, v_num=7][E ProcessGroupNCCL.cpp:458] "
+    line = bar + "[Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9612, OpType=ALLREDUCE, " \
+                 "Timeout(ms)=1800000) ran for 1802488 milliseconds before timing out."
+    (rec,) = list(parse_torch_lines([(1, line)], "stderr.log"))
+    assert isinstance(rec, R.WatchdogTimeout) and (rec.rank, rec.seq, rec.severity) == (4, 9612, "E")
+
+
+def test_lone_cr_to_lf_keeps_crlf_and_length():
+    buf = bytearray(b"a\rb\r\nc\r")
+    assert lone_cr_to_lf(buf) == 2 and bytes(buf) == b"a\nb\r\nc\n"
+    part = bytearray(b"x\ry\rz")
+    lone_cr_to_lf(part, 0, 2)
+    assert bytes(part) == b"x\ny\rz"
+
+
+def test_unglue_host():
+    assert unglue_host("0.00009vm", {"vm", "0.00009vm"}) == "vm"
+    assert unglue_host("lossgpu-a17", {"gpu-a17", "a17"}) == "gpu-a17"
+    assert unglue_host("vm", {"vm", "0.00009vm"}) == "vm"
+
+
+def test_rejoin_wrapped_joins_only_a_known_join():
+    width = 100
+    text = NCCL + " " * 0
+    pieces = [text[i:i + width] for i in range(0, len(text), width)]
+    lines = [(10 + i, p + "\n") for i, p in enumerate(pieces)]
+    out = list(rejoin_wrapped([(9, "x\n"), *lines, (20, "y\n")], lambda first, joined: joined.startswith("gpu-a17")))
+    assert out == [(9, "x\n"), (10, text + "\n"), (20, "y\n")]
+    kept = list(rejoin_wrapped(lines, lambda first, joined: False))
+    assert kept == lines
+
+
+def test_cr_only_log_reads_like_the_lf_log(tmp_path):
+    """A CR-only log (tqdm's redraws, a Mac editor) was one 64 KB line: everything after it was skipped."""
+    body = "\n".join([NCCL.replace("Init COMPLETE", "Init START"), "epoch 1", NCCL, "[rank3]:" + TIMEOUT]) + "\n"
+    lf, cr = tmp_path / "lf.log", tmp_path / "cr.log"
+    lf.write_text(body)
+    cr.write_bytes(body.replace("\n", "\r").encode())
+    want = [(type(r).__name__, r.line) for r in parse_file(lf, "lf.log").records]
+    assert [(type(r).__name__, r.line) for r in parse_file(cr, "cr.log").records] == want
+    assert len(want) == 3
+    assert [n for n, _ in iter_lines(cr)] == [1, 2, 3, 4]
