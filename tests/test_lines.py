@@ -37,6 +37,7 @@ PREFIXES = [
     ("10.1.20.7: ", None),
     ("2026-09-17T13:40:02.441234567Z stdout F 7: [rank7]:", 7),  # nested: the innermost rank wins
     ("[2026-09-17 13:40:02,791] [INFO] [launch.py:71:main] ", None),  # DeepSpeed's logger
+    ("  | 2026-08-23T22:22:51.874Z | [rank3]:", 3),  # a log viewer's table (Lightning-AI/litData#340)
 ]
 
 

@@ -43,7 +43,8 @@ _RANKED = (
     r"|Rank (?P<r5>\d{1,7}): (?=\S)"  # print(f"Rank {rank}: {e}")
 )
 _PLAIN = (
-    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? (?:(?:stdout|stderr) [FP] )?"  # CI, k8s
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? (?:(?:stdout|stderr) [FP] |\| )?"  # CI, k8s
+    r"|\s{0,8}\| (?=\d{4}-)"  # a log viewer's table: "  | 2026-08-23T22:22:51.874Z | "
     r"|[\w-]{1,100}(?:\.[\w-]{1,100}){1,4} \[(?:stdout|stderr)\]:? "  # <name>.<node> [stderr]
     r"|\[\d{1,10}\] (?=\S)"  # a line number or pid in brackets
     r"|[a-z0-9][a-z0-9.-]{0,100}\d[a-z0-9.-]{0,100}: (?=\S)"  # pdsh / DeepSpeed multi-node: "gpu003: ", "10.1.2.3: "
@@ -58,7 +59,7 @@ _PLAIN = (
 TOOL_PREFIX_RE = re.compile(f"(?:{_RANKED}{_PLAIN})")
 MAX_PREFIXES = 6  # prefixes peeled off one line at most: tools nest (srun > torchrun > Ray), never deeper
 
-_PREFIX_START = frozenset("[(0123456789 RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b")  # first characters a prefix can have
+_PREFIX_START = frozenset("[(0123456789 |RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b")  # first characters a prefix can have
 
 
 def strip_tool_prefixes(text: str) -> tuple[int | None, str]:
