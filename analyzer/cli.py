@@ -74,9 +74,9 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
 
 
 def _add_subcommands() -> None:
-    from .commands import bench, doctor, perf, run, serve, watch
+    from .commands import bench, doctor, export, perf, run, serve, watch
 
-    for mod in (run, watch, serve, doctor, perf, bench):
+    for mod in (run, watch, serve, doctor, perf, bench, export):
         cli.add_command(mod.command)
 
 

@@ -113,9 +113,12 @@ def _page_timings(rs: RunStore, key: str) -> dict[str, float]:
     timed("topology: tree, channel 0", lambda: topology.figure(rs, key, comm, "tree", 0)[0])
 
     _, pg = timeline.pg_options(rs, key)
-    timed("timeline: by sequence number", lambda: timeline.figure(rs, key, pg, "seq")[0])
-    timed("timeline: by time", lambda: timeline.figure(rs, key, pg, "time")[0])
-    timed("hotspots", lambda: [hotspots.share(rs, key, "op"), *hotspots.busbw_and_wait(rs, key)[:2]])
+    timed("timeline: progress matrix", lambda: timeline.figure(rs, key, pg, "seq")[0])
+    timed("timeline: lanes by sequence number", lambda: timeline.figure(rs, key, pg, "seq", "lanes")[0])
+    timed("timeline: lanes by time", lambda: timeline.figure(rs, key, pg, "time", "lanes")[0])
+    timed("timeline: per-rank counts", lambda: timeline.counts(rs, key, pg))
+    timed("hotspots", lambda: [hotspots.share(rs, key, "op"), hotspots.volume_fig(rs, key, "op"),
+                               hotspots.top_table(rs, key), *hotspots.busbw_and_wait(rs, key)[:2]])
     timed("hang report", lambda: hang.render(rs, key))
     timed("logs: first page", lambda: [logs.options(rs, key),
                                        logs.page(rs, key, None, None, None, None, None, 0, None, True)])
@@ -149,11 +152,14 @@ def test_1024_ranks_in_memory_every_page_within_budget(app_pages: RunStore) -> N
     assert not slow, f"pages over {BUDGET_S} s: {slow}"
     # and the figures say the right things at that scale
     from ncclscope.dashboard import figures
+    from ncclscope.dashboard.pages import timeline
+    from ncclscope.metrics.waiting import wait_matrix
 
-    fig = figures.timeline_figure(a.run.collectives, "0", a.decision.stuck, "seq", ranks=a.run.ranks())
-    stuck_trace = next(tr for tr in fig.data if tr.name.startswith("stuck"))
-    assert len(stuck_trace.y) == N  # marked on every rank, including the one that never got there
-    ranks, _, wait = figures.wait_matrix(a.run.collectives, "0")
+    fig, _ = timeline.figure(rs, "big", "0", "seq")
+    heat = fig.data[0]
+    assert heat.type == "heatmap" and f"rank {CULPRIT}" in list(heat.y)  # the rank that never joined: a row of its own
+    assert len(heat.y) <= 8  # the 1,023 others fold into a few rows
+    ranks, _, wait = wait_matrix(a.run.collectives, "0")
     assert int(ranks[int(np.nanargmin(np.nanmean(wait, axis=1)))]) == STRAGGLER
     assert "hosts: 128" in figures.host_figure(a.run.communicators[0], a.run.job.processes).layout.title.text
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..model import Stuck
-from .progress import NEVER_JOINED, WAITING
+from ..model import Run, Stuck
+from .progress import NEVER_JOINED, WAITING, pg_status_by_rank
 from .records import best_records, strs
 
 # cell codes of the progress matrix
@@ -19,11 +19,33 @@ CELL_NAMES = ["no record", "completed", "issued, not completed", "waiting in the
               "never joined the stuck collective"]
 
 
-def pg_records(df: pd.DataFrame, pg: str | None) -> pd.DataFrame:
-    """One record per (rank, seq) of process group ``pg``, completion merged over the sources."""
+def pg_records(df: pd.DataFrame, pg: str | None, done_through: Mapping[int, int] | None = None) -> pd.DataFrame:
+    """One record per (rank, seq) of process group ``pg``, completion merged over the sources and, with
+    ``done_through`` (rank -> last completed seq, ``completed_through``), over the process-group status:
+    gloo's Flight Recorder never marks an entry completed, though its pg_status counts them."""
     if pg is None or not len(df):
         return df.iloc[0:0]
-    return best_records(df[(df["pg"].astype(str) == str(pg)).to_numpy()])
+    view = best_records(df[(df["pg"].astype(str) == str(pg)).to_numpy()])
+    if not done_through or not len(view):
+        return view
+    limit = pd.Series(done_through, dtype="float64").reindex(view["rank"].to_numpy()).to_numpy()
+    state = strs(view["state"])
+    more = (view["seq"].to_numpy() <= np.nan_to_num(limit, nan=-1)) & (state != "completed")
+    if not more.any():
+        return view
+    state[more] = "completed"
+    return view.assign(state=state)
+
+
+def completed_through(run: Run, pg: str | None, stuck: Stuck | None) -> dict[int, int]:
+    """rank -> the last collective of ``pg`` its process-group status counts as completed; never the
+    stuck collective or later (gloo's status counts a collective completed once it is enqueued)."""
+    out: dict[int, int] = {}
+    for r, s in pg_status_by_rank(run).get(str(pg), {}).items():
+        if s.completed is not None:
+            cap = stuck.seq - 1 if stuck is not None and str(stuck.pg) == str(pg) else s.completed
+            out[r] = min(s.completed, cap)
+    return out
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ncclscope.dashboard.data import Entry, RunStore, current
 from ncclscope.dashboard.tables import timeline_counts
 from ncclscope.metrics.progress import states_at_stuck
 from ncclscope.metrics.records import pg_choices
-from ncclscope.metrics.timeline import pg_records, progress_matrix
+from ncclscope.metrics.timeline import completed_through, pg_records, progress_matrix
 
 dash.register_page(__name__, path="/timeline", name="Timeline", order=2, title="ncclscope - timeline")
 
@@ -60,7 +60,7 @@ def _use_matrix(entry: Entry, pg: str | None, view: str) -> bool:
 def _build(entry: Entry, pg: str | None, axis: str, matrix: bool) -> go.Figure:
     a = entry.analysis
     stuck = a.decision.stuck
-    view = pg_records(a.run.collectives, pg)
+    view = pg_records(a.run.collectives, pg, completed_through(a.run, pg, stuck))
     states = states_at_stuck(a.run, a.findings, stuck) if stuck is not None and str(stuck.pg) == str(pg) else {}
     if matrix:
         pm = progress_matrix(view, a.run.ranks(), stuck if states else None, states)
