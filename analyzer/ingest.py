@@ -21,7 +21,7 @@ from .gc_pause import gc_paused
 from .input_names import MAX_FILES, SKIP_DIRS, SKIP_NAMES, InputError
 from .malloc import keep_freed_memory
 from .safe_pickle import UnsafePickleError
-from .sources import coll_kernel
+from .sources.coll import kernel as coll_kernel
 from .sources.env_file import parse_env_lines
 from .sources.flight_recorder import parse_fr_json, parse_fr_pickle
 from .sources.hook_jsonl import parse_jsonl

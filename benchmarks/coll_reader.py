@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ncclscope.sources import coll_kernel  # noqa: E402
+from ncclscope.sources.coll import kernel as coll_kernel  # noqa: E402
 from ncclscope.sources.nccl_log import scan_coll_block, scan_coll_block_regex  # noqa: E402
 from ncclscope.synth import generate_run  # noqa: E402
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.sources import coll_build
+from ncclscope.sources.coll import kernel_build as coll_build
 
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = """
 import json, sys, time
-from ncclscope.sources import coll_kernel
+from ncclscope.sources.coll import kernel as coll_kernel
 t = time.perf_counter()
 armed = coll_kernel.arm(build={build})
 fn = coll_kernel.ready()
@@ -69,6 +69,35 @@ def test_a_module_others_could_write_is_refused(kernel_env, tmp_path):
     assert coll_build.load(folder) is None
     folder.chmod(0o700)
     assert coll_build.load(folder) is not None
+
+
+def test_loaded_through_checked_descriptors_never_by_path_again(kernel_env, tmp_path, monkeypatch):
+    """A linked module or folder is refused; and the bytes loaded are the ones read from the checked
+    descriptor: a file swapped in at that path afterwards is never what runs."""
+    assert probe(kernel_env)["armed"]
+    folder = next((tmp_path / "kernels").iterdir())
+    module = coll_build.module_path(folder)
+    linked = tmp_path / "linked"
+    os.symlink(folder, linked)
+    assert coll_build.load(linked) is None  # the folder is a link
+    other = tmp_path / "other"
+    other.mkdir(mode=0o700)
+    os.symlink(module, coll_build.module_path(other))
+    assert coll_build.load(other) is None  # the module is a link
+    good = module.read_bytes()
+    real_read = coll_build.read_private_module
+
+    def read_then_swap(f: Path) -> bytes | None:
+        data = real_read(f)
+        module.write_bytes(b"not a module")  # swapped once the check is done
+        return data
+
+    monkeypatch.setattr(coll_build, "read_private_module", read_then_swap)
+    try:
+        fn = coll_build.load(folder)
+    finally:
+        module.write_bytes(good)
+    assert fn is not None and callable(fn)
 
 
 def test_numba_jit_when_it_cannot_be_built(kernel_env):

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ncclscope.sources import coll_kernel
-from ncclscope.sources.coll_columns import read_coll_columns as read_numpy
-from ncclscope.sources.nccl_log import scan_coll_block, scan_coll_block_regex
+from ncclscope.sources.coll import kernel as coll_kernel
+from ncclscope.sources.coll.columns import read_coll_columns as read_numpy
+from ncclscope.sources.coll import scan_coll_block, scan_coll_block_regex
 from ncclscope.synth import generate_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,9 +168,9 @@ def test_many_distinct_values_grouped_by_hash():
 
 
 def test_big_block_read_in_pieces_same_rows(tmp_path, monkeypatch):
-    import ncclscope.sources.nccl_log as nccl_log
+    import ncclscope.sources.coll.scan as scan
 
-    monkeypatch.setattr(nccl_log, "READER_BYTES", 16_000)  # pieces of ~16 KB: many cuts in a 200 KB block
+    monkeypatch.setattr(scan, "READER_BYTES", 16_000)  # pieces of ~16 KB: many cuts in a 200 KB block
     generate_run(tmp_path / "run", nranks=8, steps=120, fault="desync", seed=4)
     data = max((p for p in (tmp_path / "run").iterdir()), key=lambda p: p.stat().st_size).read_bytes()
     rng = random.Random(5)
@@ -178,7 +178,7 @@ def test_big_block_read_in_pieces_same_rows(tmp_path, monkeypatch):
     for i in rng.sample(range(len(lines)), 40):  # odd lines here and there, some on a piece's edge
         lines[i] = rng.choice([lines[i].replace(b"\n", b"\r\n"), b"[rank3]: " + lines[i], b"junk\n"])
     block = b"".join(lines)
-    assert len(block) > 10 * nccl_log.READER_BYTES
+    assert len(block) > 10 * scan.READER_BYTES
     same(block, first_line=7)
     same(block.rstrip(b"\n"), first_line=1)
 

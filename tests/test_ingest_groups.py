@@ -8,7 +8,7 @@ import pytest
 
 import ncclscope.ingest as ingest
 from ncclscope.ingest import GROUP_BYTES, SMALL_LOG_BYTES, _groups, _parse_job, parse_file
-from ncclscope.sources import coll_kernel
+from ncclscope.sources.coll import kernel as coll_kernel
 from ncclscope.sources.nccl_log import NcclCollBatch
 from ncclscope.synth import generate_run
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..ingest import Parsed
 from ..model import Connection, Setting
 from ..sources import records as R
-from ..sources.nccl_log import NcclCollBatch
+from ..sources.coll import NcclCollBatch
 from .communicators import CommLocal
 from .values import ProcKey, ev
 

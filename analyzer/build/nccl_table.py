@@ -12,8 +12,10 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from ..model import COLLECTIVE_COLUMNS
+from ..nccl.dtypes import NCCL_DTYPES
+from ..nccl.ops import NCCL_OPS
 from ..sources import records as R
-from ..sources.nccl_log import NCCL_DTYPES, NCCL_OPS, NcclCollBatch
+from ..sources.coll import NcclCollBatch
 from .values import ProcKey
 
 

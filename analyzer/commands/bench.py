@@ -176,7 +176,7 @@ def format_rows(rows: list[BenchRow]) -> str:
 
 def run_bench(ranks: list[int], steps: int | None, workdir: Path | None = None,
               echo=None) -> list[BenchRow]:  # noqa: ANN001 - a print-like callable
-    from ncclscope.sources import coll_kernel
+    from ncclscope.sources.coll import kernel as coll_kernel
 
     # the compiled COLL reader is built once per version (about 10 s): here, not inside a timed parse
     compiled = coll_kernel.arm(note=echo)

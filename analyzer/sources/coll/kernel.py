@@ -1,43 +1,45 @@
-"""NCCL COLL lines read by one compiled pass over a block (numba), the fast path of ``coll_columns``.
+"""NCCL COLL lines read by one compiled pass over a block (numba), the fast path of ``columns``.
 
-The same contract as ``coll_columns.read_coll_columns``: a line is taken only when it has the common
+The same contract as ``columns.read_coll_columns``: a line is taken only when it has the common
 shape exactly (see that module), its values are read here, and anything else is left to the regex,
 so this reader never changes a result (``tests/test_coll_columns.py`` holds all three readers to
 the regex's rows). One loop per line finds its first 24 tokens, checks the fixed words, reads
 opCount, count and the timestamp, and gives each of the three parts with few distinct values
 (``host:pid:tid [dev] NCCL INFO Op: ``, ``datatype N op N root N ``, ``comm 0x.. [nranks=N]``) a
 group code: a compare with the line before, else an open-addressing hash table. Python then
-matches each distinct part once with the small regexes of ``coll_columns``.
+matches each distinct part once with the small regexes of ``columns``.
 
 numba compiles the loop ahead of time into a small extension module kept in the user's cache
-(``coll_build``), or, failing that, just in time; see ``arm``. ``NCCLSCOPE_NO_JIT=1``, or numba
+(``kernel_build``), or, failing that, just in time; see ``arm``. ``NCCLSCOPE_NO_JIT=1``, or numba
 missing, leaves the numpy reader in charge.
 """
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 
 import numpy as np
 
-from .coll_columns import COMM_RE, MIDDLE_RE, SPAN_MAX, CollColumns, drop_unused, sorted_codes
+from .columns import SPAN_MAX, CollColumns, drop_unused, sorted_codes
+from .grammar import (
+    BUF_MAX, COMM_RE, COUNT, COUNT_DIGITS, HEAD_RE, MIDDLE_RE, NCCL_INFO, OP_RE, OPCOUNT, OPCOUNT_HEX, RECVBUFF,
+    SENDBUFF,
+)
 
 MIN_LINE = 64  # shorter lines are no COLL line (the shortest is about 100 bytes)
 MAX_GROUPS = 4096  # distinct values of one part in one block; a line with a new one past that goes to the regex
 TABLE = 8192  # hash slots per part (a power of two, twice MAX_GROUPS)
 NPART = 4  # parts of few distinct values: head, op, middle, comm (PARTS)
-HEAD_RE = re.compile(rb"([^\s:\[\]<>(),=]{1,255}):(\d{1,10}):\d{1,10} (?:\[\d{1,4}\] )?NCCL INFO ")
-OP_RE = re.compile(rb"([A-Za-z]{1,32}): ")
-PARTS = (HEAD_RE, OP_RE, MIDDLE_RE, COMM_RE)  # HEAD_RE + OP_RE is coll_columns.PREFIX_RE
+PARTS = (HEAD_RE, OP_RE, MIDDLE_RE, COMM_RE)  # HEAD_RE + OP_RE is grammar.PREFIX_RE
 
 
 def _word(text: bytes) -> np.uint64:
     return np.uint64(int.from_bytes(text.ljust(8, b"\0"), "little"))
 
 
-W_OPCOUNT, W_SENDBUFF, W_RECVBUFF, W_COUNT = _word(b"opCount "), _word(b"sendbuff"), _word(b"recvbuff"), _word(b"count ")
-W_NCCL_INF = _word(b"NCCL INF")
+# the fixed words of the grammar as 8-byte words (a longer word's first 8 bytes; its last is checked apart)
+W_OPCOUNT, W_SENDBUFF, W_RECVBUFF, W_COUNT = _word(OPCOUNT), _word(SENDBUFF[:8]), _word(RECVBUFF[:8]), _word(COUNT)
+W_NCCL_INF = _word(NCCL_INFO[:8])
 M6 = np.uint64((1 << 48) - 1)  # the first 6 bytes of a word
 
 
@@ -133,14 +135,14 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
             continue
         middle = p  # where the op part ends, for now
         p += 8
-        q = p  # opCount: 1-16 hex digits
+        q = p  # opCount: 1-OPCOUNT_HEX hex digits
         bad = False
         while q < e and a[q] != 32:
             c = a[q]
             if not ((48 <= c <= 57) or (65 <= c <= 70) or (97 <= c <= 102)):
                 bad = True
             q += 1
-        if bad or q - p < 1 or q - p > 16:
+        if bad or q - p < 1 or q - p > OPCOUNT_HEX:
             continue
         p = q + 1
         for word in (W_SENDBUFF, W_RECVBUFF):
@@ -148,12 +150,12 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
                 bad = True
                 break
             p += 9
-            q = p  # 1-64 bytes, no whitespace (\t \n \v \f \r; spaces end the token)
+            q = p  # 1-BUF_MAX bytes, no whitespace (\t \n \v \f \r; spaces end the token)
             while q < e and a[q] != 32:
                 if 9 <= a[q] <= 13:
                     bad = True
                 q += 1
-            if bad or q - p < 1 or q - p > 64:
+            if bad or q - p < 1 or q - p > BUF_MAX:
                 bad = True
                 break
             p = q + 1
@@ -162,7 +164,7 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
         if p + 8 > e or (w[p] & M6) != W_COUNT:
             continue
         p += 6
-        q = p  # count: 1-18 decimal digits
+        q = p  # count: 1-COUNT_DIGITS decimal digits
         v = np.int64(0)
         while q < e and a[q] != 32:
             c = a[q]
@@ -170,7 +172,7 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
                 bad = True
             v = v * 10 + (c - 48)
             q += 1
-        if bad or q - p < 1 or q - p > 18:
+        if bad or q - p < 1 or q - p > COUNT_DIGITS:
             continue
         p = q + 1
         span_s[1] = op
@@ -276,7 +278,7 @@ def arm(note: Callable[[str], None] | None = None, build: bool = True) -> bool:
     False when it cannot be had or is switched off (``NCCLSCOPE_NO_JIT=1``). Worker processes forked
     afterwards inherit it.
 
-    First choice, the module built ahead of time (``coll_build``: about 1 ms to load, no numba in
+    First choice, the module built ahead of time (``kernel_build``: about 1 ms to load, no numba in
     this process; built the first time, about 10 s, ``note`` is told). Failing that, numba's JIT in
     this process (0.35 s and 140 MB each time, 4 s the first). Failing that, False: the numpy reader.
     ``build=False``: the built module if it is there, nothing that takes time."""
@@ -297,7 +299,7 @@ def arm(note: Callable[[str], None] | None = None, build: bool = True) -> bool:
 
 
 def _built(note: Callable[[str], None] | None) -> Callable[..., None] | None:
-    from . import coll_build
+    from . import kernel_build as coll_build
 
     fn = coll_build.load()
     if fn is None and os.environ.get("NCCLSCOPE_KERNEL_BUILD", "1") != "0":
@@ -307,7 +309,7 @@ def _built(note: Callable[[str], None] | None) -> Callable[..., None] | None:
 
 
 def _loaded(note: Callable[[str], None] | None) -> Callable[..., None] | None:
-    from . import coll_build
+    from . import kernel_build as coll_build
 
     return coll_build.load()
 
@@ -331,7 +333,7 @@ def disarm() -> None:
 
 def read_coll_columns_compiled(block: bytes | memoryview, newlines: np.ndarray | None = None,
                                kernel: Callable[..., None] | None = None) -> CollColumns | None:
-    """``coll_columns.read_coll_columns`` by the compiled kernel (``kernel``, default the armed one)."""
+    """``columns.read_coll_columns`` by the compiled kernel (``kernel``, default the armed one)."""
     fn = kernel or ready()
     assert fn is not None, "coll_kernel.arm() first"
     if not block:

@@ -7,7 +7,7 @@ A long job's log is nearly all lines of one shape::
 
 (``[TS] `` and ``[dev] `` optional). ``read_coll_columns`` finds every space and newline of a block
 once (two ``flatnonzero`` passes), so each token of each line is a pair of array indices. A line is
-then cut into parts that are checked against the grammar of ``nccl_log.COLL_SCAN_RE``:
+then cut into parts that are checked against the grammar of ``grammar.LINE_RE`` (the one definition of the line):
 
 - the parts with few distinct values (``host:pid:tid [dev] NCCL INFO Op: ``, ``datatype N op N root
   N ``, ``comm 0x.. [nranks=N]``) are grouped by value (8-byte words, a hash, then an exact compare)
@@ -28,13 +28,14 @@ from typing import TypeVar
 
 import numpy as np
 
+from .grammar import (
+    BUF_MAX, COMM_RE, COUNT, COUNT_DIGITS, MIDDLE_RE, OPCOUNT, OPCOUNT_HEX, PREFIX_RE, RECVBUFF, SENDBUFF,
+)
+
 SPACE, NL, LBRACKET, RBRACKET, COLON, MINUS, DOT = 32, 10, 91, 93, 58, 45, 46
 FRONT, BACK = 32, 64  # zero bytes around the block, so that every 8-byte read near an edge stays inside
 SPAN_MAX = 320  # longest distinct-value part read (a 255-byte host and the rest of the prefix)
 
-PREFIX_RE = re.compile(rb"([^\s:\[\]<>(),=]{1,255}):(\d{1,10}):\d{1,10} (?:\[\d{1,4}\] )?NCCL INFO ([A-Za-z]{1,32}): ")
-MIDDLE_RE = re.compile(rb"datatype (\d{1,4}) op \d{1,6} root -?\d{1,10} ")
-COMM_RE = re.compile(rb"comm (0x[0-9a-fA-F]{1,16}|\(nil\)) \[nranks=\d{1,9}\]")
 
 T = TypeVar("T")
 U = np.uint64
@@ -270,16 +271,16 @@ def read_coll_columns(block: bytes, newlines: np.ndarray | None = None) -> CollC
     if not len(r.rows):
         return None
     # fixed words between the values
-    ok = buf.is_(r.start(k + 3), b"opCount ") & buf.is_(r.start(k + 5), b"sendbuff ")
-    ok &= buf.is_(r.start(k + 7), b"recvbuff ") & buf.is_(r.start(k + 9), b"count ")
+    ok = buf.is_(r.start(k + 3), OPCOUNT) & buf.is_(r.start(k + 5), SENDBUFF)
+    ok &= buf.is_(r.start(k + 7), RECVBUFF) & buf.is_(r.start(k + 9), COUNT)
     # values that differ on every line
     e = r.end(k + 4)
-    ok &= _hex_ok(buf, e, e - r.start(k + 4), 16)
-    for i in (6, 8):  # sendbuff, recvbuff: \S{1,64}
+    ok &= _hex_ok(buf, e, e - r.start(k + 4), OPCOUNT_HEX)
+    for i in (6, 8):  # sendbuff, recvbuff: \S{1,BUF_MAX}
         n = r.end(k + i) - r.start(k + i)
-        ok &= (n >= 1) & (n <= 64)
+        ok &= (n >= 1) & (n <= BUF_MAX)
     e = r.end(k + 10)
-    count_ok, count = _number(buf, e, e - r.start(k + 10), 18)
+    count_ok, count = _number(buf, e, e - r.start(k + 10), COUNT_DIGITS)
     ok &= count_ok
     if has_ts.any():
         ok &= ~(b == 2) | _ts_ok(buf, r)
@@ -387,7 +388,7 @@ def _ts_ok(buf: _Buf, r: _Rows) -> np.ndarray:
 
 def _ts_seconds(buf: _Buf, s: np.ndarray, ts_len: np.ndarray) -> np.ndarray | None:
     """Seconds since the epoch of ``[YYYY-MM-DD HH:MM:SS(.f{1,6})]`` at each line start, shapes already
-    checked by ``_ts_ok``: the same arithmetic as ``nccl_log._ts_fast_matrix`` on the words already
+    checked by ``_ts_ok``: the same arithmetic as ``timestamps.ts_fast_matrix`` on the words already
     at hand, no byte matrix. None (the caller takes the general path) unless every row is of one day,
     has at most 6 fraction digits and its hour, minute and second are in range."""
     if not (((ts_len == 19) | ((ts_len >= 21) & (ts_len <= 26))).all()):
