@@ -1,9 +1,20 @@
-"""Findings -> the one word for the whole job, its culprit ranks and the stuck collective."""
+"""Findings -> the one word for the whole job, its culprit ranks and the stuck collective.
+
+A config mistake explains whatever followed it. Otherwise the root cause is decided by causality
+(``rules.root_cause`` over the run's failure events and symptoms): the earliest cause is the
+verdict, and the findings it explains are its evidence. A desync one of whose sides is a rank that
+failed is that failure's echo; an interrupt or a kill after a stall leaves the hang as the verdict,
+as does a hang alert the live monitor raised (``alerts.jsonl``) before them.
+"""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from . import rules
 from .model import Finding, Run, Severity, Stuck, Verdict
+from .rules.facts import failures_of_run, stall_time
 
 PRIORITY = [Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH, Verdict.DEGRADED]
 
@@ -16,16 +27,85 @@ class Decision:
     headline: str
 
 
-def decide(run: Run, findings: list[Finding]) -> Decision:
+def decide(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] = ()) -> Decision:
+    """``alerts``: the live monitor's alerts for this run (``alerts.jsonl``), when there are any."""
     blockers = [f for f in findings if f.verdict == Verdict.UNKNOWN]  # e.g. two jobs mixed in one input
     if blockers:
         return Decision(Verdict.UNKNOWN, (), None, blockers[0].message)
+    by = {v: [f for f in findings if f.verdict == v] for v in PRIORITY}
+    if by[Verdict.CONFIG_ERROR]:
+        return _from(Verdict.CONFIG_ERROR, by[Verdict.CONFIG_ERROR])
+    caused = _by_cause(run, by, live_hang(alerts))
+    if caused is not None:
+        return caused
     for v in PRIORITY:
-        hits = [f for f in findings if f.verdict == v]
-        if hits:
-            culprits = sorted({r for f in hits for r in f.ranks})
-            stuck = next((f.stuck for f in hits if f.stuck), None)
-            return Decision(v, tuple(culprits), stuck, hits[0].message)
+        if by[v]:
+            return _from(v, by[v])
+    return _no_incident(run, findings)
+
+
+def _from(v: Verdict, hits: list[Finding]) -> Decision:
+    culprits = sorted({r for f in hits for r in f.ranks})
+    stuck = next((f.stuck for f in hits if f.stuck), None)
+    return Decision(v, tuple(culprits), stuck, hits[0].message)
+
+
+def live_hang(alerts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The live hang alert still open at the end (not followed by ``cleared``), if any."""
+    open_: dict[str, Any] | None = None
+    for a in alerts:
+        if a.get("kind") == "hang":
+            open_ = a
+        elif a.get("kind") == "cleared" and a.get("incident") == "hang":
+            open_ = None
+    return open_
+
+
+def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] | None) -> Decision | None:
+    """The verdict the time line decides, or None (no failure: the findings' order stands)."""
+    stalled, stall_t = stall_time(run)
+    if alert is not None:
+        ts = [x for x in (stall_t, alert.get("ts")) if isinstance(x, (int, float))]
+        stalled, stall_t = True, (min(ts) if ts else None)
+    hangs = [f for f in by[Verdict.HANG] if f.data.get("class") != "exit"]
+    cause = rules.root_cause(failures_of_run(run), stall_t, stalled and bool(hangs or alert))
+    if cause is None:
+        return None
+    if cause.verdict == "hang":
+        if by[Verdict.DESYNC]:  # the mismatch is why the collective never completed
+            return _from(Verdict.DESYNC, by[Verdict.DESYNC])
+        if hangs:
+            return _from(Verdict.HANG, hangs)
+        assert alert is not None
+        st = alert.get("stuck") or {}
+        stuck = Stuck(str(st["pg"]), int(st["seq"]), st.get("op")) if "pg" in st and "seq" in st else None
+        return Decision(Verdict.HANG, tuple(sorted(int(r) for r in alert.get("culprit_ranks") or [])), stuck,
+                        f"the live monitor's hang alert stands: {alert.get('message', '')}"[:500])
+    if cause.verdict != "crash" or cause.first is None:
+        return None
+    desyncs = by[Verdict.DESYNC]
+    if desyncs and not _desync_is_echo(desyncs, cause):
+        return _from(Verdict.DESYNC, desyncs)
+    crash = [f for f in by[Verdict.CRASH] + by[Verdict.HANG] if f.verdict == Verdict.CRASH
+             and set(f.ranks) == set(cause.ranks)]
+    headline = crash[0].message if crash else f"rank {cause.first.rank} failed first: {cause.first.text}"[:500]
+    stuck = next((f.stuck for f in by[Verdict.HANG] + by[Verdict.CRASH] if f.stuck), None)
+    return Decision(Verdict.CRASH, cause.ranks, stuck, headline)
+
+
+def _desync_is_echo(desyncs: list[Finding], cause: rules.Cause) -> bool:
+    """A mismatch one of whose sides is the rank that failed: the failure paired its last call with
+    the others' next one (or never made it)."""
+    failed = set(cause.ranks)
+    for f in desyncs:
+        sides = f.data.get("sides") or []
+        ranks = [set(s.get("ranks") or []) for s in sides] or [set(f.ranks)]
+        if any(side and side <= failed for side in ranks) or failed & set(f.ranks):
+            return True
+    return False
+
+
+def _no_incident(run: Run, findings: list[Finding]) -> Decision:
     usable = any(fmt in ("log", "flight_recorder", "jsonl") for _, fmt in run.files) and (
         len(run.collectives) or run.communicators or run.exits or run.pg_status)
     if not usable:

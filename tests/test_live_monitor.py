@@ -40,12 +40,17 @@ def _mon(d: Path, **kw: Any) -> LiveMonitor:
     return LiveMonitor(d, LiveConfig(**kw), on_kill=kw.pop("on_kill", None) if "on_kill" in kw else None)
 
 
-def test_classify() -> None:
-    assert classify("ncclscope-rank3.jsonl") == "hook"
-    assert classify("vm.123.nccl.log") == "nccl"
-    assert classify("stderr.log") == "torch"
-    assert classify("fr_live_rank1.pkl") == "fr" and classify("fr_timeout_rank0") == "fr"
-    assert classify("alerts.jsonl") is None and classify("report.json") is None
+def test_classify_by_content_as_analyze_does() -> None:
+    hook = b'{"type": "start", "rank": 0}\n{"type": "hb", "rank": 0}\n'
+    nccl = b"vm:123:123 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+    torch = b"[rank1]:[E1129 21:31:21.606 ProcessGroupNCCL.cpp:689] [Rank 1] Watchdog caught collective operation\n"
+    assert classify("ncclscope-rank3.jsonl", hook) == "hook"
+    # a name says nothing: the content decides, as it does for `analyze`
+    assert classify("rank3.txt", hook) == "hook" and classify("job-4242.out", nccl) == "log"
+    assert classify("vm.123.nccl.log", nccl) == "log" and classify("stderr.log", torch) == "log"
+    assert classify("fr_live_rank1.pkl", b"\x80") == "fr" and classify("dump.bin", b"\x80\x04\x95") == "fr"
+    assert classify("alerts.jsonl", hook) is None and classify("report.json", b"{}") is None
+    assert classify("topo.xml", b"<system version='1'>") is None
 
 
 def test_hang_dump_request_detail_kill_and_cleared(tmp_path: Path) -> None:

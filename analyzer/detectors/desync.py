@@ -2,8 +2,8 @@
 
 Inputs: the collectives table rows from Flight Recorder and the hook (op, element count, dtype per
 rank and (pg, seq)), PyTorch's own ``Detected mismatch between collectives`` (DETAIL) and desync
-reports. Every side is reported with its ranks, sizes and call site; with more than two ranks a
-majority vote names the odd rank(s) out. Coalesced groups are compared by op only.
+reports. Every side is reported with its ranks, sizes and call site; the odd rank(s) out are named
+by ``rules.odd_ranks`` (a majority, else the one novel call). Coalesced groups are compared by op only.
 """
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import rules
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
+from ..rules.desync import call_of
 from .common import dense_groups, group_key, not_p2p, rows_where
 
 HINT = ("Ranks must call the same collectives in the same order with the same sizes and dtypes. Look for "
@@ -82,21 +84,28 @@ def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
     return str(first["pg"]), int(first["seq"]), rows
 
 
-def _odd_call_site(df: pd.DataFrame, sides: list[dict[str, Any]]) -> tuple[int, ...]:
-    """No majority (two ranks, or a tie): the side whose call site no rank outside it ever used for a
-    collective, when every other side calls from a line all ranks use, is the odd one out."""
-    if len(sides) != 2 or not all(s["where"] for s in sides):
-        return ()
-    hook = df[(df["source"] == "hook") & df["where"].notna()]
-    if not len(hook):
-        return ()
-    users = hook.groupby("where", observed=True)["rank"].agg(lambda r: frozenset(int(x) for x in r))
-    everyone = frozenset(int(r) for r in hook["rank"].unique())
-    private = [s for s in sides if users.get(s["where"], frozenset()) <= frozenset(s["ranks"])]
-    shared = [s for s in sides if users.get(s["where"], frozenset()) == everyone]
-    if len(private) == 1 and len(shared) == 1 and private[0] is not shared[0]:
-        return tuple(private[0]["ranks"])
-    return ()
+def _calls_used(df: pd.DataFrame, pg: str, seq: int, sides: list[rules.Side]) -> dict[Any, frozenset[int]]:
+    """For each side's call (``rules.desync.call_of``), the ranks that made it at another sequence number:
+    by call site from the hook's rows, else by (op, count, dtype) in the same process group."""
+    out: dict[Any, frozenset[int]] = {}
+    if all(s.where for s in sides):
+        hook = df[(df["source"] == "hook") & df["where"].isin([s.where for s in sides])]
+        hook = hook[(hook["seq"] != seq) | (hook["pg"].astype(str) != pg)]
+        for s in sides:
+            out[call_of(s, sides)] = frozenset(int(r) for r in hook.loc[hook["where"] == s.where, "rank"])
+        return out
+    rows = df[df["source"].isin(["fr", "hook"]) & (df["seq"] != seq)]
+    rows = rows[rows["pg"].astype(str) == pg]
+    for s in sides:
+        sig: tuple[str, str, str | None] = s.sig  # type: ignore[assignment]
+        op, count, dtype = sig
+        m = rows["op"].astype(str) == op
+        if count != "?":
+            m &= rows["count"] == float(count)
+        if dtype is not None:
+            m &= rows["dtype"].astype(str) == dtype
+        out[call_of(s, sides)] = frozenset(int(r) for r in rows.loc[m, "rank"])
+    return out
 
 
 def detect(run: Run) -> list[Finding]:
@@ -112,11 +121,6 @@ def detect(run: Run) -> list[Finding]:
             where = next((w for w in g["where"] if isinstance(w, str)), None)
             sides.append({"ranks": sorted(int(r) for r in g["rank"]), "op": str(r0["op"]), "count": count,
                           "dtype": None if pd.isna(r0["dtype"]) else str(r0["dtype"]), "where": where})
-        n = sum(len(s["ranks"]) for s in sides)
-        if n > 2 and len(sides[0]["ranks"]) > n / 2:
-            odd = sorted(r for s in sides[1:] for r in s["ranks"])
-        else:
-            odd = sorted(r for s in sides for r in s["ranks"]) if n <= 2 else []
         kinds = []
         if len({s["op"] for s in sides}) > 1:
             kinds.append("op")
@@ -127,11 +131,8 @@ def detect(run: Run) -> list[Finding]:
         desc = " vs ".join(
             f"rank{'s' if len(s['ranks']) > 1 else ''} {','.join(map(str, s['ranks']))}: {s['op']}"
             f"({s['count']} x {s['dtype']})" + (f" at {s['where']}" if s["where"] else "") for s in sides)
-        culprits = tuple(odd) if n > 2 else ()
-        reason = "majority" if culprits else None
-        if not culprits:
-            culprits = _odd_call_site(run.collectives, sides)
-            reason = "call site" if culprits else None
+        rsides = [rules.Side(tuple(s["ranks"]), (s["op"], s["count"], s["dtype"]), s["where"]) for s in sides]
+        culprits, reason = rules.odd_ranks(rsides, _calls_used(run.collectives, pg, seq, rsides))
         ev = [Evidence(str(r.file), int(r.line) if r.line == r.line else 0,
                        f"rank {r.rank} pg {pg} #{seq}: {r.op} count {r.count} dtype {r.dtype}") for r in rows.itertuples()]
         findings.append(Finding(

@@ -9,6 +9,8 @@ and no stall signal are a snapshot of a running job, not a hang.
 from __future__ import annotations
 
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
+from ..rules.exits import from_outside
+from ..rules.hang import bounded_world, stuck_collective
 from .common import entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 
 HINT_NEVER_JOINED = (
@@ -39,25 +41,17 @@ def detect(run: Run) -> list[Finding]:
     status = pg_status_by_rank(run)
     findings: list[Finding] = []
     stall_ev = tuple(e.evidence for e in stalls[:3])
-    world = run.ranks()
+    world = {p.rank for p in run.job.processes if p.rank is not None} | {r for by in status.values() for r in by}
 
     for pg, by_rank in sorted(status.items()):
-        if len(by_rank) < 1:
-            continue
-        max_enq = max((s.enqueued for s in by_rank.values() if s.enqueued is not None), default=None)
-        if max_enq is None:
-            continue
-        completed = {r: (s.completed if s.completed is not None else -1) for r, s in by_rank.items()}
-        stuck_seq = min(completed.values()) + 1
-        if stuck_seq > max_enq:
+        members = bounded_world(run.job.world_size, world) if pg == "0" else sorted(by_rank)
+        enq = {r: (by_rank[r].enqueued if r in by_rank else None) for r in sorted(set(members) | set(by_rank))}
+        st = stuck_collective(enq, {r: s.completed for r, s in by_rank.items()})
+        if st is None:
             continue  # everything issued has completed everywhere
         if not stalls:
             continue  # in-flight work in a snapshot of a running job
-        never = sorted(r for r, s in by_rank.items() if s.enqueued is not None and s.enqueued < stuck_seq)
-        missing = [r for r in world if r not in by_rank] if len(world) > len(by_rank) else []
-        if not never and missing:
-            # the only status we have is from the ranks that wait; those we cannot see are suspects
-            never = _missing_by_counts(run, missing) or missing
+        stuck_seq, never = st.seq, list(st.never)
         at = entries_at(run, pg, stuck_seq)
         op = _op_for(run, at, stuck_seq)
         waiting = sorted(r for r in by_rank if r not in never)
@@ -93,8 +87,8 @@ def detect(run: Run) -> list[Finding]:
         else:
             findings.append(Finding(
                 kind="hang", severity=Severity.CRITICAL,
-                message=f"every rank joined {op or 'collective'} #{stuck_seq} of process group {pg}{_pg_desc(pg)} but it never "
-                f"completed", hint=HINT_ALL_JOINED.format(seq=stuck_seq), evidence=tuple(_dedupe(evidence)),
+                message=f"{_all_joined(run, waiting)} joined {op or 'collective'} #{stuck_seq} of process group {pg}"
+                f"{_pg_desc(pg)} but it never completed", hint=HINT_ALL_JOINED.format(seq=stuck_seq), evidence=tuple(_dedupe(evidence)),
                 stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.HANG,
                 data={"class": "never_completed", "waiting": waiting, "where": where}))
         break  # the first stuck process group is the story; others usually wait on it
@@ -108,13 +102,10 @@ def detect(run: Run) -> list[Finding]:
     return findings
 
 
-KILLED_CODES = {124, 137, 143, -9, -15}  # timeout(1), SIGKILL, SIGTERM: ended from outside
-
-
 def _exit_hang(run: Run, status: dict) -> list[Finding]:
     """Every collective completed everywhere, yet some ranks never exited and the job was ended from
     outside: the process hangs on its way out (no destroy_process_group, pending work, threads)."""
-    if run.job.exit_code not in KILLED_CODES:
+    if not from_outside(run.job.exit_code):
         return []
     hook_ranks = {e.rank for e in run.events if e.evidence.file.startswith("ncclscope-rank")}
     hook_ranks |= {s.rank for by in status.values() for s in by.values()}
@@ -186,6 +177,15 @@ def _op_for(run: Run, at: dict[int, dict], seq: int) -> str | None:
     return None
 
 
+def _all_joined(run: Run, ranks: list[int]) -> str:
+    """Who joined, said no wider than the input shows: "every rank" only when the world size is known
+    (an excerpt of 40 lines of a 64-rank job shows 40 ranks, not the job)."""
+    if run.job.world_size:
+        return "every rank"
+    return (f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}, every rank the input shows (it does not give "
+            "the world size: ranks it does not show may not have joined),")
+
+
 def _wait_where(at: dict[int, dict], waiting: list[int]) -> str:
     parts = []
     for r in waiting[:4]:
@@ -201,10 +201,6 @@ def _wait_where(at: dict[int, dict], waiting: list[int]) -> str:
     if len(waiting) > 4:
         parts.append(f"and {len(waiting) - 4} more ranks")
     return "; ".join(parts)
-
-
-def _missing_by_counts(run: Run, candidates: list[int]) -> list[int]:
-    return []
 
 
 def _ras_evidence(run: Run, ranks: list[int]) -> list[Evidence]:

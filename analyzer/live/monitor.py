@@ -18,11 +18,16 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import rules, safe_io
+from ..input_names import SKIP_DIRS, SKIP_NAMES
+from ..rules.cause import Failure
+from ..rules.exits import FailureKind
+from ..rules.facts import error_failure, exit_failure
 from ..sources import records as R
 from ..sources.hook_jsonl import parse_jsonl
 from ..sources.nccl_log import parse_nccl_line
@@ -38,29 +43,31 @@ CRASH_GRACE_S = 2.0  # gather exit records and tracebacks of one crash into one 
 DESYNC_WAIT_S = 2.0  # a tie: wait this long for the other ranks' records before alerting
 CONTROL_DIR = "ncclscope-control"
 ALERTS_FILE = "alerts.jsonl"
-SIGNALLED = {-15, -9, 143, 137, -2, 130}  # ranks the launcher took down after another failed
 FR_RE = re.compile(r"^fr_(?:timeout|live|end|dump)?_?rank(\d+)")
-VANISHED_S = 1.6  # heartbeats come every second: a rank silent this long while others fail is gone
-PEER_ERROR_RE = re.compile(r"(?i)by peer|broken pipe|connection (?:refused|closed|reset)|read error|write error|"
-                           r"abort|timed? ?out|socket|remote process|DistNetworkError")
+VANISHED_S = 1.6  # heartbeats come every second: a rank silent this long before others fail is gone
+HEAD_BYTES = 65536  # what ``ingest.sniff`` reads of a file to tell its format
+MAX_FAILURES = 4096  # failure events kept for the root cause (the first ones are the ones that matter)
 TRACEBACK = "Traceback (most recent call last)"
 RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)\d+\]:\s?")
 
 
-def classify(name: str) -> str | None:
-    """What a file of the run folder holds, from its name: hook | nccl | torch | fr | None."""
+def wanted(name: str) -> bool:
+    """A name the monitor may read: what ``analyze`` would read, less its own output and editors' files."""
     low = name.lower()
-    if name in (ALERTS_FILE, "report.json") or low.endswith((".tmp", ".swp", ".lock")):
+    return name not in SKIP_NAMES and not low.endswith((".tmp", ".swp", ".lock", ".parquet"))
+
+
+def classify(name: str, head: bytes) -> str | None:
+    """What a file of the run folder holds, from its first bytes as ``analyze`` tells it (``ingest.sniff``):
+    hook (JSON lines) | log (NCCL, PyTorch and launcher lines) | fr (a Flight Recorder dump) | None."""
+    from ..ingest import sniff
+
+    if not wanted(name):
         return None
-    if low.endswith(".jsonl"):
-        return "hook"
     if FR_RE.match(name):
         return "fr"
-    if low.endswith(".log") and "nccl" in low:
-        return "nccl"
-    if low.endswith((".log", ".out", ".err")):
-        return "torch"
-    return None
+    fmt = sniff(head, name)
+    return {"jsonl": "hook", "log": "log", "pickle": "fr"}.get(fmt)
 
 
 @dataclass
@@ -94,7 +101,7 @@ class LiveMonitor:
         self.clock = clock
         self.state = stall.JobState()
         self.tailer = Tailer()
-        self.watcher = DirWatcher(self.run_dir, lambda n: classify(n) is not None, poll=config.poll)
+        self.watcher = DirWatcher(self.run_dir, wanted, poll=config.poll)
         sinks: list[Any] = []
         if config.write:
             sinks.append(FileSink(self.run_dir / ALERTS_FILE))
@@ -111,7 +118,11 @@ class LiveMonitor:
         self.desync_pgs: set[str] = set()
         self.crash_sent = False
         self._crash_pending: dict[int | None, dict[str, Any]] = {}
+        self.failures: deque[Failure] = deque(maxlen=MAX_FAILURES)
+        self.killed_pids: set[int] = set()  # pids the launcher sent a closing signal
+        self.kinds: dict[str, str | None] = {}  # path -> what it holds (classify), once it has bytes
         self._crash_first: float | None = None
+        self._crash_new = False  # failures arrived since the root cause was last decided
         self._wd: dict[str, Any] = {}  # what PyTorch's watchdog lines said, gathered for CRASH_GRACE_S
         self._torch_carry: dict[str, list[tuple[int, str]]] = {}
         self._torch_seen: dict[str, set[tuple[int, str]]] = {}
@@ -187,8 +198,28 @@ class LiveMonitor:
             out += self.poll_once()
         return out
 
+    def _kind(self, path: str) -> str | None:
+        if path in self.kinds:
+            return self.kinds[path]
+        name = path.rsplit("/", 1)[-1]
+        if any(part in SKIP_DIRS for part in path.split("/")):
+            self.kinds[path] = None
+            return None
+        try:
+            fd = safe_io.open_fd(path)
+            try:
+                head = os.read(fd, HEAD_BYTES)
+            finally:
+                os.close(fd)
+        except OSError:
+            return None
+        kind = classify(name, head)
+        if head.count(b"\n") >= 2 or len(head) >= HEAD_BYTES:
+            self.kinds[path] = kind  # enough to tell; a file of one line (a hook's start record, a
+        return kind  # JSON object so far) is told again when it grows, and read from its start then
+
     def _read(self, path: str) -> None:
-        kind = classify(path.rsplit("/", 1)[-1])
+        kind = self._kind(path)
         if kind == "fr":
             self.fr_files.setdefault(path, self._now)
             return
@@ -202,14 +233,25 @@ class LiveMonitor:
         self.lines_read += len(lines)
         if kind == "hook":
             self._feed_hook(path, lines)
-        elif kind == "torch":
-            self._feed_torch(path, lines)
-        elif kind == "nccl":
-            for lineno, text in lines:
-                if " WARN " in text:
-                    rec = parse_nccl_line(text, path, lineno)
+        else:
+            self._feed_log(path, lines)
+
+    def _feed_log(self, path: str, lines: list[tuple[int, str]]) -> None:
+        """A text log, line by line as ``analyze`` reads it: an NCCL line goes to the NCCL parser (its
+        WARN lines are kept), every other line to the PyTorch / launcher parser."""
+        rest = []
+        for lineno, text in lines:
+            if "NCCL " in text:
+                rec = parse_nccl_line(text, path, lineno)
+                if rec is not None:
                     if isinstance(rec, R.NcclWarn):
                         self.nccl_warns.append(f"{rec.host}:{rec.pid}: {rec.message}"[:300])
+                    continue
+                if "NCCL INFO" in text or "NCCL WARN" in text:
+                    continue
+            rest.append((lineno, text))
+        if rest:
+            self._feed_torch(path, rest)
 
     def _feed_hook(self, path: str, lines: list[tuple[int, str]]) -> None:
         for rec in parse_jsonl(lines, path):
@@ -221,9 +263,13 @@ class LiveMonitor:
             if rec.type == "stack" and self.hang is not None and self.hang.request_t is not None:
                 self.hang.stacks_after.add(rec.rank)
             elif rec.type == "exit":
-                c = stall.crash_of_exit(self.state, rec.rank)
-                if c is not None:
-                    self._crash(rec.rank, {"code": c.code, "message": c.message, "t": rec.data.get("t")})
+                st = self.state.ranks[rec.rank]
+                f = exit_failure(rec.rank, st.exit_code, st.exception or "", stall._num(rec.data.get("t")),
+                                 (rec.file, rec.line), st.pid in self.killed_pids)
+                if f is not None:
+                    c = stall.crash_of_exit(self.state, rec.rank)
+                    self._crash(rec.rank, {"code": st.exit_code, "t": f.t,
+                                           "message": c.message if c else f.text}, f)
             if touched is not None and touched[0] not in self.desync_pgs:
                 self._desync_wait.setdefault(touched, self._now)
 
@@ -237,15 +283,22 @@ class LiveMonitor:
             seen.add(key)
             if isinstance(rec, (R.WatchdogTimeout, R.WatchdogFailure, R.DumpSignal, R.DesyncReport)):
                 self._watchdog(rec)
-            elif isinstance(rec, R.DistError) and rec.rank is not None:
-                where = rec.frames[-1] if rec.frames else None
-                self._crash(rec.rank, {"exception": f"rank {rec.rank}: {rec.exc_type}: {rec.message}"[:400],
-                                       "where": where, "t": self._now})
-            elif isinstance(rec, R.LauncherExit) and rec.exitcode not in (None, 0) \
-                    and rec.exitcode not in SIGNALLED:
-                self._crash(rec.rank, {"code": rec.exitcode,
-                                       "message": f"the launcher reports {'rank ' + str(rec.rank) if rec.rank is not None else 'local rank ' + str(rec.local_rank)} "
-                                                  f"exited with code {rec.exitcode}"})
+            elif isinstance(rec, R.DistError):
+                f = error_failure(rec.rank, rec.exc_type, rec.message, rec.last_error, None, (rec.file, rec.line))
+                if f is not None:
+                    where = rec.frames[-1] if rec.frames else None
+                    who = f"rank {rec.rank}" if rec.rank is not None else "the launcher"
+                    self._crash(rec.rank, {"exception": f"{who}: {rec.exc_type}: {rec.message}"[:400],
+                                           "where": where}, f)
+            elif isinstance(rec, R.LauncherSignal):
+                self.killed_pids.add(rec.pid)
+            elif isinstance(rec, R.LauncherExit) and rec.exitcode not in (None, 0):
+                f = exit_failure(rec.rank, rec.exitcode, "", None, ("", -1) if rec.root_cause else (rec.file, rec.line),
+                                 rec.pid in self.killed_pids and not rec.root_cause)
+                if f is not None:
+                    who = f"rank {rec.rank}" if rec.rank is not None else f"local rank {rec.local_rank}"
+                    self._crash(rec.rank, {"code": rec.exitcode,
+                                           "message": f"the launcher reports {who} exited with code {rec.exitcode}"}, f)
         carry = _open_traceback(batch)
         if carry:
             self._torch_carry[path] = carry
@@ -327,7 +380,9 @@ class LiveMonitor:
                           f"PyTorch's watchdog timed out ({w['evidence']}): {who}", self._hang_where(h), ts=now,
                           source="pytorch_watchdog", waiting_ranks=list(waiters))
 
-    def _crash(self, rank: int | None, info: dict[str, Any]) -> None:
+    def _crash(self, rank: int | None, info: dict[str, Any], failure: Failure) -> None:
+        """A failure event on the time line; the first cause opens the grace period of the crash alert."""
+        self.failures.append(failure)
         if self.crash_sent:
             return
         cur = self._crash_pending.setdefault(rank, {})
@@ -336,6 +391,7 @@ class LiveMonitor:
                 cur[k] = v
         if self._crash_first is None:
             self._crash_first = self._now
+        self._crash_new = True
 
     def _judge(self, now: float) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = self._desyncs(now) if self._desync_wait else []
@@ -344,16 +400,16 @@ class LiveMonitor:
             a = self._watchdog_alert(now)
             if a is not None:
                 out.append(a)
-        if self._crash_pending and not self.crash_sent and (
+        if self._crash_new and not self.crash_sent and (
                 self._once or now - (self._crash_first or now) >= CRASH_GRACE_S):
+            self._crash_new = False
             a = self._crash_alert(now)
             if a is not None:
                 out.append(a)
         if self.hang is None:
-            if not self.crash_sent and not self.desync_pgs and not st.exited():
-                h = stall.judge_hang(st, now, self.config.stall_seconds)
-                if h is not None:
-                    out.append(self._open_hang(h, now))
+            h = self._judge_hang(now) if not self.crash_sent and not self.desync_pgs else None
+            if h is not None:
+                out.append(self._open_hang(h, now))
         else:
             inc = self.hang
             if stall.cleared(st, inc.h.pg, inc.h.seq):
@@ -367,26 +423,35 @@ class LiveMonitor:
                 out.extend(self._follow_hang(inc, now))
         return out
 
+    def _judge_hang(self, now: float) -> stall.Hang | None:
+        """While ranks run: judged now. Once every rank exited, on the final pass (``--once``, stop):
+        judged at the first exit, by the records' times: was the job stalled when it was stopped?"""
+        st = self.state
+        if not st.exited():
+            return stall.judge_hang(st, now, self.config.stall_seconds)
+        t_end = min((rs.exit_t for rs in st.ranks.values() if rs.exit_t is not None), default=None)
+        if not self._once or t_end is None:
+            return None
+        return stall.judge_hang(st, t_end, self.config.stall_seconds, include_exited=True)
+
     def _crash_alert(self, now: float) -> dict[str, Any] | None:
-        pending, self._crash_pending = self._crash_pending, {}
-        self._crash_first = None
         if self.hang is not None or self.desync_pgs:
+            self._crash_pending = {}
             return None  # the consequence of an incident already reported
+        cause = rules.root_cause(crash_failures(self.state, self.failures))
+        if cause is None or cause.verdict != "crash" or cause.first is None:
+            return None
+        pending, self._crash_pending = self._crash_pending, {}
         self.crash_sent = True
+        culprits = list(cause.ranks)
         failed = sorted(r for r in pending if r is not None)
-        culprits = crash_culprits(self.state, pending, now)
         others = [r for r in failed if r not in culprits]
 
         def text(r: int | None) -> str | None:
             v = pending.get(r, {})
             return v.get("exception") or v.get("message")
 
-        msgs = [m for m in (text(r) for r in culprits) if m]
-        vanished = [r for r in culprits if r not in pending]
-        if vanished:
-            msgs.insert(0, f"{_plural(vanished)} stopped without an exit record (killed, os._exit, segfault or OOM)")
-        if not failed and None in pending:
-            msgs += [m for m in [text(None)] if m]
+        msgs = [m for m in (text(r) for r in culprits) if m] or [cause.first.text]
         if others:
             msgs.append(f"then {_plural(others)} failed too ({(text(others[0]) or '')[:160]})")
         where: dict[int, str] = {}
@@ -395,8 +460,9 @@ class LiveMonitor:
             if w:
                 where[r] = w
         codes = {r: pending[r].get("code") for r in failed if pending[r].get("code") is not None}
-        return make_alert("crash", "crash", culprits, None, "; ".join(dict.fromkeys(msgs)) or "a rank failed",
-                          where, ts=now, exit_codes={str(r): c for r, c in codes.items()})
+        return make_alert("crash", "crash", tuple(culprits), None, "; ".join(dict.fromkeys(msgs)) or "a rank failed",
+                          where, ts=now, exit_codes={str(r): c for r, c in codes.items()},
+                          cause=cause.first.kind.value)
 
     def _open_hang(self, h: stall.Hang, now: float) -> dict[str, Any]:
         req_t, req_id = self._request_dump(now)
@@ -515,25 +581,12 @@ def _hang_message(h: stall.Hang, warns: deque[str]) -> str:
     return msg
 
 
-def crash_culprits(state: stall.JobState, pending: dict[int | None, dict[str, Any]], now: float) -> list[int]:
-    """Who failed first: a rank that vanished (no exit record, heartbeats stopped) while others then
-    failed, else the failed ranks whose error is not a peer's consequence, earliest first."""
-    failed = [r for r in pending if r is not None]
-    first_fail = min((t for v in pending.values() if isinstance(t := v.get("t"), (int, float))), default=now)
-    vanished = sorted(r for r, rs in state.ranks.items() if r not in pending and rs.exit_code is None
-                      and rs.last_seen is not None and rs.last_seen < first_fail and now - rs.last_seen > VANISHED_S)
-    if vanished and failed:
-        return vanished
-    if not failed:
-        return []
-    own = [r for r in failed if not PEER_ERROR_RE.search(str(pending[r].get("exception") or
-                                                             state.ranks.get(r, stall.RankState(r)).exception or ""))]
-    pool = own or failed
-    times = {r: t for r in pool if isinstance(t := pending[r].get("t"), (int, float))}
-    if not times:
-        return sorted(pool)
-    first = min(times.values())
-    return sorted(r for r in pool if times.get(r, first) <= first + 0.5)
+def crash_failures(state: stall.JobState, failures: Iterable[Failure]) -> list[Failure]:
+    """The failures seen, and the ranks that vanished before them (by the records' own times)."""
+    fs = list(failures)
+    seen = {r: rs.last_seen for r, rs in state.ranks.items() if rs.last_seen is not None}
+    ended = [r for r, rs in state.ranks.items() if rs.exit_code is not None]
+    return fs + rules.cause.vanished(seen, ended, fs, state.last_t)
 
 
 def _open_traceback(batch: list[tuple[int, str]]) -> list[tuple[int, str]]:

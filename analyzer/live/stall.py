@@ -1,28 +1,15 @@
-"""Pure judgement of a live job from the hook's records: hang, desync, crash. No I/O, no clock.
+"""The live job's state, fed incrementally from the hook's records; judged by ``ncclscope.rules``.
 
 Input records (``analyzer/sources/hook_jsonl.py``), per rank, in file order:
 ``start`` {world, host, pid, t}, ``coll`` {pg, seq, op, numel, dtype, where, t} (enqueued),
 ``done`` {pg, seq, t, dur_ms} (completed), ``hb`` {t, step, pgs: {pg: {enq, start, done}}},
 ``stack`` {reason, where, frames, t}, ``exit`` {code}.
 
-The rule (documented for users in docs/live.md):
-
-- Progress of a rank: its enqueued or completed sequence number of any process group moved
-  (or its ``step`` did), at the record's time ``t``.
-- The rhythm: gaps between consecutive completions of each rank, pooled, last 512.
-- Threshold: ``stall_seconds`` when given; otherwise ``max(5 s, 3 x p99(gaps))``, capped at
-  300 s. Start-up: until every rank has completed a collective it is 30 s; while fewer than 20
-  gaps are known the largest gap stands in for the p99 (capped at 30 s).
-- Hang: in some process group, the first collective N not completed on every rank
-  (``N = min(done) + 1``) has been enqueued by at least one rank, and no live rank has made
-  progress for longer than the threshold. Ranks whose last enqueued < N never joined: they
-  are the culprits. When every rank joined, the culprit is unknown (NCCL or network side).
-- A pause where every rank stops with nothing pending (checkpoint, evaluation, data loading on
-  all ranks) is never a hang, however long: nobody waits for anybody.
-- Desync: two ranks' ``coll`` records at the same (pg, seq) differ in op, numel or dtype.
-  Culprits: the ranks outside the majority; on a tie, the ranks whose call (op, numel, dtype)
-  the job never made before at any sequence number; else none.
-- Crash: a rank's ``exit`` record with a non-zero code.
+The rules (stall time, hang, desync, crash and its root cause) are written out for users in
+``rules/__init__`` and docs/live.md; this module only keeps what they need: per rank, its last
+enqueued and completed sequence number per process group, when it last progressed, the gaps
+between its completions, and the calls of the last ``COLL_WINDOW`` collectives per group. No I/O,
+no clock.
 """
 from __future__ import annotations
 
@@ -31,14 +18,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..rules import desync as desync_rule
+from ..rules.hang import bounded_world, stuck_collective
+from ..rules.stall import CAP_S, FLOOR_S, MAX_GAPS, MIN_GAPS, RHYTHM_K, STARTUP_S, p99, threshold
 from ..sources.hook_jsonl import canonical_op
 
-FLOOR_S = 5.0
-RHYTHM_K = 3.0
-CAP_S = 300.0
-STARTUP_S = 30.0
-MIN_GAPS = 20
-MAX_GAPS = 512
+__all__ = ["CAP_S", "FLOOR_S", "MAX_GAPS", "MIN_GAPS", "RHYTHM_K", "STARTUP_S", "canonical_op", "p99", "threshold"]
 COLL_WINDOW = 256  # collectives kept per process group behind the slowest rank
 
 
@@ -64,6 +49,7 @@ class RankState:
     last_done_t: float | None = None
     step: int | None = None
     exit_code: int | None = None
+    exit_t: float | None = None
     where: str | None = None  # where its last stack record says it is
     stack_t: float | None = None
     frames: list[str] = field(default_factory=list)
@@ -87,10 +73,8 @@ class JobState:
         return st
 
     def all_ranks(self) -> list[int]:
-        known = set(self.ranks)
-        if self.world:
-            known |= set(range(self.world))
-        return sorted(known)
+        """The ranks seen, and those of the claimed world when what was seen bounds it."""
+        return bounded_world(self.world, self.ranks)
 
     def exited(self) -> bool:
         """Every rank we know of (at least ``world`` of them) wrote its exit record."""
@@ -240,6 +224,7 @@ def apply(state: JobState, rank: int, rtype: str, d: dict[str, Any]) -> tuple[st
     elif rtype == "exit":
         code = _int(d.get("code"))
         st.exit_code = code if code is not None else 0  # exited, code unknown: not judged a crash
+        st.exit_t = t
         if d.get("exception"):
             st.exception = str(d["exception"])[:500]
     return None
@@ -255,27 +240,6 @@ def _prune(state: JobState, pg: str) -> None:
     if len(by_seq) > 4 * COLL_WINDOW:  # a rank that never reports done: keep the newest only
         for seq in sorted(by_seq)[: len(by_seq) - 2 * COLL_WINDOW]:
             del by_seq[seq]
-
-
-def p99(values: list[float] | deque[float]) -> float | None:
-    v = sorted(values)
-    if not v:
-        return None
-    return v[min(len(v) - 1, math.ceil(0.99 * len(v)) - 1)]
-
-
-def threshold(gaps: list[float] | deque[float], stall_seconds: float | None = None, started: bool = True) -> float:
-    """Seconds without progress, with collective work pending, that make a hang.
-
-    ``started``: every rank has completed a collective (before that, ranks still load and connect).
-    """
-    if stall_seconds is not None:
-        return float(stall_seconds)
-    if not started:
-        return STARTUP_S
-    if len(gaps) < MIN_GAPS:  # a young job: its slowest gap so far stands in for the p99
-        return min(STARTUP_S, max(FLOOR_S, RHYTHM_K * max(gaps, default=0.0)))
-    return min(CAP_S, max(FLOOR_S, RHYTHM_K * (p99(gaps) or 0.0)))
 
 
 def started(state: JobState) -> bool:
@@ -294,20 +258,19 @@ def pending(state: JobState) -> list[tuple[str, int, tuple[int, ...], tuple[int,
         members = world if pg == "0" else sorted(r for r, s in state.ranks.items() if pg in s.enq)
         if not members:
             continue
-        max_enq = max(state.ranks[r].enq.get(pg, 0) if r in state.ranks else 0 for r in members)
-        done = {r: (state.ranks[r].done.get(pg, 0) if r in state.ranks else 0) for r in members}
-        n = min(done.values()) + 1
-        if n > max_enq:
-            continue
-        never = tuple(r for r in members if (state.ranks[r].enq.get(pg, 0) if r in state.ranks else 0) < n)
-        waiting = tuple(r for r in members if r not in never and done[r] < n)
-        out.append((pg, n, never, waiting))
+        enq = {r: (state.ranks[r].enq.get(pg) if r in state.ranks else None) for r in members}
+        done = {r: (state.ranks[r].done.get(pg) if r in state.ranks else None) for r in members}
+        st = stuck_collective(enq, done)
+        if st is not None:
+            out.append((pg, st.seq, st.never, st.waiting))
     return out
 
 
-def judge_hang(state: JobState, now: float, stall_seconds: float | None = None) -> Hang | None:
-    """A hang, when collective work is pending and no live rank has progressed for the threshold."""
-    live = [s for s in state.ranks.values() if s.exit_code is None]
+def judge_hang(state: JobState, now: float, stall_seconds: float | None = None,
+               include_exited: bool = False) -> Hang | None:
+    """A hang, when collective work is pending and no live rank has progressed for the threshold.
+    ``include_exited``: judge the job as it was at ``now`` (the first exit), every rank counted."""
+    live = [s for s in state.ranks.values() if s.exit_code is None or include_exited]
     if not live:
         return None
     last = max((s.last_progress for s in live if s.last_progress is not None), default=None)
@@ -350,28 +313,31 @@ def check_desync(state: JobState, pg: str, seq: int) -> Desync | None:
     if len(sigs) < 2:
         return None
     keys = {r: s.key() for r, s in sigs.items()}
-    distinct = set(keys.values())
-    if len(distinct) < 2:
+    if len(set(keys.values())) < 2:
         return None
-    counts: dict[tuple[str, str, str], int] = {}
-    for k in keys.values():
-        counts[k] = counts.get(k, 0) + 1
-    best = sorted(counts.values(), reverse=True)
-    culprits: tuple[int, ...] = ()
-    if len(best) < 2 or best[0] > best[1]:
-        major = max(counts, key=lambda k: counts[k])
-        culprits = tuple(sorted(r for r, k in keys.items() if k != major))
-    else:  # a tie: the call this job never made before is the odd one out
-        seen = {k: 0 for k in counts}
-        for other, by_rank in state.colls.get(pg, {}).items():
-            if other != seq:
-                for sig in by_rank.values():
-                    if sig.key() in seen:
-                        seen[sig.key()] += 1
-        novel = [k for k, n in seen.items() if n == 0]
-        if len(novel) == 1 and len(seen) > 1 and all(n > 0 for k, n in seen.items() if k != novel[0]):
-            culprits = tuple(sorted(r for r, k in keys.items() if k == novel[0]))
+    by_key: dict[tuple[str, str, str], list[int]] = {}
+    for r, k in sorted(keys.items()):
+        by_key.setdefault(k, []).append(r)
+    sides = [desync_rule.Side(tuple(rs), k, _one_where([sigs[r].where for r in rs])) for k, rs in by_key.items()]
+    culprits, _ = desync_rule.odd_ranks(sides, _calls_used(state, pg, seq, sides))
     return Desync(pg, seq, dict(sorted(keys.items())), culprits)
+
+
+def _one_where(wheres: list[str | None]) -> str | None:
+    return next((w for w in wheres if w), None)
+
+
+def _calls_used(state: JobState, pg: str, seq: int, sides: list[desync_rule.Side]) -> dict[Any, frozenset[int]]:
+    """For each call (``desync.call_of``) the ranks that made it at other sequence numbers still kept."""
+    by_site = all(s.where for s in sides)
+    used: dict[Any, set[int]] = {}
+    for other, by_rank in state.colls.get(pg, {}).items():
+        if other == seq:
+            continue
+        for r, sig in by_rank.items():
+            call = ("where", sig.where) if by_site else ("sig", sig.key())
+            used.setdefault(call, set()).add(r)
+    return {k: frozenset(v) for k, v in used.items()}
 
 
 def crash_of_exit(state: JobState, rank: int) -> Crash | None:

@@ -1,0 +1,46 @@
+"""The rules that judge a job: hang, desync, crash and its root cause, and the stall time.
+
+One definition of each, pure (no I/O, no clock: the time is passed in). ``analyze`` calls them on
+a finished run (``detectors/``, ``verdict.py``); ``watch`` and the monitor inside ``ncclscope run``
+call them on the run so far, fed incrementally (``live/stall.py``, ``live/monitor.py``). The
+same facts give the same answer.
+
+The stall time (how long without progress is a hang; documented for users in docs/live.md):
+
+- Progress of a rank: its enqueued or completed sequence number of any process group moved
+  (or its optimizer ``step`` did), at the record's time ``t``.
+- The rhythm: gaps between consecutive completions of each rank, pooled, last 512.
+- Threshold: ``stall_seconds`` when given; otherwise ``max(5 s, 3 x p99(gaps))``, capped at
+  300 s. Start-up: until every rank has completed a collective it is 30 s; while fewer than 20
+  gaps are known the largest gap stands in for the p99 (capped at 30 s).
+
+Hang (``hang.stuck_collective``): in a process group, the first collective N not completed on
+every member (``N = min(completed) + 1``) was enqueued by at least one; the members whose last
+enqueued < N never joined: they are the culprits (none: every rank joined, NCCL or network
+side). Live it needs no progress for longer than the threshold; offline, a stall signal
+(watchdog timeout, dump signal, the hook's stall record). A pause where every rank stops with
+nothing pending is never a hang. Ranks claimed by a ``world`` but never seen count only as far
+as what was seen bounds them (``hang.bounded_world``).
+
+Desync (``desync.odd_ranks``): the ranks outside a strict majority; with no majority (two ranks,
+a tie), the one side whose call (its call site when every side has one, else op/count/dtype) no
+rank outside it ever made, while every other side's call was made by ranks outside it; else none.
+
+Root cause (``cause.root_cause``): failure events and symptoms on one time line; the earliest
+cause explains the symptoms after it. Causes: an exception, an OOM (MemoryError, CUDA out of
+memory), a CUDA error, an NCCL error, a process that ended itself with a non-zero code or a
+fatal signal. Echoes: timeouts, "connection closed / reset by peer", "remote process exited",
+aborts after a timeout, processes the launcher or the user stopped (SIGTERM, SIGKILL, SIGINT,
+KeyboardInterrupt). An interrupt or a kill after a stall is not a crash: the stall is the
+verdict. A mismatch one of whose sides is a rank that failed is the failure's echo, not a desync.
+"""
+from __future__ import annotations
+
+from .cause import Cause, Failure, FailureKind, root_cause
+from .desync import Side, odd_ranks
+from .exits import ExitClass, exit_class, failure_kind, is_echo_text
+from .hang import bounded_world, stuck_collective
+from .stall import p99, threshold
+
+__all__ = ["Cause", "ExitClass", "Failure", "FailureKind", "Side", "bounded_world", "exit_class",
+           "failure_kind", "is_echo_text", "odd_ranks", "p99", "root_cause", "stuck_collective", "threshold"]

@@ -1,0 +1,92 @@
+"""Root cause by causality: failures and symptoms on one time line, the earliest cause first."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .exits import CAUSES, FailureKind
+
+VANISHED_S = 1.6  # heartbeats come every second: a rank silent this long before the others fail is gone
+# a symptom this long (seconds) before a cause on the time line still counts as its echo: record
+# times of different processes and files are a little apart
+SKEW_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failure event or symptom of one rank (rank None: the launcher, unknown rank)."""
+
+    rank: int | None
+    kind: FailureKind
+    text: str
+    t: float | None = None  # the record's time, seconds since the epoch; None unknown
+    order: tuple[str, int] = ("", 0)  # (file, line): the time line where no time is known
+    code: int | None = None
+
+    @property
+    def is_cause(self) -> bool:
+        return self.kind in CAUSES
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """The verdict the time line supports: "crash" (``first`` is the cause) or "hang" (a stall came
+    first; every failure after it is an echo), with the failures it explains."""
+
+    verdict: str
+    ranks: tuple[int, ...]
+    first: Failure | None
+    echoes: tuple[Failure, ...]
+    why: str
+
+
+def _key(f: Failure) -> tuple[float, str, int]:
+    return (f.t if f.t is not None else math.inf, f.order[0], f.order[1])
+
+
+def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalled: bool = False) -> Cause | None:
+    """``stalled``: a stall was confirmed (a hang alert, a watchdog timeout, the hook's stall record),
+    at ``stall_t`` when known. None when nothing failed."""
+    fs = sorted(failures, key=_key)
+    if not fs:
+        return None
+    causes = [f for f in fs if f.is_cause]
+    first = causes[0] if causes else None
+    if stalled and (first is None or (stall_t is not None and first.t is not None and first.t > stall_t + SKEW_S)):
+        why = "a stall came first; what failed after it was stopped or saw its peers go"
+        return Cause("hang", (), None, tuple(fs), why)
+    if first is None:
+        outside = [f for f in fs if f.kind in (FailureKind.INTERRUPT, FailureKind.KILLED)]
+        if outside and not stalled:
+            return Cause("stopped", (), outside[0], tuple(fs), "the job was stopped from outside")
+        return None
+    same = [f for f in causes if f is not first and f.rank is not None and f.rank != first.rank
+            and _close(f, first) and f.kind == first.kind and _same_text(f, first)]
+    ranks = tuple(sorted({r for r in [first.rank] + [f.rank for f in same] if r is not None}))
+    echoes = tuple(f for f in fs if f is not first and f not in same)
+    return Cause("crash", ranks, first, echoes, f"rank {first.rank}'s {first.kind.value} came first")
+
+
+def _close(a: Failure, b: Failure) -> bool:
+    return a.t is not None and b.t is not None and abs(a.t - b.t) <= 0.5
+
+
+def _same_text(a: Failure, b: Failure) -> bool:
+    """Several ranks failing the same way at once (each its own OOM): all culprits."""
+    strip = lambda s: "".join(c for c in s if not c.isdigit())[:200]  # noqa: E731
+    return strip(a.text) == strip(b.text)
+
+
+def vanished(last_seen: Mapping[int, float], ended: Iterable[int], failures: Iterable[Failure],
+             end_t: float | None) -> list[Failure]:
+    """Ranks that stopped writing without an exit record (SIGKILL, os._exit, a segfault, the OOM
+    killer) before the first failure of the others, while the others went on writing until ``end_t``."""
+    fs = list(failures)
+    first = min((f.t for f in fs if f.t is not None), default=None)
+    if first is None or end_t is None:
+        return []
+    gone = set(ended) | {f.rank for f in fs if f.rank is not None}
+    return [Failure(r, FailureKind.VANISHED, f"rank {r} stopped without an exit record (killed, os._exit, "
+                    "segfault or OOM)", t, ("", 0)) for r, t in sorted(last_seen.items())
+            if r not in gone and t < first and end_t - t > VANISHED_S]

@@ -1,0 +1,77 @@
+"""A finished run's failure events and symptoms, as ``cause.Failure`` on one time line.
+
+The live monitor builds the same ``Failure`` values from the records it tails (``live/monitor.py``);
+both classify a message with ``exits.failure_kind``, so a rank's exception is the same kind of
+failure live and offline."""
+from __future__ import annotations
+
+from ..model import ExitRecord, LogEvent, Run
+from .cause import Failure, vanished
+from .exits import ExitClass, FailureKind, exit_class, failure_kind
+
+STALL_KINDS = ("watchdog_timeout", "watchdog_failure", "heartbeat_timeout", "hook_stall", "dump_signal")
+
+
+def exit_failure(rank: int | None, code: int | None, text: str, t: float | None, order: tuple[str, int],
+                 stopped_by_launcher: bool) -> Failure | None:
+    """One process's end: None when it ended well or its code is unknown."""
+    cls = exit_class(code)
+    if cls in (ExitClass.CLEAN, ExitClass.UNKNOWN) and not text:
+        return None
+    kind = failure_kind(text, code)
+    if stopped_by_launcher and kind in (FailureKind.EXIT, FailureKind.FATAL, FailureKind.KILLED):
+        kind = FailureKind.KILLED  # the launcher's closing signal, after another rank failed
+    elif not text and cls is ExitClass.KILLED and code in (-9, 137):
+        kind = FailureKind.FATAL  # SIGKILL nobody here sent: the OOM killer, most often
+    return Failure(rank, kind, text or f"exit code {code}", t, order, code)
+
+
+def error_failure(rank: int | None, exc_type: str, message: str, last_error: str | None, t: float | None,
+                  order: tuple[str, int]) -> Failure | None:
+    """An exception tail (``[rankN]: torch...DistBackendError: ...``, a traceback's last line)."""
+    if rank is None and "ChildFailedError" in exc_type:
+        return None  # torchrun's report of a child's failure: counted by the child
+    text = f"{exc_type}: {message} {last_error or ''}".strip()
+    return Failure(rank, failure_kind(text), text[:500], t, order)
+
+
+def _event_failure(e: LogEvent) -> Failure | None:
+    order = (e.evidence.file, e.evidence.line)
+    if e.kind == "dist_error":
+        return error_failure(e.rank, str(e.data.get("type", "")), str(e.data.get("message", "")),
+                             e.data.get("last_error"), e.ts, order)
+    if e.kind == "hook_exit":
+        code = e.data.get("code") if isinstance(e.data.get("code"), int) else None
+        t = e.data.get("t") if isinstance(e.data.get("t"), (int, float)) else None
+        return exit_failure(e.rank, code, str(e.data.get("exception") or ""), t, order, False)
+    if e.kind in ("watchdog_timeout", "watchdog_failure", "heartbeat_timeout"):
+        return Failure(e.rank, FailureKind.TIMEOUT, e.text[:500], e.ts, order)
+    return None
+
+
+def _launcher_failure(x: ExitRecord, killed: set[int]) -> Failure | None:
+    if x.evidence is not None and "ncclscope-rank" in x.evidence.file:
+        return None  # the hook's exit records come in as events, with their time and exception
+    order = (x.evidence.file, x.evidence.line) if x.evidence else ("", 0)
+    f = exit_failure(x.rank, x.exitcode, "", None, order, x.pid in killed and not x.root_cause)
+    if f is not None and x.root_cause:
+        f = Failure(f.rank, f.kind, f.text, f.t, ("", -1), f.code)  # torchrun saw it first
+    return f
+
+
+def failures_of_run(run: Run) -> list[Failure]:
+    out = [f for e in run.events if (f := _event_failure(e)) is not None]
+    out += [f for x in run.exits if (f := _launcher_failure(x, run.killed_pids)) is not None]
+    seen: dict[int, float] = {}
+    for st in run.pg_status:
+        if st.source == "hook" and isinstance(st.ts, (int, float)):
+            seen[st.rank] = max(seen.get(st.rank, st.ts), st.ts)
+    ended = {e.rank for e in run.events if e.kind == "hook_exit" and e.rank is not None}
+    return out + vanished(seen, ended, out, max(seen.values(), default=None))
+
+
+def stall_time(run: Run) -> tuple[bool, float | None]:
+    """(a stall signal was seen, the earliest time known for one)."""
+    ev = [e for e in run.events if e.kind in STALL_KINDS]
+    ts = [e.ts for e in ev if isinstance(e.ts, (int, float))]
+    return bool(ev), (min(ts) if ts else None)

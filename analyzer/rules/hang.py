@@ -1,0 +1,45 @@
+"""Which collective is stuck, and who never joined it, from each member's last enqueued and last
+completed sequence number (Flight Recorder, watchdog lines, the hook's records or heartbeats)."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+# a claimed world is believed while its unseen ranks are at most as many as those seen, plus this
+UNSEEN_SLACK = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Stuck:
+    seq: int  # the first collective not completed on every member
+    never: tuple[int, ...]  # members whose last enqueued is below it
+    waiting: tuple[int, ...]  # members in it, not completed
+
+
+def stuck_collective(enqueued: Mapping[int, int | None], completed: Mapping[int, int | None]) -> Stuck | None:
+    """``enqueued`` / ``completed``: per member (every member a key of ``enqueued``; a member never
+    seen has None), its last sequence number. None when everything issued completed everywhere.
+    Members never seen are the culprits only when no member seen is behind (what we cannot see is
+    a suspect, not a witness against what we can)."""
+    issued = [v for v in enqueued.values() if v is not None]
+    if not issued:
+        return None
+    done = {r: completed.get(r) or 0 for r in enqueued}
+    n = min(done.values()) + 1
+    if n > max(issued):
+        return None
+    never = tuple(sorted(r for r, e in enqueued.items() if e is not None and e < n))
+    if not never:
+        never = tuple(sorted(r for r, e in enqueued.items() if e is None))
+    waiting = tuple(sorted(r for r in enqueued if r not in never and done[r] < n))
+    return Stuck(n, never, waiting)
+
+
+def bounded_world(world: int | None, seen: Iterable[int]) -> list[int]:
+    """The ranks to judge: those seen, plus the ranks of a claimed ``world`` never seen when what was
+    seen makes the claim plausible (at most as many unseen as seen, plus a few); a record claiming
+    2^20 ranks beside 4 seen is not believed, and nothing is sized by it."""
+    ranks = set(seen)
+    if world and 0 < world <= max(ranks, default=-1) + 1 + len(ranks) + UNSEEN_SLACK:
+        ranks.update(range(world))
+    return sorted(ranks)
