@@ -10,10 +10,16 @@ and ``analyzer/build.py``:
 - ``stack``: t, rank, reason (stall | request | exit), where, frames [{file, line, func, code}]
 - ``fr``: t, rank, path (a Flight Recorder pickle written on request), request_id
 - ``exit``: t, rank, code; ``error``: t, rank, message (the hook's own trouble)
+
+``coll`` and ``done`` are the per-collective records: the tracer writes them through a
+%-format made once per call site (``coll_format``, ``done_format``), so a collective costs one
+``%`` on the writer thread, not a dict and a ``json.dumps``; the line parses to what ``coll`` /
+``done`` return.
 """
 from __future__ import annotations
 
 import ast
+import json
 import linecache
 import os
 import re
@@ -50,6 +56,24 @@ def coll(rank: int, pg: str, seq: int, op: str, numel: int | None, dtype: str | 
 def done(rank: int, pg: str, seq: int, dur_ms: float | None, how: str, t: float | None = None) -> Record:
     return {"type": "done", "t": t if t is not None else now(), "rank": rank, "pg": pg, "seq": seq,
             "dur_ms": None if dur_ms is None else round(dur_ms, 3), "how": how}
+
+
+def _lit(value: Any) -> str:
+    """A JSON literal, safe inside a %-format."""
+    return json.dumps(value).replace("%", "%%")
+
+
+def coll_format(rank: int, pg: str, op: str, dtype: str | None, where: str | None, p2p: bool, sized: bool) -> str:
+    """The line of a ``coll`` record as a %-format of (t, seq, numel, bytes), or (t, seq) when not ``sized``."""
+    tail = ',"p2p":true}\n' if p2p else '}\n'
+    size = f'"numel":%d,"dtype":{_lit(dtype)},"bytes":%d,' if sized else '"numel":null,"dtype":null,"bytes":null,'
+    return (f'{{"type":"coll","t":%.6f,"rank":{rank},"pg":{_lit(pg)},"seq":%d,"op":{_lit(op)},{size}'
+            f'"where":{_lit(where)}{tail}')
+
+
+def done_format(rank: int, pg: str, how: str) -> str:
+    """The line of a ``done`` record as a %-format of (t, seq, dur_ms)."""
+    return f'{{"type":"done","t":%.6f,"rank":{rank},"pg":{_lit(pg)},"seq":%d,"dur_ms":%.3f,"how":{_lit(how)}}}\n'
 
 
 def heartbeat(rank: int, step: int | None, pgs: dict[str, dict[str, int | None]], dropped: int) -> Record:
@@ -168,6 +192,40 @@ def where_of(frames: list[dict[str, Any]]) -> str | None:
         f = frames[0]
         return f"{os.path.basename(str(f['file']))}:{f['line']} in {f['func']}"
     return None
+
+
+_LIB_CODE: dict[Any, bool] = {}
+
+
+def is_library_code(code: Any) -> bool:
+    """``is_library`` of a code object's file, remembered per code object (bounded)."""
+    lib = _LIB_CODE.get(code)
+    if lib is None:
+        lib = is_library(code.co_filename)
+        if len(_LIB_CODE) < 8192:
+            _LIB_CODE[code] = lib
+    return lib
+
+
+def call_site(frame: FrameType | None) -> tuple[Any, int] | None:
+    """(code, line) of the innermost frame outside torch, the stdlib and the hook, from ``frame`` out:
+    a few attribute reads and dict lookups per frame, no path or source work (``site_text`` does that)."""
+    n = 0
+    while frame is not None and n < 40:
+        code = frame.f_code
+        if not is_library_code(code):
+            return code, frame.f_lineno
+        frame = frame.f_back
+        n += 1
+    return None
+
+
+def site_text(site: tuple[Any, int] | None) -> str | None:
+    """``train.py:88 in main``: what ``caller_where`` returns, from a ``call_site``."""
+    if site is None:
+        return None
+    code, line = site
+    return f"{os.path.basename(code.co_filename)}:{line} in {code.co_name}"
 
 
 def caller_where(depth: int = 2) -> str | None:

@@ -2,8 +2,14 @@
 ``$NCCLSCOPE_RUN_DIR/ncclscope-rank<R>.jsonl`` (record types in ``records.py``).
 
 Rules it keeps, because it runs inside someone's training:
-- a collective pays a dict build, a frame walk and a ``queue.put_nowait``; JSON and disk happen
-  on a writer thread; when the bounded queue is full the record is dropped and counted;
+- a collective pays about a microsecond: its group's sequence number, the tensor's numel and dtype,
+  the call site as (code object, line) found by a walk over frames whose "library or not" answer
+  is remembered per code object, and one tuple appended to a bounded deque. No dict, no JSON, no
+  path or source work, no file write: the writer thread turns each tuple into its line with one
+  ``%`` of a format made once per call site (``records.coll_format``) and writes in batches; when
+  the deque is full the oldest record is dropped and counted;
+- completion is found by the poller in order per group (ops of one group complete in order), so
+  a tick costs the collectives that completed since the last one, not all that are open;
 - every hook path is wrapped: an exception becomes an ``error`` record, never reaches user code
   or a PyTorch callback (``NCCLSCOPE_HOOK_CHAOS=all`` or ``coll,done,...`` raises inside each
   path to prove it);
@@ -24,6 +30,7 @@ import inspect
 import json
 import os
 import socket
+import stat
 import sys
 import threading
 import time
@@ -59,6 +66,9 @@ OPS: dict[str, tuple[str, str | None, bool]] = {
 }
 CHAOS_POINTS = ("start", "coll", "done", "poll", "hb", "stack", "request", "write", "step", "exit")
 _SENTINEL: dict[str, Any] = {"type": "__stop__"}
+
+CONTROL_MAX = 4096  # bytes of the dump-request file read, at most
+FORMATS_MAX = 4096  # call-site formats remembered per process
 
 _TRACER: Tracer | None = None
 _ARMED = False
@@ -101,8 +111,7 @@ def _numel_dtype(obj: Any) -> tuple[int | None, str | None, int | None]:
 
 def _is_cpu(obj: Any) -> bool:
     t = obj[0] if isinstance(obj, (list, tuple)) and obj else obj
-    dev = getattr(t, "device", None)
-    return dev is None or getattr(dev, "type", "cpu") == "cpu"
+    return bool(getattr(t, "is_cpu", True))
 
 
 class Tracer:
@@ -122,13 +131,21 @@ class Tracer:
         chaos = os.environ.get("NCCLSCOPE_HOOK_CHAOS", "")
         self.chaos = set(CHAOS_POINTS) if chaos.strip() == "all" else {c.strip() for c in chaos.split(",") if c.strip()}
         # a deque: append is one C call, no lock and no wake-up of the writer (which polls)
-        self.queue: collections.deque[dict[str, Any]] = collections.deque(
+        # records: a dict, or a per-collective tuple (%-format, values...) (``lines``)
+        self.queue: collections.deque[dict[str, Any] | tuple[Any, ...]] = collections.deque(
             maxlen=max(100, _env_int("NCCLSCOPE_HOOK_QUEUE", 20000)))
         self.write_s = 0.05
-        self.pending: collections.deque[tuple[str, int, float, float, Any]] = collections.deque(
+        self.pending: collections.deque[tuple[str, int, float, Any]] = collections.deque(
             maxlen=max(16, _env_int("NCCLSCOPE_HOOK_PENDING", 4096)))
-        self.open: dict[tuple[str, int], tuple[float, float, Any]] = {}
+        # per group, the collectives not yet seen complete, in issue (= sequence) order
+        self.open: dict[str, collections.deque[tuple[int, float, Any]]] = {}
+        self.n_open = 0
         self.max_open = self.pending.maxlen or 4096
+        self.chaos_coll, self.chaos_done = "coll" in self.chaos, "done" in self.chaos
+        self.gloo = "gloo" in self.backend
+        # (pg, op, dtype, code, line, p2p) -> (the coll line's %-format, bytes per element)
+        self.formats: dict[tuple[Any, ...], tuple[str, int]] = {}
+        self.done_formats: dict[tuple[str, str], str] = {}
         self.dropped = 0
         self.errors: dict[str, int] = collections.Counter()
         self.enq: dict[str, int] = {}
@@ -159,7 +176,7 @@ class Tracer:
         if point in self.chaos:
             raise RuntimeError(f"ncclscope chaos in {point}")
 
-    def put(self, rec: dict[str, Any]) -> None:
+    def put(self, rec: dict[str, Any] | tuple[Any, ...]) -> None:
         q = self.queue
         if len(q) >= (q.maxlen or 0):
             self.dropped += 1  # the deque drops its oldest record to take this one
@@ -217,7 +234,8 @@ class Tracer:
 
     # --- the collective path (training thread) ----------------------------------------------
     def _pg(self, group: Any) -> tuple[str, Callable[[], int]] | None:
-        pg = group if group is not None else self.c10d._get_default_group()
+        # GroupMember.WORLD is the default group, a third of _get_default_group()'s price
+        pg = group if group is not None else (self.c10d.GroupMember.WORLD or self.c10d._get_default_group())
         if pg is self.c10d.GroupMember.NON_GROUP_MEMBER:
             return None
         info = self.pg_info.get(id(pg))
@@ -228,13 +246,14 @@ class Tracer:
         return info
 
     def before(self, op: str, p2p: bool, tensor: Any, group: Any) -> tuple[str, int, float, bool] | None:
-        self.check_chaos("coll")
+        """The training thread's part of a collective: one tuple into the queue (see the module doc)."""
+        if self.chaos_coll:
+            raise RuntimeError("ncclscope chaos in coll")
         info = self._pg(group)
         if info is None:
             return None
         name, seqfn = info
-        t = time.time()
-        if p2p and "gloo" not in self.backend:
+        if p2p and not self.gloo:
             # NCCL numbers send/recv apart from collectives (FR p2p_seq_id); count them ourselves
             self.p2p[name] += 1
             pgname, seq = name + ":p2p", self.p2p[name]
@@ -242,21 +261,61 @@ class Tracer:
             pgname, seq = name, int(seqfn()) + 1
             if seq > self.enq.get(name, 0):
                 self.enq[name] = seq
-        numel, dtype, nbytes = _numel_dtype(tensor) if tensor is not None else (None, None, None)
-        self.put(R.coll(self.rank, pgname, seq, op, numel, dtype, nbytes, R.caller_where(2), round(t, 6), p2p))
-        return pgname, seq, time.perf_counter(), tensor is None or _is_cpu(tensor)
+        numel: int | None = None
+        nbytes = -1
+        dtype: Any = None
+        cpu = True
+        if tensor is not None:
+            if isinstance(tensor, (list, tuple)):
+                numel, dname, nb = _numel_dtype(tensor)
+                dtype, nbytes = dname, (-1 if nb is None else nb)
+            elif hasattr(tensor, "numel"):
+                numel, dtype = int(tensor.numel()), tensor.dtype
+            cpu = _is_cpu(tensor)
+        site = R.call_site(sys._getframe(2))
+        key = (pgname, op, dtype, site, p2p, numel is not None)
+        fmt = self.formats.get(key)
+        if fmt is None:
+            fmt = self._coll_format(key, tensor)
+        t = time.time()
+        if numel is None:
+            self.put((fmt[0], t, seq))
+        else:
+            self.put((fmt[0], t, seq, numel, numel * fmt[1] if nbytes < 0 else nbytes))
+        return pgname, seq, time.perf_counter(), cpu
+
+    def _coll_format(self, key: tuple[Any, ...], tensor: Any) -> tuple[str, int]:
+        """The %-format of a call site's ``coll`` lines, and the element size of its dtype."""
+        pgname, op, dtype, site, p2p, sized = key
+        dname = dtype if dtype is None or isinstance(dtype, str) else str(dtype).replace("torch.", "")
+        itemsize = 0
+        if sized and not isinstance(tensor, (list, tuple)):
+            itemsize = int(tensor.element_size())
+        fmt = (R.coll_format(self.rank, pgname, op, dname, R.site_text(site), p2p, sized), itemsize)
+        if len(self.formats) < FORMATS_MAX:
+            self.formats[key] = fmt
+        return fmt
+
+    def done_format(self, pgname: str, how: str) -> str:
+        fmt = self.done_formats.get((pgname, how))
+        if fmt is None:
+            fmt = R.done_format(self.rank, pgname, how)
+            if len(self.done_formats) < FORMATS_MAX:
+                self.done_formats[(pgname, how)] = fmt
+        return fmt
 
     def after(self, token: tuple[str, int, float, bool], result: Any, async_op: bool) -> None:
-        self.check_chaos("done")
+        if self.chaos_done:
+            raise RuntimeError("ncclscope chaos in done")
         pgname, seq, t0, cpu = token
         work = result if async_op and hasattr(result, "is_completed") else None
         if work is None and cpu and not async_op:
             # a synchronous call on CPU tensors has completed when it returns
-            self.put(R.done(self.rank, pgname, seq, (time.perf_counter() - t0) * 1000.0, "sync"))
+            self.put((self.done_format(pgname, "sync"), time.time(), seq, (time.perf_counter() - t0) * 1000.0))
             if seq > self.done.get(pgname, 0):
                 self.done[pgname] = seq
         else:
-            self.pending.append((pgname, seq, t0, time.time(), work))
+            self.pending.append((pgname, seq, t0, work))
 
     # --- the poller thread -------------------------------------------------------------------
     def _fr_status(self) -> dict[str, dict[str, int | None]]:
@@ -285,45 +344,50 @@ class Tracer:
         return {}
 
     def poll(self) -> dict[str, dict[str, int | None]]:
+        """Completion of the open collectives, group by group from the oldest: a tick costs the ones
+        that completed since the last tick, plus one look at the newest of each group."""
         self.check_chaos("poll")
+        opened = self.open
         while self.pending:
-            pgname, seq, t0, tw, work = self.pending.popleft()
-            self.open[(pgname, seq)] = (t0, tw, work)
-        while len(self.open) > self.max_open:
-            self.open.pop(next(iter(self.open)))
+            pgname, seq, t0, work = self.pending.popleft()
+            q = opened.get(pgname)
+            if q is None:
+                q = opened[pgname] = collections.deque()
+            q.append((seq, t0, work))
+            self.n_open += 1
+        while self.n_open > self.max_open:
+            max(opened.values(), key=len).popleft()
+            self.n_open -= 1
             self.dropped += 1
         status: dict[str, dict[str, int | None]] = {}
-        if not self.open:
+        if not self.n_open:
             return status
-        need_fr = False
-        completed: dict[str, int] = {}
-        finished: list[tuple[str, int, float, str]] = []
-        for (pgname, seq), (t0, _tw, work) in list(self.open.items()):
-            if work is None:
-                need_fr = True
-                continue
-            try:
-                ok = bool(work.is_completed())
-            except Exception:  # noqa: BLE001 - a failed work counts as finished
-                ok = True
-            if ok:
-                dur = _work_duration(work)
-                finished.append((pgname, seq, dur if dur is not None else (time.perf_counter() - t0) * 1000.0, "work"))
-                completed[pgname] = max(completed.get(pgname, 0), seq)
-        if need_fr:
+        if any(q and q[0][2] is None for q in opened.values()):
             status = self._fr_status()
-        now_pc = time.perf_counter()
-        for (pgname, seq), (t0, _tw, work) in list(self.open.items()):
-            if work is not None:
+        now_pc, now_t = time.perf_counter(), time.time()
+        for pgname, q in opened.items():
+            if not q:
                 continue
             fr_done = (status.get(pgname) or {}).get("completed")
-            if fr_done is not None and fr_done >= seq:
-                finished.append((pgname, seq, (now_pc - t0) * 1000.0, "fr"))
-            elif completed.get(pgname, 0) > seq:  # ops of one group complete in order
-                finished.append((pgname, seq, (now_pc - t0) * 1000.0, "order"))
-        for pgname, seq, dur, how in finished:
-            if self.open.pop((pgname, seq), None) is not None:
-                self.put(R.done(self.rank, pgname, seq, dur, how))
+            last_seq, _t0, last_work = q[-1]
+            # ops of one group complete in order: a completed newest work completes all before it
+            upto = last_seq if last_work is not None and _completed(last_work) else None
+            while q:
+                seq, t0, work = q[0]
+                if work is not None:
+                    if not (seq == upto or _completed(work)):
+                        break
+                    dur = _work_duration(work)
+                    how, dur_ms = "work", dur if dur is not None else (now_pc - t0) * 1000.0
+                elif fr_done is not None and fr_done >= seq:
+                    how, dur_ms = "fr", (now_pc - t0) * 1000.0
+                elif upto is not None and seq < upto:
+                    how, dur_ms = "order", (now_pc - t0) * 1000.0
+                else:
+                    break
+                q.popleft()
+                self.n_open -= 1
+                self.put((self.done_format(pgname, how), now_t, seq, dur_ms))
                 if not pgname.endswith(":p2p") and seq > self.done.get(pgname, 0):
                     self.done[pgname] = seq
         return status
@@ -367,9 +431,12 @@ class Tracer:
         self.put(R.stack(self.rank, reason, R.where_of(frames), R.trim(frames), **extra))
 
     def _control_key(self) -> tuple[int, int, int] | None:
+        """The dump-request file's identity, or None where there is none (or it is no regular file)."""
         try:
-            st = os.stat(self.control)
+            st = os.lstat(self.control)
         except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
             return None
         return (st.st_mtime_ns, st.st_size, st.st_ino)
 
@@ -381,8 +448,8 @@ class Tracer:
         self.check_chaos("request")
         req_id: Any = None
         try:
-            req_id = json.loads(self.control.read_text()[:4096]).get("id")
-        except (OSError, ValueError, AttributeError):
+            req_id = json.loads(read_control(self.control)).get("id")
+        except (OSError, ValueError, AttributeError, RecursionError):
             req_id = None
         try:
             self.write_stack("request", request_id=req_id)
@@ -442,6 +509,12 @@ class Tracer:
                 self.fail("request", e)
 
     # --- the writer thread -------------------------------------------------------------------
+    @staticmethod
+    def lines(batch: list[Any]) -> str:
+        """The text of a batch: a tuple is (%-format, values...), anything else a record dict."""
+        return "".join([r[0] % r[1:] if type(r) is tuple else json.dumps(r, default=str, separators=(",", ":")) + "\n"
+                        for r in batch])
+
     def _write_loop(self) -> None:
         f = None
         next_open = 0.0
@@ -460,7 +533,7 @@ class Tracer:
             batch = [r for r in batch if r is not _SENTINEL]
             try:
                 self.check_chaos("write")
-                text = "".join(json.dumps(r, default=str, separators=(",", ":")) + "\n" for r in batch)
+                text = self.lines(batch)
                 if f is None and time.monotonic() >= next_open:
                     try:
                         f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
@@ -528,6 +601,25 @@ class Tracer:
             pass
         self.queue.append(_SENTINEL)
         self.writer.join(timeout=2.0)
+
+
+def read_control(path: Path) -> str:
+    """The dump-request file's first ``CONTROL_MAX`` bytes: a regular file only, opened without
+    following a link and without blocking (a FIFO, a device or a link to /dev/zero raises OSError)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.read(fd, CONTROL_MAX).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+def _completed(work: Any) -> bool:
+    try:
+        return bool(work.is_completed())
+    except Exception:  # noqa: BLE001 - a failed work counts as finished
+        return True
 
 
 def _to_int(v: Any) -> int | None:
@@ -609,6 +701,9 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
             return args[i]
         return None
 
+    always_async = fn.__name__ in ("isend", "irecv")
+    p2p_op = p2p or op in ("send", "recv")
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         tr = _TRACER
@@ -616,18 +711,21 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
             if _ARMED:
                 _maybe_start()
             tr = _TRACER
-        if tr is None or cast(int, getattr(_tls, "depth", 0)):
+        if tr is None or getattr(_tls, "depth", False):
             return fn(*args, **kwargs)
         token = None
-        async_op = False
+        async_op = always_async
         try:
-            async_op = bool(arg(args, kwargs, i_async, "async_op"))
-            token = tr.before(op, p2p or (op in ("send", "recv")), arg(args, kwargs, i_in, in_param),
-                              arg(args, kwargs, i_group, "group"))
+            if kwargs:
+                async_op = async_op or bool(arg(args, kwargs, i_async, "async_op"))
+                token = tr.before(op, p2p_op, arg(args, kwargs, i_in, in_param), arg(args, kwargs, i_group, "group"))
+            else:
+                n = len(args)
+                async_op = async_op or (i_async >= 0 and n > i_async and bool(args[i_async]))
+                token = tr.before(op, p2p_op, args[i_in] if 0 <= i_in < n else None,
+                                  args[i_group] if 0 <= i_group < n else None)
         except Exception as e:  # noqa: BLE001
             tr.fail("coll", e)
-        if fn.__name__ in ("isend", "irecv"):
-            async_op = True
         _tls.depth = 1
         try:
             result = fn(*args, **kwargs)
