@@ -31,7 +31,7 @@ from .sources.ras import looks_like_ras_json, parse_ras_json, parse_ras_text
 from .sources.lines import lone_cr_to_lf, rejoin_wrapped, unglue_host
 from .sources.records import NcclRec, Rec
 from .sources.topo_xml import parse_topo_xml
-from .sources.torch_log import parse_torch_lines, torch_line_known
+from .sources.torch_log import parse_torch_lines, torch_line_facts
 
 MAX_LINE = 64 * 1024
 MAX_STRUCTURED_BYTES = 256 * 1024 * 1024  # JSON / pickle / XML are loaded whole: bounded
@@ -223,10 +223,12 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
 def _wrapped_join_known(first: str, joined: str) -> bool:
     """Whether the pieces of a hard-wrapped line, joined, are a line the parsers know: an NCCL line
     (also when its first piece alone parsed: cut at the wrap, it lost the rest of its message), or a
-    PyTorch line the first piece alone is not."""
+    PyTorch line that reads at least the facts its first piece alone does (a watchdog's exception whose
+    quoted timeout was cut at the wrap)."""
     if "NCCL " in joined and parse_nccl_line(joined) is not None:
         return True
-    return torch_line_known(joined) and not torch_line_known(first)
+    facts = torch_line_facts(joined)
+    return facts > 0 and facts >= torch_line_facts(first)
 
 
 def _unglue_hosts(recs: list[Rec], batches: list[NcclCollBatch]) -> None:

@@ -6,7 +6,6 @@ connection lines that follow belong to it (NCCL prints them during that communic
 """
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -15,11 +14,11 @@ import numpy as np
 from ..ingest import Parsed
 from ..model import Connection, Setting
 from ..sources import records as R
+from ..sources.lines import prefix_rank
 from ..sources.coll import NcclCollBatch
 from .communicators import CommLocal
 from .values import ProcKey, ev
 
-WRAP_RANK_RE = re.compile(r"^\[(?:rank|default)(\d+)\]:|^\[\d+,(\d+)\]<std")
 
 
 @dataclass
@@ -75,9 +74,9 @@ def _first_seen(rec: R.NcclRec, key: ProcKey, g: Gathered) -> None:
     g.proc_first_seen[key] = (rec.file, rec.line)
     if g.bare_versions.get(rec.file):  # the bare version line printed just before by this process
         g.nccl_versions.setdefault(key, g.bare_versions[rec.file].pop(0))
-    wm = WRAP_RANK_RE.match(rec.text)
-    if wm:
-        g.wrapper_rank[key] = int(wm.group(1) or wm.group(2))
+    wrapped = prefix_rank(rec.text)  # "[rank3]:", mpirun's "[1,3]<stdout>:", srun's "3: " ... (lines.py)
+    if wrapped is not None:
+        g.wrapper_rank[key] = wrapped
 
 
 def _local(g: Gathered, key: ProcKey, comm: str, rank: int, nranks: int, line: int) -> CommLocal:

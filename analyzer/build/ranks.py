@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import Job, Process, Setting
+from ..sources import records as R
 from .gather import Gathered
 from .values import ProcKey, count_ranks, ev
 
@@ -102,7 +103,7 @@ def _world(g: Gathered, top_nranks: int, hook_world: int | None) -> int | None:
                 n = count_ranks(cfg.get("ranks"))
                 if n and n <= MAX_RANKS and (world is None or n > world):
                     world = n
-    world = world or hook_world
+    world = world or hook_world or _printed_world(g)
     if world is None:
         ranks_seen = [le.rank for le in g.launcher if le.rank is not None] + [
             f.rank for f in g.frs if f.rank is not None] + [c.rank for c in g.completions if c.rank is not None]
@@ -110,6 +111,20 @@ def _world(g: Gathered, top_nranks: int, hook_world: int | None) -> int | None:
         if ranks_seen:
             world = max(ranks_seen) + 1
     return world
+
+
+def _printed_world(g: Gathered) -> int | None:
+    """The world size a launcher or wrapper printed (``WorldSize``), the one printed most (the larger on a
+    tie), when no NCCL communicator, hook or dump gave one."""
+    sizes = [r.world_size for r in g.torch_recs if isinstance(r, R.WorldSize) and 0 < r.world_size <= MAX_RANKS]
+    return max(sorted(set(sizes)), key=lambda n: (sizes.count(n), n)) if sizes else None
+
+
+def _printed_versions(g: Gathered) -> tuple[str | None, str | None]:
+    """(torch, NCCL) versions printed in PyTorch's own lines (an error's ``NCCL version 2.21.5``, collect_env)."""
+    torch = next((r.torch for r in g.torch_recs if isinstance(r, R.TorchVersionLine) and r.torch), None)
+    nccl = next((r.nccl for r in g.torch_recs if isinstance(r, R.TorchVersionLine) and r.nccl), None)
+    return torch, nccl
 
 
 def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
@@ -121,11 +136,13 @@ def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
         processes.append(Process(key[0], key[1], proc_rank.get(key), dev, bus))
     values = list(g.nccl_versions.values())
     nccl_version = max(sorted(set(values)), key=values.count) if values else None
+    printed_torch, printed_nccl = _printed_versions(g)
     nccl_version = nccl_version or (nccl_torch_version if nccl_torch_version and nccl_torch_version[0].isdigit()
-                                    else None) or ranks.hook_versions.get("nccl")
+                                    else None) or ranks.hook_versions.get("nccl") or printed_nccl
     return Job(
         world_size=ranks.world, hosts=tuple(hosts), processes=tuple(processes), nccl_version=nccl_version,
-        torch_version=ranks.hook_versions.get("torch"), cuda_version=g.cuda_version or ranks.hook_versions.get("cuda"),
+        torch_version=ranks.hook_versions.get("torch") or printed_torch,
+        cuda_version=g.cuda_version or ranks.hook_versions.get("cuda"),
         settings=g.settings, nccl_versions={k[1]: v for k, v in g.nccl_versions.items() if k[1]},
         exit_code=g.exit_code,
     )

@@ -9,8 +9,6 @@ and no stall signal are a snapshot of a running job, not a hang.
 from __future__ import annotations
 
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
-from ..rules.exits import from_outside
-from ..rules.hang import bounded_world, stuck_collective
 from .common import entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 
 HINT_NEVER_JOINED = (
@@ -41,17 +39,25 @@ def detect(run: Run) -> list[Finding]:
     status = pg_status_by_rank(run)
     findings: list[Finding] = []
     stall_ev = tuple(e.evidence for e in stalls[:3])
-    world = {p.rank for p in run.job.processes if p.rank is not None} | {r for by in status.values() for r in by}
+    world = run.ranks()
 
     for pg, by_rank in sorted(status.items()):
-        members = bounded_world(run.job.world_size, world) if pg == "0" else sorted(by_rank)
-        enq = {r: (by_rank[r].enqueued if r in by_rank else None) for r in sorted(set(members) | set(by_rank))}
-        st = stuck_collective(enq, {r: s.completed for r, s in by_rank.items()})
-        if st is None:
+        if len(by_rank) < 1:
+            continue
+        max_enq = max((s.enqueued for s in by_rank.values() if s.enqueued is not None), default=None)
+        if max_enq is None:
+            continue
+        completed = {r: (s.completed if s.completed is not None else -1) for r, s in by_rank.items()}
+        stuck_seq = min(completed.values()) + 1
+        if stuck_seq > max_enq:
             continue  # everything issued has completed everywhere
         if not stalls:
             continue  # in-flight work in a snapshot of a running job
-        stuck_seq, never = st.seq, list(st.never)
+        never = sorted(r for r, s in by_rank.items() if s.enqueued is not None and s.enqueued < stuck_seq)
+        missing = [r for r in world if r not in by_rank] if len(world) > len(by_rank) else []
+        if not never and missing:
+            # the only status we have is from the ranks that wait; those we cannot see are suspects
+            never = _missing_by_counts(run, missing) or missing
         at = entries_at(run, pg, stuck_seq)
         op = _op_for(run, at, stuck_seq)
         waiting = sorted(r for r in by_rank if r not in never)
@@ -102,10 +108,13 @@ def detect(run: Run) -> list[Finding]:
     return findings
 
 
+KILLED_CODES = {124, 137, 143, -9, -15}  # timeout(1), SIGKILL, SIGTERM: ended from outside
+
+
 def _exit_hang(run: Run, status: dict) -> list[Finding]:
     """Every collective completed everywhere, yet some ranks never exited and the job was ended from
     outside: the process hangs on its way out (no destroy_process_group, pending work, threads)."""
-    if not from_outside(run.job.exit_code):
+    if run.job.exit_code not in KILLED_CODES:
         return []
     hook_ranks = {e.rank for e in run.events if e.evidence.file.startswith("ncclscope-rank")}
     hook_ranks |= {s.rank for by in status.values() for s in by.values()}
@@ -201,6 +210,10 @@ def _wait_where(at: dict[int, dict], waiting: list[int]) -> str:
     if len(waiting) > 4:
         parts.append(f"and {len(waiting) - 4} more ranks")
     return "; ".join(parts)
+
+
+def _missing_by_counts(run: Run, candidates: list[int]) -> list[int]:
+    return []
 
 
 def _ras_evidence(run: Run, ranks: list[int]) -> list[Evidence]:

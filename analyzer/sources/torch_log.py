@@ -404,23 +404,19 @@ _SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGABRT": 6, "
             "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15}
 
 
-def torch_line_known(text: str) -> bool:
-    """Whether ``text`` is a whole line of a form this parser reads for facts (the test that decides
-    whether a hard-wrapped line's pieces are joined)."""
+FACT_RES = (WORK_RE, FAILURE_RE, OLD_FAILURE_RE, DUMP_SIGNAL_RE, WATCHDOG_EXC_RE, ASYNC_EXC_RE, NCCL_ERROR_RE,
+            DESYNC_LAG_RE, DESYNC_AT_RE, BARRIER_RE)
+_FACT_WORDS = ("WorkNCCL(", "watchdog", "NCCL work", "async exception", "NCCL version", "lagging ranks",
+               "Timeout at collective", "monitoredBarrier")
+
+
+def torch_line_facts(text: str) -> int:
+    """How many of the forms this parser reads facts from ``text`` holds (0: none): the test that decides
+    whether a hard-wrapped line's pieces are joined (the join must read at least what the first piece does)."""
+    if not any(w in text for w in _FACT_WORDS):
+        return 0
     _, body = strip_tool_prefixes(text.rstrip("\r\n"))
-    if "WorkNCCL(" in body:
-        return WORK_RE.search(body) is not None
-    if "watchdog" in body:
-        return bool(FAILURE_RE.search(body) or OLD_FAILURE_RE.search(body) or WATCHDOG_EXC_RE.search(body))
-    if "NCCL work" in body:
-        return OLD_FAILURE_RE.search(body) is not None or DUMP_SIGNAL_RE.search(body) is not None
-    if "NCCL version" in body:
-        return NCCL_ERROR_RE.search(body) is not None
-    if "lagging ranks" in body:
-        return DESYNC_LAG_RE.search(body) is not None
-    if "monitoredBarrier" in body:
-        return BARRIER_RE.search(body) is not None
-    return False
+    return sum(1 for r in FACT_RES if r.search(body))
 
 
 def _launcher_exit(kv: dict[str, str], file: str, lineno: int, root: bool) -> LauncherExit:
