@@ -1,10 +1,13 @@
 """Parsed runs kept on disk, so that opening the same input again skips parsing.
 
-Layout: ``<run folder>/.ncclscope-cache/`` (or ``$XDG_CACHE_HOME/ncclscope/<hash>/`` when the
-folder is read-only, or the input is files or archives rather than one folder):
+Layout: ``$XDG_CACHE_HOME/ncclscope/runs/<hash>/`` (``~/.cache``), in a folder of the user's that no
+one else can write (0700, owner checked every time; anything else and there is no cache). Never in
+or beside the input: a ``.ncclscope-cache`` folder that arrives with a copied, untarred or uploaded
+run is not read (it could forge the verdict), and analysing a folder writes nothing into it.
 
-- ``key.json``: the format version and (path, size, mtime) of every input file. Any change, a file
-  added or removed, or another ncclscope cache format invalidates the entry.
+- ``key.json``: the format version, the parser code's hash and (path, size, mtime, ctime, inode) of
+  every input file: the file's content identity (ctime moves on every write and cannot be set back).
+  Any change, a file added or removed, or another ncclscope cache format invalidates the entry.
 - ``collectives.parquet``, ``heartbeats.parquet``: the tables.
 - ``run.json``: everything else in ``Run`` (job, communicators, ...), as tagged JSON, except
   ``events.json``: the log events, read on first use (a re-open with current findings needs none).
@@ -14,8 +17,9 @@ folder is read-only, or the input is files or archives rather than one folder):
   detectors changed, they run again on the cached run. A re-open that finds them current reads no
   table at all: ``Run.collectives`` is then read from Parquet only when something asks for it.
 
-Only Parquet and JSON are read back, never pickle: a cache folder shipped inside a run archive
-cannot run code. Reading or writing the cache never fails an analysis; a bad entry is a miss.
+Only Parquet and JSON are read back, never pickle, each through ``safe_io`` (a regular file, no
+link followed, never blocking). Reading or writing the cache never fails or hangs an analysis: a
+FIFO, a cut file, 200,000 levels of nesting or a value of the wrong type is a miss.
 """
 from __future__ import annotations
 
@@ -25,12 +29,11 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from . import model
+from . import model, safe_io
 from .input_names import MAX_FILES, SKIP_DIRS, SKIP_NAMES
 from .model import Run
 
@@ -38,7 +41,7 @@ if TYPE_CHECKING:  # a re-open that finds current findings reads no table: no pa
     import pandas as pd
 
 FORMAT = 3
-CACHE_DIRNAME = ".ncclscope-cache"
+CACHE_DIRNAME = ".ncclscope-cache"  # the old in-folder cache: never read, and skipped by the input walk
 _CLASSES: dict[str, type] = {
     name: obj for name, obj in vars(model).items() if isinstance(obj, type) and dataclasses.is_dataclass(obj)
 }
@@ -103,7 +106,7 @@ def input_key(paths: list[Path]) -> list[list[Any]] | None:
                 return None
         elif root.is_file():
             st = root.stat()
-            out.append([str(root), st.st_size, st.st_mtime_ns])
+            out.append([str(root), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
         else:
             return None
     return out
@@ -131,31 +134,34 @@ def _scan_key(folder: str, out: list[list[Any]]) -> bool:
             st = e.stat(follow_symlinks=False)
         except OSError:
             continue
-        out.append([e.path, st.st_size, st.st_mtime_ns])
+        out.append([e.path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
         if len(out) > MAX_FILES:
             return False
     # os.walk lists a folder's files before descending, in sorted order of subfolders
     return all(_scan_key(d, out) for d in subdirs)
 
 
-def cache_dir(paths: list[Path]) -> Path:
-    """Where the entry for ``paths`` lives: inside a single writable run folder, else the user cache."""
-    if len(paths) == 1 and Path(paths[0]).is_dir():
-        d = Path(paths[0]).resolve() / CACHE_DIRNAME
-        if _writable(d if d.exists() else d.parent):
-            return d
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/ncclscope/runs`` (``~/.cache``), made 0700 if missing; raises
+    ``safe_io.UnsafeFolder`` when it, or ``ncclscope`` above it, is not the user's alone."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope"
+    safe_io.private_dir(base)
+    return safe_io.private_dir(base / "runs")
+
+
+def cache_dir(paths: list[Path]) -> Path:
+    """Where the entry for ``paths`` lives: in the user's private cache, named by the inputs' paths."""
     h = hashlib.sha256("\0".join(str(Path(p).resolve()) for p in paths).encode()).hexdigest()[:20]
-    return base / h
+    return cache_root() / h
 
 
-def _writable(d: Path) -> bool:
-    """Writable by mode bits too: root passes every ``os.access`` test, yet a folder marked read-only
-    (a shared corpus, a mounted archive) must not get a cache folder inside it."""
-    try:
-        return os.access(d, os.W_OK) and bool(d.stat().st_mode & stat.S_IWUSR)
-    except OSError:
-        return False
+def _open(path: Path) -> BinaryIO:
+    return safe_io.open_regular(path)
+
+
+def _read_json(path: Path, **kw: Any) -> Any:
+    with _open(path) as f:
+        return json.loads(f.read(), **kw)
 
 
 @dataclasses.dataclass
@@ -197,7 +203,7 @@ class _CachedRun(Run):
             path, self._events_file = self._events_file, None
             try:
                 self._events = _read_events(path)
-            except (OSError, ValueError, TypeError, KeyError) as e:  # damaged since it was opened
+            except (OSError, ValueError, TypeError, KeyError, RecursionError) as e:  # damaged since it was opened
                 self._events = []
                 self.problems.append(f"{path}: cached events unreadable ({e}); analyse with --no-cache")
         return self._events  # type: ignore[return-value]
@@ -226,7 +232,8 @@ class _CachedRun(Run):
                 import numpy as np
                 import pyarrow.parquet as pq
 
-                t = pq.ParquetFile(self._table).read(columns=["source", "rank"])
+                with _open(self._table) as f:
+                    t = pq.ParquetFile(f).read(columns=["source", "rank"])
                 src = t["source"].combine_chunks()  # dictionary-encoded, as written
                 ranks = _ints(t["rank"].combine_chunks())
                 codes = _ints(src.indices)
@@ -257,8 +264,8 @@ def _parquet_whole(path: Path) -> bool:
     """Starts and ends with Parquet's magic, and the footer length fits: a cut or emptied file is not
     whole (checked without pyarrow, which a re-open with current findings never imports)."""
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
+        with _open(path) as f:
+            size = os.fstat(f.fileno()).st_size
             head = f.read(4)
             f.seek(-8, os.SEEK_END)
             tail = f.read(8)
@@ -268,8 +275,8 @@ def _parquet_whole(path: Path) -> bool:
 
 
 def _read_events(path: Path) -> list[model.LogEvent]:
-    events = json.loads(path.read_text(), object_hook=_decode)
-    if not isinstance(events, list):
+    events = _read_json(path, object_hook=_decode)
+    if not isinstance(events, list) or not all(isinstance(e, model.LogEvent) for e in events):
         raise ValueError(f"{path}: not a list of events")
     return events
 
@@ -278,7 +285,8 @@ def _read_table(path: Path, columns: list[str] | None = None) -> pd.DataFrame:
     """Parquet -> DataFrame; dictionary-encoded columns come back as categoricals without a copy to strings."""
     import pyarrow.parquet as pq
 
-    return pq.read_table(path, columns=columns, use_threads=True).to_pandas()
+    with _open(path) as f:
+        return pq.read_table(f, columns=columns, use_threads=True).to_pandas()
 
 
 def _current_dir(paths: list[Path]) -> Path | None:
@@ -287,10 +295,12 @@ def _current_dir(paths: list[Path]) -> Path | None:
     key = input_key(paths)
     if not key:
         return None
-    d = cache_dir(paths)
     try:
-        stored = json.loads((d / "key.json").read_text())
-    except (OSError, ValueError):
+        d = cache_dir(paths)
+        if safe_io.check_private_dir(d) is not None:
+            return None
+        stored = _read_json(d / "key.json")
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(stored, dict) or stored.get("format") != FORMAT or stored.get("code") != code_digest() \
             or stored.get("files") != key:
@@ -308,13 +318,15 @@ def open_entry(paths: list[Path], want_analysis: bool = False) -> Entry | None:
     if d is None:
         return None
     try:
-        parts = json.loads((d / "run.json").read_text(), object_hook=_decode)
+        parts = _read_json(d / "run.json", object_hook=_decode)
+        if not isinstance(parts, dict):
+            return None
         hb_file = d / "heartbeats.parquet" if (d / "heartbeats.parquet").exists() else None
         findings = decision = None
         if want_analysis and (d / "analysis.json").exists():
-            found = json.loads((d / "analysis.json").read_text(), object_hook=_decode)
-            if found.get("code") == analysis_digest():
-                findings, decision = found["findings"], found["decision"]
+            found = _read_json(d / "analysis.json", object_hook=_decode)
+            if isinstance(found, dict) and found.get("code") == analysis_digest():
+                findings, decision = _checked_analysis(found)
         if findings is not None:
             # a missing or cut table is a miss now, not later: its Parquet footer must be whole
             if not all(_parquet_whole(f) for f in (d / "collectives.parquet", hb_file) if f is not None):
@@ -325,11 +337,24 @@ def open_entry(paths: list[Path], want_analysis: bool = False) -> Entry | None:
         else:
             run = Run(collectives=_read_table(d / "collectives.parquet"), events=_read_events(d / "events.json"),
                       heartbeats=_read_table(hb_file) if hb_file else None, **parts)
+        if not isinstance(run.job, model.Job):
+            return None
         return Entry(d, run, findings, decision)
-    except (OSError, ValueError, TypeError, KeyError, ImportError):
+    except (OSError, ValueError, TypeError, KeyError, ImportError, RecursionError):
         return None
     except Exception:  # noqa: BLE001 - pyarrow raises its own types for damaged files: a miss
         return None
+
+
+def _checked_analysis(found: dict[str, Any]) -> tuple[list[model.Finding], Any]:
+    """The stored findings and decision, if they are of the types the report expects (else ValueError)."""
+    from .verdict import Decision
+
+    findings, decision = found.get("findings"), found.get("decision")
+    if not isinstance(findings, list) or not all(isinstance(f, model.Finding) for f in findings) \
+            or not isinstance(decision, Decision):
+        raise ValueError("stored analysis of the wrong shape")
+    return findings, decision
 
 
 def open_report(paths: list[Path]) -> str | None:
@@ -339,11 +364,13 @@ def open_report(paths: list[Path]) -> str | None:
     if d is None:
         return None
     try:
-        head, _, text = (d / "report.json").read_text().partition("\n")
+        with _open(d / "report.json") as f:
+            head, _, text = f.read().decode().partition("\n")
         if head != report_digest() or not text.startswith("{"):
             return None
-        return text.rstrip("\n")
-    except (OSError, ValueError):
+        line = text.rstrip("\n")
+        return line if isinstance(json.loads(line), dict) else None  # whole, one object
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -364,7 +391,6 @@ def store(paths: list[Path], run: Run, findings: list[model.Finding] | None = No
     for d in _candidates(paths):
         tmp = None
         try:
-            d.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=d.parent))
             # zstd: a third of snappy's size at 4,096 ranks, and faster to read back on this data
             run.collectives.to_parquet(tmp / "collectives.parquet", index=False, compression="zstd")
@@ -375,7 +401,9 @@ def store(paths: list[Path], run: Run, findings: list[model.Finding] | None = No
             if findings is not None:
                 _write_analysis(tmp, findings, decision, report)
             (tmp / "key.json").write_text(json.dumps({"format": FORMAT, "code": code_digest(), "files": key}))
-            if d.exists():
+            if d.is_symlink() or d.is_file():
+                d.unlink()
+            elif d.exists():
                 shutil.rmtree(d, ignore_errors=True)
             os.replace(tmp, d)
             return d
@@ -396,24 +424,22 @@ def store_analysis(folder: Path, findings: list[model.Finding], decision: Any, r
 
 
 def _write_analysis(folder: Path, findings: list[model.Finding], decision: Any, report: str | None) -> None:
-    tmp = folder / f".analysis-{os.getpid()}.json"
-    tmp.write_text(json.dumps(_encode({"code": analysis_digest(), "findings": list(findings),
-                                       "decision": decision}), allow_nan=True))
-    os.replace(tmp, folder / "analysis.json")
+    if safe_io.check_private_dir(folder) is not None:
+        raise safe_io.UnsafeFolder(f"{folder}: not a private cache folder")
+    safe_io.write_replace(folder / "analysis.json", json.dumps(_encode(
+        {"code": analysis_digest(), "findings": list(findings), "decision": decision}), allow_nan=True))
     if report is not None:  # report.json: the digest it was made under, a newline, the --json line
-        tmp = folder / f".report-{os.getpid()}.json"
-        tmp.write_text(report_digest() + "\n" + report + "\n")
-        os.replace(tmp, folder / "report.json")
+        safe_io.write_replace(folder / "report.json", report_digest() + "\n" + report + "\n")
     else:
         (folder / "report.json").unlink(missing_ok=True)
 
 
 def _candidates(paths: list[Path]) -> list[Path]:
-    first = cache_dir(paths)
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope"
-    h = hashlib.sha256("\0".join(str(Path(p).resolve()) for p in paths).encode()).hexdigest()[:20]
-    user = base / h
-    return [first] if first == user else [first, user]
+    """The one place an entry may be written: the user's private cache (none if it is not private)."""
+    try:
+        return [cache_dir(paths)]
+    except OSError:
+        return []
 
 
 def _encode(v: Any) -> Any:

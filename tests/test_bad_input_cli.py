@@ -3,6 +3,7 @@ ran, 2 with exactly one line on stderr when nothing was readable (CONTRACT.md)."
 from __future__ import annotations
 
 import base64
+import json
 import os
 import pickle
 import subprocess
@@ -83,7 +84,12 @@ def test_fifo_and_symlinks_in_a_folder_are_skipped_not_followed(tmp_path, capsys
     assert main(["analyze", str(d), "--json"]) == 0
     out = capsys.readouterr().out
     assert time.perf_counter() - t < 30
-    assert "passwd" not in out and "pipe.log" not in out
+    report = json.loads(out)
+    assert "root:" not in out  # the link's target was not read
+    assert [f["file"] for f in report["inputs"] if f["format"] != "skipped"] == ["a.log"]
+    problems = " | ".join(report["problems"])  # every skipped path is named, with why
+    assert "passwd.log: a symbolic link, not followed; skipped" in problems
+    assert "pipe.log: a FIFO, not a regular file; skipped" in problems
 
 
 def test_missing_path_and_mixed_paths(tmp_path, capsys):

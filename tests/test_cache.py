@@ -5,10 +5,18 @@ import json
 import os
 import shutil
 
+import pytest
+
 from ncclscope import cache
 from ncclscope.analysis import analyze_paths
 from ncclscope.report import to_json
 from ncclscope.synth import generate_run
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """Every test its own user cache ($XDG_CACHE_HOME), as a user's ~/.cache would be."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
 
 
 def _json(res) -> str:
@@ -19,8 +27,10 @@ def test_hit_miss_and_invalidation(tmp_path):
     run = tmp_path / "run"
     generate_run(run, nranks=16, steps=4, fault="hang", fault_rank=5, seed=11)
     assert cache.load([run]) is None  # miss: nothing stored yet
+    before = sorted(p.name for p in run.iterdir())
     first = analyze_paths([run])
-    assert (run / ".ncclscope-cache" / "collectives.parquet").exists()
+    assert (cache.cache_dir([run]) / "collectives.parquet").exists()
+    assert sorted(p.name for p in run.iterdir()) == before  # nothing written into the analysed folder
     hit = cache.load([run])
     assert hit is not None
     assert hit.collectives.astype(str).equals(first.run.collectives.astype(str))
@@ -58,10 +68,10 @@ def test_damaged_entry_is_a_miss(tmp_path):
     run = tmp_path / "run"
     generate_run(run, nranks=8, steps=2, seed=13)
     analyze_paths([run])
-    (run / ".ncclscope-cache" / "collectives.parquet").write_bytes(b"not parquet")
+    (cache.cache_dir([run]) / "collectives.parquet").write_bytes(b"not parquet")
     assert cache.load([run]) is None
     assert analyze_paths([run]).decision.verdict.value == "healthy"
-    shutil.rmtree(run / ".ncclscope-cache")
+    shutil.rmtree(cache.cache_dir([run]))
 
 
 def test_findings_cached_and_table_read_on_demand(tmp_path, monkeypatch):
@@ -92,12 +102,12 @@ def test_lazy_events_timeline_and_cut_tables(tmp_path):
     assert [e.text for e in entry.run.events] == [e.text for e in first.run.events]
     # events damaged after the entry was opened: no events and a plain problem, never an exception
     entry = cache.open_entry([run], want_analysis=True)
-    (run / ".ncclscope-cache" / "events.json").write_text("{cut")
+    (cache.cache_dir([run]) / "events.json").write_text("{cut")
     assert entry.run.events == [] and "cached events unreadable" in entry.run.problems[-1]
     # a Parquet table cut short is a miss at open time
-    shutil.rmtree(run / ".ncclscope-cache")
+    shutil.rmtree(cache.cache_dir([run]))
     analyze_paths([run])
-    table = run / ".ncclscope-cache" / "collectives.parquet"
+    table = cache.cache_dir([run]) / "collectives.parquet"
     table.write_bytes(table.read_bytes()[:-100])
     assert cache.open_entry([run], want_analysis=True) is None
 
