@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import archive
+from . import archive, safe_io
 from .gc_pause import gc_paused
 from .input_names import MAX_FILES, SKIP_DIRS, SKIP_NAMES, InputError
 from .malloc import keep_freed_memory
@@ -136,7 +137,7 @@ def iter_blocks(path: Path, block_bytes: int = BLOCK_BYTES,
 
     Line numbers agree with ``iter_lines``: a line longer than ``max_line`` is cut there and counts as one.
     """
-    with open(path, "rb") as f:
+    with safe_io.open_regular(path) as f:  # no FIFO, device or link swapped in after the walk
         lineno = 1
         rest = b""
         skipping = False  # inside the tail of an overlong line
@@ -335,17 +336,18 @@ def _interleave(recs: list[Rec], batches: list[NcclCollBatch]) -> list[Rec]:
 
 
 def _read_bounded(path: Path) -> bytes:
-    size = path.stat().st_size
-    if size > MAX_STRUCTURED_BYTES:
-        raise ValueError(f"{size} bytes is over the {MAX_STRUCTURED_BYTES} byte limit for structured files")
-    return path.read_bytes()
+    """The whole file, read through ``safe_io`` and never more than the limit (whatever its size claims)."""
+    try:
+        return safe_io.read_capped(path, MAX_STRUCTURED_BYTES)
+    except safe_io.TooLarge:
+        raise ValueError(f"over the {MAX_STRUCTURED_BYTES} byte limit for structured files") from None
 
 
 def parse_file(path: Path, name: str) -> Parsed:
     """Parse one file by its content. Never raises: trouble is reported in ``problem``."""
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
+        with safe_io.open_regular(path) as f:  # regular files only, checked on the open descriptor
+            size = os.fstat(f.fileno()).st_size
             head = f.read(65536)
     except OSError as e:
         return Parsed(name, "unreadable", problem=f"{name}: cannot read ({e.strerror or e})")
@@ -439,7 +441,7 @@ def _parse_small(small: list[tuple[Path, str, int]]) -> list[Parsed]:
     at = 0
     for path, name, size in small:
         try:
-            with open(path, "rb") as f:
+            with safe_io.open_regular(path) as f:
                 n = f.readinto(view[at:at + size]) or 0
         except OSError:
             n = 0
@@ -486,8 +488,10 @@ def _groups(files: list[tuple[str, str, int]]) -> list[list[tuple[str, str, int]
     return groups
 
 
-def collect_files(paths: list[Path], workdir: Path) -> list[tuple[Path, str]]:
-    """Expand folders and archives to (path, display name) pairs."""
+def collect_files(paths: list[Path], workdir: Path,
+                  skipped: list[tuple[str, str]] | None = None) -> list[tuple[Path, str]]:
+    """Expand folders and archives to (path, display name) pairs; ``skipped`` gets (name, why) for every
+    entry of a folder that is not read (a link, a FIFO or device, an unreadable sub-folder)."""
     out: list[tuple[Path, str]] = []
     for root in paths:
         if not root.exists():
@@ -497,25 +501,43 @@ def collect_files(paths: list[Path], workdir: Path) -> list[tuple[Path, str]]:
                 dest = archive.extract(root, Path(tempfile.mkdtemp(prefix="ncclscope-", dir=workdir)))
             except archive.ArchiveError as e:
                 raise InputError(f"{root.name}: {e}") from None
-            out.extend(_walk(dest))
+            out.extend(_walk(dest, skipped))
         elif root.is_dir():
-            out.extend(_walk(root))
+            out.extend(_walk(root, skipped))
         elif root.is_file():
-            out.append((root, root.name))
+            out.append((root.resolve(), root.name))  # a link the user named is followed once, here
         else:
             raise InputError(f"{root}: not a regular file or folder")
     return out
 
 
-def _walk(root: Path) -> list[tuple[Path, str]]:
+def _walk(root: Path, skipped: list[tuple[str, str]] | None = None) -> list[tuple[Path, str]]:
+    """The files under ``root`` that ingest reads; links, FIFOs, devices and unreadable folders go to
+    ``skipped`` as (name, why), for the analysis' problems."""
     out = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+    told = skipped if skipped is not None else []
+
+    def unreadable(e: OSError) -> None:
+        name = os.path.relpath(e.filename, root) if e.filename else str(root)
+        told.append((name, f"folder not readable ({e.strerror or e})"))
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=unreadable):
+        links = {d for d in dirnames if os.path.islink(os.path.join(dirpath, d))}
+        told.extend((os.path.relpath(os.path.join(dirpath, d), root), "a link to a folder, not followed")
+                    for d in sorted(links) if not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS and d not in links)
         for fn in sorted(filenames):
             if fn in SKIP_NAMES or fn.startswith("."):
                 continue
             p = Path(dirpath) / fn
-            if p.is_symlink() or not p.is_file():
+            try:
+                mode = os.lstat(p).st_mode
+            except OSError as e:
+                told.append((str(p.relative_to(root)), f"cannot read ({e.strerror or e})"))
+                continue
+            if not stat.S_ISREG(mode):
+                told.append((str(p.relative_to(root)), safe_io.kind_of(mode) + (
+                    ", not followed" if stat.S_ISLNK(mode) else ", not a regular file")))
                 continue
             out.append((p, str(p.relative_to(root))))
             if len(out) > MAX_FILES:
@@ -532,9 +554,11 @@ def ingest(paths: list[Path], progress: Callable[[int, int], None] | None = None
     hears of one-off delays (the first build of the compiled reader).
     """
     with tempfile.TemporaryDirectory(prefix="ncclscope-") as tmp, gc_paused():
-        files = collect_files(paths, Path(tmp))
+        skipped: list[tuple[str, str]] = []
+        files = collect_files(paths, Path(tmp), skipped)
         if not files:
-            raise InputError("no files found in " + ", ".join(str(p) for p in paths))
+            raise InputError("no files found in " + ", ".join(str(p) for p in paths)
+                             + "".join(f"; {name}: {why}" for name, why in skipped[:5]))
         sized = [(str(p), name, _size(p)) for p, name in files]
         total = sum(f[2] for f in sized)
         groups = _groups(sized)
@@ -558,6 +582,7 @@ def ingest(paths: list[Path], progress: Callable[[int, int], None] | None = None
                 if report:
                     report(done, total)
             _READ_BUFFER[0] = bytearray()  # a long-lived process (the dashboard, the live monitor) keeps no 16 MB
+        results += [Parsed(name, "skipped", problem=f"{name}: {why}; skipped") for name, why in skipped]
         results.sort(key=lambda r: r.file)
     if not any(r.records for r in results):
         reasons = "; ".join(r.problem for r in results if r.problem) or "no NCCL, PyTorch or Flight Recorder content"
