@@ -135,3 +135,27 @@ def test_versions_printed_by_pytorch_reach_the_model(tmp_path):
                  "NCCLUtils.hpp:275, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.21.5\n")
     job = analyze(f).run.job
     assert (job.torch_version, job.nccl_version) == ("2.4.1+cu121", "2.21.5")
+
+
+def test_timeouts_alone_with_the_init_barrier_name_the_missing_rank(tmp_path):
+    """torch 1.x glog lines without a time and no status lines at all (the shape of
+    tests/data/wild/ofa271_watchdog_glog_notime): 7 of 8 ranks time out in work 281944, and the init
+    barrier's ``with 8 nodes`` gives the world, so the eighth rank is the one that never came."""
+    f = tmp_path / "train.log"
+    f.write_text("2026-10-20 23:41:07 | INFO | torch.distributed.distributed_c10d | Rank 0: Completed store-based "
+                 "barrier for key:store_based_barrier_key:1 with 8 nodes.\n" + "".join(
+                     f"[E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: "
+                     f"WorkNCCL(SeqNum=281944, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for {1801900 + r} "
+                     "milliseconds before timing out.\n" for r in (5, 2, 7, 0, 1, 6, 3)))
+    a = analyze(f)
+    assert a.run.job.world_size == 8
+    assert a.decision.verdict.value == "hang" and list(a.decision.culprit_ranks) == [4]
+
+
+def test_timeouts_never_override_a_better_status(tmp_path):
+    """A watchdog timeout only stands in for a status when nothing else gives one: with the samples'
+    Flight Recorder dumps and watchdog lines, the verdict and stuck collective stay as they were."""
+    run = copy_sample(tmp_path)
+    a = analyze(run)
+    assert a.decision.verdict.value == "hang" and a.decision.stuck is not None and a.decision.stuck.seq == 125
+    assert not [s for s in a.run.pg_status if s.source == "watchdog_timeout"]

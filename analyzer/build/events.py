@@ -15,6 +15,7 @@ def build_events(g: Gathered, proc_rank: dict[ProcKey, int], pg_status: list[PgS
     """Events in file order; watchdog and dump-signal lines also add to ``pg_status``."""
     events: list[LogEvent] = [e for key, rec in g.nccl_events if (e := _nccl_event(rec, proc_rank.get(key)))]
     events += [_torch_event(rec, pg_status) for rec in g.torch_recs]
+    pg_status += _timeout_status(g, pg_status)
     for h in g.hook:
         if h.type == "stack" and h.data.get("reason") == "stall" and isinstance(h.rank, int):
             events.append(LogEvent("hook_stall", h.rank, f"rank {h.rank} made no progress; at {h.data.get('where')}",
@@ -24,6 +25,24 @@ def build_events(g: Gathered, proc_rank: dict[ProcKey, int], pg_status: list[PgS
                                    h.data.get("t"), dict(h.data)))
     events.sort(key=lambda e: (e.evidence.file, e.evidence.line))
     return events
+
+
+def _timeout_status(g: Gathered, pg_status: list[PgStatus]) -> list[PgStatus]:
+    """Where nothing else tells a process group's progress (the usual pasted excerpt: only the watchdog's
+    ``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=N ...)`` lines), each timed-out rank
+    is in work N with N-1 completed before it (a group's work completes in order). A line that names no
+    group is the default group's, and only when no rank has any other status at all."""
+    told = {st.pg for st in pg_status}
+    out: dict[tuple[int, str], PgStatus] = {}
+    for rec in g.torch_recs:
+        if isinstance(rec, R.WatchdogTimeout) and rec.rank is not None:
+            pg = rec.pg or "0"
+            if pg in told or (rec.pg is None and told):
+                continue
+            if (rec.rank, pg) not in out or rec.seq < (out[(rec.rank, pg)].last_enqueued or 0):
+                out[(rec.rank, pg)] = PgStatus(rec.rank, pg, rec.seq, rec.seq, rec.seq - 1, "watchdog_timeout", None,
+                                               ev(rec))
+    return list(out.values())
 
 
 def _nccl_event(rec: R.Rec, rank: int | None) -> LogEvent | None:

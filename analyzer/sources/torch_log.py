@@ -100,6 +100,7 @@ WORLD_RE = re.compile(
     r"|\bdist_world_size=(?P<d>\d{1,7})"  # DeepSpeed's launcher
     r"|GLOBAL_RANK: (?P<lr>\d{1,7}), MEMBER: \d{1,7}/(?P<l>\d{1,7})"  # Lightning
     r"|\bworld[_ ]size\s*[:=]\s*(?P<w>\d{1,7})\b"  # scripts and wrappers: "world_size=16", "world size: 16"
+    r"|Completed store-based barrier for key:\S{1,200} with (?P<b>\d{1,7}) nodes"  # torch <= 1.13's init barrier
     , re.IGNORECASE
 )
 
@@ -329,10 +330,10 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
         n = NCCL_PIP_RE.search(body)
         if n and not body.lstrip().startswith("NCCL version"):
             yield from _version(st, head, None, normalize_nccl_version(n.group("v") or n.group("v2")))
-    if "orld" in body or "MEMBER" in body:
+    if "orld" in body or "MEMBER" in body or "barrier" in body:
         w = WORLD_RE.search(body)
         if w:
-            size = int(w.group("g") or w.group("d") or w.group("l") or w.group("w"))
+            size = int(w.group("g") or w.group("d") or w.group("l") or w.group("w") or w.group("b"))
             r = int(w.group("lr")) if w.group("lr") else rank
             if 0 < size <= 1 << 20 and (r, size) not in st.worlds:
                 st.worlds.add((r, size))
