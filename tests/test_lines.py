@@ -117,3 +117,11 @@ def test_cr_only_log_reads_like_the_lf_log(tmp_path):
     assert [(type(r).__name__, r.line) for r in parse_file(cr, "cr.log").records] == want
     assert len(want) == 3
     assert [n for n, _ in iter_lines(cr)] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("prefix,rank", PREFIXES)
+def test_bare_nccl_version_banner_behind_any_prefix(prefix, rank):
+    """NCCL <= 2.21 prints its banner with a bare printf; behind mpirun's tag (the shape of
+    tests/data/wild/horovod3929_duplicate_gpu_tagged) it was not read."""
+    rec = parse_nccl_line(prefix + "NCCL version 2.11.4+cuda11.4", "f", 1)
+    assert isinstance(rec, R.NcclVersion) and rec.version == "2.11.4"

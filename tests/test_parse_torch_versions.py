@@ -181,7 +181,8 @@ def test_world_size_and_versions_from_where_they_are_printed():
         "restart_count=0 master_addr=10.2.0.4 master_port=29500 group_rank=0 group_world_size=8 local_ranks=[0, 1] "
         "role_ranks=[0, 1] global_ranks=[0, 1] role_world_sizes=[64, 64] global_world_sizes=[64, 64]\n"
         "PyTorch version: 2.4.1+cu121\n"
-        "[pip3] nvidia-nccl-cu12==2.20.5\n")
+        "[pip3] nvidia-nccl-cu12==2.20.5\n"
+        "INFO 07-10 08:01:12 utils.py:623] vLLM is using nccl==2.20.5\n")
     assert [(w.rank, w.world_size) for w in of(recs, R.WorldSize)] == [(None, 8), (9, 64), (None, 64)]
     versions = of(recs, R.TorchVersionLine)
     assert {v.torch for v in versions} - {None} == {"2.4.1+cu121"}

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from ..nccl.dtypes import NCCL_DTYPES  # noqa: F401 - re-exported for the builders
 from ..nccl.ops import NCCL_OPS
 from .coll import MESSAGE_RE, NcclCollBatch, parse_ts, scan_coll_block, scan_coll_block_regex  # noqa: F401 - re-exported
-from .lines import NCCL_PREFIX_RE
+from .lines import NCCL_PREFIX_RE, strip_tool_prefixes
 from .records import (
     NcclBacktrace,
     NcclChannels,
@@ -94,7 +94,7 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
     m = PREFIX_RE.search(text)
     if m is None:
         v = VERSION_RE.search(text)  # <=2.21 prints the version with a bare printf
-        if v and text.lstrip().startswith("NCCL version"):
+        if v and strip_tool_prefixes(text)[1].lstrip().startswith("NCCL version"):  # also behind "[1,0]<stdout>:"
             return NcclVersion(file, lineno, text, "", 0, 0, None, v.group("v"), v.group("cuda"))
         return None
     ts_text, host, pid, tid, level = m.group("ts", "host", "pid", "tid", "level")

@@ -94,7 +94,10 @@ TORCH_VERSION_RE = re.compile(
     r"(?:PyTorch version|torch version|torch\.__version__)\s*[:=]\s*(?P<v>\d+\.\d+(?:\.\d+)?[\w.+-]{0,40})"
     r"|\btorch==(?P<v2>\d+\.\d+(?:\.\d+)?[\w.+-]{0,40})"
 )
-NCCL_PIP_RE = re.compile(r"nvidia-nccl-cu\d+==(?P<v>\d+\.\d+\.\d+)|NCCL version\s*[:=]\s*(?P<v2>\d+\.\d+\.\d+)")
+NCCL_PIP_RE = re.compile(
+    r"(?:nvidia-nccl-cu\d+|\bnccl)==(?P<v>\d+\.\d+\.\d+)"  # pip lists, vLLM's "vLLM is using nccl==2.20.5"
+    r"|NCCL version\s*[:=]\s*(?P<v2>\d+\.\d+\.\d+)"
+)
 WORLD_RE = re.compile(
     r"global_world_sizes=\[(?P<g>\d{1,7})"  # torchrun's rendezvous result
     r"|\bdist_world_size=(?P<d>\d{1,7})"  # DeepSpeed's launcher
