@@ -21,6 +21,10 @@ from typing import Any
 MAX_PICKLE_BYTES = 512 * 1024 * 1024
 MAX_DEPTH = 100  # Flight Recorder dumps nest 5 levels
 NODES_PER_BYTE = 8  # a plain pickle spends at least one byte per object it references
+# bytes of str / bytes / bytearray counted at every reference: a memoised object repeated costs a few
+# bytes of pickle a time but its whole length to whoever decodes, copies or prints each occurrence
+MATERIAL_PER_BYTE = 8
+MATERIAL_FLOOR = 256 * 1024 * 1024
 PLAIN_SCALARS = (str, bytes, bytearray, int, float, complex, bool, type(None))
 PLAIN_CONTAINERS = (dict, list, tuple, set, frozenset)  # OrderedDict is a dict
 
@@ -99,10 +103,12 @@ class PlainDataUnpickler(pickle.Unpickler):
         raise UnsafePickleError("refused: the pickle uses persistent ids")
 
 
-def check_plain(obj: Any, max_nodes: int, max_depth: int = MAX_DEPTH) -> int:
+def check_plain(obj: Any, max_nodes: int, max_depth: int = MAX_DEPTH, max_bytes: int | None = None) -> int:
     """Walk ``obj`` (iteratively) and raise UnsafePickleError unless it is a tree of plain data no
-    larger than ``max_nodes`` nodes, counting shared references once per reference. Returns the count."""
+    larger than ``max_nodes`` nodes and ``max_bytes`` bytes of strings and bytes, both counting shared
+    references once per reference. Returns the node count."""
     nodes = 0
+    material = 0
     on_path: set[int] = set()
     # (object, depth, leaving?) ; containers are pushed twice: once to enter, once to leave
     stack: list[tuple[Any, int, bool]] = [(obj, 0, False)]
@@ -116,6 +122,12 @@ def check_plain(obj: Any, max_nodes: int, max_depth: int = MAX_DEPTH) -> int:
             raise UnsafePickleError(f"refused: the pickle expands to more than {max_nodes} objects "
                                     "(shared references repeated, a pickle bomb)")
         if isinstance(cur, PLAIN_SCALARS):
+            if max_bytes is not None and isinstance(cur, (str, bytes, bytearray)):
+                material += len(cur)
+                if material > max_bytes:
+                    raise UnsafePickleError(f"refused: the pickle's strings and bytes come to more than {max_bytes} "
+                                            "bytes counted at every reference (one large object repeated, a "
+                                            "memory bomb)")
             continue
         if not isinstance(cur, PLAIN_CONTAINERS):
             raise UnsafePickleError(f"refused: the pickle holds a {type(cur).__module__}.{type(cur).__qualname__}, "
@@ -211,5 +223,6 @@ def loads_plain(data: bytes) -> Any:
         raise
     except Exception as e:  # noqa: BLE001 - corrupt input may fail in any of the loader's ways
         raise ValueError(f"not a readable pickle: {type(e).__name__}: {str(e)[:200]}") from None
-    check_plain(obj, NODES_PER_BYTE * len(data) + 100_000)
+    check_plain(obj, NODES_PER_BYTE * len(data) + 100_000,
+                max_bytes=max(MATERIAL_FLOOR, MATERIAL_PER_BYTE * len(data)))
     return obj

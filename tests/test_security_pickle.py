@@ -159,6 +159,16 @@ def test_shared_reference_bomb_refused(marker):
     assert time.perf_counter() - t < 2
 
 
+def test_one_large_memoised_bytes_object_repeated_refused(marker):
+    """64 references to one 32 MB object: 2 KB of pickle beyond the object, 2 GB to whoever reads each."""
+    big = b"\x00" * (32 << 20)
+    data = pickle.dumps({"entries": [{"frames": big} for _ in range(64)]}, protocol=4)
+    assert len(data) < (33 << 20)
+    assert "counted at every reference" in _refused(data, marker)
+    # the same object a few times stays well within the budget
+    assert loads_plain(pickle.dumps({"entries": [big, big]}, protocol=4))["entries"][1] is not None
+
+
 def test_self_containing_and_deep_structures_refused(marker):
     loop: list = []
     loop.append(loop)
