@@ -31,7 +31,8 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from io import BufferedReader
+from typing import TYPE_CHECKING, Any
 
 from . import model, safe_io
 from .input_names import MAX_FILES, SKIP_DIRS, SKIP_NAMES
@@ -155,7 +156,7 @@ def cache_dir(paths: list[Path]) -> Path:
     return cache_root() / h
 
 
-def _open(path: Path) -> BinaryIO:
+def _open(path: Path) -> BufferedReader:
     return safe_io.open_regular(path)
 
 

@@ -19,7 +19,8 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from io import BufferedReader
+from typing import cast
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -66,9 +67,9 @@ def open_fd(path: str | os.PathLike[str], follow: bool = False) -> int:
     return fd
 
 
-def open_regular(path: str | os.PathLike[str], follow: bool = False) -> BinaryIO:
+def open_regular(path: str | os.PathLike[str], follow: bool = False) -> BufferedReader:
     """``open(path, "rb")`` for a regular file only, opened without blocking and without following a link."""
-    return os.fdopen(open_fd(path, follow), "rb")
+    return cast(BufferedReader, os.fdopen(open_fd(path, follow), "rb"))
 
 
 class TooLarge(ValueError):

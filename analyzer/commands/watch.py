@@ -67,8 +67,8 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
     if webhook is not None:
         try:
             check_webhook_url(webhook)
-        except WebhookError as e:
-            raise click.BadParameter(str(e), param_hint="--webhook") from None
+        except WebhookError as err:
+            raise click.BadParameter(str(err), param_hint="--webhook") from None
     out = Console(highlight=False)
     if once:
         if not run_dir.is_dir():

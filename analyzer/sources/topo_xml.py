@@ -6,6 +6,7 @@ bounded by the caller. Graph ids: 0 ring, 1 tree, 2 collnet-chain, 3 nvls, 4 col
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from .records import TopoXml
 
@@ -19,7 +20,7 @@ def parse_topo_xml(data: bytes, file: str) -> TopoXml:
     ``channel`` to the innermost ``graph``, a channel's entries are its direct children."""
     if b"<!ENTITY" in data or b"<!DOCTYPE" in data:
         raise ValueError("XML with a DOCTYPE or entities is refused")
-    parser = ET.XMLPullParser(events=("start", "end"))
+    parser: Any = ET.XMLPullParser(events=("start", "end"))
     gpus: list[dict] = []
     nics: list[dict] = []
     graphs: list[dict] = []
