@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..model import Finding, Run, Severity
-from . import config, crash, desync, hang, hotspots, inputs, slow_link, straggler, transport
+from . import config, crash, desync, hang, hotspots, inputs, nccl_warn, slow_link, straggler, transport
 
 Detector = Callable[[Run], list[Finding]]
 
@@ -22,6 +22,7 @@ DETECTORS: dict[str, Detector] = {
     "slow_link": slow_link.detect,
     "hotspots": hotspots.detect,
     "inputs": inputs.detect,
+    "nccl_warn": nccl_warn.detect,
 }
 
 

@@ -1,0 +1,176 @@
+"""NCCL WARN lines judged by the knowledge base of failures (``ncclscope.nccl.failures``).
+
+Inputs: ``nccl_warn`` events and the ``nccl_backtrace`` lines that follow them in the same file
+(NCCL's return chain, ``misc/socket.cc:567 -> 2``), the ``NET/... Using`` lines of a multi-host job,
+and the NCCL version each process printed.
+
+- A WARN whose text an entry knows becomes one finding per entry (every rank that printed it):
+  the entry's cause, its fix and documentation link, the first line as evidence.
+- A WARN no entry knows, followed by a non-zero return chain, still becomes an ``error`` finding
+  that quotes it, names where the chain starts, and says it is not in the knowledge base.
+- Entries of kind ``config`` are the config detector's, which names the setting, unless the text
+  names no setting the job set (then nobody else would report it).
+Findings argue for no verdict: the crash and hang detectors decide what happened; these say why.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..model import Evidence, Finding, LogEvent, Run, Severity
+from ..nccl.failures import Entry, classify
+
+MAX_QUOTE = 240
+CHAIN_GAP = 64  # lines: a return chain follows its WARN closely, even with other threads' lines between
+SETTING_RE = re.compile(r"\bNCCL_[A-Z0-9_]{2,60}\b")
+NUMBER_RE = re.compile(r"0x[0-9a-fA-F]+|\d+")
+SEVERITY = {"info": Severity.INFO, "warning": Severity.WARNING, "error": Severity.ERROR, "critical": Severity.CRITICAL}
+UNKNOWN_HINT = ("Not in ncclscope's knowledge base. The return chain after the WARN shows where NCCL failed "
+                "(its first line is the failing call); read the WARN lines before it on the same rank, and "
+                "search the message in NCCL's GitHub issues.")
+
+
+@dataclass
+class _Group:
+    """Every occurrence of one known entry (or of one unknown WARN shape)."""
+
+    entry: Entry | None
+    first: LogEvent
+    ranks: set[int] = field(default_factory=set)
+    count: int = 0
+    chain: tuple[tuple[str, int, Evidence], ...] = ()
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+def detect(run: Run) -> list[Finding]:
+    groups: dict[str, _Group] = {}
+    chains = _chains(run.events)
+    settings = run.job.settings
+    for i, w in enumerate(run.events):
+        if w.kind != "nccl_warn":
+            continue
+        entry = classify(_text(w))
+        chain = chains.get(i, ())
+        if entry is None:
+            if not any(code != 0 for _, code, _ in chain):
+                continue
+            key = "?" + NUMBER_RE.sub("#", w.text.strip())[:MAX_QUOTE]
+        elif entry.kind == "config" and _config_reports(w.text, settings):
+            continue
+        else:
+            key = entry.id
+        _add(groups, key, entry, w, chain)
+    findings = [_finding(g) for g in groups.values()]
+    findings += _environment(run) + _releases(run)
+    return findings
+
+
+def _text(w: LogEvent) -> str:
+    """The WARN as the entries read it: its source location, then its message."""
+    src = w.data.get("source")
+    return f"{src} {w.text}" if isinstance(src, str) and src else w.text
+
+
+def _config_reports(text: str, settings: dict) -> bool:
+    """The config detector reports a config entry when the text names a setting ('X was set', or one
+    the job set)."""
+    return " was set" in text or any(n in settings for n in SETTING_RE.findall(text))
+
+
+def _chains(events: list[LogEvent]) -> dict[int, tuple[tuple[str, int, Evidence], ...]]:
+    """Index of each WARN -> the return-chain lines after it: same file, same rank, before that
+    rank's next WARN, within CHAIN_GAP lines of the previous one."""
+    open_warn: dict[tuple[str, int | None], tuple[int, int]] = {}  # (file, rank) -> (warn index, last line)
+    out: dict[int, list[tuple[str, int, Evidence]]] = {}
+    order = sorted((i for i, e in enumerate(events) if e.kind in ("nccl_warn", "nccl_backtrace")),
+                   key=lambda i: (events[i].evidence.file, events[i].evidence.line))
+    for i in order:
+        e = events[i]
+        key = (e.evidence.file, e.rank)
+        if e.kind == "nccl_warn":
+            open_warn[key] = (i, e.evidence.line)
+        elif e.kind == "nccl_backtrace" and key in open_warn:
+            wi, last = open_warn[key]
+            if not 0 < e.evidence.line - last <= CHAIN_GAP:
+                del open_warn[key]
+                continue
+            code = e.data.get("code")
+            out.setdefault(wi, []).append((e.text.rsplit(" -> ", 1)[0], code if isinstance(code, int) else 0,
+                                           e.evidence))
+            open_warn[key] = (wi, e.evidence.line)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _add(groups: dict[str, _Group], key: str, entry: Entry | None, w: LogEvent,
+         chain: tuple[tuple[str, int, Evidence], ...]) -> None:
+    g = groups.get(key)
+    if g is None:
+        g = groups[key] = _Group(entry, w, chain=chain)
+    g.count += 1
+    if w.rank is not None:
+        g.ranks.add(w.rank)
+    if len(g.evidence) < 3 and w.evidence not in g.evidence:
+        g.evidence.append(w.evidence)
+
+
+def _finding(g: _Group) -> Finding:
+    who = _who(g.ranks, g.count)
+    quote = _quote(g.first.text)
+    chain = [f"{src} -> {code}" for src, code, _ in g.chain]
+    evidence = list(g.evidence)
+    if g.chain:
+        evidence.insert(1, g.chain[0][2])
+    e = g.entry
+    if e is None:
+        failing = next((f"{src} -> {code}" for src, code, _ in g.chain if code != 0), "")
+        return Finding(
+            kind="error", severity=Severity.ERROR,
+            message=f"NCCL WARN {who}, not in the knowledge base: \"{quote}\" (return chain from {failing})",
+            ranks=tuple(sorted(g.ranks)), hint=UNKNOWN_HINT, evidence=tuple(evidence),
+            data={"entry": None, "warn": quote, "chain": chain, "count": g.count})
+    return Finding(
+        kind="error" if e.kind != "note" else "note", severity=SEVERITY[e.severity],
+        message=f"NCCL WARN {who}: \"{quote}\": {e.cause}",
+        ranks=tuple(sorted(g.ranks)), hint=f"{e.fix} ({e.link})", evidence=tuple(evidence),
+        data={"entry": e.id, "area": e.area, "cause": e.cause, "fix": e.fix, "link": e.link,
+              "releases": list(e.releases), "warn": quote, "chain": chain, "count": g.count})
+
+
+def _environment(run: Run) -> list[Finding]:
+    """An interface choice that only breaks a job spanning hosts (lo, docker0): one finding per entry."""
+    if len(run.job.hosts) < 2:
+        return []
+    groups: dict[str, _Group] = {}
+    for e in run.events:
+        if e.kind.startswith("nccl_net_"):
+            entry = classify(e.evidence.text)
+            if entry is not None and entry.area == "environment":
+                _add(groups, entry.id, entry, e, ())
+    return [_finding(g) for g in groups.values()]
+
+
+def _releases(run: Run) -> list[Finding]:
+    """NCCL releases with known problems, one finding per release."""
+    out = []
+    for version in sorted(set(run.job.nccl_versions.values())):
+        entry = classify(f"NCCL version {version}")
+        if entry is not None and entry.area == "release":
+            out.append(Finding(kind="note", severity=SEVERITY[entry.severity],
+                               message=f"NCCL {version} has a known problem: {entry.cause}",
+                               hint=f"{entry.fix} ({entry.link})",
+                               data={"entry": entry.id, "area": entry.area, "cause": entry.cause, "fix": entry.fix,
+                                     "link": entry.link, "releases": list(entry.releases)}))
+    return out
+
+
+def _who(ranks: set[int], count: int) -> str:
+    if not ranks:
+        return f"({count} line{'s' if count > 1 else ''})"
+    rs = sorted(ranks)
+    shown = ", ".join(map(str, rs[:8])) + (f" and {len(rs) - 8} more" if len(rs) > 8 else "")
+    return f"on rank{'s' if len(rs) > 1 else ''} {shown}"
+
+
+def _quote(text: str) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= MAX_QUOTE else t[:MAX_QUOTE - 3] + "..."

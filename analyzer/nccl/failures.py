@@ -1,0 +1,136 @@
+"""The knowledge base of NCCL, PyTorch and CUDA failures, read from ``failures.toml``.
+
+Each entry is one failure as data: a pattern for the message (a regular expression over one log
+line or exception text), the NCCL / torch releases whose wording it matches, its cause, the fix, a
+documentation link, and one example message per release form (tests/test_knowledge_base.py checks
+every pattern against its own examples and no other entry's, unless the overlap is declared).
+
+``classify`` returns the first entry whose pattern matches, in the file's order: an entry that
+refines another (a loopback address in a refused connection) comes before the general one.
+Patterns are compiled once, case-insensitive, and written linear (bounded gaps, no nested
+repetition); text is cut to ``MAX_TEXT`` characters before matching.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+KINDS = ("error", "config", "note")  # config: a setting is the cause (the config detector names it)
+SEVERITIES = ("info", "warning", "error", "critical")
+AREAS = (
+    "init", "bootstrap", "socket", "shm", "ib", "p2p", "nvls", "collnet", "proxy", "plugin", "enqueue",
+    "topology", "mismatch", "cuda", "xid", "torch-c10d", "torch-elastic", "container", "environment", "release",
+)
+MAX_TEXT = 4096
+REQUIRED = ("id", "area", "pattern", "releases", "cause", "fix", "link", "examples")
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    release: str  # the release form the text is written in, e.g. "NCCL 2.21-2.27"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    id: str
+    area: str
+    kind: str
+    severity: str
+    pattern: re.Pattern[str]
+    releases: tuple[str, ...]
+    cause: str
+    fix: str
+    link: str
+    examples: tuple[Example, ...]
+    overlaps: tuple[str, ...] = ()  # entries whose examples this pattern may match too
+
+    # the names the detectors used before the knowledge base (catalogue.KnownError)
+    @property
+    def meaning(self) -> str:
+        return self.cause
+
+    @property
+    def hint(self) -> str:
+        return self.fix
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.id, "area": self.area, "kind": self.kind, "severity": self.severity,
+                "releases": list(self.releases), "cause": self.cause, "fix": self.fix, "link": self.link}
+
+
+class KnowledgeBaseError(ValueError):
+    """failures.toml does not hold a valid entry (names the entry)."""
+
+
+def _entry(raw: dict[str, object], n: int) -> Entry:
+    eid = str(raw.get("id", f"#{n}"))
+    missing = [k for k in REQUIRED if not raw.get(k)]
+    if missing:
+        raise KnowledgeBaseError(f"entry {eid}: missing {', '.join(missing)}")
+    area, kind, sev = str(raw["area"]), str(raw.get("kind", "error")), str(raw.get("severity", "error"))
+    if area not in AREAS or kind not in KINDS or sev not in SEVERITIES:
+        raise KnowledgeBaseError(f"entry {eid}: area {area!r}, kind {kind!r} or severity {sev!r} unknown")
+    if kind == "error" and sev in ("info", "warning"):  # the detectors take kind "error" for a failure
+        raise KnowledgeBaseError(f"entry {eid}: a {sev} is kind 'note', not 'error'")
+    try:
+        pattern = re.compile(str(raw["pattern"]), re.IGNORECASE)
+    except re.error as e:
+        raise KnowledgeBaseError(f"entry {eid}: pattern does not compile: {e}") from e
+    examples = raw["examples"]
+    releases = raw["releases"]
+    if not isinstance(examples, list) or not isinstance(releases, list):
+        raise KnowledgeBaseError(f"entry {eid}: examples and releases must be lists")
+    exs = []
+    for x in examples:
+        if not isinstance(x, dict) or not x.get("release") or not x.get("text"):
+            raise KnowledgeBaseError(f"entry {eid}: an example needs a release and a text")
+        exs.append(Example(str(x["release"]), str(x["text"])))
+    overlaps = raw.get("overlaps", [])
+    return Entry(eid, area, kind, sev, pattern, tuple(str(r) for r in releases), str(raw["cause"]).strip(),
+                 str(raw["fix"]).strip(), str(raw["link"]), tuple(exs),
+                 tuple(str(o) for o in overlaps) if isinstance(overlaps, list) else ())
+
+
+def parse(text: str) -> tuple[Entry, ...]:
+    """Entries of a knowledge-base file's text; KnowledgeBaseError for a bad entry or a duplicate id."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise KnowledgeBaseError(f"failures.toml: {e}") from e
+    raw = doc.get("entry", [])
+    if not isinstance(raw, list):
+        raise KnowledgeBaseError("failures.toml: [[entry]] tables expected")
+    out = tuple(_entry(r, n) for n, r in enumerate(raw))
+    ids = [e.id for e in out]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise KnowledgeBaseError(f"failures.toml: duplicate ids {', '.join(dup)}")
+    return out
+
+
+@functools.cache
+def entries() -> tuple[Entry, ...]:
+    """The knowledge base shipped with ncclscope, read and compiled once per process."""
+    return parse(resources.files(__package__).joinpath("failures.toml").read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=8192)
+def classify(text: str) -> Entry | None:
+    """The first entry whose pattern matches ``text``, or None. Cached: one failure is echoed by
+    every rank, and the detectors ask about the same lines more than once."""
+    t = text[:MAX_TEXT]
+    for e in entries():
+        if e.pattern.search(t):
+            return e
+    return None
+
+
+def by_id(eid: str) -> Entry:
+    for e in entries():
+        if e.id == eid:
+            return e
+    raise KeyError(eid)
