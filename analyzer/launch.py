@@ -164,11 +164,13 @@ class Tee(threading.Thread):
     def __init__(self, pipe: IO[bytes], path: Path, echo: IO[bytes] | None) -> None:
         super().__init__(name=f"ncclscope-tee-{path.name}", daemon=True)
         self.pipe, self.path, self.echo = pipe, path, echo
+        self.error: str | None = None
 
     def run(self) -> None:
         try:
             f = os.fdopen(safe_io.open_append(self.path), "ab")
-        except OSError:  # a link or another user's file under the name: echo only, never write through it
+        except OSError as e:  # a link or another user's file under the name: echo only, never write through it
+            self.error = f"not writing {self.path}: {e.strerror or e}"
             f = open(os.devnull, "ab")  # noqa: SIM115
         with f:
             for line in iter(self.pipe.readline, b""):
@@ -419,6 +421,8 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
             note("ended processes the command left behind in its process group")
         for t in tees:
             t.join(timeout=5.0)
+            if t.error:
+                note(t.error)
         try:
             gone = _folder_gone(run_dir, identity)
             if gone:

@@ -64,6 +64,7 @@ def test_shared_run_dir_takes_no_code_and_writes_through_no_link(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "job ran" in p.stdout
     assert "shared folder" in p.stderr
+    assert "not writing" in p.stderr and "stdout.log" in p.stderr  # said, not silently dropped
     assert not marker.exists(), "a module planted in the run folder ran inside the job"
     assert victim.read_text() == "precious\n"
     assert (d / "exit.txt").read_text() == "exit=0\n" and not (d / "exit.txt").is_symlink()
