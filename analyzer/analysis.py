@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 from .model import Finding, Run
 
@@ -30,14 +31,43 @@ class Analysis:
             store()
 
 
-def analyze_run(run: Run) -> Analysis:
+ALERTS_FILE = "alerts.jsonl"  # the live monitor's alerts in a run folder (live/monitor.py)
+ALERTS_MAX_BYTES = 4 << 20
+
+
+def analyze_run(run: Run, alerts: list[dict[str, Any]] | None = None) -> Analysis:
+    """``alerts``: the live monitor's alerts for this run: a hang it confirmed stays the verdict when
+    what failed after it is its echo (``verdict.decide``)."""
     from .detectors import run_detectors
     from .verdict import decide
 
     findings = run_detectors(run)
     order = {"critical": 0, "error": 1, "warning": 2, "info": 3}
     findings.sort(key=lambda f: order[f.severity.value])
-    return Analysis(run, findings, decide(run, findings))
+    return Analysis(run, findings, decide(run, findings, alerts or ()))
+
+
+def read_alerts(paths: list[Path]) -> list[dict[str, Any]]:
+    """The alerts of ``alerts.jsonl`` in the input folders: a regular file only, read without
+    blocking or following a link, at most 4 MB; a line that is not a JSON object is skipped."""
+    from . import safe_io
+
+    out: list[dict[str, Any]] = []
+    for p in paths:
+        f = Path(p) / ALERTS_FILE
+        try:
+            with safe_io.open_regular(f) as fh:
+                data = fh.read(ALERTS_MAX_BYTES)
+        except OSError:
+            continue
+        for line in data.decode("utf-8", "replace").splitlines():
+            try:
+                a = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(a, dict) and isinstance(a.get("kind"), str):
+                out.append(a)
+    return out
 
 
 def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None = None,
@@ -47,23 +77,28 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
     findings and decision while the detectors' code is unchanged (cache.py). ``defer_store``: leave
     writing a new entry to ``Analysis.finish()``, so that a caller can show the verdict first. ``note``:
     told of one-off delays (ingest)."""
+    alerts = read_alerts(paths)
     if cache:
         from . import cache as run_cache
 
         entry = run_cache.open_entry(paths, want_analysis=True)
         if entry is not None and entry.findings is not None:
+            if alerts:  # written after the entry, maybe (the cache keys leave it out): decided again
+                from .verdict import decide
+
+                return Analysis(entry.run, entry.findings, decide(entry.run, entry.findings, alerts))
             return Analysis(entry.run, entry.findings, entry.decision)
     from .build import build_run
     from .ingest import ingest
 
     if not cache:
-        return analyze_run(build_run(ingest(paths, progress=progress, note=note), release=True))
+        return analyze_run(build_run(ingest(paths, progress=progress, note=note), release=True), alerts)
     if entry is not None:
-        res = analyze_run(entry.run)
+        res = analyze_run(entry.run, alerts)
         run_cache.store_analysis(entry.folder, res.findings, res.decision, _json_line(res))
         return res
     run = build_run(ingest(paths, progress=progress, note=note), release=True)
-    res = analyze_run(run)
+    res = analyze_run(run, alerts)
 
     def store() -> None:
         run_cache.store(paths, run, res.findings, res.decision, _json_line(res))

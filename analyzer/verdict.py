@@ -50,6 +50,25 @@ def _from(v: Verdict, hits: list[Finding]) -> Decision:
     return Decision(v, tuple(culprits), stuck, hits[0].message)
 
 
+INCIDENTS = ("hang", "desync", "crash")
+
+
+def of_alerts(alerts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The live monitor's verdict from its alerts: the first incident that stands (a hang followed by
+    ``cleared`` does not), as {verdict, culprit_ranks, stuck}; "healthy" when none stands. The live
+    monitor judges hang, desync and crash only."""
+    standing: list[dict[str, Any]] = []
+    for a in alerts:
+        if a.get("kind") in INCIDENTS:
+            standing.append(a)
+        elif a.get("kind") == "cleared":
+            standing = [x for x in standing if x.get("kind") != a.get("incident", "hang")]
+    if not standing:
+        return {"verdict": Verdict.HEALTHY.value, "culprit_ranks": [], "stuck": None}
+    a = standing[0]
+    return {"verdict": str(a["kind"]), "culprit_ranks": sorted(a.get("culprit_ranks") or []), "stuck": a.get("stuck")}
+
+
 def live_hang(alerts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The live hang alert still open at the end (not followed by ``cleared``), if any."""
     open_: dict[str, Any] | None = None

@@ -4,8 +4,11 @@ recall of the verdict and the culprit per fault class, and false alarms on fault
 
     python benchmarks/fault_matrix.py --n 40 --seed 1 [--jobs 1] [--out matrix.json]
 
-Each scenario runs tests/jobs/train_job.py under `python -m ncclscope run --kill-on-hang`; the
-verdict is read from the run folder's report.json, live alerts from alerts.jsonl.
+Each scenario runs tests/jobs/train_job.py under `python -m ncclscope run --kill-on-hang` (torchrun,
+or torch.multiprocessing.spawn for the ``spawn`` kinds); the ``*_sigint`` / ``*_sigterm`` kinds run
+without --kill-on-hang and stop the job's whole process group with that signal once the hang
+alert is out (the user's Ctrl-C, the scheduler's SIGTERM). The verdict is read from the run
+folder's report.json, live alerts from alerts.jsonl; ``--record DIR`` keeps each run folder.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import argparse
 import json
 import os
 import random
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +38,8 @@ class Scenario:
     culprit: int | None
     expect: str  # expected verdict
     label: str = ""
+    launch: str = "torchrun"  # torchrun | spawn
+    stop: str | None = None  # SIGINT | SIGTERM to the job's process group after the hang alert
 
 
 @dataclass
@@ -60,7 +67,18 @@ class Outcome:
         return self.culprits == [s.culprit]
 
 
-ALL_KINDS = ["hang", "desync", "crash", "straggler", "healthy", "pause"]
+ALL_KINDS = ["hang", "desync", "crash", "straggler", "healthy", "pause", "exception", "spawn_exception", "memory",
+             "hang_sigint", "hang_sigterm"]
+STOPS = {"hang_sigint": "SIGINT", "hang_sigterm": "SIGTERM"}
+
+
+def _fault_env(kind: str, rank: int, step: int, rng: random.Random) -> tuple[dict[str, str], str, str]:
+    """The new kinds: (env, expected verdict, label detail)."""
+    if kind in ("exception", "spawn_exception"):
+        return {"JOB_CRASH_RANK": str(rank), "JOB_CRASH_STEP": str(step), "JOB_CRASH_MODE": "raise"}, "crash", ""
+    if kind == "memory":
+        return {"JOB_CRASH_RANK": str(rank), "JOB_CRASH_STEP": str(step), "JOB_CRASH_MODE": "memory"}, "crash", ""
+    return {"JOB_HANG_RANK": str(rank), "JOB_HANG_STEP": str(step)}, "hang", STOPS[kind]
 
 
 def scenarios(n: int, seed: int, worlds: list[int], kinds: list[str] | None = None) -> list[Scenario]:
@@ -95,27 +113,64 @@ def scenarios(n: int, seed: int, worlds: list[int], kinds: list[str] | None = No
         elif kind == "pause":
             env |= {"JOB_PAUSE_S": "10", "JOB_PAUSE_STEP": str(step)}
             culprit, expect = None, "healthy"
+        elif kind in ("exception", "spawn_exception", "memory", "hang_sigint", "hang_sigterm"):
+            extra, expect, kind_label = _fault_env(kind, rank, step, rng)
+            env |= extra
         else:
             culprit, expect = None, "healthy"
         label = f"{kind}{'(' + kind_label + ')' if kind in ('desync', 'straggler') else ''} n={world}" + (
             f" rank={culprit} step={step}" if culprit is not None else "")
-        out.append(Scenario(kind, world, env, culprit, expect, label))
+        out.append(Scenario(kind, world, env, culprit, expect, label,
+                            launch="spawn" if kind.startswith("spawn") else "torchrun", stop=STOPS.get(kind)))
     return out
 
 
-def run_one(sc: Scenario, workdir: Path, timeout: float = 240.0) -> Outcome:
-    run_dir = workdir / f"run-{abs(hash(sc.label)) % 10**8}-{int(time.time() * 1000) % 10**6}"
+def command(sc: Scenario, run_dir: Path) -> tuple[list[str], dict[str, str]]:
     env = os.environ | sc.env | {"PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--kill-on-hang", "--quiet", "--",
-           sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={sc.world}", str(JOB)]
+    cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--quiet"]
+    if sc.stop is None:
+        cmd.append("--kill-on-hang")
+    cmd.append("--")
+    if sc.launch == "spawn":
+        env |= {"JOB_LAUNCH": "spawn", "JOB_WORLD": str(sc.world)}
+        return cmd + [sys.executable, str(JOB)], env
+    return cmd + [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={sc.world}",
+                  str(JOB)], env
+
+
+def _stop_after_alert(p: subprocess.Popen[str], run_dir: Path, sig: str, deadline: float) -> None:
+    """The user's Ctrl-C or the scheduler's SIGTERM, to the whole process group, once the hang alert is out."""
+    while time.time() < deadline and p.poll() is None:
+        try:
+            if any(json.loads(x).get("kind") == "hang" for x in (run_dir / "alerts.jsonl").read_text().splitlines()):
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+    time.sleep(0.5)
+    if p.poll() is None:
+        os.killpg(p.pid, getattr(signal, sig))
+
+
+def run_one(sc: Scenario, workdir: Path, timeout: float = 240.0, record: Path | None = None) -> Outcome:
+    run_dir = workdir / f"run-{abs(hash(sc.label)) % 10**8}-{int(time.time() * 1000) % 10**6}"
+    cmd, env = command(sc, run_dir)
     t0 = time.time()
+    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
     try:
-        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
-                           check=False)
+        if sc.stop is not None:
+            _stop_after_alert(p, run_dir, sc.stop, t0 + timeout / 2)
+        p.communicate(timeout=max(1.0, timeout - (time.time() - t0)))
         code: int | None = p.returncode
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         return Outcome(sc, None, [], seconds=time.time() - t0, error="timeout")
     seconds = time.time() - t0
+    if record is not None:
+        shutil.copytree(run_dir, record / sc.kind, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".ncclscope-cache", "ncclscope-control", "ncclscope-site*"))
     try:
         report = json.loads((run_dir / "report.json").read_text())
     except (OSError, ValueError) as e:
@@ -158,12 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--worlds", default="2,3,4,8")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--kinds", default=",".join(ALL_KINDS), help="fault classes to draw from")
+    ap.add_argument("--record", type=Path, help="keep each run folder here, one per kind (the last of each)")
     args = ap.parse_args(argv)
     worlds = [int(w) for w in args.worlds.split(",")]
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="ncclscope-matrix-") as tmp:
         for i, sc in enumerate(scenarios(args.n, args.seed, worlds, args.kinds.split(",")), 1):
-            o = run_one(sc, Path(tmp))
+            o = run_one(sc, Path(tmp), record=args.record)
             outcomes.append(o)
             mark = "ok" if o.verdict_ok and o.culprit_ok else "WRONG"
             print(f"[{i}/{args.n}] {sc.label:40s} -> {o.verdict} {o.culprits} alerts={o.alerts} "

@@ -3,13 +3,19 @@
 Inputs: torchrun's failure summary (``Root Cause (first observed failure)``), ``Sending process N
 closing signal`` lines, the hook's exit records, exception tails (``DistBackendError``,
 ``Last error:``) and NCCL WARN lines (the first WARN is the root cause; the rest echo it).
-A rank aborted by PyTorch's watchdog after a timeout is reported as an echo of the hang.
+The failing rank is ``rules.root_cause``'s: echoes (peers gone, timeouts, ranks the launcher or the
+user stopped) never are. A rank aborted by PyTorch's watchdog after a timeout is reported as an
+echo of the hang; a job stopped from outside with nothing failed before is said so, as no crash.
 """
 from __future__ import annotations
 
 import signal as _signal
+from typing import Any
 
+from .. import rules
 from ..model import ExitRecord, Finding, Run, Severity, Verdict
+from ..rules.exits import ExitClass, exit_class
+from ..rules.facts import failures_of_run
 from .catalogue import classify
 
 
@@ -25,55 +31,15 @@ def _signame(code: int) -> str | None:
 def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
     exits = [e for e in run.exits if e.exitcode not in (None, 0)]
-    watchdog_ranks = {e.rank for e in run.events if e.kind in ("watchdog_timeout", "watchdog_failure",
-                                                               "heartbeat_timeout")}
-    root = next((e for e in exits if e.root_cause), None)
-    if root is None and exits:
-        # no summary: a process that exited by itself beats one that got a signal
-        own = [e for e in exits if e.exitcode is not None and e.exitcode > 0 and e.pid not in run.killed_pids]
-        root = own[0] if own else exits[0]
+    cause = rules.root_cause(failures_of_run(run))
+    first = cause.first if cause is not None and cause.verdict == "crash" else None
+    root = _exit_of(exits, first.rank) if first is not None else None
+    if root is None and first is None and exits:
+        root = next((e for e in exits if e.root_cause), exits[0])  # no cause: the first end is described
     if root is not None and root.exitcode is not None:
-        sig = _signame(root.exitcode)
-        echo = root.rank in watchdog_ranks and root.exitcode in (-6, 134)
-        errs = [e for e in run.events if e.kind == "dist_error" and e.rank == root.rank]
-        warns = [e for e in run.events if e.kind == "nccl_warn" and (e.rank == root.rank or e.rank is None)]
-        evidence = [root.evidence] if root.evidence else []
-        evidence += [e.evidence for e in errs[:1]] + [w.evidence for w in warns[:1]]
-        killed = sorted({e.rank for e in exits if e.rank != root.rank and e.rank is not None})
-        if echo:
-            findings.append(Finding(
-                kind="crash", severity=Severity.ERROR,
-                message=f"rank {root.rank} was aborted ({sig or root.exitcode}) by PyTorch's watchdog after a collective timed "
-                f"out: an echo of the hang, not its cause",
-                hint="Look at the hang finding for the rank that stopped.", evidence=tuple(evidence), data={"first_failure_rank": root.rank, "exitcode": root.exitcode}))
-        else:
-            what = f"killed by {sig}" if sig else f"exited with code {root.exitcode}"
-            detail = ""
-            hint = _exit_hint(root, sig)
-            if errs:
-                detail = f": {errs[0].data.get('type', '')}: {errs[0].data.get('message', '')}"[:300]
-                k = classify(errs[0].text + " " + str(errs[0].data.get("last_error") or ""))
-                if k:
-                    hint = k.hint
-            msg = f"rank {root.rank} {what}{detail} (first failure)"
-            if killed:
-                msg += f"; rank{'s' if len(killed) > 1 else ''} {', '.join(map(str, killed))} " \
-                       f"{'were' if len(killed) > 1 else 'was'} stopped by the launcher after it, not at fault"
-            findings.append(Finding(
-                kind="crash", severity=Severity.CRITICAL, message=msg, ranks=(root.rank,) if root.rank is not None else (), hint=hint,
-                evidence=tuple(evidence), verdict=Verdict.CRASH,
-                data={"exitcode": root.exitcode, "signal": sig, "stopped_after": killed}))
-    elif not exits:
-        # no launcher summary: an exception or NCCL error is still a failure
-        errs = [e for e in run.events if e.kind == "dist_error" and not _launcher_echo(e)]
-        if errs:
-            first = errs[0]
-            k = classify(first.text + " " + str(first.data.get("last_error") or ""))
-            findings.append(Finding(
-                kind="error", severity=Severity.ERROR,
-                message=f"rank {first.rank if first.rank is not None else '?'} raised {first.data.get('type')}: "
-                f"{first.data.get('message', '')}"[:400], ranks=(first.rank,) if first.rank is not None else (),
-                hint=k.hint if k else "Read the traceback of the first rank that failed.", evidence=(first.evidence,), verdict=Verdict.CRASH, data={}))
+        findings.append(_exit_finding(run, root, exits, first is not None))
+    elif first is not None:
+        findings.append(_error_finding(run, first))
     first_warn = next((e for e in run.events if e.kind == "nccl_warn"), None)
     if first_warn is not None:
         k = classify(first_warn.text)
@@ -85,10 +51,61 @@ def detect(run: Run) -> list[Finding]:
     return findings
 
 
-def _launcher_echo(e) -> bool:
-    """torchrun's own exceptions: it was signalled, or it reports a child's failure (already counted)."""
-    t = str(e.data.get("type", ""))
-    return e.rank is None and ("SignalException" in t or "ChildFailedError" in t)
+def _exit_of(exits: list[ExitRecord], rank: int | None) -> ExitRecord | None:
+    """The exit of the failing rank, torchrun's root-cause entry first."""
+    mine = [e for e in exits if e.rank == rank]
+    return next((e for e in mine if e.root_cause), mine[0] if mine else None)
+
+
+def _exit_finding(run: Run, root: ExitRecord, exits: list[ExitRecord], caused: bool) -> Finding:
+    """The process that failed first (``caused``), or, with no cause on the time line, how the job ended."""
+    assert root.exitcode is not None
+    sig = _signame(root.exitcode)
+    errs = [e for e in run.events if e.kind == "dist_error" and e.rank == root.rank]
+    warns = [e for e in run.events if e.kind == "nccl_warn" and (e.rank == root.rank or e.rank is None)]
+    evidence = [root.evidence] if root.evidence else []
+    evidence += [e.evidence for e in errs[:1]] + [w.evidence for w in warns[:1]]
+    killed = sorted({e.rank for e in exits if e.rank != root.rank and e.rank is not None})
+    data: dict[str, Any] = {"first_failure_rank": root.rank, "exitcode": root.exitcode}
+    if not caused:
+        cls = exit_class(root.exitcode)
+        if cls is ExitClass.ABORT:
+            msg = (f"rank {root.rank} was aborted ({sig or root.exitcode}) by PyTorch's watchdog after a collective "
+                   f"timed out: an echo of the hang, not its cause")
+        else:
+            msg = (f"rank {root.rank} was stopped from outside ({sig or root.exitcode}) and nothing failed before: "
+                   f"the launcher, the scheduler or the user ended the job")
+        return Finding(kind="crash", severity=Severity.ERROR if cls is ExitClass.ABORT else Severity.WARNING,
+                       message=msg, hint="Look at the hang finding, if any, for the rank that stopped.",
+                       evidence=tuple(evidence), data=data)
+    what = f"killed by {sig}" if sig else f"exited with code {root.exitcode}"
+    detail = ""
+    hint = _exit_hint(root, sig)
+    if errs:
+        detail = f": {errs[0].data.get('type', '')}: {errs[0].data.get('message', '')}"[:300]
+        k = classify(errs[0].text + " " + str(errs[0].data.get("last_error") or ""))
+        if k:
+            hint = k.hint
+    msg = f"rank {root.rank} {what}{detail} (first failure)"
+    if killed:
+        msg += f"; rank{'s' if len(killed) > 1 else ''} {', '.join(map(str, killed))} " \
+               f"{'were' if len(killed) > 1 else 'was'} stopped by the launcher after it, not at fault"
+    return Finding(kind="crash", severity=Severity.CRITICAL, message=msg,
+                   ranks=(root.rank,) if root.rank is not None else (), hint=hint, evidence=tuple(evidence),
+                   verdict=Verdict.CRASH, data={"exitcode": root.exitcode, "signal": sig, "stopped_after": killed})
+
+
+def _error_finding(run: Run, first: rules.Failure) -> Finding:
+    """The first cause has no exit record: an exception, an OOM, a rank that vanished."""
+    ev = next((e for e in run.events if (e.evidence.file, e.evidence.line) == first.order), None)
+    text = ev.text + " " + str(ev.data.get("last_error") or "") if ev is not None else first.text
+    k = classify(text)
+    who = f"rank {first.rank}" if first.rank is not None else "a process"
+    return Finding(
+        kind="error", severity=Severity.ERROR, message=f"{who} failed first ({first.kind.value}): {first.text}"[:400],
+        ranks=(first.rank,) if first.rank is not None else (),
+        hint=k.hint if k else "Read the traceback of the first rank that failed.",
+        evidence=(ev.evidence,) if ev is not None else (), verdict=Verdict.CRASH, data={"cause": first.kind.value})
 
 
 def _exit_hint(e: ExitRecord, sig: str | None) -> str:

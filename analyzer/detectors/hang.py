@@ -9,6 +9,9 @@ and no stall signal are a snapshot of a running job, not a hang.
 from __future__ import annotations
 
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
+from ..rules.exits import from_outside
+from ..rules.facts import failures_of_run
+from ..rules.hang import bounded_world, stuck_collective
 from .common import entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 
 HINT_NEVER_JOINED = (
@@ -39,25 +42,17 @@ def detect(run: Run) -> list[Finding]:
     status = pg_status_by_rank(run)
     findings: list[Finding] = []
     stall_ev = tuple(e.evidence for e in stalls[:3])
-    world = run.ranks()
+    world = {p.rank for p in run.job.processes if p.rank is not None} | {r for by in status.values() for r in by}
 
     for pg, by_rank in sorted(status.items()):
-        if len(by_rank) < 1:
-            continue
-        max_enq = max((s.enqueued for s in by_rank.values() if s.enqueued is not None), default=None)
-        if max_enq is None:
-            continue
-        completed = {r: (s.completed if s.completed is not None else -1) for r, s in by_rank.items()}
-        stuck_seq = min(completed.values()) + 1
-        if stuck_seq > max_enq:
+        members = bounded_world(run.job.world_size, world) if pg == "0" else sorted(by_rank)
+        enq = {r: (by_rank[r].enqueued if r in by_rank else None) for r in sorted(set(members) | set(by_rank))}
+        st = stuck_collective(enq, {r: s.completed for r, s in by_rank.items()})
+        if st is None:
             continue  # everything issued has completed everywhere
         if not stalls:
             continue  # in-flight work in a snapshot of a running job
-        never = sorted(r for r, s in by_rank.items() if s.enqueued is not None and s.enqueued < stuck_seq)
-        missing = [r for r in world if r not in by_rank] if len(world) > len(by_rank) else []
-        if not never and missing:
-            # the only status we have is from the ranks that wait; those we cannot see are suspects
-            never = _missing_by_counts(run, missing) or missing
+        stuck_seq, never = st.seq, list(st.never)
         at = entries_at(run, pg, stuck_seq)
         op = _op_for(run, at, stuck_seq)
         waiting = sorted(r for r in by_rank if r not in never)
@@ -70,7 +65,7 @@ def detect(run: Run) -> list[Finding]:
             r, code = died
             findings.append(Finding(
                 kind="hang", severity=Severity.CRITICAL,
-                message=f"rank {r}'s process ended (exit code {code}) before joining {op or 'collective'} #{stuck_seq} of process "
+                message=f"rank {r}'s process ended ({_ended(code)}) before joining {op or 'collective'} #{stuck_seq} of process "
                 f"group {pg}; the other ranks waited for it", ranks=(r,),
                 hint="The rank died: its own log and exit code say why; the others' timeouts are echoes.",
                 evidence=tuple(_dedupe(evidence)), stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.CRASH,
@@ -108,13 +103,10 @@ def detect(run: Run) -> list[Finding]:
     return findings
 
 
-KILLED_CODES = {124, 137, 143, -9, -15}  # timeout(1), SIGKILL, SIGTERM: ended from outside
-
-
 def _exit_hang(run: Run, status: dict) -> list[Finding]:
     """Every collective completed everywhere, yet some ranks never exited and the job was ended from
     outside: the process hangs on its way out (no destroy_process_group, pending work, threads)."""
-    if run.job.exit_code not in KILLED_CODES:
+    if not from_outside(run.job.exit_code):
         return []
     hook_ranks = {e.rank for e in run.events if e.evidence.file.startswith("ncclscope-rank")}
     hook_ranks |= {s.rank for by in status.values() for s in by.values()}
@@ -138,12 +130,22 @@ def _exit_hang(run: Run, status: dict) -> list[Finding]:
         evidence=(), verdict=Verdict.HANG, data={"class": "exit", "where": where})]
 
 
-def _died_first(run: Run, ranks: list[int]) -> tuple[int, int] | None:
-    """A culprit rank that exited on its own (not aborted by the watchdog nor killed by the launcher)."""
-    for e in run.exits:
-        if e.rank in ranks and e.exitcode not in (None, 0) and e.pid not in run.killed_pids and e.exitcode > 0:
-            return e.rank, e.exitcode  # type: ignore[return-value]
-    return None
+def _died_first(run: Run, ranks: list[int]) -> tuple[int, int | str] | None:
+    """A culprit rank whose process failed of its own (``rules``: an exception, an OOM, an exit code of
+    its own; not the user's interrupt, a kill from outside, or an abort by the watchdog), with its exit
+    code or else what it failed of."""
+    causes = sorted((f for f in failures_of_run(run) if f.rank in ranks and f.is_cause),
+                    key=lambda f: (f.t is None, f.t or 0.0, f.order))
+    if not causes:
+        return None
+    r = causes[0].rank
+    assert r is not None
+    code = next((e.exitcode for e in run.exits if e.rank == r and e.exitcode not in (None, 0)), None)
+    return r, code if code is not None else causes[0].kind.value
+
+
+def _ended(code: int | str) -> str:
+    return f"exit code {code}" if isinstance(code, int) else code.replace("_", " ")
 
 
 def _init_hang(run: Run, stalls: list) -> list[Finding]:
@@ -210,10 +212,6 @@ def _wait_where(at: dict[int, dict], waiting: list[int]) -> str:
     if len(waiting) > 4:
         parts.append(f"and {len(waiting) - 4} more ranks")
     return "; ".join(parts)
-
-
-def _missing_by_counts(run: Run, candidates: list[int]) -> list[int]:
-    return []
 
 
 def _ras_evidence(run: Run, ranks: list[int]) -> list[Evidence]:

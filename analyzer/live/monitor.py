@@ -29,6 +29,7 @@ from ..rules.cause import Failure
 from ..rules.exits import FailureKind
 from ..rules.facts import error_failure, exit_failure
 from ..sources import records as R
+from ..verdict import of_alerts
 from ..sources.hook_jsonl import parse_jsonl
 from ..sources.nccl_log import parse_nccl_line
 from ..sources.torch_log import parse_torch_lines
@@ -553,6 +554,7 @@ class LiveMonitor:
             "threshold_s": round(stall.threshold(st.gaps, self.config.stall_seconds, stall.started(st)), 2),
             "rhythm": stall.rhythm(st), "exited": st.exited(),
             "open_hang": _stuck(self.hang.h) if self.hang else None,
+            "verdict": of_alerts(self.alerts),
             "alerts": len(self.alerts), "files": len(self.tailer.files), "problems": self.errors(),
         }
 

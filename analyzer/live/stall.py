@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from ..sources.hook_jsonl import canonical_op
 
 __all__ = ["CAP_S", "FLOOR_S", "MAX_GAPS", "MIN_GAPS", "RHYTHM_K", "STARTUP_S", "canonical_op", "p99", "threshold"]
 COLL_WINDOW = 256  # collectives kept per process group behind the slowest rank
+PROGRESS_KEPT = 4  # progress times kept per rank: the final pass judges the job as it was at the first exit
 
 
 @dataclass(slots=True)
@@ -45,6 +47,7 @@ class RankState:
     enq: dict[str, int] = field(default_factory=dict)
     done: dict[str, int] = field(default_factory=dict)
     last_progress: float | None = None
+    progress_ts: deque[float] = field(default_factory=lambda: deque(maxlen=PROGRESS_KEPT))  # the last few
     last_seen: float | None = None
     last_done_t: float | None = None
     step: int | None = None
@@ -64,6 +67,7 @@ class JobState:
     ranks: dict[int, RankState] = field(default_factory=dict)
     colls: dict[str, dict[int, dict[int, CollSig]]] = field(default_factory=dict)  # pg -> seq -> rank -> sig
     gaps: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_GAPS))
+    gap_ts: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_GAPS))  # when each gap ended
     last_t: float | None = None  # newest record time seen
 
     def rank(self, r: int) -> RankState:
@@ -151,6 +155,7 @@ def fmt_where(v: Any) -> str | None:
 def _progress(st: RankState, t: float | None) -> None:
     if t is not None and (st.last_progress is None or t > st.last_progress):
         st.last_progress = t
+        st.progress_ts.append(t)
 
 
 def _set_done(state: JobState, st: RankState, pg: str, seq: int, t: float | None) -> None:
@@ -162,6 +167,7 @@ def _set_done(state: JobState, st: RankState, pg: str, seq: int, t: float | None
     if t is not None:
         if st.last_done_t is not None and t > st.last_done_t:
             state.gaps.append(t - st.last_done_t)
+            state.gap_ts.append(t)
         st.last_done_t = t if st.last_done_t is None else max(st.last_done_t, t)
     _progress(st, t)
 
@@ -273,10 +279,15 @@ def judge_hang(state: JobState, now: float, stall_seconds: float | None = None,
     live = [s for s in state.ranks.values() if s.exit_code is None or include_exited]
     if not live:
         return None
-    last = max((s.last_progress for s in live if s.last_progress is not None), default=None)
+    gaps: Iterable[float] = state.gaps
+    if include_exited:  # what the ranks wrote on their way out (a last heartbeat) came after ``now``
+        last = max((t for s in live for t in s.progress_ts if t <= now), default=None)
+        gaps = [g for g, t in zip(state.gaps, state.gap_ts) if t <= now]
+    else:
+        last = max((s.last_progress for s in live if s.last_progress is not None), default=None)
     if last is None:
         return None
-    thr = threshold(state.gaps, stall_seconds, started(state))
+    thr = threshold(gaps, stall_seconds, started(state))
     age = now - last
     if age <= thr:
         return None

@@ -14,7 +14,8 @@ Settings (all optional):
   JOB_DDP           1: DistributedDataParallel (default); 0: Python all_reduce of each gradient
   JOB_SUBGROUP      1: also all_reduce on a dist.new_group of all ranks each step
   JOB_HANG_RANK, JOB_HANG_STEP (10), JOB_HANG_S (3600)   that rank sleeps at that step
-  JOB_CRASH_RANK, JOB_CRASH_STEP (10), JOB_CRASH_CODE (3), JOB_CRASH_MODE (exit | raise)
+  JOB_CRASH_RANK, JOB_CRASH_STEP (10), JOB_CRASH_CODE (3), JOB_CRASH_MODE (exit | raise | memory)
+                    memory: a MemoryError stands in for an out-of-memory error on that rank
   JOB_DESYNC_RANK, JOB_DESYNC_STEP (10), JOB_DESYNC_KIND (skip | op | size | dtype)
                     at that step the rank skips the loss all_reduce, calls a broadcast instead,
                     all-reduces 7 elements, or all-reduces float64
@@ -23,6 +24,8 @@ Settings (all optional):
   JOB_OUT           folder for result_rank<R>.json (final loss, parameter checksum, step times)
   JOB_FR_DUMP       1: write the Flight Recorder pickle to JOB_OUT/fr_end_rank<R>.pkl at the end
   JOB_SYNC_CUDA     1: torch.cuda.synchronize() after each step when timing (default 1 on nccl)
+  JOB_LAUNCH        spawn: run as ``python train_job.py`` and start JOB_WORLD (2) ranks with
+                    torch.multiprocessing.spawn instead of a launcher (MASTER_PORT from JOB_PORT or free)
 """
 from __future__ import annotations
 
@@ -101,8 +104,11 @@ def main() -> int:
         if crash_rank == rank and step == crash_step:
             code = env_int("JOB_CRASH_CODE", 3) or 3
             print(f"rank {rank}: crashing at step {step} with exit code {code}", flush=True)
-            if os.environ.get("JOB_CRASH_MODE", "exit") == "raise":
+            mode = os.environ.get("JOB_CRASH_MODE", "exit")
+            if mode == "raise":
                 raise RuntimeError(f"simulated failure on rank {rank} at step {step}")
+            if mode == "memory":
+                raise MemoryError(f"simulated out of memory on rank {rank} at step {step}")
             sys.stdout.flush()
             os._exit(code)
         if strag_rank == rank and step >= (strag_from or 0):
@@ -160,5 +166,29 @@ def main() -> int:
     return 0
 
 
+def _spawned(index: int, world: int) -> None:
+    os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world)})
+    main()
+
+
+def spawn() -> int:
+    """torch.multiprocessing.spawn: one process per rank, no launcher; a rank's exception ends the
+    others (ProcessRaisedException in the parent)."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    world = env_int("JOB_WORLD", 2) or 2
+    port = os.environ.get("JOB_PORT")
+    if not port:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = str(s.getsockname()[1])
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ["MASTER_PORT"] = port
+    mp.spawn(_spawned, args=(world,), nprocs=world, join=True)
+    return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(spawn() if os.environ.get("JOB_LAUNCH") == "spawn" else main())
