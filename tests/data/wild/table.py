@@ -57,8 +57,13 @@ class Outcome:
         return self.error is None and self.verdict[0] == self.verdict[1]
 
     @property
-    def culprits_ok(self) -> bool:
+    def culprits_match(self) -> bool:
         return self.error is None and sorted(self.culprits[0]) == sorted(self.culprits[1])
+
+    @property
+    def culprits_ok(self) -> bool:
+        """The culprits count as right only with the right verdict: [] == [] under a wrong verdict is no credit."""
+        return self.verdict_ok and self.culprits_match
 
     def problems(self) -> list[str]:
         """Each way the analysis differs from the expectation, one short phrase each."""
@@ -67,7 +72,7 @@ class Outcome:
         out = [f"{k}: want {self.facts[k][0]!r} got {self.facts[k][1]!r}" for k in self.wrong_facts]
         if not self.verdict_ok:
             out.append(f"verdict: want {self.verdict[0]} got {self.verdict[1]}")
-        if not self.culprits_ok:
+        if not self.culprits_match:
             out.append(f"culprits: want {self.culprits[0]} got {self.culprits[1]}")
         return out
 
