@@ -45,8 +45,27 @@ def test_gloo_error_prints_in_analyze(tmp_path, capsys):
     (tmp_path / "stderr.log").write_text(traceback_log(GLOO))
     assert main(["analyze", str(tmp_path), "--no-progress", "--no-cache"]) == 0
     out = capsys.readouterr()
-    assert "internal error" not in out.err
-    assert "pair.cc:534]" in out.out and "Connection closed by peer" in out.out
+    assert "internal error" not in out.err and "MarkupError" not in out.err
+    assert "VERDICT" in out.out
+
+
+def test_gloo_error_in_every_field_of_the_report(tmp_path):
+    """Whatever a detector makes of the line, each place the report prints it takes it as plain text."""
+    import dataclasses
+
+    from ncclscope.model import Evidence, Finding, Severity
+
+    (tmp_path / "stderr.log").write_text(traceback_log(GLOO))
+    res = analyze_paths([tmp_path], cache=False)
+    res.findings = [Finding(kind="crash", severity=Severity.CRITICAL, message=f"rank 3 raised RuntimeError: {GLOO}",
+                            ranks=(3,), hint=GLOO, evidence=(Evidence(file=GLOO, line=8, text=GLOO),))]
+    res.decision = dataclasses.replace(res.decision, headline=GLOO)
+    res.run.stacks[3] = GLOO
+    res.run.problems.append(GLOO)
+    buf = io.StringIO()
+    render_text(res, Console(file=buf, width=400, color_system=None, force_terminal=False, highlight=False))
+    out = buf.getvalue()
+    assert out.count("pair.cc:534] Connection closed by peer") >= 6, out
 
 
 def test_gloo_error_prints_at_the_end_of_run(tmp_path):
@@ -70,28 +89,43 @@ def test_escape_sequences_do_not_reach_the_terminal(tmp_path):
     assert "\\x1b]0;pwned" in out  # shown, harmless, so the reader sees what the log held
 
 
+def _hook_records(t: str) -> str:
+    import json
+
+    start = {"type": "start", "t": 1795985021.0, "rank": 1, "world": 2, "local_rank": 1, "host": t, "pid": 821,
+             "backend": "nccl", "torch": t}
+    stack = {"type": "stack", "t": 1795985029.4, "rank": 1, "reason": "stall", "where": t,
+             "frames": [{"file": t, "line": 100, "func": t, "code": t}]}
+    return json.dumps(start) + "\n" + json.dumps(stack) + "\n"
+
+
+# (file name, its content with the field set to t): the places log text reaches the report from
 FIELDS = [
-    lambda t: traceback_log(f"error {t}"),
-    lambda t: traceback_log("boom", path=f"/home/{t}/train.py"),
-    lambda t: f"node7:4242:4250 [0] misc/socket.cc:50 NCCL WARN {t}\n",
-    lambda t: f"node7:4242:4242 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0> {t}\n"
-              f"node7:4242:4242 [0] NCCL INFO cudaDriverVersion 12040\n",
-    lambda t: f"node7:4242:4250 [0] NCCL INFO comm 0x55d1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId {t} "
-              "commId 0x1234abcd - Init START\n",
-    lambda t: f"[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective "
-              f"operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, {t}) ran for 600000 milliseconds\n",
+    ("stderr.log", lambda t: traceback_log(f"error {t}")),
+    ("stderr.log", lambda t: traceback_log("boom", path=f"/home/{t}/train.py")),
+    ("node7.4242.nccl.log", lambda t: f"node7:4242:4250 [0] misc/socket.cc:50 NCCL WARN {t}\n"),
+    ("node7.4242.nccl.log", lambda t: f"node7:4242:4242 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0> {t}\n"
+                                      f"node7:4242:4242 [0] NCCL INFO cudaDriverVersion 12040\n"),
+    ("node7.4242.nccl.log", lambda t: f"node7:4242:4250 [0] NCCL INFO comm 0x55d1 rank 0 nranks 2 cudaDev 0 "
+                                      f"nvmlDev 0 busId {t} commId 0x1234abcd - Init START\n"),
+    ("stderr.log", lambda t: f"[E1201 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
+                             f"collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, {t}) ran for "
+                             "600000 milliseconds\n"),
+    ("ncclscope-rank1.jsonl", _hook_records),
 ]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(field=st.sampled_from(range(len(FIELDS))), blob=st.binary(min_size=1, max_size=200))
 def test_arbitrary_bytes_in_any_log_field_print_cleanly(tmp_path_factory, field, blob):
     folder = tmp_path_factory.mktemp("fuzz")
+    name, make = FIELDS[field]
     text = blob.decode("latin-1").replace("\n", " ")  # one field: every byte but the line break
-    (folder / "stderr.log").write_bytes(FIELDS[field](text).encode("utf-8", "surrogateescape"))
-    (folder / "node7.4242.nccl.log").write_bytes(FIELDS[field](text).encode("latin-1", "replace")
-                                                 if field >= 2 else b"")
+    content = make(text)
+    # log lines carry the raw bytes; JSON records carry them as the JSON string of those bytes
+    (folder / name).write_bytes(content.encode("latin-1", "replace") if not name.endswith(".jsonl")
+                                else content.encode())
     try:
         out = render(folder)
     except Exception as e:  # noqa: BLE001 - an InputError (nothing readable) is fine; nothing else is
