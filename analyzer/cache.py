@@ -64,7 +64,7 @@ def code_digest() -> str:
     if _DIGEST is None:
         here = Path(__file__).resolve().parent
         _DIGEST = _digest([*here.glob("sources/**/*.py"), here / "ingest.py", *here.glob("build/*.py"), here / "model.py",
-                           here / "cache.py"])
+                           here / "cache.py", *here.glob("nccl/*.py")])
     return _DIGEST
 
 
@@ -84,7 +84,7 @@ def analysis_digest() -> str:
     if _ADIGEST is None:
         here = Path(__file__).resolve().parent
         _ADIGEST = _digest([*here.glob("detectors/*.py"), here / "verdict.py", here / "analysis.py",
-                            here / "model.py"])
+                            here / "model.py", *sorted(here.glob("nccl/*.py")), here / "nccl" / "failures.toml"])
     return _ADIGEST
 
 

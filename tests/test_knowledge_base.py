@@ -238,3 +238,18 @@ def test_connection_refused_with_lo_chosen_names_the_loopback(tmp_path):
     _, fs, _ = _warn_findings(_write(tmp_path, {"rank1.log": _log("nodeb", 1202, 1, lines, "2.18.6+cuda12.2")}))
     (f,) = fs
     assert f.data["entry"] == "socket-loopback-refused" and "NCCL_SOCKET_IFNAME" in f.hint
+
+
+def test_cached_findings_are_keyed_on_the_knowledge_base(monkeypatch):
+    """A new entry changes findings: the analysis cache must see failures.toml (and the vocabularies the
+    parsers use must be in the parse key)."""
+    from ncclscope import cache
+    seen: list[Path] = []
+    monkeypatch.setattr(cache, "_digest", lambda paths: seen.extend(paths) or "x")
+    monkeypatch.setattr(cache, "_ADIGEST", None)
+    monkeypatch.setattr(cache, "_DIGEST", None)
+    cache.analysis_digest()
+    assert any(p.name == "failures.toml" and p.is_file() for p in seen)
+    seen.clear()
+    cache.code_digest()
+    assert {"ops.py", "dtypes.py"} <= {p.name for p in seen if p.parent.name == "nccl"}
