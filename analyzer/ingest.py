@@ -203,7 +203,7 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
 
     def rest() -> Iterator[tuple[int, str]]:
         for lineno, text in rejoin_wrapped(lines, _wrapped_join_known):
-            if "NCCL " in text:
+            if "NCCL " in text or "] INFO " in text or " WARN " in text:  # 2.2 printed no "NCCL" word
                 rec = parse_nccl_line(text, name, lineno)
                 if rec is not None:
                     out.append(rec)

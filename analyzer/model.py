@@ -208,11 +208,13 @@ class Job:
     settings: dict[str, Setting] = field(default_factory=dict)
     nccl_versions: dict[int, str] = field(default_factory=dict)  # pid -> version, to spot mixes
     exit_code: int | None = None
+    nnodes: int | None = None  # nodes: as NCCL states them (nNodes), else the hosts seen
 
     def to_json(self) -> dict[str, Any]:
         return {
             "world_size": self.world_size,
             "hosts": list(self.hosts),
+            "nodes": self.nnodes,
             "nccl_version": self.nccl_version,
             "torch_version": self.torch_version,
             "cuda_version": self.cuda_version,

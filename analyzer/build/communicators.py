@@ -6,7 +6,7 @@ a communicator with neither stays one process's own, ``host:pid:ptr``.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..model import Communicator, Connection
@@ -29,6 +29,7 @@ class CommLocal:
     split_count: int | None = None
     color: int | None = None
     started: bool = False
+    start_seen: bool = False  # an Init START (or 2.3 / 2.4 phaseless) line, not only COMPLETE
     complete: bool = False
     nnodes: int | None = None
     nchannels: int | None = None
@@ -36,6 +37,7 @@ class CommLocal:
     ring_trunc: set[int] = field(default_factory=set)
     ring_next: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # channel -> (prev, rank, next)
     trees: dict[int, int] = field(default_factory=dict)  # channel -> up
+    tree_downs: dict[int, tuple[int, ...]] = field(default_factory=dict)  # channel -> children (-1: none)
     connections: list[Connection] = field(default_factory=list)
     first_line: int = 0
 
@@ -46,6 +48,7 @@ def identities(comms: dict[CommKey, CommLocal]) -> dict[CommKey, str]:
     for ck, cl in sorted(comms.items(), key=lambda kv: kv[1].first_line):
         if cl.comm_id:
             ident[ck] = cl.comm_id
+    _join_without_ids(comms, ident)
     for _ in range(4):  # splits of splits
         for (key, ptr), cl in comms.items():
             if (key, ptr) in ident or not cl.parent_ptr:
@@ -56,6 +59,24 @@ def identities(comms: dict[CommKey, CommLocal]) -> dict[CommKey, str]:
     for (key, ptr) in comms:
         ident.setdefault((key, ptr), f"{key[0]}:{key[1]}:{ptr}")
     return ident
+
+
+def _join_without_ids(comms: dict[CommKey, CommLocal], ident: dict[CommKey, str]) -> None:
+    """Top-level views without a commId (NCCL before 2.18 prints none) joined by launch order: every
+    member makes a communicator collectively, so the k-th one of N ranks each process made is one
+    communicator, ``nranks<N>#<k>``. Two processes claiming one rank of it are not one job: the second
+    keeps a view of its own."""
+    made: dict[tuple[ProcKey, int, int], int] = {}
+    taken: dict[str, set[int]] = defaultdict(set)
+    for ck, cl in sorted(comms.items(), key=lambda kv: kv[1].first_line):
+        if ck in ident or cl.parent_ptr:
+            continue
+        k = made.get((cl.proc, cl.nranks, cl.rank), 0)  # by rank too: one process may drive several GPUs
+        made[(cl.proc, cl.nranks, cl.rank)] = k + 1
+        cid = f"nranks{cl.nranks}#{k}"
+        if cl.rank not in taken[cid]:
+            taken[cid].add(cl.rank)
+            ident[ck] = cid
 
 
 def build_communicators(comms: dict[CommKey, CommLocal], ident: dict[CommKey, str],
@@ -71,24 +92,37 @@ def build_communicators(comms: dict[CommKey, CommLocal], ident: dict[CommKey, st
 def _communicator(cid: str, members: list[CommLocal], ident: dict[CommKey, str],
                   proc_rank: dict[ProcKey, int]) -> Communicator:
     nranks = max(m.nranks for m in members)
-    rank_map = {m.rank: proc_rank.get(m.proc, m.rank) for m in members}
+    views = Counter(m.proc for m in members)  # a process driving several GPUs holds a view per rank
+    rank_map = {m.rank: m.rank if views[m.proc] > 1 else proc_rank.get(m.proc, m.rank) for m in members}
     channels = max((m.nchannels or 0 for m in members), default=0) or None
     rings = build_rings(members, nranks)
     if channels is None and rings:
         channels = len(rings)
-    trees: dict[int, dict[int, int]] = defaultdict(dict)
-    for m in members:
-        for ch, up in m.trees.items():
-            trees[ch][m.rank] = up
+    trees = build_trees(members)
     first = min(members, key=lambda m: m.first_line)
     parent_id = ident.get((first.proc, first.parent_ptr)) if first.parent_ptr else None
     return Communicator(
         id=cid, nranks=nranks, members=rank_map, parent=parent_id, color=first.color, caller=first.caller,
-        n_channels=channels, rings=rings, trees=dict(trees), connections=tuple(c for m in members for c in m.connections),
+        n_channels=channels, rings=rings, trees=trees, connections=tuple(c for m in members for c in m.connections),
         init_complete=frozenset(m.rank for m in members if m.complete),
         init_started=frozenset(m.rank for m in members if m.started),
         nnodes=max((m.nnodes or 0 for m in members), default=0) or None,
     )
+
+
+def build_trees(members: list[CommLocal]) -> dict[int, dict[int, int]]:
+    """channel -> {rank: parent}, from both ends of each edge: a rank's own line gives its parent, and
+    a parent's line gives its children theirs (kept when a child's own line is absent or cut)."""
+    trees: dict[int, dict[int, int]] = defaultdict(dict)
+    for m in members:
+        for ch, up in m.trees.items():
+            trees[ch][m.rank] = up
+    for m in members:
+        for ch, downs in m.tree_downs.items():
+            for d in downs:
+                if d >= 0 and d != m.rank:
+                    trees[ch].setdefault(d, m.rank)
+    return dict(trees)
 
 
 def build_rings(members: list[CommLocal], nranks: int) -> dict[int, tuple[int, ...]]:

@@ -45,6 +45,9 @@ class Gathered:
     proc_first_seen: dict[ProcKey, tuple[str, int]] = field(default_factory=dict)
     # file -> unprefixed "NCCL version" lines (<=2.21), given to the next process seen in that file
     bare_versions: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    # topology lines printed before their communicator's only Init line (NCCL 2.5 to 2.12 print just
+    # "Init COMPLETE", at the end), by printing thread: the Init line of that thread takes them
+    pending: dict[tuple[str, int, int], list[R.NcclRec]] = field(default_factory=lambda: defaultdict(list))
     # from "[rank3]:" / "[default3]:" / mpirun "[1,3]<stdout>:" prefixes
     wrapper_rank: dict[ProcKey, int] = field(default_factory=dict)
 
@@ -104,9 +107,11 @@ def _nccl(rec: R.NcclRec, g: Gathered) -> None:  # noqa: C901 - one dispatch ove
         _init(rec, key, g)
     elif isinstance(rec, R.NcclCommInfo):
         _local(g, key, rec.comm, rec.rank, rec.nranks, rec.line).nnodes = rec.nnodes
-    elif isinstance(rec, (R.NcclConnection, R.NcclRingOrder, R.NcclRing, R.NcclTrees, R.NcclChannels)):
+    elif isinstance(rec, (R.NcclConnection, R.NcclRingOrder, R.NcclRing, R.NcclTrees, R.NcclTree, R.NcclChannels)):
         cl = g.current.get(key)
-        if cl is not None:
+        if cl is None or (cl.complete and not cl.start_seen):  # before this thread's Init line: held for it
+            g.pending[(rec.host, rec.pid, rec.tid)].append(rec)
+        else:
             _topology(rec, cl)
     elif isinstance(rec, R.NcclVersion):
         if rec.pid:
@@ -132,9 +137,13 @@ def _init(rec: R.NcclInit, key: ProcKey, g: Gathered) -> None:
         cl.split_count = rec.split_count
         cl.color = rec.color
     if rec.phase == "START":
-        cl.started = True
+        cl.started = cl.start_seen = True
     elif rec.phase == "COMPLETE":
         cl.started = cl.complete = True
+    held = g.pending.pop((rec.host, rec.pid, rec.tid), None)
+    if held and not cl.start_seen:
+        for t in held:
+            _topology(t, cl)
     if rec.cuda_dev is not None:
         g.proc_dev.setdefault(key, (rec.cuda_dev, rec.bus_id))
 
@@ -143,15 +152,19 @@ def _topology(rec: R.NcclRec, cl: CommLocal) -> None:
     if isinstance(rec, R.NcclConnection):
         cl.connections.append(Connection(rec.channel, rec.src, rec.dst, rec.transport, rec.conn_index))
     elif isinstance(rec, R.NcclRingOrder):
-        cl.nchannels = rec.nchannels
+        cl.nchannels = rec.nchannels or cl.nchannels  # 0: a release that prints no channel count (2.3, 2.4)
         cl.ring_order[rec.channel] = rec.ranks
         if rec.truncated:
             cl.ring_trunc.add(rec.channel)
     elif isinstance(rec, R.NcclRing):
         cl.ring_next[rec.channel] = (rec.prev, rec.rank, rec.next)
     elif isinstance(rec, R.NcclTrees):
-        for ch, _downs, up in rec.channels:
+        for ch, downs, up in rec.channels:
             cl.trees[ch] = up
+            cl.tree_downs[ch] = downs
+    elif isinstance(rec, R.NcclTree):
+        cl.trees[rec.channel] = rec.up
+        cl.tree_downs[rec.channel] = rec.downs
     elif isinstance(rec, R.NcclChannels):
         if cl.nchannels is None:
             cl.nchannels = rec.coll

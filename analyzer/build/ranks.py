@@ -144,5 +144,12 @@ def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
         torch_version=ranks.hook_versions.get("torch") or printed_torch,
         cuda_version=g.cuda_version or ranks.hook_versions.get("cuda"),
         settings=g.settings, nccl_versions={k[1]: v for k, v in g.nccl_versions.items() if k[1]},
-        exit_code=g.exit_code,
+        exit_code=g.exit_code, nnodes=_nodes(g, ranks, hosts),
     )
+
+
+def _nodes(g: Gathered, ranks: Ranks, hosts: list[str]) -> int | None:
+    """Nodes as NCCL states them for the world communicator (``nNodes``, 2.7+): right when the files
+    hold only some ranks; else the hosts seen."""
+    stated = [cl.nnodes for cl in g.comms.values() if cl.nnodes and cl.parent_ptr is None and cl.nranks == ranks.world]
+    return max(stated) if stated else (len(hosts) or None)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 
 from ..nccl.dtypes import NCCL_DTYPES  # noqa: F401 - re-exported for the builders
 from ..nccl.ops import NCCL_OPS
+from .coll.grammar import MESSAGE_23_RE
 from .coll import MESSAGE_RE, NcclCollBatch, parse_ts, scan_coll_block, scan_coll_block_regex  # noqa: F401 - re-exported
 from .lines import NCCL_PREFIX_RE, strip_tool_prefixes
 from .records import (
@@ -43,8 +44,8 @@ PREFIX_RE = NCCL_PREFIX_RE  # the grammar of line heads and tool prefixes lives 
 VERSION_RE = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+)(?:\+cuda(?P<cuda>[\d.]+))?")
 
 INIT_RE = re.compile(
-    r"(?:\[Rank \d+\] )?(?:(?P<caller>nccl\w{1,64}) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) rank (?P<rank>\d+) "
-    r"nranks (?P<nranks>\d+) cudaDev (?P<dev>-?\d+)\b(?P<rest>.{0,600}?)- ?(?P<phase>Init START|Init COMPLETE|"
+    r"(?:\[Rank \d+\] )?(?:(?P<caller>nccl\w{1,64}) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) rank (?P<rank>\d{1,12}) "
+    r"nranks (?P<nranks>\d{1,12}) cudaDev (?P<dev>-?\d+)\b(?P<rest>.{0,600}?)- ?(?P<phase>Init START|Init COMPLETE|"
     r"Destroy COMPLETE|Abort COMPLETE|Abort START|Revoke START|Revoke COMPLETE)"
 )
 BUSID_RE = re.compile(r"busId (?P<bus>[0-9a-fA-F]+)")
@@ -57,17 +58,39 @@ COMMINFO_RE = re.compile(
     r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+) "
     r"localRanks (?P<lr>\d+) localRank (?P<l>\d+)"
 )
+# Init lines without a phase: 2.3's "comm 0x.. rank 0 nranks 4" (printed as the communicator is made) and
+# 2.4's "comm 0x.. rank 0 nranks 4 cudaDev 0 nvmlDev 0" (printed as its init starts)
+INIT_BARE_RE = re.compile(
+    r"^comm (?P<comm>0x[0-9a-fA-F]{1,16}) rank (?P<rank>\d{1,12}) nranks (?P<nranks>\d{1,12})"
+    r"(?: cudaDev (?P<dev>-?\d{1,4})(?: nvmlDev -?\d{1,4})?(?: busId (?P<bus>[0-9a-fA-F]{1,16}))?)?$"
+)
+# heads the NCCL prefix grammar (lines.py) does not take: 2.2's lines without the NCCL word
+# ("host:pid:tid [0] INFO ...", "host:pid:tid [0] include/socket.h:360 WARN ..."; the [dev] is then
+# required, so that a logger's "10:20:30 INFO" is no NCCL line), an empty host (":41367:41367 [1]
+# NCCL INFO ..."), and a line pasted without its head ("init.cc:1247 NCCL WARN ...", "NCCL INFO ...")
+OTHER_HEAD_RE = re.compile(
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:\.\d+)?)\] ?)?"
+    r"(?<![^\s:\[\]<>(),=])(?P<host>[^\s:\[\]<>(),=]{0,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) "
+    r"(?:(?:\[(?P<dev>\d{1,4})\] )(?:(?P<ms>\d+\.\d+) )?"
+    r"(?:(?P<src>[\w./-]{1,200}:\d{1,6})(?: \((?P<func>[^()\s]{1,200})\))? )?(?:NCCL )?|(?:\[\d{1,4}\] )?(?:(?P<src2>[\w./-]{1,200}:\d{1,6}) )?NCCL )(?P<level>INFO|WARN)\b ?"
+)
+HEADLESS_RE = re.compile(
+    r"^\s{0,8}(?:(?P<src>[\w./-]{1,200}\.(?:cc|cu|h|cpp|c):\d{1,6})(?: \((?P<func>[^()\s]{1,200})\))? )?"
+    r"NCCL (?P<level>INFO|WARN) "
+)
 ENV_RE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]{1,80}) set by environment to (?P<value>.*?)\.?$")
-RING_ORDER_RE = re.compile(r"^Channel (?P<c>\d+)/(?P<n>\d+) :(?P<ranks>(?: +\d+)*)(?P<trunc> *\.\.\.)? *$")
+RING_ORDER_RE = re.compile(r"^Channel (?P<c>\d+)(?:/(?P<n>\d+))? :(?P<ranks>(?: +\d+)*)(?P<trunc> *\.\.\.)? *$")
+RING_ORDER_OLD_RE = re.compile(r"^Ring (?P<c>\d+) :(?P<ranks>(?: +\d+)+)(?P<trunc> *\.\.\.)? *$")  # 2.3
 RING_RE = re.compile(r"^Ring (?P<c>\d+) : (?P<prev>-?\d+) -> (?P<rank>\d+) -> (?P<next>-?\d+)$")
 TREES_ITEM_RE = re.compile(r"\[(\d+)\] (-?\d+)/(-?\d+)/(-?\d+)->(\d+)->(-?\d+)")
+TREES_OLD_ITEM_RE = re.compile(r"\[(\d+)\] (-?\d+)->(\d+)->(-?\d+)/(-?\d+)/(-?\d+)")  # 2.4: up->rank->downs
 TREE_RE = re.compile(r"^Tree (?P<c>\d+) : (?P<up>-?\d+) -> (?P<rank>\d+) -> (?P<downs>-?\d+(?:/-?\d+)*)")
 CONN_RE = re.compile(
-    r"^Channel (?P<c>\d+)(?:/(?P<ci>\d+))? : (?P<src>\d+)\[[0-9a-fA-Fx]+\] -> (?P<dst>\d+)\[[0-9a-fA-Fx]+\] "
+    r"^Channel (?P<c>\d+)(?:/(?P<ci>\d+))? : (?P<src>\d+)(?:\[[0-9a-fA-Fx]+\])? -> (?P<dst>\d+)(?:\[[0-9a-fA-Fx]+\])? "
     r"(?:\[(?P<dir>send|receive)\] )?via (?P<via>.+)$"  # greedy to the end: ".+?\s*$" is quadratic
 )
 RING_CONN_OLD_RE = re.compile(
-    r"^Ring (?P<c>\d+) : (?P<src>\d+)\[[0-9a-fA-Fx]+\] -> (?P<dst>\d+)\[[0-9a-fA-Fx]+\] "
+    r"^Ring (?P<c>\d+) : (?P<src>\d+)(?:\[[0-9a-fA-Fx]+\])? -> (?P<dst>\d+)(?:\[[0-9a-fA-Fx]+\])? "
     r"(?:\[(?P<dir>send|receive)\] )?via (?P<via>.+)$"
 )
 COLLNET_RE = re.compile(r"^CollNet (?P<c>\d+)/(?P<ci>\d+) : (?P<rank>\d+) \[(?P<dir>send|receive)\] via (?P<via>\S+)")
@@ -82,13 +105,15 @@ TIMINGS_RE = re.compile(
     r"^Init timings(?: - \w+)?: rank (?P<rank>\d+) nranks (?P<nranks>\d+) total (?P<total>[\d.]+) \((?P<parts>[^)]*)\)"
 )
 COLL_RE = MESSAGE_RE  # the COLL line has one definition: coll.grammar
+COLL_OLD_RE = MESSAGE_23_RE  # 2.3's, without the op name
 BACKTRACE_RE = re.compile(r"^(?P<src>[\w./-]+\.(?:cc|cu|h|cpp|c):\d+)(?: \(\w+\))? -> (?P<code>\d+)")
 NET_USING_RE = re.compile(r"^NET/(?P<which>IB|Socket|[\w-]+) ?: ?Using (?P<v>.*)$")
+
 
 def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | None:
     """One NCCL log line to a record, or None for lines that carry nothing we model."""
     if "NCCL " not in text:
-        return None
+        return _other_head(text, file, lineno) if "] INFO " in text or " WARN " in text else None
     if len(text) > MAX_LINE:
         text = text[:MAX_LINE]
     m = PREFIX_RE.search(text)
@@ -96,7 +121,7 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
         v = VERSION_RE.search(text)  # <=2.21 prints the version with a bare printf
         if v and strip_tool_prefixes(text)[1].lstrip().startswith("NCCL version"):  # also behind "[1,0]<stdout>:"
             return NcclVersion(file, lineno, text, "", 0, 0, None, v.group("v"), v.group("cuda"))
-        return None
+        return _other_head(text, file, lineno)
     ts_text, host, pid, tid, level = m.group("ts", "host", "pid", "tid", "level")
     msg = text[m.end():].rstrip("\r\n")
     base: Base = (file, lineno, text, host, int(pid), int(tid), parse_ts(ts_text))
@@ -108,6 +133,27 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
 
 
 Base = tuple[str, int, str, str, int, int, "float | None"]  # file, line, text, host, pid, tid, ts
+
+
+def _other_head(text: str, file: str, lineno: int) -> NcclRec | None:
+    """A line whose head is one of ``OTHER_HEAD_RE``'s or ``HEADLESS_RE``'s forms (no process when headless)."""
+    if len(text) > MAX_LINE:
+        text = text[:MAX_LINE]
+    m = OTHER_HEAD_RE.search(text)
+    if m is not None:
+        ts_text, host, pid, tid, level = m.group("ts", "host", "pid", "tid", "level")
+        base: Base = (file, lineno, text, host, int(pid), int(tid), parse_ts(ts_text))
+        src = m.group("src") or m.group("src2")
+    else:
+        m = HEADLESS_RE.match(text)
+        if m is None:
+            return None
+        level, src = m.group("level"), m.group("src")
+        base = (file, lineno, text, "", 0, 0, None)
+    msg = text[m.end():].rstrip("\r\n").strip()
+    if level == "WARN":
+        return NcclWarn(*base, src, m.groupdict().get("func"), msg)
+    return _parse_info(msg, base)
 
 
 def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dispatch table
@@ -122,6 +168,12 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
                 int(m.group("dt")), int(m.group("redop")), int(m.group("root")), m.group("comm"),
                 int(m.group("nranks")),
             )
+        m = COLL_OLD_RE.match(msg)
+        if m:
+            return NcclColl(
+                *base, "unknown", "Unknown", int(m.group("opc"), 16), int(m.group("count")), int(m.group("dt")),
+                int(m.group("redop")), int(m.group("root") or -1), m.group("comm"), int(m.group("nranks")),
+            )
         return None
     if msg.startswith("Channel "):
         if " via " in msg:
@@ -135,7 +187,7 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
         m = RING_ORDER_RE.match(msg)
         if m:
             ranks = [int(x) for x in m.group("ranks").split()]
-            return NcclRingOrder(*base, int(m.group("c")), int(m.group("n")), ranks, bool(m.group("trunc")))
+            return NcclRingOrder(*base, int(m.group("c")), int(m.group("n") or 0), ranks, bool(m.group("trunc")))
         return None
     if msg.startswith("Ring "):
         m = RING_RE.match(msg)
@@ -147,6 +199,10 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
                 *base, int(m.group("c")), 0, int(m.group("src")), int(m.group("dst")), m.group("dir"),
                 _norm_via(m.group("via")),
             )
+        m = RING_ORDER_OLD_RE.match(msg)
+        if m:
+            return NcclRingOrder(*base, int(m.group("c")), 0, [int(x) for x in m.group("ranks").split()],
+                                 bool(m.group("trunc")))
         return None
     if msg.startswith("Trees"):
         items = TREES_ITEM_RE.findall(msg)
@@ -154,6 +210,10 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
             rank = int(items[0][4])
             chans = [(int(c), (int(a), int(b), int(d)), int(up)) for c, a, b, d, _r, up in items]
             return NcclTrees(*base, rank, chans)
+        old = TREES_OLD_ITEM_RE.findall(msg)
+        if old:
+            return NcclTrees(*base, int(old[0][2]), [(int(c), (int(a), int(b), int(d)), int(up))
+                                                     for c, up, _r, a, b, d in old])
         return None
     if msg.startswith("Tree "):
         m = TREE_RE.match(msg)
@@ -193,6 +253,14 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
         if v:
             return NcclVersion(*base, v.group("v"), v.group("cuda"))
         return None
+    if msg.startswith("comm ") and " nranks " in msg:
+        m = INIT_BARE_RE.match(msg)
+        if m:
+            dev = m.group("dev")
+            return NcclInit(*base, "START" if dev is not None else "SEEN", None, m.group("comm"), int(m.group("rank")),
+                            int(m.group("nranks")), int(dev) if dev is not None else None, m.group("bus"), None, None,
+                            None, None, None)
+        return None
     if msg.startswith("comm ") and "nRanks" in msg:
         m = COMMINFO_RE.match(msg)
         if m:
@@ -201,6 +269,12 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
                 int(m.group("lr")), int(m.group("l")),
             )
         return None
+    if msg.startswith(("Bootstrap : Using ", "Bootstrap: Using ")):
+        return NcclNet(*base, "bootstrap", msg.split("Using ", 1)[1].strip())
+    if msg.startswith("NET : Using interface "):  # 2.3
+        return NcclNet(*base, "socket", msg[len("NET : Using interface "):].strip())
+    if msg.startswith("CUDA Dev ") and "IP Interfaces : " in msg:  # 2.3
+        return NcclNet(*base, "interfaces", msg.split("IP Interfaces : ", 1)[1].strip())
     if msg.startswith("Using network "):
         return NcclNet(*base, "network", msg[len("Using network "):].strip())
     if msg.startswith("NET/"):

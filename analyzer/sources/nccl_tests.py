@@ -2,13 +2,15 @@
 
 Row: ``size count type redop root  time algbw busbw #wrong  time algbw busbw #wrong`` (out of
 place, then in place). ``ncclscope perf`` prints the same layout, so it is read back here too.
+A run with ``NCCL_DEBUG=INFO`` interleaves NCCL's lines with the table: those are read as NCCL lines.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
 
-from .records import NcclTestsRow
+from .nccl_log import parse_nccl_line
+from .records import NcclTestsRow, Rec
 
 ROW_RE = re.compile(
     r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)\s+"
@@ -20,11 +22,17 @@ NRANKS_RE = re.compile(r"nranks[= ](\d+)|nGpus (\d+)")
 RANK_DEV_RE = re.compile(r"^#\s+Rank\s+\d+ ")
 
 
-def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[NcclTestsRow]:
+def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
+    """Table rows, and the records of the NCCL lines between them."""
     test: str | None = None
     nranks_seen = 0
     nranks: int | None = None
     for lineno, text in lines:
+        if "NCCL " in text or "] INFO " in text or " WARN " in text:
+            rec = parse_nccl_line(text, file, lineno)
+            if rec is not None:
+                yield rec
+                continue
         if text.startswith("#"):
             t = TEST_RE.search(text)
             if t:

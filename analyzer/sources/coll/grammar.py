@@ -67,3 +67,11 @@ MESSAGE_RE = re.compile(
     rf"op (?P<redop>\d{{1,{REDOP_DIGITS}}}) root (?P<root>-?\d{{1,{ROOT_DIGITS}}}) "
     rf"comm (?P<comm>0x[0-9a-fA-F]{{1,{COMM_HEX}}}|\(nil\)) \[nranks=(?P<nranks>\d{{1,{NRANKS_DIGITS}}})\]"
 )
+# NCCL 2.3's COLL line: no op name, the size in bytes after the count, root only for rooted ops; the
+# line parser reads it (op "Unknown"), the fast readers leave it to that
+MESSAGE_23_RE = re.compile(
+    rf"^opCount (?P<opc>[0-9a-fA-F]{{1,{OPCOUNT_HEX}}}) sendbuff \S{{1,{BUF_MAX}}} recvbuff \S{{1,{BUF_MAX}}} "
+    rf"count (?P<count>\d{{1,{COUNT_DIGITS}}}) size \d{{1,{COUNT_DIGITS + 2}}} datatype (?P<dt>\d{{1,{DATATYPE_DIGITS}}}) "
+    rf"op (?P<redop>\d{{1,{REDOP_DIGITS}}}) (?:root (?P<root>-?\d{{1,{ROOT_DIGITS}}}) )?"
+    rf"comm (?P<comm>0x[0-9a-fA-F]{{1,{COMM_HEX}}}|\(nil\)) \[nranks=(?P<nranks>\d{{1,{NRANKS_DIGITS}}})\]"
+)
