@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import dash
-from dash import Dash, Input, Output, State, dcc, html, no_update
+from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
 from flask import Response, redirect, request
 
 from . import figures, ids
@@ -87,6 +87,10 @@ def create_app(path: Path | None = None, live: Path | None = None, token: str | 
         dcc.Store(id=ids.PENDING_KEY, data=rs.default_key),
         dcc.Interval(id=ids.JOB_POLL, interval=JOB_POLL_MS, disabled=rs.default_key is None),
         html.Main(dash.page_container, className="page"),
+        # an empty hidden graph: the browser loads plotly.js with the shell, not on the first page with a figure
+        dcc.Graph(id="plotly-preload", figure={"data": [], "layout": {}}, style={"display": "none"}),
+        html.Div(dash_table.DataTable(id="table-preload", data=[], columns=[]),  # type: ignore[attr-defined]
+                 style={"display": "none"}),  # and the table's code, for the Hang report and the log view
     ]
     if live is not None:
         shell.append(dcc.Interval(id=ids.LIVE_INTERVAL, interval=LIVE_POLL_MS, n_intervals=0))

@@ -242,3 +242,183 @@ def test_token_required_beyond_loopback(corpus: Path, tmp_path: Path) -> None:
     finally:
         server.close()
         rs.close()
+
+
+# -- every kind of input: a real gloo hang, the bundled GPU hang, a generated 1,024-rank run ------------
+GLOO_RANKS = 3
+HANG_RANK = 2
+PAGE_BUDGET_S = 2.0
+
+
+def _table_rows(b: Browser, css: str) -> list[dict[str, str]]:
+    """The rows of an html table as dicts by its header cells."""
+    from selenium.webdriver.common.by import By
+
+    table = b.wait_for(css + " table")
+    head = [th.text.strip() for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    return [dict(zip(head, (td.text.strip() for td in tr.find_elements(By.CSS_SELECTOR, "td")), strict=False))
+            for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+
+
+def _datatable_rows(b: Browser, css: str) -> list[dict[str, str]]:
+    """The rows of a dash DataTable as dicts by column id."""
+    from selenium.webdriver.common.by import By
+
+    out = []
+    for tr in b.wait_for(css).find_elements(By.CSS_SELECTOR, "tr"):
+        cells = tr.find_elements(By.CSS_SELECTOR, "td[data-dash-column]")
+        if cells:
+            out.append({c.get_attribute("data-dash-column"): c.text.strip() for c in cells})
+    return out
+
+
+@pytest.fixture(scope="module")
+def gloo_hang(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real 3-rank gloo DDP job under `ncclscope run`; rank 2 sleeps at step 4, the others wait in its
+    all-reduce until gloo's 8 s timeout ends them."""
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    run_dir = tmp_path_factory.mktemp("gloo") / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL", "TORCH_", "JOB_"))}
+    env.update({"GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1", "OMP_NUM_THREADS": "1", "JOB_BACKEND": "gloo",
+                "JOB_PG_TIMEOUT": "8", "JOB_STEPS": "10", "JOB_HANG_RANK": str(HANG_RANK), "JOB_HANG_STEP": "4",
+                "NCCLSCOPE_HOOK_HB_S": "0.5", "NCCLSCOPE_HOOK_STALL_S": "2"})
+    cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--quiet", "--",
+           sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc_per_node={GLOO_RANKS}",
+           "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:0", str(ROOT / "tests" / "jobs" / "train_job.py")]
+    subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert (run_dir / "ncclscope-rank0.jsonl").exists(), "the job left no hook records"
+    return run_dir
+
+
+@pytest.mark.slow
+def test_gloo_hang_pages(gloo_hang: Path, tmp_path: Path, browser: Browser, shots: Path) -> None:
+    """A hook-and-Flight-Recorder-only run (no NCCL log): completed collectives drawn completed, the rank
+    that never joined marked as such, culprit flags equal to the verdict's, Hotspots filled."""
+    from ncclscope.analysis import analyze_paths
+
+    a = analyze_paths([gloo_hang], cache=False)
+    d = a.decision
+    assert d.stuck is not None, d
+    rs = RunStore(tmp_path / "store")
+    server = Server(create_app(path=gloo_hang, run_store=rs, wait=True))
+    try:
+        b = browser
+        b.get(server.url + "/")
+        b.wait_text("#verdict-banner", d.verdict.value.upper())
+        facts = b.wait_text("#job-facts", "world size")
+        assert "hosts 0:" not in facts and "communicators 0" not in facts and "gloo has none" in facts
+        b.screenshot(shots / "gloo-overview.png")
+
+        b.click("#nav-timeline")
+        b.wait_text("#tl-graph", f"never joined (1)")
+        rows = {int(r["rank"]): r for r in _table_rows(b, "#tl-counts-table")}
+        assert sorted(rows) == list(range(GLOO_RANKS))
+        for r, row in rows.items():
+            # every collective before the stuck one completed on every rank; only the stuck one is open
+            assert int(row["completed"]) == d.stuck.seq - 1, row
+            want = "never joined" if r == HANG_RANK else "waiting in"
+            assert row["at stuck"] == f"{want} #{d.stuck.seq}", row
+            assert int(row["not completed"]) == (0 if r == HANG_RANK else 1), row
+            assert (row["culprit"] == "yes") == (r in d.culprit_ranks)
+        b.screenshot(shots / "gloo-timeline.png")
+
+        b.click("#nav-hang")
+        b.wait_text("#hang-body", f"#{d.stuck.seq}")
+        table = [r for r in _datatable_rows(b, "#hang-ranks") if r.get("pg") == d.stuck.pg]
+        assert {int(r["rank"]) for r in table if r["culprit"] == "yes"} == set(d.culprit_ranks)
+        assert {int(r["rank"]): r["at_stuck"] for r in table} == {
+            r: f"{'never joined' if r == HANG_RANK else 'waiting in'} #{d.stuck.seq}" for r in range(GLOO_RANKS)}
+        b.screenshot(shots / "gloo-hang.png")
+
+        b.click("#nav-hotspots")
+        b.wait_text("#hs-share", "share of collective time")
+        b.wait_for("#hs-top-table")
+        assert "no collective durations" not in b.text("#hs-share")
+        b.wait_text("#hs-volume", "communication volume")
+        b.screenshot(shots / "gloo-hotspots.png")
+
+        b.click("#nav-topology")
+        b.wait_text("#topo-empty", "no NCCL communicator")
+        assert not b.find("#topo-controls").is_displayed()  # no empty dropdowns
+    finally:
+        server.close()
+        rs.close()
+
+
+def test_gpu_hang_sample_pages(tmp_path: Path, browser: Browser, shots: Path) -> None:
+    """The bundled GPU hang (NCCL logs, Flight Recorder, hook): every page, and an evidence link that
+    lands on its log line scrolled into view."""
+    sample = ROOT / "samples" / "gpu_hang"
+    rs = RunStore(tmp_path / "store")
+    server = Server(create_app(path=sample, run_store=rs, wait=True))
+    try:
+        b = browser
+        b.get(server.url + "/")
+        b.wait_text("#verdict-banner", "HANG")
+        b.screenshot(shots / "gpu-overview.png")
+        b.click("#nav-topology")
+        b.wait_text("#topo-graph", "ring, channel")
+        assert "edges of the culprit" in b.text("#topo-graph")
+        b.screenshot(shots / "gpu-topology.png")
+        b.click("#nav-timeline")
+        b.wait_text("#tl-graph", "never joined (1)")
+        b.screenshot(shots / "gpu-timeline.png")
+        b.click("#nav-hotspots")
+        b.wait_text("#hs-top-table", "allreduce of ~2^25 B")
+        b.wait_text("#hs-busbw", "bus bandwidth")
+        b.screenshot(shots / "gpu-hotspots.png")
+        b.click("#nav-hang")
+        b.wait_text("#hang-body", "never joined #125")
+        b.screenshot(shots / "gpu-hang.png")
+        b.click("#nav-overview")
+        link = b.wait_for("#findings a.ev-link[href*='stderr.log']")
+        target = link.get_attribute("href").split("line=")[1]
+        link.click()
+        b.wait_text("#log-info", "highlighted")
+        deadline = time.time() + 10
+        while time.time() < deadline and not b.driver.execute_script(
+                "return document.body.getAttribute('data-scrolled-to')"):
+            time.sleep(0.1)
+        assert b.driver.execute_script("return document.body.getAttribute('data-scrolled-to')") == f"stderr.log:{target}"
+        in_view = b.driver.execute_script(
+            "var r = document.querySelector('tr[data-evidence]').getBoundingClientRect();"
+            "return r.top >= 0 && r.bottom <= window.innerHeight;")
+        assert in_view
+        b.screenshot(shots / "gpu-logs.png")
+    finally:
+        server.close()
+        rs.close()
+
+
+def test_1024_ranks_every_page_renders_within_budget(tmp_path: Path, browser: Browser, shots: Path) -> None:
+    """A generated 1,024-rank NCCL-log run: each page, opened cold, shows its content within 2 s."""
+    from ncclscope.synth import generate_run
+
+    truth = generate_run(tmp_path / "run", nranks=1024, steps=6, fault="hang")
+    rs = RunStore(tmp_path / "store")
+    server = Server(create_app(path=tmp_path / "run", run_store=rs, wait=True))
+    culprit = truth.culprit_ranks[0]
+    pages = [("#nav-topology", "#topo-graph", "hosts: 128"), ("#nav-timeline", "#tl-graph", f"rank {culprit}"),
+             ("#nav-hotspots", "#hs-volume", "communication volume"), ("#nav-hang", "#hang-body", f"rank {culprit}"),
+             ("#nav-logs", "#log-info", " of "), ("#nav-overview", "#findings", f"rank {culprit}")]
+    timings: dict[str, float] = {}
+    try:
+        b = browser
+        b.get(server.url + "/")
+        b.wait_text("#verdict-banner", "HANG")
+        b.screenshot(shots / "synth1024-overview.png")
+        for nav, css, needle in pages:
+            t = time.perf_counter()
+            b.click(nav)
+            b.wait_text(css, needle, timeout=30)
+            timings[nav] = time.perf_counter() - t
+            b.screenshot(shots / f"synth1024-{nav.split('-')[1]}.png")
+        print("\n1,024 ranks, page shown after click: " + ", ".join(f"{k[5:]} {v:.2f} s" for k, v in timings.items()))
+        slow = {k: round(v, 2) for k, v in timings.items() if v > PAGE_BUDGET_S}
+        assert not slow, f"pages over {PAGE_BUDGET_S} s: {slow}"
+    finally:
+        server.close()
+        rs.close()

@@ -62,15 +62,18 @@ def states_at_stuck(run: Run, findings: Sequence[Finding], stuck: Stuck | None) 
     take its classes; any other rank is placed by its counts, as the detector placed them."""
     if stuck is None:
         return {}
-    status = pg_status_by_rank(run).get(stuck.pg, {})
+    counts = {r: (s.enqueued, s.completed) for r, s in pg_status_by_rank(run).get(stuck.pg, {}).items()}
+    if not counts:  # no status records (NCCL logs only): the collectives recorded per rank
+        counts = {r: (row["last_enqueued"], row["last_completed"]) for (r, pg), row in _from_table(run.collectives).items()
+                  if pg == str(stuck.pg)}
     out: dict[int, str] = {}
-    for r in run.ranks() or sorted(status):
-        s = status.get(r)
-        if s is None or s.enqueued is None:
+    for r in run.ranks() or sorted(counts):
+        enq, done = counts.get(r, (None, None))
+        if enq is None:
             out[r] = UNKNOWN
-        elif s.enqueued < stuck.seq:
+        elif enq < stuck.seq:
             out[r] = NEVER_JOINED
-        elif s.completed is not None and s.completed >= stuck.seq:
+        elif done is not None and done >= stuck.seq:
             out[r] = COMPLETED
         else:
             out[r] = WAITING

@@ -14,9 +14,9 @@ from .progress import NEVER_JOINED, WAITING, pg_status_by_rank
 from .records import best_records, strs
 
 # cell codes of the progress matrix
-NO_RECORD, DONE, IN_FLIGHT, STUCK_WAITING, STUCK_NEVER = 0, 1, 2, 3, 4
+NO_RECORD, DONE, IN_FLIGHT, STUCK_WAITING, STUCK_NEVER, ISSUED = 0, 1, 2, 3, 4, 5
 CELL_NAMES = ["no record", "completed", "issued, not completed", "waiting in the stuck collective",
-              "never joined the stuck collective"]
+              "never joined the stuck collective", "issued (NCCL's COLL lines do not say when it completed)"]
 
 
 def pg_records(df: pd.DataFrame, pg: str | None, done_through: Mapping[int, int] | None = None) -> pd.DataFrame:
@@ -75,8 +75,8 @@ def progress_matrix(view: pd.DataFrame, ranks: Sequence[int], stuck: Stuck | Non
     m = (seq >= lo) & (seq <= hi)
     if m.any():
         r_idx = np.array([pos[int(r)] for r in view["rank"].to_numpy()[m]], dtype=np.int64)
-        done = strs(view["state"])[m] == "completed"
-        cells[r_idx, seq[m] - lo] = np.where(done, DONE, IN_FLIGHT)
+        state = strs(view["state"])[m]
+        cells[r_idx, seq[m] - lo] = np.where(state == "completed", DONE, np.where(state == "enqueued", ISSUED, IN_FLIGHT))
     if stuck is not None and lo <= stuck.seq <= hi:
         col = stuck.seq - lo
         for r, st in states.items():

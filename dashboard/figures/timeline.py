@@ -15,7 +15,7 @@ from ncclscope.model import Stuck
 
 from .base import STUCK_COLOR, empty_figure, int_axis, op_color
 
-CELL_COLORS = ["#f2f2f2", "#9ecae1", "#fdae6b", STUCK_COLOR, "#000000"]
+CELL_COLORS = ["#f2f2f2", "#9ecae1", "#fdae6b", STUCK_COLOR, "#000000", "#c7d3e0"]  # by metrics.timeline cell code
 
 
 def timeline_figure(view: pd.DataFrame, ranks: Sequence[int], stuck: Stuck | None = None,
@@ -48,15 +48,18 @@ def _seq_traces(fig: go.Figure, view: pd.DataFrame) -> None:
     ops = strs(view["op"])
     rank = view["rank"].to_numpy(np.int64)
     seq = view["seq"].to_numpy(np.int64)
-    done = strs(view["state"]) == "completed"
+    state = strs(view["state"])
+    kind = np.where(state == "completed", 0, np.where(state == "enqueued", 1, 2))
+    styles = ((0, "", "square"), (1, " (issued; NCCL logs no completion)", "square"), (2, " (not completed)", "square-open"))
     for op in sorted(set(ops)):
-        for ok, suffix, symbol in ((True, "", "square"), (False, " (not completed)", "square-open")):
-            m = (ops == op) & (done == ok)
+        for k, suffix, symbol in styles:
+            m = (ops == op) & (kind == k)
             if m.any():
                 fig.add_trace(go.Scattergl(
                     x=seq[m], y=rank[m], mode="markers", name=op + suffix, legendgroup=op,
                     hovertemplate=f"{op} #%{{x}}{suffix}<br>rank %{{y}}<extra></extra>",
-                    marker={"symbol": symbol, "size": 7 if ok else 8, "color": op_color(op)}))
+                    marker={"symbol": symbol, "size": 7 if k < 2 else 8, "color": op_color(op),
+                            "opacity": 0.5 if k == 1 else 1.0}))
 
 
 def _time_traces(fig: go.Figure, view: pd.DataFrame) -> bool:

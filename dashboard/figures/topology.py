@@ -233,10 +233,11 @@ def host_figure(comm: Communicator, processes: Iterable[Process], highlight: Ite
         for a, b, k in zip(grp.host_a, grp.host_b, grp.edges, strict=False):
             xs += [pos[a][0], pos[b][0], None]
             ys += [pos[a][1], pos[b][1], None]
+        known = t != "unknown"  # edges no Connection line names (trees, mostly): faint, so the links stay readable
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"{t} ({int(grp.edges.sum())} edges)",
-                                 line={"color": TRANSPORT_COLORS.get(t, "#7f7f7f"),
-                                       "width": 1 + 5 * float(grp.edges.mean()) / mx},
-                                 hoverinfo="skip"))
+                                 line={"color": TRANSPORT_COLORS.get(t, "#7f7f7f") if known else "#d9d9d9",
+                                       "width": (1 + 5 * float(grp.edges.mean()) / mx) if known else 0.6},
+                                 opacity=1.0 if known else 0.5, hoverinfo="skip"))
     intra = edges[edges.host_a == edges.host_b].groupby("host_a").apply(
         lambda g: ", ".join(f"{t}: {k}" for t, k in zip(g.transport, g.edges, strict=False)),
         include_groups=False) if len(edges) else pd.Series(dtype=str)

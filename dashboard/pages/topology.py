@@ -23,7 +23,7 @@ def layout(**_: Any) -> html.Div:
             html.Label(["view", dcc.RadioItems(id=ids.TOPO_VIEW, inline=True, value=None, options=[
                 {"label": "ring", "value": "ring"}, {"label": "tree", "value": "tree"},
                 {"label": "hosts", "value": "hosts"}])], className="ctl"),
-            html.Label(["channel", dcc.Dropdown(id=ids.TOPO_CHANNEL, clearable=False)], className="ctl"),
+            html.Label(["channel", dcc.Dropdown(id=ids.TOPO_CHANNEL, clearable=False, placeholder="all channels")], className="ctl"),
         ], className="controls", id="topo-controls"),
         html.Div(id=ids.TOPO_INFO),
         dcc.Graph(id=ids.TOPO_GRAPH, config={"displaylogo": False}),
@@ -70,7 +70,7 @@ def figure(rs: RunStore, key: str | None, comm_id: str | None, view: str | None,
     info = html.Div(f"{comm.nranks} ranks, {comm.n_channels or '?'} channels, {len(comm.unique_rings())} distinct "
                     f"ring order(s), {len(comm.unique_trees())} distinct tree(s); transports: "
                     f"{', '.join(comm.transports) or '?'}" + (f"; parent {comm.parent}" if comm.parent else "")
-                    + ("; culprit ranks in red" if hl else ""), className="muted")
+                    + ("; the culprit in red, its ring and tree edges dashed red" if hl else ""), className="muted")
     return fig, info
 
 
@@ -98,10 +98,11 @@ def _comms(key: str | None) -> tuple[Any, Any, Any, Any]:
     return opts, first, view, ({} if opts else {"display": "none"})
 
 
-@callback(Output(ids.TOPO_CHANNEL, "options"), Output(ids.TOPO_CHANNEL, "value"),
+@callback(Output(ids.TOPO_CHANNEL, "options"), Output(ids.TOPO_CHANNEL, "value"), Output(ids.TOPO_CHANNEL, "disabled"),
           Input(ids.RUN_KEY, "data"), Input(ids.TOPO_COMM, "value"), Input(ids.TOPO_VIEW, "value"))
-def _channels(key: str | None, comm_id: str | None, view: str | None) -> tuple[Any, Any]:
-    return channel_options(current(), key, comm_id, view)
+def _channels(key: str | None, comm_id: str | None, view: str | None) -> tuple[Any, Any, bool]:
+    opts, value = channel_options(current(), key, comm_id, view)
+    return opts, value, not opts  # the hosts view sums every channel: no empty list to choose from
 
 
 @callback(Output(ids.TOPO_GRAPH, "figure"), Output(ids.TOPO_INFO, "children"),
