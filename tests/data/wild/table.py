@@ -5,7 +5,9 @@ run as a script, the accuracy tables the README shows (by NCCL release, by launc
     .venv/bin/python tests/data/wild/table.py --cases  # plus one line per case that is wrong today
 
 A case is every file in its folder but SOURCE.md (the citation), analysed in-process as
-`ncclscope analyze --json` would analyse them."""
+`ncclscope analyze --json` would analyse them. Facts are those EXPECTED.jsonl lists for the case (nccl_version,
+torch_version, cuda_version, world_size, ranks_seen, nnodes, communicators) plus `kb`: the words the findings'
+messages or hints should contain. A case's culprits count as right only when its verdict is right."""
 from __future__ import annotations
 
 import json
