@@ -91,6 +91,22 @@ def test_classify_reads_a_bounded_prefix():
     assert F.classify("x" * F.MAX_TEXT + tail) is None
 
 
+@pytest.mark.parametrize("pattern,want", [
+    (r"ab?cde", ("cde",)), (r"x\d{1,3}yyyy", ("yyyy",)), (r"(?:a|b)ccc|dddd", ("ccc", "dddd")),
+    (r"[abc]{2}zzz+q", ()), (r"foo\.bar\(\)", ("foo.bar()",)), (r"Got (?:x|y) completion", (" completion",)),
+    (r"\w{1,30} : invalid", (" : invalid",)), (r"ab|c", ()),
+])
+def test_required_literals_are_conservative(pattern, want):
+    assert F.required_literals(pattern) == want
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
+def test_prefilter_keeps_every_example(entry):
+    lits = F.required_literals(entry.pattern.pattern)
+    for ex in entry.examples:
+        assert not lits or any(lit in ex.text.lower() for lit in lits), (entry.id, lits)
+
+
 # -- the loader's rules ------------------------------------------------------------------------------------
 GOOD = """
 [[entry]]
