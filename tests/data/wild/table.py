@@ -6,7 +6,8 @@ run as a script, the accuracy tables the README shows (by NCCL release, by launc
 
 A case is every file in its folder but SOURCE.md (the citation), analysed in-process as
 `ncclscope analyze --json` would analyse them. Facts are those EXPECTED.jsonl lists for the case (nccl_version,
-torch_version, cuda_version, world_size, ranks_seen, nnodes, communicators) plus `kb`: the words the findings'
+torch_version, cuda_version, world_size, ranks_seen, nnodes, communicators, stuck_seq: the sequence number of
+the collective the verdict says is stuck) plus `kb`: the words the findings'
 messages or hints should contain. A case's culprits count as right only when its verdict is right."""
 from __future__ import annotations
 
@@ -89,6 +90,7 @@ def fact_matches(name: str, want: Any, got: Any) -> bool:
 def read_facts(analysis: Any) -> dict[str, Any]:
     """The facts of EXPECTED.jsonl as the analysis states them."""
     run = analysis.run
+    stuck = analysis.decision.stuck
     job = run.job
     seen = {p.rank for p in job.processes if p.rank is not None}
     seen |= {st.rank for st in run.pg_status}
@@ -98,7 +100,7 @@ def read_facts(analysis: Any) -> dict[str, Any]:
     return {"nccl_version": job.nccl_version, "torch_version": job.torch_version,
             "cuda_version": job.cuda_version, "world_size": job.world_size,
             "ranks_seen": sorted(seen), "nnodes": len(job.hosts) or None,
-            "communicators": len(run.communicators)}
+            "communicators": len(run.communicators), "stuck_seq": stuck.seq if stuck else None}
 
 
 def evaluate(want: dict[str, Any]) -> Outcome:
