@@ -87,7 +87,8 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
         ts = [x for x in (stall_t, alert.get("ts")) if isinstance(x, (int, float))]
         stalled, stall_t = True, (min(ts) if ts else None)
     hangs = [f for f in by[Verdict.HANG] if f.data.get("class") != "exit"]
-    cause = rules.root_cause(failures_of_run(run), stall_t, stalled and bool(hangs or alert))
+    failures = failures_of_run(run)
+    cause = rules.root_cause(failures, stall_t, stalled and bool(hangs or alert))
     if cause is None:
         return None
     if cause.verdict == "hang":
@@ -103,7 +104,7 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
     if cause.verdict != "crash" or cause.first is None:
         return None
     desyncs = by[Verdict.DESYNC]
-    if desyncs and not _desync_is_echo(desyncs, cause):
+    if desyncs and not _desync_is_echo(desyncs, failures):
         return _from(Verdict.DESYNC, desyncs)
     crash = [f for f in by[Verdict.CRASH] + by[Verdict.HANG] if f.verdict == Verdict.CRASH
              and set(f.ranks) == set(cause.ranks)]
@@ -112,15 +113,13 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
     return Decision(Verdict.CRASH, cause.ranks, stuck, headline)
 
 
-def _desync_is_echo(desyncs: list[Finding], cause: rules.Cause) -> bool:
-    """A mismatch one of whose sides is the rank that failed: the failure paired its last call with
-    the others' next one (or never made it)."""
-    failed = set(cause.ranks)
+def _desync_is_echo(desyncs: list[Finding], failures: list[rules.Failure]) -> bool:
+    """``rules.mismatch_is_echo`` for the first desync finding with sides."""
     for f in desyncs:
-        sides = f.data.get("sides") or []
-        ranks = [set(s.get("ranks") or []) for s in sides] or [set(f.ranks)]
-        if any(side and side <= failed for side in ranks) or failed & set(f.ranks):
-            return True
+        sides = [s.get("ranks") or [] for s in f.data.get("sides") or []]
+        if sides:
+            t = f.data.get("t")
+            return rules.mismatch_is_echo(sides, t if isinstance(t, (int, float)) else None, failures)
     return False
 
 

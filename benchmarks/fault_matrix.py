@@ -171,6 +171,9 @@ def run_one(sc: Scenario, workdir: Path, timeout: float = 240.0, record: Path | 
     if record is not None:
         shutil.copytree(run_dir, record / sc.kind, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".ncclscope-cache", "ncclscope-control", "ncclscope-site*"))
+        index = record / "scenarios.json"  # beside the run folders, not in them: analyze reads those whole
+        known = json.loads(index.read_text()) if index.exists() else {}
+        index.write_text(json.dumps(known | {sc.kind: asdict(sc)}, indent=1, sort_keys=True) + "\n")
     try:
         report = json.loads((run_dir / "report.json").read_text())
     except (OSError, ValueError) as e:

@@ -102,17 +102,38 @@ def test_healthy_pause_and_partial_lines(tmp_path: Path) -> None:
     mon.stop()
 
 
-def test_desync_alert_is_immediate(tmp_path: Path) -> None:
+def test_desync_alert_after_a_short_grace(tmp_path: Path) -> None:
     mon = _mon(tmp_path)
     t = _steps(tmp_path, 3, 1, 20)
     for r, numel in ((0, 4), (1, 7), (2, 4)):
         _w(tmp_path / f"ncclscope-rank{r}.jsonl", {"type": "coll", "rank": r, "pg": "0", "seq": 21, "op": "allreduce",
                                                     "numel": numel, "dtype": "float32", "t": t + 0.1,
                                                     "where": f"train.py:{50 + r} in step"})
-    (a,) = mon.poll_once(now=t + 0.2)
+    assert mon.poll_once(now=t + 0.2) == []  # a side may be a rank on its way down
+    (a,) = mon.poll_once(now=t + 2.5)
     assert a["kind"] == "desync" and a["culprit_ranks"] == [1] and a["stuck"]["seq"] == 21
     assert "numel=7" in a["message"] and a["where"]["1"] == "train.py:51 in step"
     assert mon.poll_once(now=t + 30) == []  # no hang alert on top of the desync
+    mon.stop()
+
+
+def test_mismatch_of_a_rank_that_fails_right_after_is_its_crash(tmp_path: Path) -> None:
+    """Rank 0 runs out of memory, calls a barrier on its way down while the others all-reduce, and
+    exits: the mismatch is the failure's echo; the alert is the crash, with rank 0."""
+    mon = _mon(tmp_path)
+    t = _steps(tmp_path, 3, 1, 20)
+    for r, op in ((0, "barrier"), (1, "allreduce"), (2, "allreduce")):
+        _w(tmp_path / f"ncclscope-rank{r}.jsonl", {"type": "coll", "rank": r, "pg": "0", "seq": 21, "op": op,
+                                                    "numel": 4, "dtype": "float32", "t": t + 0.1})
+    assert mon.poll_once(now=t + 0.2) == []
+    _w(tmp_path / "ncclscope-rank0.jsonl", {"type": "exit", "rank": 0, "code": 1, "t": t + 0.4,
+                                            "exception": "MemoryError: out of memory at step 7"})
+    for r in (1, 2):
+        _w(tmp_path / f"ncclscope-rank{r}.jsonl", {"type": "exit", "rank": r, "code": 1, "t": t + 0.6,
+                                                    "exception": "RuntimeError: Connection closed by peer [10.0.0.7]:41"})
+    alerts = mon.poll_once(now=t + 2.5) + mon.poll_once(now=t + 5)
+    assert [a["kind"] for a in alerts] == ["crash"], alerts
+    assert alerts[0]["culprit_ranks"] == [0] and "MemoryError" in alerts[0]["message"]
     mon.stop()
 
 

@@ -45,9 +45,10 @@ def test_every_rank_joined_culprit_unknown() -> None:
 
 
 def test_missing_rank_counts_as_never_joined() -> None:
-    st, t = _job(2, 40)
+    st, t = _job(2, 1, skip={0: 1, 1: 1})
     stall.apply(st, 0, "start", {"world": 3, "t": t})  # world is 3, rank 2 never wrote a record
-    stall.apply(st, 0, "coll", {"pg": "0", "seq": 41, "op": "allreduce", "t": t})
+    for r in range(2):  # the first collective cannot complete without it
+        stall.apply(st, r, "coll", {"pg": "0", "seq": 1, "op": "allreduce", "t": t})
     assert stall.judge_hang(st, t + 10) is None  # rank 2 never started: start-up threshold
     h = stall.judge_hang(st, t + 31)
     assert h is not None and 2 in h.culprits and 2 in h.silent
@@ -170,3 +171,48 @@ def test_fmt_where_forms() -> None:
         "train.py:88 in main (time.sleep(5))"
     assert stall.fmt_where("x.py:1 in f") == "x.py:1 in f"
     assert stall.fmt_where(None) is None
+
+
+def test_a_claimed_world_of_2_20_is_bounded_by_what_is_seen() -> None:
+    """One record claiming a million ranks beside four seen: no loop, list or culprit sized by it."""
+    import time
+
+    st, t = _job(4, 200, skip={2: 200})
+    stall.apply(st, 0, "start", {"world": 1 << 20, "t": 1000.0})
+    assert st.world == 1 << 20
+    assert st.all_ranks() == [0, 1, 2, 3]
+    t0 = time.perf_counter()
+    for i in range(200):  # what 50 s of a live monitor's passes cost
+        h = stall.judge_hang(st, t + 6.0 + i * 0.01)
+        stall.pending(st)
+        stall.started(st)
+    assert time.perf_counter() - t0 < 2.0
+    assert h is not None and h.culprits == (2,)
+
+
+def test_a_plausible_world_counts_its_unseen_ranks() -> None:
+    """World 6 with ranks 0-3 seen: 4 and 5 never started; with rank 2 seen behind, it is the culprit."""
+    st, t = _job(4, 50, skip={0: 1, 1: 1, 2: 1, 3: 1})  # four ranks up, not one collective done
+    for r in range(4):
+        stall.apply(st, r, "coll", {"pg": "0", "seq": 1, "op": "allreduce", "numel": 8, "dtype": "float32", "t": t})
+    stall.apply(st, 0, "start", {"world": 6, "t": 1000.0})
+    assert st.all_ranks() == list(range(6))
+    h = stall.judge_hang(st, t + 31.0)
+    assert h is not None and h.culprits == (4, 5)
+    st2, t2 = _job(4, 50, skip={2: 50})
+    stall.apply(st2, 0, "start", {"world": 6, "t": 1000.0})
+    h2 = stall.judge_hang(st2, t2 + 31.0)
+    assert h2 is not None and h2.culprits == (2,)  # what is seen behind beats what is not seen
+
+
+def test_final_pass_judges_the_job_as_it_was_at_the_first_exit() -> None:
+    """A stall, then Ctrl-C: the ranks' last heartbeats on the way out report the failed collective as
+    done; judged at the first exit, the stall is still seen, and its culprit."""
+    st, t = _job(3, 60, skip={1: 60})
+    for r in (0, 2):
+        stall.apply(st, r, "hb", {"t": t + 9.0, "step": 0, "pgs": {"0": {"enq": 60, "done": 60}}})
+        stall.apply(st, r, "exit", {"code": 1, "exception": "KeyboardInterrupt: ", "t": t + 9.0})
+    stall.apply(st, 1, "exit", {"code": 1, "exception": "KeyboardInterrupt: ", "t": t + 8.5})
+    assert stall.judge_hang(st, t + 8.5) is None  # every rank has exited: nothing live to judge
+    h = stall.judge_hang(st, t + 8.5, include_exited=True)
+    assert h is not None and h.culprits == (1,) and h.seq == 60

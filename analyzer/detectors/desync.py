@@ -108,6 +108,12 @@ def _calls_used(df: pd.DataFrame, pg: str, seq: int, sides: list[rules.Side]) ->
     return out
 
 
+def _first_t(rows: pd.DataFrame) -> float | None:
+    """When the mismatched collective was first issued (seconds since the epoch), if known."""
+    t = pd.to_numeric(rows["t_created"], errors="coerce").min()
+    return float(t) if t == t else None  # noqa: PLR0124 - NaN
+
+
 def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
     hit = first_mismatch(run.collectives)
@@ -139,7 +145,8 @@ def detect(run: Run) -> list[Finding]:
             kind="desync", severity=Severity.CRITICAL,
             message=f"collective #{seq} of process group {pg} differs between ranks ({'/'.join(kinds)}): {desc}",
             ranks=culprits, hint=HINT, evidence=tuple(ev[:6]), stuck=Stuck(pg, seq, sides[0]["op"]), verdict=Verdict.DESYNC,
-            data={"sides": sides, "mismatch": kinds, "odd_ranks": list(culprits), "culprit_by": reason}))
+            data={"sides": sides, "mismatch": kinds, "odd_ranks": list(culprits), "culprit_by": reason,
+                  "t": _first_t(rows)}))
     for e in run.events:
         if e.kind == "collective_mismatch":
             ranks = e.data.get("ranks") or []

@@ -41,7 +41,7 @@ from .watcher import DirWatcher
 POLL_S = 0.25
 DETAIL_WAIT_S = 5.0  # how long to wait for the ranks' stacks after a dump request
 CRASH_GRACE_S = 2.0  # gather exit records and tracebacks of one crash into one alert
-DESYNC_WAIT_S = 2.0  # a tie: wait this long for the other ranks' records before alerting
+DESYNC_WAIT_S = 2.0  # wait this long for the other ranks' records, and for a side's rank failing, before alerting
 CONTROL_DIR = "ncclscope-control"
 ALERTS_FILE = "alerts.jsonl"
 FR_RE = re.compile(r"^fr_(?:timeout|live|end|dump)?_?rank(\d+)")
@@ -310,7 +310,7 @@ class LiveMonitor:
 
     # --- incidents ------------------------------------------------------------------------------------
     def _desyncs(self, now: float) -> list[dict[str, Any]]:
-        """Mismatched (pg, seq): at once when a majority names the odd rank out, else after DESYNC_WAIT_S."""
+        """Mismatched (pg, seq), after DESYNC_WAIT_S: not when a side is a rank that failed right after (its echo)."""
         out = []
         for key, first in list(self._desync_wait.items()):
             pg, seq = key
@@ -324,8 +324,15 @@ class LiveMonitor:
                 if len(sigs) >= members or now - first > 60:
                     self._desync_wait.pop(key, None)
                 continue
-            if not d.culprits and len(sigs) < members and not self._once and now - first < DESYNC_WAIT_S:
-                continue  # a tie so far: wait for the other ranks' records
+            if not self._once and now - first < DESYNC_WAIT_S:
+                continue  # a tie may be broken by the other ranks' records; a side may be failing
+            sides: dict[tuple[str, str, str], list[int]] = {}
+            for r, k in d.sigs.items():
+                sides.setdefault(k, []).append(r)
+            t = min((x.t for x in sigs.values() if x.t is not None), default=None)
+            if rules.mismatch_is_echo(list(sides.values()), t, crash_failures(self.state, self.failures)):
+                self._desync_wait.pop(key, None)
+                continue  # a side's rank failed right after: the crash alert tells it
             self._desync_wait.pop(key, None)
             self.desync_pgs.add(pg)
             parts = [f"rank {r}: {op} numel={numel} dtype={dtype}" for r, (op, numel, dtype) in d.sigs.items()]

@@ -36,11 +36,11 @@ verdict. A mismatch one of whose sides is a rank that failed is the failure's ec
 """
 from __future__ import annotations
 
-from .cause import Cause, Failure, FailureKind, root_cause
+from .cause import Cause, Failure, mismatch_is_echo, root_cause
 from .desync import Side, odd_ranks
-from .exits import ExitClass, exit_class, failure_kind, is_echo_text
+from .exits import ExitClass, FailureKind, exit_class, failure_kind, is_echo_text
 from .hang import bounded_world, stuck_collective
 from .stall import p99, threshold
 
 __all__ = ["Cause", "ExitClass", "Failure", "FailureKind", "Side", "bounded_world", "exit_class",
-           "failure_kind", "is_echo_text", "odd_ranks", "p99", "root_cause", "stuck_collective", "threshold"]
+           "failure_kind", "is_echo_text", "mismatch_is_echo", "odd_ranks", "p99", "root_cause", "stuck_collective", "threshold"]

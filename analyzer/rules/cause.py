@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from .exits import CAUSES, FailureKind
 
+RIGHT_AFTER_S = 10.0  # a failure this soon after a mismatch explains it (the rank paired its last call
+# with the others' next one on its way down)
 VANISHED_S = 1.6  # heartbeats come every second: a rank silent this long before the others fail is gone
 # a symptom this long (seconds) before a cause on the time line still counts as its echo: record
 # times of different processes and files are a little apart
@@ -90,3 +92,11 @@ def vanished(last_seen: Mapping[int, float], ended: Iterable[int], failures: Ite
     return [Failure(r, FailureKind.VANISHED, f"rank {r} stopped without an exit record (killed, os._exit, "
                     "segfault or OOM)", t, ("", 0)) for r, t in sorted(last_seen.items())
             if r not in gone and t < first and end_t - t > VANISHED_S]
+
+
+def mismatch_is_echo(sides: Iterable[Iterable[int]], mismatch_t: float | None, failures: Iterable[Failure]) -> bool:
+    """A mismatch one of whose sides is made only of ranks that failed of their own right after it
+    (or at a time not known) is that failure's echo, not a desync."""
+    failed = {f.rank for f in failures if f.is_cause and f.rank is not None
+              and (mismatch_t is None or f.t is None or -SKEW_S <= f.t - mismatch_t <= RIGHT_AFTER_S)}
+    return any(bool(side) and set(side) <= failed for side in (set(s) for s in sides))

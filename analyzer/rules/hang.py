@@ -19,19 +19,20 @@ class Stuck:
 def stuck_collective(enqueued: Mapping[int, int | None], completed: Mapping[int, int | None]) -> Stuck | None:
     """``enqueued`` / ``completed``: per member (every member a key of ``enqueued``; a member never
     seen has None), its last sequence number. None when everything issued completed everywhere.
-    Members never seen are the culprits only when no member seen is behind (what we cannot see is
-    a suspect, not a witness against what we can)."""
+    N is the first collective not completed on every member seen (the ranks seen completing it prove
+    that the unseen were not in it); members never seen are the culprits only when no member seen is
+    behind (what we cannot see is a suspect, not a witness against what we can)."""
     issued = [v for v in enqueued.values() if v is not None]
     if not issued:
         return None
     done = {r: completed.get(r) or 0 for r in enqueued}
-    n = min(done.values()) + 1
+    n = min(d for r, d in done.items() if enqueued[r] is not None) + 1
     if n > max(issued):
         return None
     never = tuple(sorted(r for r, e in enqueued.items() if e is not None and e < n))
     if not never:
         never = tuple(sorted(r for r, e in enqueued.items() if e is None))
-    waiting = tuple(sorted(r for r in enqueued if r not in never and done[r] < n))
+    waiting = tuple(sorted(r for r, e in enqueued.items() if r not in never and e is not None and done[r] < n))
     return Stuck(n, never, waiting)
 
 

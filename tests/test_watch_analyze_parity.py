@@ -1,0 +1,90 @@
+"""`ncclscope watch --once --json` and `ncclscope analyze --json` judge a run folder alike.
+
+Both decide with ``ncclscope.rules``; this checks it on every folder of samples/, every run of the
+real corpus (../shared/corpus, skipped when absent) and one recorded run of every fault-matrix kind
+(tests/data/fault_runs: real gloo jobs under `ncclscope run`, recorded by
+``benchmarks/fault_matrix.py --record``).
+
+What is compared: the verdict, the culprit ranks and, for a hang or a desync, the stuck collective
+(process group and sequence number; the op when both name it: the hook does not see collectives
+DDP issues from C++). The live monitor judges hang, desync and crash only: where `analyze` says
+healthy, degraded or unknown, `watch` must raise no incident; a config mistake is judged offline
+only, and the crash it caused may be alerted live.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import CORPUS, ROOT, SAMPLES, corpus_runs
+from ncclscope.cli import cli
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from fault_matrix import ALL_KINDS  # noqa: E402
+
+FAULT_RUNS = ROOT / "tests" / "data" / "fault_runs"
+LIVE = {"hang", "desync", "crash"}
+
+
+def _cases() -> list[Any]:
+    out = [pytest.param(p, id=f"samples/{p.name}") for p in sorted(SAMPLES.iterdir()) if p.is_dir()]
+    out += [pytest.param(FAULT_RUNS / k, id=f"fault/{k}") for k in ALL_KINDS]
+    runs = corpus_runs()
+    out += [pytest.param(CORPUS / r, id=f"corpus/{r}") for r in runs] or [
+        pytest.param(None, id="corpus", marks=pytest.mark.skip(reason=f"real corpus not found at {CORPUS}"))]
+    return out
+
+
+def judgements(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(analyze's JSON, watch --once's verdict) for one folder, through the CLI."""
+    runner = CliRunner()
+    a = runner.invoke(cli, ["analyze", "--json", "--no-cache", "--no-progress", str(folder)])
+    assert a.exit_code == 0, a.output
+    w = runner.invoke(cli, ["watch", "--once", "--json", str(folder)])
+    assert w.exit_code == 0, w.output
+    return json.loads(a.stdout), json.loads(w.stdout)["state"]["verdict"]
+
+
+def assert_same_judgement(analyzed: dict[str, Any], live: dict[str, Any]) -> None:
+    v = analyzed["verdict"]
+    if v == "config_error":
+        assert live["verdict"] in ("healthy", "crash"), live
+        return
+    if v not in LIVE:
+        assert live["verdict"] == "healthy", (v, live)
+        return
+    assert live["verdict"] == v, (analyzed["headline"], live)
+    assert live["culprit_ranks"] == sorted(analyzed["culprit_ranks"]), (analyzed["headline"], live)
+    if v in ("hang", "desync"):
+        a_st, l_st = analyzed["stuck"] or {}, live["stuck"] or {}
+        assert (a_st.get("pg"), a_st.get("seq")) == (l_st.get("pg"), l_st.get("seq")), (a_st, l_st)
+        if a_st.get("op") and l_st.get("op"):
+            assert a_st["op"] == l_st["op"]
+
+
+@pytest.mark.parametrize("folder", _cases())
+def test_watch_and_analyze_agree(folder: Path) -> None:
+    assert folder.is_dir(), f"{folder} missing: record it with benchmarks/fault_matrix.py --record"
+    analyzed, live = judgements(folder)
+    assert_same_judgement(analyzed, live)
+
+
+def test_every_fault_kind_is_recorded_and_judged_as_injected() -> None:
+    """The recorded runs are what their kind says (so that agreeing is agreeing on the right answer)."""
+    want = {"hang": "hang", "desync": "desync", "crash": "crash", "straggler": "degraded", "healthy": "healthy",
+            "pause": "healthy", "exception": "crash", "spawn_exception": "crash", "memory": "crash",
+            "hang_sigint": "hang", "hang_sigterm": "hang"}
+    assert set(want) == set(ALL_KINDS)
+    scenarios = json.loads((FAULT_RUNS / "scenarios.json").read_text())
+    for kind, verdict in want.items():
+        meta = scenarios[kind]
+        analyzed, _ = judgements(FAULT_RUNS / kind)
+        assert analyzed["verdict"] == verdict, (kind, analyzed["headline"])
+        culprit = meta["culprit"]
+        assert analyzed["culprit_ranks"] == ([] if culprit is None else [culprit]), (kind, analyzed["headline"])
