@@ -24,6 +24,6 @@ def timeline_counts(a: Analysis, pg: str | None) -> list[dict[str, Any]]:
     states = states_at_stuck(a.run, a.findings, d.stuck) if d.stuck is not None and str(d.stuck.pg) == str(pg) else {}
     culprits = set(d.culprit_ranks)
     return [{"rank": int(r.rank), "records": int(r.records), "completed": int(r.completed),
-             "not completed": int(r.not_completed),
+             "not completed": int(r.not_completed), "completion not logged": int(r.issued),
              "at stuck": (f"{states[int(r.rank)]} #{d.stuck.seq}" if d.stuck and int(r.rank) in states else ""),
              "culprit": "yes" if int(r.rank) in culprits else ""} for r in counts.itertuples()]

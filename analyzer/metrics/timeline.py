@@ -108,12 +108,16 @@ def _group_label(members: list[int], limit: int = 6) -> str:
 
 
 def per_rank_counts(view: pd.DataFrame, ranks: Sequence[int]) -> pd.DataFrame:
-    """Per rank: collectives recorded, completed, and not completed (what the timeline draws)."""
+    """Per rank: collectives recorded, completed, not completed, and issued with no completion logged
+    (NCCL's COLL lines say a call was enqueued, never that it finished)."""
     lanes = sorted(set(int(r) for r in ranks) | set(int(r) for r in view["rank"].to_numpy()))
     if not len(view):
-        return pd.DataFrame({"rank": lanes, "records": 0, "completed": 0, "not_completed": 0})
-    done = strs(view["state"]) == "completed"
-    d = pd.DataFrame({"rank": view["rank"].to_numpy(np.int64), "done": done})
-    g = d.groupby("rank")["done"].agg(["size", "sum"]).reindex(lanes, fill_value=0)
-    return pd.DataFrame({"rank": lanes, "records": g["size"].to_numpy(), "completed": g["sum"].to_numpy(),
-                         "not_completed": (g["size"] - g["sum"]).to_numpy()})
+        return pd.DataFrame({"rank": lanes, "records": 0, "completed": 0, "not_completed": 0, "issued": 0})
+    state = strs(view["state"])
+    d = pd.DataFrame({"rank": view["rank"].to_numpy(np.int64), "done": state == "completed",
+                      "issued": state == "enqueued"})
+    g = d.groupby("rank").agg(size=("done", "size"), done=("done", "sum"), issued=("issued", "sum"))
+    g = g.reindex(lanes, fill_value=0)
+    return pd.DataFrame({"rank": lanes, "records": g["size"].to_numpy(), "completed": g["done"].to_numpy(),
+                         "not_completed": (g["size"] - g["done"] - g["issued"]).to_numpy(),
+                         "issued": g["issued"].to_numpy()})

@@ -21,7 +21,7 @@ dash.register_page(__name__, path="/timeline", name="Timeline", order=2, title="
 
 LANES_MAX_RANKS = 64  # more ranks than this: the progress matrix by default
 LANES_MAX_POINTS = 200_000
-COUNT_COLUMNS = ["rank", "records", "completed", "not completed", "at stuck", "culprit"]
+COUNT_COLUMNS = ["rank", "records", "completed", "not completed", "completion not logged", "at stuck", "culprit"]
 
 
 def layout(**_: Any) -> html.Div:
@@ -97,10 +97,12 @@ def counts(rs: RunStore, key: str | None, pg: str | None) -> Any:
     rows = entry.cached(("tl_counts", pg), lambda: timeline_counts(entry.analysis, pg))
     if len(rows) > LANES_MAX_RANKS:
         rows = [r for r in rows if r["at stuck"] and "waiting" not in r["at stuck"] or r["culprit"]][:64]
-        head = html.H4("Ranks that differ (the others wait in the stuck collective)")
+        head = html.H4("Ranks that differ from the rest (the culprit, and any rank that never joined the stuck "
+                       "collective)")
     else:
         head = html.H4(f"Per rank, process group {pg}")
-    return html.Div([head, table(rows, COUNT_COLUMNS, cls="grid", max_rows=LANES_MAX_RANKS)], id="tl-counts-table")
+    cols = [c for c in COUNT_COLUMNS if c != "completion not logged" or any(r[c] for r in rows)]
+    return html.Div([head, table(rows, cols, cls="grid", max_rows=LANES_MAX_RANKS)], id="tl-counts-table")
 
 
 @callback(Output(ids.TL_PG, "options"), Output(ids.TL_PG, "value"), Input(ids.RUN_KEY, "data"))
