@@ -12,11 +12,12 @@ from typing import Any
 import pandas as pd
 
 from ..model import COLLECTIVE_COLUMNS, Evidence, PgStatus
+from ..nccl.dtypes import DTYPE_BYTES, canonical_dtype
+from ..nccl.ops import canonical_op
 from ..sources import records as R
-from ..sources.hook_jsonl import canonical_op
 from .gather import Gathered
 from .nccl_table import concat_tables, nccl_coll_table
-from .values import DTYPE_BYTES, ProcKey, canonical_dtype, ev, ns_to_s, numel, opt_int, seq_of
+from .values import ProcKey, ev, ns_to_s, numel, opt_int, seq_of
 
 
 @dataclass

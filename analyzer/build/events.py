@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import ExitRecord, LogEvent, PgStatus
+from ..nccl.ops import canonical_op
 from ..sources import records as R
-from ..sources.hook_jsonl import canonical_op
 from .gather import Gathered
 from .values import ProcKey, ev
 
@@ -15,6 +15,8 @@ def build_events(g: Gathered, proc_rank: dict[ProcKey, int], pg_status: list[PgS
     """Events in file order; watchdog and dump-signal lines also add to ``pg_status``."""
     events: list[LogEvent] = [e for key, rec in g.nccl_events if (e := _nccl_event(rec, proc_rank.get(key)))]
     events += [_torch_event(rec, pg_status) for rec in g.torch_recs]
+    events += [LogEvent("nccl_unread", None, f"{u.count} NCCL line(s) of {u.file} not understood", ev(u), None,
+                        {"count": u.count, "file": u.file}) for u in g.unread]
     pg_status += _timeout_status(g, pg_status)
     for h in g.hook:
         if h.type == "stack" and h.data.get("reason") == "stall" and isinstance(h.rank, int):

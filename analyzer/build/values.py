@@ -1,4 +1,4 @@
-"""Small value readers the builders share: untrusted numbers, dtype names, evidence of a record."""
+"""Small value readers the builders share: untrusted numbers, evidence of a record."""
 from __future__ import annotations
 
 import math
@@ -8,25 +8,6 @@ from ..model import Evidence
 from ..sources import records as R
 
 ProcKey = tuple[str, int]  # (host, pid)
-
-# PyTorch's C++ scalar-type names (Flight Recorder) -> the torch.dtype names the hook and NCCL rows use
-DTYPE_NAMES = {
-    "float": "float32", "half": "float16", "double": "float64", "long": "int64", "int": "int32",
-    "char": "int8", "byte": "uint8", "short": "int16", "complexfloat": "complex64", "complexdouble": "complex128",
-}
-DTYPE_BYTES = {
-    "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8, "float64": 8, "long": 8,
-    "int64": 8, "int": 4, "int32": 4, "char": 1, "int8": 1, "byte": 1, "uint8": 1, "bool": 1, "short": 2,
-    "int16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
-}
-
-
-def canonical_dtype(name: object) -> str | None:
-    if name is None or name != name:
-        return None
-    n = str(name).lower().removeprefix("torch.")
-    return DTYPE_NAMES.get(n, n)
-
 
 def ev(rec: R.Rec) -> Evidence:
     return Evidence(rec.file, rec.line, rec.text.strip())
