@@ -78,3 +78,18 @@ def test_package_imports_nothing_above_it():
             elif isinstance(node, ast.Import):
                 for a in node.names:
                     assert not a.name.startswith(("ncclscope", "pandas", "numpy", "torch")), f"{path.name}: {a.name}"
+
+
+def test_detectors_take_busbw_from_the_knowledge_package_not_perf():
+    """The detectors and metrics ask ncclscope.nccl for busbw factors; importing them pulls in no
+    `ncclscope perf` (the sweep's torch code)."""
+    import subprocess
+    import sys
+    code = "import sys, ncclscope.detectors, ncclscope.metrics.busbw; print('ncclscope.perf' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_metrics_factor_is_one_for_point_to_point():
+    from ncclscope.metrics.busbw import factor
+    assert factor("allreduce", 4) == pytest.approx(1.5) and factor("send", 4) == 1.0 and factor("allgather", 0) == 1.0

@@ -13,18 +13,16 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from ..model import Communicator
-from ..perf.bw import busbw_factor
+from ..nccl.busbw import busbw_factor, has_busbw_factor
 from .records import TIMED_SOURCES
 
 BUSBW_COLUMNS = ["pg", "seq", "op", "bytes", "time_ms", "nranks", "algbw", "busbw", "bucket"]
 
 
 def factor(op: str, nranks: int) -> float:
-    """nccl-tests' busbw factor (``perf.bw.busbw_factor``); 1 for collectives it does not define."""
-    try:
-        return busbw_factor(op, nranks)
-    except ValueError:
-        return 1.0
+    """nccl-tests' busbw factor (``nccl.busbw``) under any spelling of the name; 1 for collectives it
+    does not define (send, recv) and for fewer than one rank."""
+    return busbw_factor(op, nranks) if nranks >= 1 and has_busbw_factor(op) else 1.0
 
 
 def busbw_table(df: pd.DataFrame, world: int) -> pd.DataFrame:
