@@ -3,6 +3,7 @@ run as a script, the accuracy tables the README shows (by NCCL release, by launc
 
     .venv/bin/python tests/data/wild/table.py          # markdown tables on stdout
     .venv/bin/python tests/data/wild/table.py --cases  # plus one line per case that is wrong today
+    .venv/bin/python tests/data/wild/table.py --gaps   # plus the misreadings grouped by kind, most cases first
 
 A case is every file in its folder but SOURCE.md (the citation), analysed in-process as
 `ncclscope analyze --json` would analyse them. Facts are those EXPECTED.jsonl lists for the case (nccl_version,
@@ -172,6 +173,23 @@ def tables(results: list[tuple[dict[str, Any], Outcome]]) -> str:
     return "\n".join(out)
 
 
+def gap_groups(results: list[tuple[dict[str, Any], Outcome]]) -> list[tuple[str, list[str]]]:
+    """Each kind of misreading (refusal, verdict A read as B, a fact read wrong, culprits wrong under the right
+    verdict) with the cases that show it, the most common first."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for want, o in results:
+        if o.error is not None:
+            groups["refused as nothing readable"].append(o.case)
+            continue
+        if not o.verdict_ok:
+            groups[f"verdict {o.verdict[0]} read as {o.verdict[1]}"].append(o.case)
+        elif not o.culprits_match:
+            groups["culprits wrong under the right verdict"].append(o.case)
+        for name in o.wrong_facts:
+            groups[f"fact {name} wrong"].append(o.case)
+    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
 def main(argv: list[str]) -> int:
     results = [(w, evaluate(w)) for w in load_expected()]
     print(tables(results))
@@ -179,6 +197,9 @@ def main(argv: list[str]) -> int:
         for want, o in results:
             if o.problems():
                 print(f"- {o.case} ({want.get('nccl_release')}, {want.get('launcher')}): " + "; ".join(o.problems()))
+    if "--gaps" in argv:
+        for kind, cases in gap_groups(results):
+            print(f"- {len(cases)} {kind}: {', '.join(cases)}")
     return 0
 
 
