@@ -4,6 +4,7 @@ The full matrix (hangs, desyncs, crashes, stragglers at random ranks and steps, 
 benchmarks/fault_matrix.py; these are the cases no other test covers end to end."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -49,3 +50,57 @@ def test_exit_hang_is_named(tmp_path):
     assert report["verdict"] == "hang", report["headline"]
     hang = next(f for f in report["findings"] if f["kind"] == "hang")
     assert hang["data"]["class"] == "exit" and hang["ranks"] == [0, 1]
+
+
+def _judged_alike(o_dir: Path) -> None:
+    """The run folder as watch --once and analyze see it afterwards: one judgement."""
+    from test_watch_analyze_parity import assert_same_judgement, judgements
+
+    analyzed, live = judgements(o_dir)
+    assert_same_judgement(analyzed, live)
+
+
+def _run(sc: Scenario, tmp_path: Path):  # noqa: ANN202 - the matrix's Outcome, plus its run folder
+    o = run_one(sc, tmp_path, record=tmp_path / "kept")
+    assert o.error is None, o
+    return o, tmp_path / "kept" / sc.kind
+
+
+@pytest.mark.parametrize("launch", ["torchrun", "spawn"])
+def test_exception_on_one_rank_is_the_crash_not_its_echoes(tmp_path, launch):
+    """One rank raises; the others see gloo's "Connection closed by peer" or are stopped: rank 1 only."""
+    sc = Scenario("spawn_exception" if launch == "spawn" else "exception", 3,
+                  BASE | {"JOB_CRASH_RANK": "1", "JOB_CRASH_STEP": "4", "JOB_CRASH_MODE": "raise"}, 1, "crash",
+                  f"exception under {launch}", launch=launch)
+    o, folder = _run(sc, tmp_path)
+    assert (o.verdict, o.culprits) == ("crash", [1]), o
+    assert o.alerts == ["crash"]
+    _judged_alike(folder)
+
+
+def test_memory_error_on_one_rank_while_the_others_wait(tmp_path):
+    sc = Scenario("memory", 3, BASE | {"JOB_CRASH_RANK": "2", "JOB_CRASH_STEP": "5", "JOB_CRASH_MODE": "memory"}, 2,
+                  "crash", "memory")
+    o, folder = _run(sc, tmp_path)
+    assert (o.verdict, o.culprits) == ("crash", [2]), o
+    report = json.loads((folder / "report.json").read_text())
+    assert "MemoryError" in report["headline"], report["headline"]
+    _judged_alike(folder)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_hang_then_the_user_or_the_scheduler_stops_the_job(tmp_path, sig):
+    """After the hang alert, Ctrl-C (SIGINT) or the scheduler's SIGTERM to the whole job: still a hang of
+    the rank that stopped, not a crash of the rank that printed KeyboardInterrupt first."""
+    sc = Scenario(f"hang_{sig.lower()}", 3, BASE | {"JOB_HANG_RANK": "1", "JOB_HANG_STEP": "4"}, 1, "hang",
+                  f"hang then {sig}", stop=sig)
+    o, folder = _run(sc, tmp_path)
+    assert (o.verdict, o.culprits) == ("hang", [1]), o
+    assert o.alerts == ["hang"], o.alerts
+    _judged_alike(folder)
+    # without the live alert, the run's own records still say so
+    (folder / "alerts.jsonl").unlink()
+    from test_watch_analyze_parity import judgements
+
+    analyzed, _ = judgements(folder)
+    assert (analyzed["verdict"], analyzed["culprit_ranks"]) == ("hang", [1]), analyzed["headline"]
