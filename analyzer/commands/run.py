@@ -46,7 +46,9 @@ def command(run_dir: Path | None, shared_run_dir: bool, coll: bool, no_hook: boo
     folder = run_dir if run_dir is not None else default_run_dir()
 
     def note(text: str) -> None:
-        click.echo(f"ncclscope: {text}", err=True)
+        from ..text_safety import clean
+
+        click.echo(f"ncclscope: {clean(text)}", err=True)  # notes may quote file names and log text
 
     def render(result: Any) -> None:
         from rich.console import Console
