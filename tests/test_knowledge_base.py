@@ -196,8 +196,9 @@ SHM = ["{h} misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-
 
 def test_known_warn_on_two_ranks_is_one_finding_with_cause_fix_link(tmp_path):
     path = _write(tmp_path, {"rank0.log": _log("nodea", 1201, 0, SHM), "rank1.log": _log("nodea", 1202, 1, SHM)})
-    _, fs, _ = _warn_findings(path)
+    _, fs, all_findings = _warn_findings(path)
     (f,) = fs
+    assert [g for g in all_findings if any("failed to extend" in x.text for x in g.evidence)] == [f]  # said once
     e = F.by_id("shm-extend")
     assert f.ranks == (0, 1) and f.data["entry"] == "shm-extend" and f.data["count"] == 2
     assert f.data["cause"] == e.cause and f.data["fix"] == e.fix and f.data["link"] == e.link

@@ -40,14 +40,6 @@ def detect(run: Run) -> list[Finding]:
         findings.append(_exit_finding(run, root, exits, first is not None))
     elif first is not None:
         findings.append(_error_finding(run, first))
-    first_warn = next((e for e in run.events if e.kind == "nccl_warn"), None)
-    if first_warn is not None:
-        k = classify(first_warn.text)
-        if k is not None and k.kind == "error":
-            findings.append(Finding(
-                kind="error", severity=Severity.ERROR,
-                message=f"first NCCL warning (rank {first_warn.rank if first_warn.rank is not None else '?'}): {k.meaning}",
-                ranks=(first_warn.rank,) if first_warn.rank is not None else (), hint=k.hint, evidence=(first_warn.evidence,)))
     return findings
 
 
