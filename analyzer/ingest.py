@@ -30,7 +30,7 @@ from .sources.nccl_log import NcclCollBatch, parse_nccl_line, scan_coll_block
 from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 from .sources.ras import looks_like_ras_json, parse_ras_json, parse_ras_text
 from .sources.lines import lone_cr_to_lf, rejoin_wrapped, unglue_host
-from .sources.records import NcclRec, Rec
+from .sources.records import NcclRec, Rec, UnreadLines
 from .sources.topo_xml import parse_topo_xml
 from .sources.torch_log import parse_torch_lines, torch_line_facts
 
@@ -200,6 +200,7 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
     """Records of a log's lines that are not COLL rows, merged in line order with its COLL batches
     (``batches`` may fill while ``lines`` is consumed)."""
     out: list[Rec] = []
+    unread = UnreadLines(name, 0, "", "nccl")  # NCCL-looking lines no parser took: counted, so that they are said
 
     def rest() -> Iterator[tuple[int, str]]:
         for lineno, text in rejoin_wrapped(lines, _wrapped_join_known):
@@ -209,11 +210,14 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
                     out.append(rec)
                     continue
                 if "NCCL INFO" in text or "NCCL WARN" in text:
+                    unread.add(lineno, text)
                     continue
             yield lineno, text
 
     for rec in parse_torch_lines(rest(), name):
         out.append(rec)
+    if unread.count:
+        out.append(unread)
     out.sort(key=lambda r: r.line)
     _unglue_hosts(out, batches)
     if batches:

@@ -21,10 +21,20 @@ def to_json(a: Analysis) -> dict[str, Any]:
         "job": run.job.to_json(),
         "communicators": [c.to_json() for c in run.communicators],
         "ranks": _rank_summary(a),
-        "inputs": [{"file": f, "format": fmt} for f, fmt in run.files],
+        "inputs": _inputs(run),
         "problems": list(run.problems),
         "ncclscope_version": __version__,
     }
+
+
+def _inputs(run: Any) -> list[dict[str, Any]]:
+    """Each file read and its format; ``unread_nccl_lines`` where NCCL-looking lines of it were not understood."""
+    unread: dict[str, int] = {}
+    for e in run.events:
+        if e.kind == "nccl_unread":
+            unread[e.data["file"]] = unread.get(e.data["file"], 0) + e.data["count"]
+    return [{"file": f, "format": fmt, **({"unread_nccl_lines": unread[f]} if f in unread else {})}
+            for f, fmt in run.files]
 
 
 def json_text(a: Analysis) -> str:

@@ -41,6 +41,7 @@ class Gathered:
     hook: list[R.HookRec] = field(default_factory=list)
     ras: list[R.RasComm] = field(default_factory=list)
     tests: list[R.NcclTestsRow] = field(default_factory=list)
+    unread: list[R.UnreadLines] = field(default_factory=list)
     exit_code: int | None = None
     proc_first_seen: dict[ProcKey, tuple[str, int]] = field(default_factory=dict)
     # file -> unprefixed "NCCL version" lines (<=2.21), given to the next process seen in that file
@@ -56,7 +57,7 @@ def gather(parsed: list[Parsed]) -> Gathered:
     g = Gathered()
     simple: dict[type, list] = {
         R.LauncherExit: g.launcher, R.LauncherSignal: g.signals, R.FrDump: g.frs, R.CompletionRec: g.completions,
-        R.HookRec: g.hook, R.RasComm: g.ras, R.NcclTestsRow: g.tests,
+        R.HookRec: g.hook, R.RasComm: g.ras, R.NcclTestsRow: g.tests, R.UnreadLines: g.unread,
     }
     for p in parsed:
         for rec in p.records:

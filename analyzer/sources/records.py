@@ -386,3 +386,17 @@ class EnvSetting(Rec):
 @dataclass(slots=True)
 class ExitCode(Rec):
     code: int
+
+
+@dataclass(slots=True)
+class UnreadLines(Rec):
+    """How many lines of one file look like NCCL output (an ``NCCL INFO`` / ``NCCL WARN`` head) that no
+    parser understood; ``line`` / ``text`` are the first of them."""
+
+    kind: str  # "nccl"
+    count: int = 0
+
+    def add(self, line: int, text: str) -> None:
+        if not self.count:
+            self.line, self.text = line, text[:500]
+        self.count += 1
