@@ -211,3 +211,39 @@ def test_serve_port_taken_fails_clearly(tmp_path):
     assert p.returncode == 2, p.stderr
     assert f"port {port}" in p.stderr and "Traceback" not in p.stderr
     assert "ncclscope dashboard: http" not in p.stderr
+
+
+def test_watch_never_appends_through_a_linked_alerts_file(tmp_path):
+    """The real `ncclscope watch` on a real hung run whose alerts.jsonl is a link to a file of the user's."""
+    import shutil
+    import signal
+
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "samples" / "gpu_hang", run, ignore=shutil.ignore_patterns(".ncclscope-cache",
+                                                                                       "alerts.jsonl"))
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (run / "alerts.jsonl").symlink_to(victim)
+    p = subprocess.Popen([sys.executable, "-m", "ncclscope", "watch", str(run), "--stall-seconds", "1"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    seen = []
+    try:
+        deadline = time.monotonic() + 60
+        assert p.stdout is not None
+        while time.monotonic() < deadline:
+            line = p.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if "cannot append" in line:
+                break
+    finally:
+        os.killpg(p.pid, signal.SIGINT)
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    out = "".join(seen)
+    assert "hang" in out.lower() and "cannot append" in out, out
+    assert victim.read_text() == "precious\n"
