@@ -178,6 +178,10 @@ def test_file_linked_into_a_watched_folder_after_start_is_not_read(tmp_path):
     assert not any("the-secret-text" in t for t in lines)
     assert any("NCCL INFO ok" in t for t in lines)
     assert str(run / "rank0.nccl.log") in tailer.refused
+    # and `watch` names it
+    p = ncclscope("watch", str(run), "--once", env=dict(os.environ, COLUMNS="400"))
+    assert p.returncode == 0, p.stderr
+    assert "not read:" in p.stdout and "rank0.nccl.log" in p.stdout and "symbolic link" in p.stdout, p.stdout
 
 
 def test_dashboard_port_taken_is_said_not_announced(tmp_path):

@@ -41,6 +41,15 @@ def render_state(snap: dict[str, Any], console: Any) -> None:
         console.print(Text.assemble(("warning:", "yellow"), " ", clean(e)))
 
 
+def not_read(mon: Any) -> list[str]:
+    """The files the tailer refused to open (a link planted in the folder, a FIFO), one line each."""
+    try:
+        refused = {**getattr(mon.watcher, "skipped", {}), **getattr(mon.tailer, "refused", {})}
+    except RuntimeError:  # changed while copied by the monitor's thread: next time
+        return []
+    return [f"not read: {path} ({why})" for path, why in sorted(refused.items())]
+
+
 @click.command("watch")
 @click.argument("run_dir", metavar="DIR", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--stall-seconds", type=click.FloatRange(min=0.1), default=None,
@@ -84,6 +93,8 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
             click.echo(json.dumps({"state": snap, "alerts": alerts}, default=str))
         else:
             render_state(snap, out)
+            for e in not_read(mon):
+                out.print(f"[yellow]warning:[/] {markup(e)}")
             if not alerts:
                 out.print("no alert")
         return
@@ -99,7 +110,7 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
     try:
         while True:
             time.sleep(0.5)
-            for e in mon.errors():
+            for e in [*mon.errors(), *not_read(mon)]:
                 if e not in reported:
                     reported.add(e)
                     out.print(f"[yellow]warning:[/] {markup(e)}")

@@ -20,6 +20,8 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
+from .. import safe_io
+
 MAX_DEPTH = 3  # run folder / node folder / rank folder
 IGNORED_DIRS = {"ncclscope-control", "__pycache__", ".git"}
 
@@ -37,8 +39,10 @@ class _Enqueue(FileSystemEventHandler):
             self.q.put(os.fsdecode(dest))
 
 
-def scan(root: Path, wanted: Callable[[str], bool], max_depth: int = MAX_DEPTH) -> list[str]:
-    """Every regular file under ``root`` (to ``max_depth`` folders down) whose name ``wanted`` accepts."""
+def scan(root: Path, wanted: Callable[[str], bool], max_depth: int = MAX_DEPTH,
+         skipped: dict[str, str] | None = None) -> list[str]:
+    """Every regular file under ``root`` (to ``max_depth`` folders down) whose name ``wanted`` accepts;
+    ``skipped`` gets path -> why for a wanted name that is a link (not followed), a FIFO or a device."""
     out: list[str] = []
     stack = [(str(root), 0)]
     while stack:
@@ -52,6 +56,9 @@ def scan(root: Path, wanted: Callable[[str], bool], max_depth: int = MAX_DEPTH) 
                                 stack.append((e.path, depth + 1))
                         elif e.is_file(follow_symlinks=False) and wanted(e.name):
                             out.append(e.path)
+                        elif skipped is not None and wanted(e.name):
+                            skipped[e.path] = safe_io.kind_of(e.stat(follow_symlinks=False).st_mode) + (
+                                ", not followed" if e.is_symlink() else ", not a regular file")
                     except OSError:
                         continue
         except OSError:
@@ -73,6 +80,7 @@ class DirWatcher:
         self._lock = threading.Lock()
         self.started = False
         self.error: str | None = None
+        self.skipped: dict[str, str] = {}  # path -> why a matching name was not read (links, FIFOs)
 
     def start(self) -> None:
         self.started = True
@@ -125,5 +133,5 @@ class DirWatcher:
             if force_scan or self._observer is None or now - self._last_scan >= self.rescan_s:
                 self._last_scan = now
                 self._try_schedule()
-                out.update(scan(self.root, self.wanted))
+                out.update(scan(self.root, self.wanted, skipped=self.skipped))
             return out
