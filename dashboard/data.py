@@ -358,7 +358,7 @@ def _file_map(paths: list[Path], analysis: Analysis) -> dict[str, Path]:
                 if archive.within(root, p) and p.is_file():
                     out.setdefault(name, p)
         elif root.name in names:
-            out.setdefault(root.name, root)
+            out.setdefault(root.name, root.resolve())  # a link the user named: its target
     return out
 
 
@@ -440,11 +440,14 @@ def build_log_index(entry: Entry, max_lines: int = MAX_LOG_LINES) -> pd.DataFram
         fp = FILE_PID_RE.search(name)
         frank = int(fr.group(1)) if fr else (pid_rank.get(int(fp.group(1)), -1) if fp else -1)
         before = len(texts)
-        for lineno, raw in iter_lines(entry.files[name]):
-            linenos.append(lineno)
-            texts.append(raw.rstrip("\r\n")[:LOG_TEXT_CHARS])
-            if len(texts) >= max_lines:
-                break
+        try:
+            for lineno, raw in iter_lines(entry.files[name]):
+                linenos.append(lineno)
+                texts.append(raw.rstrip("\r\n")[:LOG_TEXT_CHARS])
+                if len(texts) >= max_lines:
+                    break
+        except OSError:  # swapped for a FIFO or a link since it was analysed: not shown, never waited on
+            del linenos[before:], texts[before:]
         k = len(texts) - before
         file_codes.append(np.full(k, len(names), dtype=np.int32))
         file_ranks.append(np.full(k, frank, dtype=np.int64))

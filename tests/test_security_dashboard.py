@@ -171,3 +171,21 @@ def test_fifo_alerts_file_leaks_no_thread_per_poll(tmp_path, store):
         assert not t.is_alive(), "reading a FIFO alerts file blocked"
     assert results == [None] * 5
     assert threading.active_count() <= before
+
+
+def test_log_view_skips_a_log_swapped_for_a_fifo(tmp_path, store):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run, ignore=shutil.ignore_patterns(".ncclscope-cache"))
+    key = store.analyze([run], "run")
+    entry = store.get(key)
+    assert "stderr.log" in entry.files
+    (run / "stderr.log").unlink()
+    os.mkfifo(run / "stderr.log")
+    done = []
+    t = threading.Thread(target=lambda: done.append(dash_data.build_log_index(entry)), daemon=True)
+    t.start()
+    t.join(30)
+    assert done, "the log view blocked on a FIFO"
+    assert "stderr.log" not in set(done[0]["file"].astype(str)) and len(done[0])
