@@ -292,3 +292,40 @@ def test_serve_options_and_loopback(corpus: Path) -> None:
     assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
     assert main(["serve", str(corpus / "hang_rank1_stuck"), "--live", str(corpus)]) == 2
     assert main(["serve", "--help"]) == 0
+
+
+def test_pages_are_ready_while_the_log_index_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis is published before the log view's index is built: the other pages render at once,
+    the Logs page says it is indexing, and shows the lines once the index is there."""
+    import threading
+
+    from ncclscope.dashboard import data
+    from ncclscope.dashboard.pages import hang, logs, overview
+
+    release = threading.Event()
+    real = data.build_log_index
+
+    def slow_index(entry, max_lines=data.MAX_LOG_LINES):  # type: ignore[no-untyped-def]
+        release.wait(30)
+        return real(entry, max_lines)
+
+    monkeypatch.setattr(data, "build_log_index", slow_index)
+    rs = RunStore(tmp_path / "store")
+    create_app(run_store=rs)
+    try:
+        sample = Path(__file__).resolve().parent.parent / "samples" / "gpu_hang"
+        key = rs.submit([sample], "gpu_hang")
+        deadline = time.time() + 60
+        while rs.get(key) is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert rs.get(key) is not None and rs.status(key)["state"] == "done"
+        assert "HANG" in _js(overview.render(rs, key)) and "never joined #125" in _js(hang.render(rs, key))
+        rows, _, _, info, _ = logs.page(rs, key, None, None, None, None, None, 0, None, True)
+        assert rows == [] and "indexing log lines" in info
+        release.set()
+        rs.wait(key)
+        rows, _, _, info, _ = logs.page(rs, key, None, None, None, None, None, 0, None, True)
+        assert len(rows) == 100 and " of " in info
+    finally:
+        release.set()
+        rs.close()

@@ -172,8 +172,10 @@ def tree_figure(comm: Communicator, processes: Iterable[Process], channel: int |
     levels: dict[int, list[int]] = defaultdict(list)
     for r, d in sorted(depth.items(), key=lambda kv: (kv[1], kv[0])):
         levels[d].append(r)
-    pos = {}
-    for d, members in levels.items():
+    pos: dict[int, tuple[float, float]] = {}
+    for d in sorted(levels):
+        # children under their parents (ordered by the parent's place), so edges do not cross the drawing
+        members = sorted(levels[d], key=lambda r: (pos.get(parents.get(r, -1), (0.0, 0.0))[0], r))
         for i, r in enumerate(members):
             pos[r] = ((i + 1) / (len(members) + 1) * 2 - 1, -d * 0.5)
     conn = _edge_transports(comm)
