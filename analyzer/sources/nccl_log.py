@@ -156,6 +156,9 @@ def _other_head(text: str, file: str, lineno: int) -> NcclRec | None:
     return _parse_info(msg, base)
 
 
+_NET_HEADS = ("Bootstrap : Using ", "Bootstrap: Using ", "NET : Using interface ", "CUDA Dev ", "Using network ", "NET/")
+
+
 def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dispatch table
     c0 = msg[:1]
     # Most frequent first: COLL lines and connection lines.
@@ -175,6 +178,131 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
                 int(m.group("redop")), int(m.group("root") or -1), m.group("comm"), int(m.group("nranks")),
             )
         return None
+    if msg.startswith(("Channel ", "Ring ", "Trees", "Tree ")):
+        return _parse_topology(msg, base)
+    if (" Init " in msg or "- Init" in msg or "COMPLETE" in msg or "Abort START" in msg or "Revoke" in msg
+            or msg.startswith("Init timings")):
+        return _parse_init(msg, base)
+    if "set by environment to" in msg:
+        m = ENV_RE.match(msg)
+        if m:
+            return NcclEnv(*base, m.group("name"), m.group("value").strip())
+        return None
+    if msg.startswith("NCCL version"):
+        v = VERSION_RE.match(msg)
+        if v:
+            return NcclVersion(*base, v.group("v"), v.group("cuda"))
+        return None
+    if msg.startswith("comm ") and " nranks " in msg:
+        m = INIT_BARE_RE.match(msg)
+        if m:
+            dev = m.group("dev")
+            return NcclInit(*base, "START" if dev is not None else "SEEN", None, m.group("comm"), int(m.group("rank")),
+                            int(m.group("nranks")), int(dev) if dev is not None else None, m.group("bus"), None, None,
+                            None, None, None)
+        return None
+    if msg.startswith("comm ") and "nRanks" in msg:
+        m = COMMINFO_RE.match(msg)
+        if m:
+            return NcclCommInfo(
+                *base, m.group("comm"), int(m.group("rank")), int(m.group("nranks")), int(m.group("nnodes")),
+                int(m.group("lr")), int(m.group("l")),
+            )
+        return None
+    if msg.startswith(_NET_HEADS) or "Defaulting to 10 Gbps" in msg:
+        return _parse_net(msg, base)
+    if msg.startswith("Pattern "):
+        m = PATTERN_RE.match(msg)
+        if m:
+            return NcclPattern(
+                *base, int(m.group("p")), int(m.group("n")), float(m.group("a")), float(m.group("b")),
+                m.group("ti"), m.group("te"),
+            )
+        return None
+    if "coll channels" in msg:
+        m = CHANNELS_RE.match(msg)
+        if m:
+            return NcclChannels(*base, int(m.group("coll")), int(m.group("p2p")))
+        return None
+    if "Bytes -> Algo" in msg:
+        m = TUNING_NEW_RE.match(msg)
+        if m:
+            return NcclTuning(*base, NCCL_OPS.get(m.group("op"), m.group("op").lower()), int(m.group("b")),
+                              m.group("algo"), m.group("proto"))
+        m = TUNING_OLD_RE.match(msg)
+        if m:
+            return NcclTuning(*base, None, int(m.group("b")), m.group("algo"), m.group("proto"))
+        return None
+    if " -> " in msg and c0.isalpha():
+        m = BACKTRACE_RE.match(msg)
+        if m:
+            return NcclBacktrace(*base, m.group("src"), int(m.group("code")))
+        return None
+    if msg.startswith("Connected "):
+        return NcclConnected(*base, msg[len("Connected "):].split(",")[0].replace("all ", "").strip())
+    if msg.startswith("CollNet "):
+        m = COLLNET_RE.match(msg)
+        if m:
+            r = int(m.group("rank"))
+            return NcclConnection(*base, int(m.group("c")), int(m.group("ci")), r, r, m.group("dir"),
+                                  _norm_via(m.group("via")))
+        return None
+    if msg.startswith("RAS ") and ("timeout" in msg or "DEAD" in msg):
+        return NcclRasLine(*base, msg)
+    return None
+
+
+def _parse_init(msg: str, base: Base) -> NcclRec | None:
+    """Init / Destroy / Abort / Revoke lines of a communicator, and Init timings."""
+    if " Init " in msg or "- Init" in msg or "COMPLETE" in msg or "Abort START" in msg or "Revoke" in msg:
+        m = INIT_RE.search(msg)
+        if m:
+            rest = m.group("rest")
+            bus = BUSID_RE.search(rest)
+            cid = COMMID_RE.search(rest)
+            par = PARENT_RE.search(rest)
+            phase = m.group("phase")
+            return NcclInit(
+                *base, phase.replace("Init ", ""), m.group("caller"), m.group("comm"), int(m.group("rank")),
+                int(m.group("nranks")), int(m.group("dev")), bus.group("bus") if bus else None,
+                cid.group("id") if cid else None,
+                par.group("parent") if par else None,
+                int(par.group("count")) if par and par.group("count") else None,
+                int(par.group("color")) if par and par.group("color") else None,
+                int(par.group("key")) if par and par.group("key") else None,
+            )
+        if msg.startswith("Init timings"):
+            return _timings(msg, base)
+        return None
+    return _timings(msg, base) if msg.startswith("Init timings") else None
+
+
+def _parse_net(msg: str, base: Base) -> NcclRec | None:
+    """Network lines: bootstrap and NET interfaces, the network in use, the plugin, speed guesses."""
+    if msg.startswith(("Bootstrap : Using ", "Bootstrap: Using ")):
+        return NcclNet(*base, "bootstrap", msg.split("Using ", 1)[1].strip())
+    if msg.startswith("NET : Using interface "):  # 2.3
+        return NcclNet(*base, "socket", msg[len("NET : Using interface "):].strip())
+    if msg.startswith("CUDA Dev ") and "IP Interfaces : " in msg:  # 2.3
+        return NcclNet(*base, "interfaces", msg.split("IP Interfaces : ", 1)[1].strip())
+    if msg.startswith("Using network "):
+        return NcclNet(*base, "network", msg[len("Using network "):].strip())
+    if msg.startswith("NET/"):
+        if "No device found" in msg:
+            return NcclNet(*base, "no_ib" if "IB" in msg else "no_device", msg)
+        m = NET_USING_RE.match(msg)
+        if m:
+            return NcclNet(*base, m.group("which").lower(), m.group("v"))
+        if "Plugin" in msg and ("Loaded" in msg or "No plugin" in msg):
+            return NcclNet(*base, "plugin", msg)
+        return None
+    if "Defaulting to 10 Gbps" in msg:
+        return NcclNet(*base, "speed_guess", msg)
+    return None
+
+
+def _parse_topology(msg: str, base: Base) -> NcclRec | None:
+    """Channel, Ring, Trees and Tree lines: ring orders, connections, ring neighbours, trees."""
     if msg.startswith("Channel "):
         if " via " in msg:
             m = CONN_RE.match(msg)
@@ -221,111 +349,6 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
             downs = tuple(int(x) for x in m.group("downs").split("/"))
             return NcclTree(*base, int(m.group("c")), int(m.group("up")), int(m.group("rank")), downs)
         return None
-    if " Init " in msg or "- Init" in msg or "COMPLETE" in msg or "Abort START" in msg or "Revoke" in msg:
-        m = INIT_RE.search(msg)
-        if m:
-            rest = m.group("rest")
-            bus = BUSID_RE.search(rest)
-            cid = COMMID_RE.search(rest)
-            par = PARENT_RE.search(rest)
-            phase = m.group("phase")
-            return NcclInit(
-                *base, phase.replace("Init ", ""), m.group("caller"), m.group("comm"), int(m.group("rank")),
-                int(m.group("nranks")), int(m.group("dev")), bus.group("bus") if bus else None,
-                cid.group("id") if cid else None,
-                par.group("parent") if par else None,
-                int(par.group("count")) if par and par.group("count") else None,
-                int(par.group("color")) if par and par.group("color") else None,
-                int(par.group("key")) if par and par.group("key") else None,
-            )
-        if msg.startswith("Init timings"):
-            return _timings(msg, base)
-        return None
-    if msg.startswith("Init timings"):
-        return _timings(msg, base)
-    if "set by environment to" in msg:
-        m = ENV_RE.match(msg)
-        if m:
-            return NcclEnv(*base, m.group("name"), m.group("value").strip())
-        return None
-    if msg.startswith("NCCL version"):
-        v = VERSION_RE.match(msg)
-        if v:
-            return NcclVersion(*base, v.group("v"), v.group("cuda"))
-        return None
-    if msg.startswith("comm ") and " nranks " in msg:
-        m = INIT_BARE_RE.match(msg)
-        if m:
-            dev = m.group("dev")
-            return NcclInit(*base, "START" if dev is not None else "SEEN", None, m.group("comm"), int(m.group("rank")),
-                            int(m.group("nranks")), int(dev) if dev is not None else None, m.group("bus"), None, None,
-                            None, None, None)
-        return None
-    if msg.startswith("comm ") and "nRanks" in msg:
-        m = COMMINFO_RE.match(msg)
-        if m:
-            return NcclCommInfo(
-                *base, m.group("comm"), int(m.group("rank")), int(m.group("nranks")), int(m.group("nnodes")),
-                int(m.group("lr")), int(m.group("l")),
-            )
-        return None
-    if msg.startswith(("Bootstrap : Using ", "Bootstrap: Using ")):
-        return NcclNet(*base, "bootstrap", msg.split("Using ", 1)[1].strip())
-    if msg.startswith("NET : Using interface "):  # 2.3
-        return NcclNet(*base, "socket", msg[len("NET : Using interface "):].strip())
-    if msg.startswith("CUDA Dev ") and "IP Interfaces : " in msg:  # 2.3
-        return NcclNet(*base, "interfaces", msg.split("IP Interfaces : ", 1)[1].strip())
-    if msg.startswith("Using network "):
-        return NcclNet(*base, "network", msg[len("Using network "):].strip())
-    if msg.startswith("NET/"):
-        if "No device found" in msg:
-            return NcclNet(*base, "no_ib" if "IB" in msg else "no_device", msg)
-        m = NET_USING_RE.match(msg)
-        if m:
-            return NcclNet(*base, m.group("which").lower(), m.group("v"))
-        if "Plugin" in msg and ("Loaded" in msg or "No plugin" in msg):
-            return NcclNet(*base, "plugin", msg)
-        return None
-    if "Defaulting to 10 Gbps" in msg:
-        return NcclNet(*base, "speed_guess", msg)
-    if msg.startswith("Pattern "):
-        m = PATTERN_RE.match(msg)
-        if m:
-            return NcclPattern(
-                *base, int(m.group("p")), int(m.group("n")), float(m.group("a")), float(m.group("b")),
-                m.group("ti"), m.group("te"),
-            )
-        return None
-    if "coll channels" in msg:
-        m = CHANNELS_RE.match(msg)
-        if m:
-            return NcclChannels(*base, int(m.group("coll")), int(m.group("p2p")))
-        return None
-    if "Bytes -> Algo" in msg:
-        m = TUNING_NEW_RE.match(msg)
-        if m:
-            return NcclTuning(*base, NCCL_OPS.get(m.group("op"), m.group("op").lower()), int(m.group("b")),
-                              m.group("algo"), m.group("proto"))
-        m = TUNING_OLD_RE.match(msg)
-        if m:
-            return NcclTuning(*base, None, int(m.group("b")), m.group("algo"), m.group("proto"))
-        return None
-    if " -> " in msg and c0.isalpha():
-        m = BACKTRACE_RE.match(msg)
-        if m:
-            return NcclBacktrace(*base, m.group("src"), int(m.group("code")))
-        return None
-    if msg.startswith("Connected "):
-        return NcclConnected(*base, msg[len("Connected "):].split(",")[0].replace("all ", "").strip())
-    if msg.startswith("CollNet "):
-        m = COLLNET_RE.match(msg)
-        if m:
-            r = int(m.group("rank"))
-            return NcclConnection(*base, int(m.group("c")), int(m.group("ci")), r, r, m.group("dir"),
-                                  _norm_via(m.group("via")))
-        return None
-    if msg.startswith("RAS ") and ("timeout" in msg or "DEAD" in msg):
-        return NcclRasLine(*base, msg)
     return None
 
 
