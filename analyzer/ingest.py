@@ -65,10 +65,11 @@ def iter_lines(path: Path, max_line: int = MAX_LINE) -> Iterator[tuple[int, str]
     for first, block, _ in iter_blocks(path, LINE_BLOCK_BYTES, max_line):
         pieces = block.split(b"\n")
         last = pieces.pop()  # after the last newline: empty, or the file's unterminated last line
-        for i, raw in enumerate(pieces):
-            yield first + i, (raw + b"\n").decode("utf-8", "replace").replace("\x00", "")
+        for i, raw in enumerate(pieces):  # an overlong line is cut at max_line, as readline(max_line) cut it
+            raw = raw[:max_line] if len(raw) >= max_line else raw + b"\n"
+            yield first + i, raw.decode("utf-8", "replace").replace("\x00", "")
         if last:
-            yield first + len(pieces), last.decode("utf-8", "replace").replace("\x00", "")
+            yield first + len(pieces), last[:max_line].decode("utf-8", "replace").replace("\x00", "")
 
 
 LINE_BLOCK_BYTES = 1 << 20  # iter_lines reads this much at a time

@@ -32,6 +32,10 @@ import fuzz_ras  # noqa: E402
 import fuzz_torch  # noqa: E402
 import fuzz_xml  # noqa: E402
 
+from conftest import CORPUS, SAMPLES, corpus_runs  # noqa: E402
+
+from ncclscope.analysis import analyze_run  # noqa: E402
+from ncclscope.build import build_run  # noqa: E402
 from ncclscope.ingest import InputError, Parsed, ingest, iter_lines, parse_file  # noqa: E402
 from ncclscope.safe_pickle import loads_plain  # noqa: E402
 from ncclscope.sources.flight_recorder import parse_fr_json  # noqa: E402
@@ -160,8 +164,10 @@ def _records(path: Path) -> list[tuple[str, int, str]]:
 
 
 @pytest.fixture(scope="module")
-def real_log(corpus) -> Path:
-    return sorted((corpus / "hang_rank1_stuck").glob("*.nccl.log"))[0]
+def real_log() -> Path:
+    """A real rank log: the corpus' hang run when ../shared is there, else the bundled sample's."""
+    run = CORPUS / "hang_rank1_stuck"
+    return sorted((run if run.is_dir() else SAMPLES / "gpu_hang").glob("*.nccl.log"))[0]
 
 
 @settings(max_examples=max(10, N // 10), **PROFILE)
@@ -209,3 +215,90 @@ def test_coll_lines_with_impossible_numbers(tmp_path, count, dt):
     f = tmp_path / "vm.1.nccl.log"
     f.write_text(init + line * 3 + line.replace(count, "10", 1))
     fuzz_nccl.analyze_parsed([parse_file(f, f.name)])
+
+
+# --- whole runs damaged the way real logs are: the verdict holds -----------------------------------------
+# Every sample run (always) and corpus run (when ../shared is there), each of its text logs wrapped at a
+# random width, behind a random tool prefix, with another process's output glued in front of a random
+# line, or cut after its last fact: no crash, and the same verdict, culprits and stuck collective.
+
+N_VERDICT = max(2, N // 60)  # damaged copies per run and kind of damage (each is a whole analysis)
+RUNS = sorted([("samples", p.name) for p in SAMPLES.iterdir() if p.is_dir()]
+              + [("corpus", name) for name in corpus_runs() if isinstance(name, str) and (CORPUS / name).is_dir()])
+GLUE = ["step 20 loss 0.00009", "Epoch 3:  45%|####5     | 9/20 [00:03<00:04,  2.61it/s]", "INFO:root:saved ckpt ",
+        "\x1b[32mok\x1b[0m ", "tensor([0.1000, 0.2000]) "]
+PREFIX_FORMS = ["2026-09-17T13:40:02.{i:07d}Z ", "2026-09-17T13:40:02.{i:09d}Z stderr F ", "[{i}] ", "gpu007: ",
+                "  | 2026-08-23T22:22:51.874Z | ", "2026-09-17 13:40:02 ", "(TrainWorker pid=4411) ",
+                "trainer.node1 [stderr] "]
+
+
+def _run_dir(kind: str, name: str) -> Path:
+    return (SAMPLES if kind == "samples" else CORPUS) / name
+
+
+def _verdict(path: Path) -> tuple:
+    d = analyze_run(build_run(ingest([path], workers=1))).decision
+    return d.verdict.value, tuple(sorted(d.culprit_ranks)), (d.stuck.pg, d.stuck.seq) if d.stuck else None
+
+
+_BASELINE: dict[tuple[str, str], tuple] = {}
+
+
+def _baseline(kind: str, name: str) -> tuple:
+    if (kind, name) not in _BASELINE:
+        _BASELINE[(kind, name)] = _verdict(_run_dir(kind, name))
+    return _BASELINE[(kind, name)]
+
+
+def _fact_lines(path: Path) -> list[int]:
+    """Line numbers that give records (COLL batches: every row's)."""
+    out: list[int] = []
+    for r in parse_file(path, path.name).records:
+        lines = getattr(r, "lines", None)
+        out += [int(x) for x in lines] if lines is not None else [r.line]
+    return out
+
+
+def _damage(rng, how: str, data: bytes, path: Path) -> bytes:
+    lines = data.split(b"\n")
+    if how == "wrap":
+        width = rng.randint(80, 200)
+        out = []
+        for ln in lines:
+            out += [ln[i:i + width] for i in range(0, max(len(ln), 1), width)]
+        return b"\n".join(out)
+    if how == "prefix":
+        form = rng.choice(PREFIX_FORMS)
+        return b"\n".join((form.format(i=i).encode() + ln) if ln else ln for i, ln in enumerate(lines, 1))
+    if how == "glue":
+        facts = _fact_lines(path)
+        if not facts:
+            return data
+        k = rng.choice(facts) - 1
+        lines[k] = rng.choice(GLUE).encode() + lines[k]
+        return b"\n".join(lines)
+    facts = _fact_lines(path)  # cut: after the last line that gives a record, so every fact stays
+    keep = rng.randint(max(facts, default=0), len(lines))
+    return b"\n".join(lines[:keep])
+
+
+@pytest.mark.parametrize("how", ["wrap", "prefix", "glue", "cut"])
+@pytest.mark.parametrize("kind,name", RUNS, ids=[f"{k}-{n}" for k, n in RUNS])
+def test_damaged_run_keeps_its_verdict(kind, name, how, tmp_path_factory):
+    src = _run_dir(kind, name)
+    want = _baseline(kind, name)
+
+    @settings(max_examples=N_VERDICT, **PROFILE)
+    @given(st.randoms(use_true_random=False))
+    def run(rng):
+        dest = tmp_path_factory.mktemp("damaged") / name
+        shutil.copytree(src, dest)
+        for p in dest.rglob("*"):
+            p.chmod(0o644 if p.is_file() else 0o755)
+        (dest / "report.json").unlink(missing_ok=True)
+        logs = sorted(p for p in dest.rglob("*.log") if p.is_file())
+        for p in rng.sample(logs, rng.randint(1, len(logs))) if logs else []:
+            p.write_bytes(_damage(rng, how, p.read_bytes(), p))
+        assert _verdict(dest) == want, (how, [p.name for p in logs])
+
+    run()

@@ -39,15 +39,15 @@ _RANKED = (
     r"\[(?:rank|default)(?P<r1>\d{1,7})\]:\s?"  # torchrun --tee / --local-ranks-filter, Lightning's [default3]
     r"|\[\d{1,10},(?P<r2>\d{1,7})\]<(?:stdout|stderr)>:\s?"  # mpirun --tag-output: [jobid,rank]<stdout>:
     r"|\((?:[A-Za-z_][\w.:-]{0,100} )?(?:rank=(?P<r3>\d{1,7}),? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\)\s?"  # Ray, vLLM
-    r"|\s{0,6}(?P<r4>\d{1,7}): (?=\S)"  # srun --label: the task number, padded
-    r"|Rank (?P<r5>\d{1,7}): (?=\S)"  # print(f"Rank {rank}: {e}")
+    r"|\s{0,6}(?P<r4>\d{1,7}): "  # srun --label: the task number, padded
+    r"|Rank (?P<r5>\d{1,7}): "  # print(f"Rank {rank}: {e}")
 )
 _PLAIN = (
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? (?:(?:stdout|stderr) [FP] |\| )?"  # CI, k8s
     r"|\s{0,8}\| (?=\d{4}-)"  # a log viewer's table: "  | 2026-08-23T22:22:51.874Z | "
     r"|[\w-]{1,100}(?:\.[\w-]{1,100}){1,4} \[(?:stdout|stderr)\]:? "  # <name>.<node> [stderr]
-    r"|\[\d{1,10}\] (?=\S)"  # a line number or pid in brackets
-    r"|[a-z0-9][a-z0-9.-]{0,100}\d[a-z0-9.-]{0,100}: (?=\S)"  # pdsh / DeepSpeed multi-node: "gpu003: ", "10.1.2.3: "
+    r"|\[\d{1,10}\] "  # a line number or pid in brackets
+    r"|[a-z0-9][a-z0-9.-]{0,100}\d[a-z0-9.-]{0,100}: "  # pdsh / DeepSpeed multi-node: "gpu003: ", "10.1.2.3: "
     r"|\x1b\[[0-9;]{0,20}m"  # colour codes some loggers keep
     # loggers' heads: DeepSpeed "[2026-09-17 13:40:02,791] [INFO] [launch.py:71:main] ", vLLM
     # "ERROR 09-17 13:40:02 [worker.py:87] ", Python's basicConfig "ERROR:root:"
@@ -130,6 +130,16 @@ LINE_START_RE = re.compile(
 )
 
 
+def starts_a_line(text: str) -> bool:
+    """Whether ``text`` begins like a line of its own (an NCCL or glog head, a tool prefix, a traceback
+    frame), so that it is never taken for the tail of a wrapped line."""
+    if LINE_START_RE.match(text) is not None:
+        return True
+    if "NCCL " in text and NCCL_PREFIX_RE.search(text) is not None:
+        return True
+    return text[:1] in _PREFIX_START and TOOL_PREFIX_RE.match(text) is not None
+
+
 def _width(text: str) -> int:
     return len(text.rstrip("\r\n"))
 
@@ -159,7 +169,7 @@ def rejoin_wrapped(lines: Iterable[tuple[int, str]],
             first_w = _width(held[0][1])
             last_no, last_text = held[-1]
             if (lineno == last_no + 1 and 0 < w <= first_w and _width(last_text) == first_w
-                    and len(held) < MAX_WRAP_PIECES and LINE_START_RE.match(text) is None):
+                    and len(held) < MAX_WRAP_PIECES and not starts_a_line(text)):
                 held.append((lineno, text))
                 if w < first_w:
                     yield from flush()

@@ -43,6 +43,7 @@ from .records import (
 
 MAX_LINE = 64 * 1024
 RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")  # kept for callers; lines.py has the full grammar
+GLUED_RANK_RE = re.compile(r"\[(?:rank|default)(\d{1,7})\]:\s?")
 GLOG_RE = re.compile(
     r"^\[(?P<sev>[EWIF])(?:(?P<md>\d{4}) (?P<t>[\d:.]+) ?)? ?(?:\d+ )?(?P<src>[^\]\s]+:\d+)\] ?"
     r"|^(?P<sev2>[EWIF])(?P<md2>\d{4}) (?P<t2>[\d:.]+) (?:\d+ )?(?P<src2>[^\]\s]+:\d+)\] ?"  # torch's Python logging
@@ -187,6 +188,10 @@ def _summary_line(st: _State, lineno: int, text: str, stripped: str) -> Iterator
 
 def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:  # noqa: C901 - one dispatch
     prefix_rank, body = strip_tool_prefixes(text)
+    if prefix_rank is None and ("[rank" in body or "[default" in body):
+        glued = GLUED_RANK_RE.search(body)  # another process's output glued in front of "[rank3]:"
+        if glued:
+            prefix_rank, body = int(glued.group(1)), body[glued.end():]
     stripped = body.strip()
     summary = _summary_line(st, lineno, body, stripped)
     if summary is not None:

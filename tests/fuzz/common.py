@@ -24,6 +24,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 CORPUS = Path(os.environ.get("NCCLSCOPE_CORPUS", ROOT.parent / "shared" / "corpus"))
 REFERENCE = ROOT.parent / "shared" / "reference"
+SAMPLES = ROOT / "samples"  # always there: seeds when the shared corpus is not
 
 # Lines from the reference, older and newer NCCL and PyTorch forms, so the seeds span versions.
 VERSION_SEEDS = [
@@ -68,21 +69,20 @@ def seed_lines(kind: str = "all") -> tuple[str, ...]:
     out: dict[str, list[str]] = {"nccl": [], "torch": [], "jsonl": [], "env": [], "ras": []}
     out["nccl"] += [s for s in VERSION_SEEDS if "NCCL " in s]
     out["torch"] += [s for s in VERSION_SEEDS if "NCCL " not in s or "Rank" in s]
-    if CORPUS.exists():
-        for p in sorted(CORPUS.rglob("*")):
-            if not p.is_file() or p.stat().st_size > 2_000_000:
-                continue
-            n = p.name
-            text = p.read_bytes().decode("utf-8", "replace")
-            if n.endswith(".jsonl"):
-                out["jsonl"] += text.splitlines()
-            elif n in ("env.txt", "exit.txt"):
-                out["env"] += text.splitlines()
-            elif n == "ras_verbose.txt":
-                out["ras"].append(text)
-            elif n.endswith(".log"):
-                for ln in text.splitlines():
-                    (out["nccl"] if "NCCL " in ln else out["torch"]).append(ln)
+    for p in sorted(f for root in (CORPUS, SAMPLES) if root.exists() for f in root.rglob("*")):
+        if not p.is_file() or p.stat().st_size > 2_000_000:
+            continue
+        n = p.name
+        text = p.read_bytes().decode("utf-8", "replace")
+        if n.endswith(".jsonl"):
+            out["jsonl"] += text.splitlines()
+        elif n in ("env.txt", "exit.txt"):
+            out["env"] += text.splitlines()
+        elif n == "ras_verbose.txt":
+            out["ras"].append(text)
+        elif n.endswith(".log"):
+            for ln in text.splitlines():
+                (out["nccl"] if "NCCL " in ln else out["torch"]).append(ln)
     for k in out:
         out[k] = sorted(set(out[k]))[:4000] if k != "ras" else out[k]
     if kind == "all":
@@ -91,9 +91,11 @@ def seed_lines(kind: str = "all") -> tuple[str, ...]:
 
 
 def corpus_file(*names: str) -> bytes | None:
-    for n in names:
-        for p in sorted(CORPUS.glob(f"*/{n}")):
-            return p.read_bytes()
+    """The first file of one of these names in a corpus run, else in a sample run."""
+    for root in (CORPUS, SAMPLES):
+        for n in names:
+            for p in sorted(root.glob(f"*/{n}")):
+                return p.read_bytes()
     return None
 
 
