@@ -161,7 +161,7 @@ def live_update(rs: RunStore, current: str | None) -> tuple[Any, Any]:
 
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})  # noqa: S104 - bound to every interface: the token guards
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})  # bound to every interface: the token guards
 
 
 def allowed_hosts(host: str) -> frozenset[str] | None:

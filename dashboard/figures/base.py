@@ -51,6 +51,15 @@ def empty_figure(message: str, height: int = 260) -> go.Figure:
     return fig
 
 
+def fmt_ms(ms: float) -> str:
+    """A duration in ms, in ms below a second and in s above."""
+    return f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1e3:.2f} s"
+
+
+def calls(n: int) -> str:
+    return f"{int(n):,} call{'' if int(n) == 1 else 's'}"
+
+
 def int_axis(n: int) -> dict:
     """A rank axis with integer ticks only (never -0.5 or 1.5)."""
     return {"tickformat": "d", **({"dtick": 1} if n <= 40 else {})}

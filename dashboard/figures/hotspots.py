@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .base import empty_figure, int_axis, op_color
+from .base import calls, empty_figure, fmt_ms, int_axis, op_color
 
 BY_NAMES = {"op": "operation", "size": "message size", "pg": "process group", "top": "operation, size and process group"}
 TRANSPORT_SYMBOLS = ["circle", "triangle-up", "square", "diamond", "triangle-down", "cross"]
@@ -31,7 +31,7 @@ def time_share_figure(share: pd.DataFrame, by: str = "op") -> go.Figure:
         return empty_figure(NO_DURATIONS)
     fig = go.Figure(go.Bar(
         x=share["share"] * 100, y=share["group"], orientation="h",
-        text=[f"{s * 100:.1f}% ({ms / 1e3:.2f} s, {int(c):,} calls)" for s, ms, c in
+        text=[f"{s * 100:.1f}% ({fmt_ms(ms)}, {calls(c)})" for s, ms, c in
               zip(share["share"], share["time_ms"], share["calls"], strict=False)],
         textposition="auto", marker={"color": _bar_colors(share, by)}))
     fig.update_layout(template="plotly_white", title=f"share of collective time by {BY_NAMES.get(by, by)}",
@@ -48,7 +48,7 @@ def volume_figure(vol: pd.DataFrame, by: str = "op") -> go.Figure:
                             "NCCL_DEBUG_SUBSYS=COLL), the hook or Flight Recorder give them")
     fig = go.Figure(go.Bar(
         x=vol["share"] * 100, y=vol["group"], orientation="h",
-        text=[f"{s * 100:.1f}% ({b / 2**20:,.1f} MiB, {int(c):,} calls)" for s, b, c in
+        text=[f"{s * 100:.1f}% ({b / 2**20:,.1f} MiB, {calls(c)})" for s, b, c in
               zip(vol["share"], vol["bytes"], vol["calls"], strict=False)],
         textposition="auto", marker={"color": _bar_colors(vol, by)}))
     fig.update_layout(template="plotly_white", title=f"communication volume by {BY_NAMES.get(by, by)}",

@@ -62,7 +62,7 @@ def top_table(rs: RunStore, key: str | None) -> Any:
     top = share_table(entry, "top").head(3)
     if not len(top):
         return None
-    rows = [{"collective": r.group, "share": f"{r.share:.1%}", "time": f"{r.time_ms / 1e3:.3f} s",
+    rows = [{"collective": r.group, "share": f"{r.share:.1%}", "time": figures.fmt_ms(r.time_ms),
              "calls": int(r.calls)} for r in top.itertuples()]
     return html.Div([html.H4("Where collective time goes"), table(rows, ["collective", "share", "time", "calls"])],
                     id="hs-top-table")
