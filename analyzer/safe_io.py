@@ -18,8 +18,8 @@ import errno
 import os
 import secrets
 import stat
-from pathlib import Path
 from io import BufferedReader
+from pathlib import Path
 from typing import cast
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from ncclscope import cache
 from ncclscope.analysis import analyze_paths
 

@@ -16,7 +16,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from ncclscope.dashboard import data as dash_data
 from ncclscope.dashboard.app import create_app
 from ncclscope.dashboard.data import RunStore
@@ -40,7 +39,7 @@ def _data_url(blob: bytes) -> str:
     ("127.0.0.1", "127.0.0.1:8050", True), ("127.0.0.1", "localhost:8050", True), ("127.0.0.1", "[::1]:8050", True),
     ("127.0.0.1", "evil.example:8050", False), ("127.0.0.1", "evil.example", False),
     ("127.0.0.1", "127.0.0.1.evil.example", False), ("10.1.2.3", "10.1.2.3:8050", True),
-    ("10.1.2.3", "attacker.example", False), ("0.0.0.0", "anything.example", True)])  # noqa: S104
+    ("10.1.2.3", "attacker.example", False), ("0.0.0.0", "anything.example", True)])
 def test_host_header_allow_list(store, host, header, ok):
     app = create_app(run_store=store, host=host)
     status = app.server.test_client().get("/_dash-layout", headers={"Host": header}).status_code

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from ncclscope.sources.topo_xml import parse_topo_xml
 
 

@@ -15,11 +15,10 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rich.console import Console
-
 from ncclscope.analysis import analyze_paths
 from ncclscope.cli import main
 from ncclscope.report import render_text
+from rich.console import Console
 
 ROOT = Path(__file__).resolve().parent.parent
 GLOO = "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.20.3.4]:61234"
@@ -29,8 +28,8 @@ CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def traceback_log(error: str, path: str = "/home/jo/train.py", rank: int = 3) -> str:
     lines = ["Traceback (most recent call last):", f'  File "{path}", line 88, in <module>', "    main()",
              f'  File "{path}", line 71, in main', "    dist.all_reduce(t)",
-             '  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 2501, '
-             "in all_reduce", "    work.wait()", f"RuntimeError: {error}"]
+             ('  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 2501, '
+              "in all_reduce"), "    work.wait()", f"RuntimeError: {error}"]
     return "".join(f"[rank{rank}]: {ln}\n" for ln in lines)
 
 
@@ -81,7 +80,7 @@ def test_gloo_error_prints_at_the_end_of_run(tmp_path):
 
 def test_escape_sequences_do_not_reach_the_terminal(tmp_path):
     evil = "\x1b]0;pwned\x07\x1b[2J\x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\ \x9b31m\rover \u202eod"
-    (tmp_path / "stderr.log").write_text(traceback_log(f"boom {evil}", path=f"/home/jo/tr\x1b[1main.py"))
+    (tmp_path / "stderr.log").write_text(traceback_log(f"boom {evil}", path="/home/jo/tr\x1b[1main.py"))
     out = render(tmp_path)
     assert "boom" in out
     assert not CONTROL.search(out), repr(CONTROL.findall(out))

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from ncclscope.live.alerts import FileSink, WebhookError, WebhookSink, make_alert
 from ncclscope.live.tailer import Tailer
 from ncclscope.live.watcher import DirWatcher
@@ -131,7 +130,7 @@ def test_webhook_redirect_to_file_is_not_followed():
     import threading
 
     class Redirect(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self.send_response(302)
             self.send_header("Location", "file:///etc/passwd")
             self.end_headers()
