@@ -34,6 +34,31 @@ class Verdict(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
+class RankState(str, enum.Enum):
+    """What a rank was doing when the evidence ends (``rules.states``)."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    STUCK_OUTSIDE_NCCL = "stuck_outside_nccl"  # in its own code (its stack says where), others wait for it
+    STUCK_IN_COLLECTIVE = "stuck_in_collective"  # enqueued a collective that never completed
+    NEVER_JOINED = "never_joined"  # never issued the collective the others wait in
+    DIED = "died"  # its process ended: exit code, signal, OOM killer
+    LOCAL_NCCL_FAILURE = "local_nccl_failure"
+    REMOTE_FAILURE = "remote_failure"  # a peer is gone (connection closed / reset, remote process exited)
+    NETWORK_ERROR = "network_error"  # IB completion error, socket error of its own
+    CUDA_ERROR = "cuda_error"
+    UNKNOWN = "unknown"
+
+
+class Certainty(str, enum.Enum):
+    """How sure a verdict is: ``confirmed`` by the records of the ranks involved, ``likely`` from counts
+    or from what the other ranks say, ``possible`` from symptoms alone."""
+
+    CONFIRMED = "confirmed"
+    LIKELY = "likely"
+    POSSIBLE = "possible"
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """One line of input that supports a finding."""

@@ -17,6 +17,7 @@ def to_json(a: Analysis) -> dict[str, Any]:
         "culprit_ranks": list(d.culprit_ranks),
         "stuck": d.stuck.to_json() if d.stuck else None,
         "headline": d.headline,
+        "certainty": d.certainty_json(),
         "findings": [f.to_json() for f in a.findings],
         "job": run.job.to_json(),
         "communicators": [c.to_json() for c in run.communicators],
@@ -53,11 +54,13 @@ def _rank_summary(a: Analysis) -> list[dict[str, Any]]:
         cur = status.setdefault(st.rank, {})
         cur.setdefault(st.pg, {"last_enqueued": st.last_enqueued, "last_completed": st.last_completed,
                                "source": st.source})
-    for r in run.ranks():
+    states = {r: (state, detail) for r, state, detail in a.decision.states}
+    for r in sorted(set(run.ranks()) | set(states)):
         p = procs.get(r)
+        state, detail = states.get(r, (None, None))
         out.append({"rank": r, "host": p.host if p else None, "pid": p.pid if p else None,
                     "cuda_dev": p.cuda_dev if p else None, "pg_status": status.get(r, {}),
-                    "where": run.stacks.get(r)})
+                    "where": run.stacks.get(r), "state": state, "detail": detail})
     return out
 
 

@@ -9,14 +9,15 @@ as does a hang alert the live monitor raised (``alerts.jsonl``) before them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import rules
-from .model import Finding, Run, Severity, Stuck, Verdict
+from .model import Certainty, Finding, Run, Severity, Stuck, Verdict
 from .rules.facts import failures_of_run, stall_time
 
 PRIORITY = [Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH, Verdict.DEGRADED]
+INCIDENT_VERDICTS = (Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH, Verdict.DEGRADED)
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,23 @@ class Decision:
     culprit_ranks: tuple[int, ...]
     stuck: Stuck | None
     headline: str
+    certainty: str | None = None  # model.Certainty's value; None for healthy / unknown
+    certainty_why: str | None = None
+    states: tuple[tuple[int, str, str | None], ...] = ()  # (rank, model.RankState value, detail)
+
+    def certainty_json(self) -> dict[str, str | None] | None:
+        return {"level": self.certainty, "why": self.certainty_why} if self.certainty else None
 
 
 def decide(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] = ()) -> Decision:
+    """The verdict (``judge``), with how sure it is and a state for every rank."""
+    d = judge(run, findings, alerts)
+    if d.certainty is None and d.verdict in INCIDENT_VERDICTS:
+        d = replace(d, certainty=Certainty.CONFIRMED.value, certainty_why="the records of the ranks involved")
+    return replace(d, states=_states(run, findings, d))
+
+
+def judge(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] = ()) -> Decision:
     """``alerts``: the live monitor's alerts for this run (``alerts.jsonl``), when there are any."""
     blockers = [f for f in findings if f.verdict == Verdict.UNKNOWN]  # e.g. two jobs mixed in one input
     if blockers:
@@ -47,7 +62,22 @@ def decide(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] =
 def _from(v: Verdict, hits: list[Finding]) -> Decision:
     culprits = sorted({r for f in hits for r in f.ranks})
     stuck = next((f.stuck for f in hits if f.stuck), None)
-    return Decision(v, tuple(culprits), stuck, hits[0].message)
+    c = hits[0].data.get("certainty") or {}
+    return Decision(v, tuple(culprits), stuck, hits[0].message, c.get("level"), c.get("why"))
+
+
+def _states(run: Run, findings: list[Finding], d: Decision) -> tuple[tuple[int, str, str | None], ...]:
+    from .rules.states import Facts, rank_states
+
+    seen = {p.rank for p in run.job.processes if p.rank is not None} | {s.rank for s in run.pg_status}
+    ranks = tuple(rules.bounded_world(run.job.world_size, seen | set(d.culprit_ranks)))
+    hang = next((f for f in findings if f.kind == "hang" and f.stuck == d.stuck and d.stuck), None)
+    waiting = tuple((hang.data.get("waiting") or []) if hang else ())
+    stuck = f"{d.stuck.op or 'collective'} #{d.stuck.seq} of process group {d.stuck.pg}" if d.stuck else None
+    finished = frozenset(x.rank for x in run.exits if x.exitcode == 0 and x.rank is not None)
+    facts = Facts(ranks, d.verdict.value, d.culprit_ranks, stuck, waiting, run.stacks, finished,
+                  run.job.exit_code is not None or bool(finished))
+    return tuple((r, s.value, detail) for r, s, detail in rank_states(facts, failures_of_run(run)))
 
 
 INCIDENTS = ("hang", "desync", "crash")
@@ -100,7 +130,8 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
         st = alert.get("stuck") or {}
         stuck = Stuck(str(st["pg"]), int(st["seq"]), st.get("op")) if "pg" in st and "seq" in st else None
         return Decision(Verdict.HANG, tuple(sorted(int(r) for r in alert.get("culprit_ranks") or [])), stuck,
-                        f"the live monitor's hang alert stands: {alert.get('message', '')}"[:500])
+                        f"the live monitor's hang alert stands: {alert.get('message', '')}"[:500], "confirmed",
+                        "the live monitor saw the stall before anything failed")
     if cause.verdict != "crash" or cause.first is None:
         return None
     desyncs = by[Verdict.DESYNC]

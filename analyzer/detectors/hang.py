@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
 from ..rules.exits import from_outside
 from ..rules.facts import failures_of_run
-from ..rules.hang import bounded_world, stuck_collective
+from ..rules.hang import behind_by_counts, bounded_world, stuck_collective
 from .common import entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 
 HINT_NEVER_JOINED = (
@@ -84,7 +84,8 @@ def detect(run: Run) -> list[Finding]:
                 evidence=tuple(_dedupe(evidence)), stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.HANG,
                 data={"class": "never_joined", "waiting": waiting, "where": where,
                  "last_completed": {r: s.completed for r, s in by_rank.items()},
-                 "last_enqueued": {r: s.enqueued for r, s in by_rank.items()}}))
+                 "last_enqueued": {r: s.enqueued for r, s in by_rank.items()},
+                 "certainty": _unseen_certainty(never, by_rank)}))
         else:
             findings.append(Finding(
                 kind="hang", severity=Severity.CRITICAL,
@@ -94,7 +95,7 @@ def detect(run: Run) -> list[Finding]:
                 data={"class": "never_completed", "waiting": waiting, "where": where}))
         break  # the first stuck process group is the story; others usually wait on it
 
-    if not findings and stalls:
+    if not findings:
         findings.extend(_from_nccl_counts(run, stall_ev))
     if not findings:
         findings.extend(_init_hang(run, stalls))
@@ -226,8 +227,22 @@ def _ras_evidence(run: Run, ranks: list[int]) -> list[Evidence]:
     return out
 
 
+def _unseen_certainty(never: list[int], by_rank: dict) -> dict[str, str]:
+    """confirmed: the culprits' own records say they are behind; likely: they left none, the others'
+    say where they wait; possible: watchdog timeout lines alone (older releases: no PG status)."""
+    if never and all(r not in by_rank for r in never):
+        if all(s.source == "watchdog_timeout" for s in by_rank.values()):
+            return {"level": "possible", "why": "watchdog timeout lines only: the ranks of the world missing from "
+                    "them are suspects, not seen stopped"}
+        return {"level": "likely", "why": "the culprits are the ranks of the world with no status of their own; the "
+                "others' records say where they wait"}
+    return {"level": "confirmed", "why": "every rank's own records: where it is and what it last issued"}
+
+
 def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]:
-    """No process-group status: compare NCCL COLL line counts per communicator."""
+    """No process-group status: compare NCCL COLL line counts per communicator. With a stall signal any
+    rank behind is a culprit; without one (NCCL logs only, the job ended from outside) only ranks behind
+    a unanimous majority are (``rules.hang.behind_by_counts``): a likely hang."""
     df = run.collectives
     if not len(df):
         return []
@@ -235,28 +250,32 @@ def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]
     if not is_nccl.any():
         return []
     nccl = rows_where(df[["pg", "rank", "seq"]], is_nccl)  # three columns, copied only if rows are left out
-    out: list[Finding] = []
     last_calls = nccl.groupby(["pg", "rank"], observed=True)["seq"].max()
     for comm, counts in last_calls.groupby(level=0, observed=True):
         counts = counts.droplevel(0)
-        if len(counts) < 2 or counts.nunique() < 2:
-            continue
-        low = int(counts.min())
-        behind = sorted(int(r) for r, n in counts.items() if n == low and r >= 0)
+        per_rank = {int(r): int(n) for r, n in counts.items() if r >= 0}
+        if stall_ev:
+            low = min(per_rank.values(), default=0)
+            behind = sorted(r for r, n in per_rank.items() if n == low) if len(set(per_rank.values())) > 1 else []
+            certainty = {"level": "likely", "why": "NCCL call counts at a stall signal: the rank(s) with the fewest"}
+        else:
+            behind = list(behind_by_counts(per_rank))
+            low = min((per_rank[r] for r in behind), default=0)
+            certainty = {"level": "likely", "why": f"NCCL call counts at the end of the logs: {len(per_rank) - len(behind)} "
+                         f"ranks agree on {max(per_rank.values(), default=0)} calls, these are behind; no stall signal"}
         if not behind:
             continue
         at = nccl.index[((nccl["pg"] == comm) & (nccl["rank"] == behind[0]) & (nccl["seq"] == low)).to_numpy()]
         last = df.loc[at, ["file", "line", "op"]]
         ev = [Evidence(str(row.file), int(row.line), f"rank {behind[0]}: last NCCL call #{low} ({row.op})")
               for row in last.itertuples()][:1]
-        out.append(Finding(
+        return [Finding(
             kind="hang", severity=Severity.CRITICAL,
             message=f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} issued {low} NCCL calls on "
             f"communicator {comm[5:]}, others up to {int(counts.max())}: it stopped first",
             ranks=tuple(behind), hint=HINT_NEVER_JOINED.format(r=behind[0], seq=low + 1), evidence=tuple(ev) + stall_ev,
-            verdict=Verdict.HANG, data={"class": "never_joined_nccl"}))
-        break
-    return out
+            verdict=Verdict.HANG, data={"class": "never_joined_nccl", "certainty": certainty})]
+    return []
 
 
 def _dedupe(evs: list[Evidence]) -> list[Evidence]:

@@ -44,3 +44,17 @@ def bounded_world(world: int | None, seen: Iterable[int]) -> list[int]:
     if world and 0 < world <= max(ranks, default=-1) + 1 + len(ranks) + UNSEEN_SLACK:
         ranks.update(range(world))
     return sorted(ranks)
+
+
+def behind_by_counts(counts: Mapping[int, int]) -> tuple[int, ...]:
+    """The ranks behind a unanimous majority of last collective counts (NCCL COLL lines of one
+    communicator at the end of the logs): every other rank at one same count, a few below it (at
+    most one in eight, and at least three ranks in all). Scattered counts, as a healthy job stopped at a
+    random moment leaves them, name nobody."""
+    if len(counts) < 3:
+        return ()
+    top = max(counts.values())
+    behind = tuple(sorted(r for r, n in counts.items() if n < top))
+    if not behind or len(behind) > max(1, len(counts) // 8):
+        return ()
+    return behind

@@ -16,6 +16,14 @@ Faults (``fault=``):
   another count where the others call AllReduce; every rank then waits.
 - ``straggler``: ``fault_rank`` issues every collective ``straggle_s`` later than the others.
 
+Partial evidence, as other people's runs arrive: ``stderr=False, timestamps=False`` leaves NCCL
+logs only (a job killed from outside: no watchdog line, no summary, no time); ``lag`` is how many
+collectives the hung rank is behind the others (NCCL's calls are asynchronous: often more than
+one); ``scatter`` cuts each rank's log up to that many collectives before its end (a healthy job
+killed at a random moment: every rank somewhere in its last step); ``nccl_logs=False, old_watchdog=True`` leaves stderr only, with the watchdog timeout lines of
+older PyTorch releases (no NumelIn / NumelOut, no PG status, no ``[rankN]:`` prefix) from the
+ranks that waited, and torchrun's summary.
+
 Speed: each rank's file is built from per-position templates in one list comprehension and
 written with one ``write``; 10 M lines take seconds.
 """
@@ -141,6 +149,10 @@ def generate_run(  # one writer, every knob a keyword
     stderr: bool = True,
     watchdog_status: bool = False,
     seed: int = 0,
+    lag: int = 1,
+    scatter: int = 0,
+    nccl_logs: bool = True,
+    old_watchdog: bool = False,
 ) -> SynthTruth:
     """Write the folder ``dest`` (created) and return its ground truth.
 
@@ -214,10 +226,14 @@ def generate_run(  # one writer, every knob a keyword
         bufbase = 0x7F00_0000_0000 + rng.randrange(0, 0xF0) * 0x1_0000_0000
         # how many of the planned collectives this rank issues
         n_issue = n_total
-        if fault in ("hang", "crash"):
+        if fault == "hang":
+            n_issue = cast(int, stuck_seq) - max(1, lag) if r == fault_rank else cast(int, stuck_seq)
+        elif fault == "crash":
             n_issue = cast(int, stuck_seq) - 1 if r == fault_rank else cast(int, stuck_seq)
         elif fault == "desync":
             n_issue = stuck_seq  # type: ignore[assignment]
+        if scatter and fault is None:
+            n_issue -= rng.randrange(0, scatter + 1)
         jitter = nprng.integers(0, 2_000, size=n_issue, dtype=np.int64)
         t_rank = t_plan[:n_issue] + jitter + r * 3
         if fault == "straggler" and r == fault_rank:
@@ -305,6 +321,8 @@ def generate_run(  # one writer, every knob a keyword
         cut = min(1, n_issue)
         body = lines + coll[:cut] + [f"{ts[0] if ts else ''}{pre}{x}\n" for x in conn_lines] + coll[cut:]
         text = "".join(body)
+        if not nccl_logs:
+            continue
         data = text.encode()
         (dest / f"{host}.{pid}.nccl.log").write_bytes(data)
         files += 1
@@ -315,7 +333,7 @@ def generate_run(  # one writer, every knob a keyword
 
     if stderr:
         text = _stderr(fault, fault_rank, nranks, pids, hostname, node_of, gpus_per_host, stuck_seq, per_step,
-                       watchdog_status, step_ops)
+                       watchdog_status, step_ops, old_watchdog)
         if text:
             data = text.encode()
             (dest / "stderr.log").write_bytes(data)
@@ -337,7 +355,7 @@ def _ts_strings(us: np.ndarray) -> list[str]:
 
 def _stderr(fault: str | None, culprit: int | None, nranks: int, pids: list[int], hostname: list[str],
             node_of: list[int], g: int, stuck_seq: int | None, per_step: int, watchdog_status: bool,
-            step_ops: list[tuple[str, int, int]]) -> str:
+            step_ops: list[tuple[str, int, int]], old_watchdog: bool = False) -> str:
     out = ["*****************************************\n",
            ("Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your "
            "system being overloaded, please further tune the variable for optimal performance in your "
@@ -348,6 +366,11 @@ def _stderr(fault: str | None, culprit: int | None, nranks: int, pids: list[int]
     if fault in ("hang", "desync"):
         waiting = [r for r in range(nranks) if fault == "desync" or r != culprit]
         for r in waiting:
+            if old_watchdog:  # PyTorch 1.13 / 2.0: no rank prefix, no sizes, no PG status
+                out.append(f"[E ProcessGroupNCCL.cpp:828] [Rank {r}] Watchdog caught collective operation timeout: "
+                           f"WorkNCCL(SeqNum={stuck_seq}, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for "
+                           f"{1800000 + 37 * r + 11} milliseconds before timing out.\n")
+                continue
             out.append(f"[rank{r}]:[E1129 19:37:35.{564976 + r:06d}045 ProcessGroupNCCL.cpp:689] [Rank {r}] Watchdog "
                        f"caught collective operation timeout: WorkNCCL(SeqNum={stuck_seq}, OpType=ALLREDUCE, "
                        f"NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for 600035 milliseconds before "

@@ -1,0 +1,60 @@
+"""A state for every rank (``model.RankState``), from the verdict and the rank's own time line."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ..model import RankState
+from .cause import Failure
+from .exits import FailureKind
+
+STATE_OF_FAILURE = {
+    FailureKind.CUDA: RankState.CUDA_ERROR, FailureKind.NCCL: RankState.LOCAL_NCCL_FAILURE,
+    FailureKind.NETWORK: RankState.NETWORK_ERROR, FailureKind.PEER: RankState.REMOTE_FAILURE,
+    FailureKind.TIMEOUT: RankState.STUCK_IN_COLLECTIVE,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the state of each rank is decided from."""
+
+    ranks: tuple[int, ...]
+    verdict: str
+    culprits: tuple[int, ...] = ()
+    stuck: str | None = None  # "allreduce #19 of process group 0"
+    waiting: tuple[int, ...] = ()
+    where: Mapping[int, str] | None = None  # rank -> code location of its last stack
+    finished: frozenset[int] = frozenset()  # ranks that exited with 0
+    job_ended: bool = False  # the job's end is known (an exit code, every rank's exit)
+
+
+def rank_states(facts: Facts, failures: Iterable[Failure]) -> list[tuple[int, RankState, str | None]]:
+    """(rank, state, detail) for each rank, rank order."""
+    mine: dict[int, list[Failure]] = {}
+    for f in sorted(failures, key=lambda f: (not f.is_cause, f.t is None, f.t or 0.0, f.order)):
+        if f.rank is not None:
+            mine.setdefault(f.rank, []).append(f)
+    return [(r, *_state(r, facts, mine.get(r, []))) for r in facts.ranks]
+
+
+def _state(r: int, facts: Facts, fs: list[Failure]) -> tuple[RankState, str | None]:
+    where = (facts.where or {}).get(r)
+    if facts.verdict in ("hang", "desync") and facts.stuck:
+        if r in facts.culprits:
+            if where:
+                return RankState.STUCK_OUTSIDE_NCCL, f"at {where}; never joined {facts.stuck}"
+            return RankState.NEVER_JOINED, f"never joined {facts.stuck}"
+        if r in facts.waiting or (facts.verdict == "hang" and not fs):
+            return RankState.STUCK_IN_COLLECTIVE, f"in {facts.stuck}" + (f", called at {where}" if where else "")
+    if fs:
+        f = fs[0]
+        state = STATE_OF_FAILURE.get(f.kind, RankState.DIED)
+        detail = f.text if f.kind not in (FailureKind.KILLED, FailureKind.INTERRUPT) else \
+            f"stopped from outside ({f.text})"
+        return state, detail[:300]
+    if r in facts.finished:
+        return RankState.FINISHED, None
+    if facts.verdict in ("healthy", "degraded"):
+        return (RankState.FINISHED, None) if facts.job_ended else (RankState.RUNNING, "no end seen in its records")
+    return RankState.UNKNOWN, None
