@@ -71,6 +71,15 @@ CASES = [
     ("2.26", f"{H} NCCL CALL ncclAllReduce(0x7f1c00000000,0x7f1c00000000,262144,7,0,0x5581c0a0,0x55d0)", type(None), {}),
     ("2.29", f"{H} NCCL INFO comm 0x5581c0a0 rank 3 nRanks 32 nNodes 4 localRanks 8 localRank 3 MNNVL 0",
      R.NcclCommInfo, {"nranks": 32, "nnodes": 4, "local_ranks": 8}),
+    ("2.29", f"{H} NCCL INFO ncclCommSplit comm 0x55aa0 rank 1 nranks 8 cudaDev 3 nvmlDev 3 busId 3d000 parent 0x5581c0a0 "
+             "childCount 1 color 0 key 1- Init START",
+     R.NcclInit, {"caller": "ncclCommSplit", "parent": "0x5581c0a0", "split_count": 1, "color": 0, "phase": "START"}),
+    ("2.30", f"{H} NCCL INFO AllReduce [Symmetric]: 1048576 Bytes -> Kernel ncclSymk_AllReduce_AGxLLMC_R_f32 nchannels 16 "
+             "nthreads 512 nWorks 1",
+     R.NcclTuning, {"op": "allreduce", "nbytes": 1048576, "algo": "Symmetric", "proto": "ncclSymk_AllReduce_AGxLLMC_R_f32"}),
+    ("2.29", f"{H} NCCL INFO AllGather [Copy Engine]: 4194304 Bytes -> cudaMemcpyAsync",
+     R.NcclTuning, {"op": "allgather", "algo": "Copy Engine", "proto": "cudaMemcpyAsync"}),
+    ("2.30", f"{H} NCCL INFO Channel 02 : 3[3] -> 4[4] via SHM/direct", R.NcclConnection, {"transport": "SHM"}),
     ("2.32", f"{H} NCCL INFO ncclCommInitRankConfig comm 0x5581c0a0 rank 3 nranks 32 cudaDev 3 nvmlDev 3 busId 3d000 "
              "commId 0x7d1e9a0b33c1f2aa - Init COMPLETE",
      R.NcclInit, {"rank": 3, "nranks": 32, "comm_id": "0x7d1e9a0b33c1f2aa", "phase": "COMPLETE"}),

@@ -100,6 +100,10 @@ PATTERN_RE = re.compile(
 )
 CHANNELS_RE = re.compile(r"^(?P<coll>\d+) coll channels, .*?(?<!\d)(?P<p2p>\d+) p2p channels, \d+ p2p channels per peer")
 TUNING_NEW_RE = re.compile(r"^(?P<op>\w+): (?P<b>\d+) Bytes -> Algo (?P<algo>\w+) proto (?P<proto>\w+)")
+# 2.29+: a path instead of an algorithm, a kernel named without protocol suffix (or a copy engine call)
+TUNING_PATH_RE = re.compile(
+    r"^(?P<op>\w{1,40}) \[(?P<path>[\w ]{1,40})\]: (?P<b>\d{1,20}) Bytes -> (?:Kernel (?P<kernel>\w{1,200})|(?P<how>\S{1,200}))"
+)
 TUNING_OLD_RE = re.compile(r"^(?P<b>\d+) Bytes -> Algo (?P<algo>\d+) proto (?P<proto>\d+) time")
 TIMINGS_RE = re.compile(
     r"^Init timings(?: - \w+)?: rank (?P<rank>\d+) nranks (?P<nranks>\d+) total (?P<total>[\d.]+) \((?P<parts>[^)]*)\)"
@@ -224,7 +228,7 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
         if m:
             return NcclChannels(*base, int(m.group("coll")), int(m.group("p2p")))
         return None
-    if "Bytes -> Algo" in msg:
+    if " Bytes -> " in msg:
         m = TUNING_NEW_RE.match(msg)
         if m:
             return NcclTuning(*base, NCCL_OPS.get(m.group("op"), m.group("op").lower()), int(m.group("b")),
@@ -232,6 +236,10 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
         m = TUNING_OLD_RE.match(msg)
         if m:
             return NcclTuning(*base, None, int(m.group("b")), m.group("algo"), m.group("proto"))
+        m = TUNING_PATH_RE.match(msg)
+        if m:  # algo: the path (Symmetric, Copy Engine, ...); proto: the kernel or call it ends in
+            return NcclTuning(*base, NCCL_OPS.get(m.group("op"), m.group("op").lower()), int(m.group("b")),
+                              m.group("path"), m.group("kernel") or m.group("how"))
         return None
     if " -> " in msg and c0.isalpha():
         m = BACKTRACE_RE.match(msg)
