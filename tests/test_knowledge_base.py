@@ -270,3 +270,14 @@ def test_cached_findings_are_keyed_on_the_knowledge_base(monkeypatch):
     seen.clear()
     cache.code_digest()
     assert {"ops.py", "dtypes.py"} <= {p.name for p in seen if p.parent.name == "nccl"}
+
+
+def test_unknown_warn_echoed_by_ranks_on_other_hosts_is_one_finding(tmp_path):
+    def lines(peer: str) -> list[str]:
+        return [f"{{h}} misc/frobnicate.cc:42 NCCL WARN Frobnicator lost widget from {peer}",
+                "{h} NCCL INFO misc/frobnicate.cc:50 -> 3"]
+    path = _write(tmp_path, {"rank0.log": _log("nodea", 1201, 0, lines("nodeb")),
+                             "rank1.log": _log("nodeb", 1202, 1, lines("nodea"))})
+    _, fs, _ = _warn_findings(path)
+    (f,) = fs
+    assert f.ranks == (0, 1) and f.data["count"] == 2

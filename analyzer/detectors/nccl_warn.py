@@ -54,7 +54,8 @@ def detect(run: Run) -> list[Finding]:
         if entry is None:
             if not any(code != 0 for _, code, _ in chain):
                 continue
-            key = "?" + NUMBER_RE.sub("#", w.text.strip())[:MAX_QUOTE]
+            src = w.data.get("source")  # one format string in NCCL's source: one shape of message
+            key = "?" + (src if isinstance(src, str) and src else NUMBER_RE.sub("#", w.text.strip())[:MAX_QUOTE])
         elif entry.kind == "config" and _config_reports(w.text, settings):
             continue
         else:
