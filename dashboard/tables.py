@@ -13,7 +13,9 @@ def rank_status_rows(a: Analysis, max_ranks: int = 4096) -> list[dict[str, Any]]
     """Per rank and process group: last enqueued / completed, source, state at the stuck collective and
     the culprit flag, both from the decision (``metrics.progress.rank_status``)."""
     d = a.decision
-    return rank_status(a.run, a.findings, d.stuck, d.culprit_ranks, max_ranks=max_ranks)
+    states = getattr(d, "states", None)  # (rank, state, detail) per rank, where the decision gives them
+    by_rank = {int(r): (str(s), det) for r, s, det in states} if states else None
+    return rank_status(a.run, a.findings, d.stuck, d.culprit_ranks, max_ranks=max_ranks, verdict_states=by_rank)
 
 
 def timeline_counts(a: Analysis, pg: str | None) -> list[dict[str, Any]]:

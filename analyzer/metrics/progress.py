@@ -3,7 +3,7 @@ stuck collective, taken from the decision's own finding (the Hang report's flags
 come from one judgement, never two)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,9 +104,11 @@ def _from_table(df: pd.DataFrame) -> dict[tuple[int, str], dict[str, Any]]:
 
 
 def rank_status(run: Run, findings: Sequence[Finding], stuck: Stuck | None, culprits: Sequence[int],
-                max_ranks: int = 4096) -> list[dict[str, Any]]:
+                max_ranks: int = 4096, verdict_states: Mapping[int, tuple[str, str | None]] | None = None,
+                ) -> list[dict[str, Any]]:
     """Per rank and process group: last enqueued / completed, the source, the state at the stuck
-    collective (``states_at_stuck``), whether the verdict names it, and where it is (its stack)."""
+    collective (``states_at_stuck``), whether the verdict names it, the rank's state as the decision
+    gives it (``verdict_states``: rank -> (state, detail)), and where it is (its stack)."""
     where: dict[int, str] = {int(r): str(w) for r, w in run.stacks.items()}
     for f in findings:
         for r, w in (f.data.get("where") or {}).items():
@@ -127,6 +129,9 @@ def rank_status(run: Run, findings: Sequence[Finding], stuck: Stuck | None, culp
         state = at.get(r, UNKNOWN) if stuck is not None and pg == stuck.pg else ""
         row["at_stuck"] = f"{state} #{stuck.seq}" if state and state != UNKNOWN and stuck else state
         row["culprit"] = "yes" if r in cul else ""
+        if verdict_states is not None:
+            state_, detail = verdict_states.get(r, ("", None))
+            row["state"] = state_.replace("_", " ")  # its detail repeats "at_stuck" and "where"
         row["where"] = where.get(r, "")
         out.append(row)
         if len(out) >= max_ranks:

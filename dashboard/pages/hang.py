@@ -16,7 +16,7 @@ from ncclscope.dashboard.tables import rank_status_rows
 
 dash.register_page(__name__, path="/hang", name="Hang report", order=4, title="ncclscope - hang report")
 
-COLUMNS = ["rank", "pg", "last_enqueued", "last_completed", "at_stuck", "culprit", "source", "where"]
+COLUMNS = ["rank", "pg", "last_enqueued", "last_completed", "at_stuck", "culprit", "state", "source", "where"]
 
 
 def layout(**_: Any) -> html.Div:
@@ -49,7 +49,8 @@ def render(rs: RunStore, key: str | None) -> Any:
                          sorted(a.run.stacks.items())[:256]])]
     out += [html.H3("Every rank's last collective per process group"),
             dash_table.DataTable(  # type: ignore[attr-defined]
-                id="hang-ranks", data=rows, columns=[{"name": c, "id": c} for c in COLUMNS], page_size=50,
+                id="hang-ranks", data=rows, columns=[{"name": c, "id": c} for c in COLUMNS if c != "state" or
+                                                     any("state" in r for r in rows)], page_size=50,
                 sort_action="native", filter_action="native",
                 style_cell={"fontFamily": "monospace", "fontSize": "12px", "textAlign": "left", "padding": "2px 6px"},
                 style_data_conditional=[{"if": {"filter_query": '{culprit} = "yes"'}, "backgroundColor": "#fde8e8",
