@@ -57,6 +57,11 @@ def test_declared_overlaps_name_real_entries_that_do_overlap():
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
+def test_every_release_form_has_an_example(entry):
+    assert list(entry.releases) == list(dict.fromkeys(x.release for x in entry.examples))
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
 def test_entry_fields(entry):
     assert entry.releases and all(r.strip() for r in entry.releases)
     assert entry.link.startswith("https://")
