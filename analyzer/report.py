@@ -5,6 +5,7 @@ from typing import Any
 
 from . import __version__
 from .analysis import Analysis
+from .metrics.progress import pg_status_by_rank
 from .model import Severity
 from .text_safety import clean
 
@@ -50,10 +51,13 @@ def _rank_summary(a: Analysis) -> list[dict[str, Any]]:
     out = []
     procs = {p.rank: p for p in run.job.processes if p.rank is not None}
     status: dict[int, dict[str, Any]] = {}
-    for st in run.pg_status:
-        cur = status.setdefault(st.rank, {})
-        cur.setdefault(st.pg, {"last_enqueued": st.last_enqueued, "last_completed": st.last_completed,
-                               "source": st.source})
+    for pg, by_rank in pg_status_by_rank(run).items():  # the status the hang rule judged (metrics.progress)
+        for r, s in by_rank.items():
+            status.setdefault(r, {})[pg] = {"last_enqueued": s.enqueued, "last_completed": s.completed,
+                                            "source": s.source}
+    for st in run.pg_status:  # PyTorch's <pg>:p2p send/recv counters, which the hang rule leaves out
+        status.setdefault(st.rank, {}).setdefault(st.pg, {"last_enqueued": st.last_enqueued,
+                                                         "last_completed": st.last_completed, "source": st.source})
     states = {r: (state, detail) for r, state, detail in a.decision.states}
     for r in sorted(set(run.ranks()) | set(states)):
         p = procs.get(r)
@@ -62,6 +66,21 @@ def _rank_summary(a: Analysis) -> list[dict[str, Any]]:
                     "cuda_dev": p.cuda_dev if p else None, "pg_status": status.get(r, {}),
                     "where": run.stacks.get(r), "state": state, "detail": detail})
     return out
+
+
+def _render_states(states: tuple[tuple[int, str, str | None], ...], console: Any) -> None:
+    """``Ranks: stuck_in_collective 0, 2-63; never_joined 37``, then each rank's detail when few."""
+    from rich.text import Text
+
+    from .rules.states import states_text
+
+    if not states:
+        return
+    console.print(Text.assemble(("Ranks:", "bold"), " ", clean(states_text(states))))
+    if len(states) <= 8:
+        for r, state, detail in states:
+            if detail:
+                console.print(Text(clean(f"  rank {r}: {state}: {detail}"[:300])))
 
 
 SEV_STYLE = {Severity.CRITICAL: "bold red", Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -87,6 +106,9 @@ def render_text(a: Analysis, console: Any, max_evidence: int = 4) -> None:
     if d.stuck:
         console.print(Text.assemble(("Stuck at:", "bold"), clean(
             f" process group {d.stuck.pg}, collective #{d.stuck.seq}" + (f" ({d.stuck.op})" if d.stuck.op else ""))))
+    if d.certainty:
+        console.print(Text.assemble(("Certainty:", "bold"), " ", clean(f"{d.certainty} ({d.certainty_why})")))
+    _render_states(d.states, console)
     for r, where in sorted(run.stacks.items()):
         console.print(Text(clean(f"  rank {r} is at {where}")))
     console.print()

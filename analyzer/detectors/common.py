@@ -8,6 +8,7 @@ import pandas as pd
 from ..metrics.progress import SOURCE_RANK, RankPg, pg_status_by_rank
 from ..metrics.records import collective_rows, dense_groups, group_key
 from ..model import LogEvent, Run
+from ..rules.states import fmt_ranks
 
 __all__ = ["SOURCE_RANK", "RankPg", "pg_status_by_rank", "collective_rows", "dense_groups", "group_key",
            "stall_events", "entries_at", "fmt_ranks", "not_p2p", "rows_where", "STALL_EVENTS"]
@@ -28,22 +29,6 @@ def entries_at(run: Run, pg: str, seq: int) -> dict[int, dict]:
     rows = df[(df["seq"] == seq) & df["source"].isin(["fr", "hook"])]
     rows = rows[rows["pg"].astype(str) == pg]
     return {int(r["rank"]): r for r in rows.to_dict("records")}
-
-
-def fmt_ranks(ranks: list[int] | tuple[int, ...], limit: int = 12) -> str:
-    """``[0, 1, 2, 3, 5, 7, 8]`` -> ``0-3, 5, 7-8``; long lists are cut after ``limit`` runs."""
-    rs = sorted(set(ranks))
-    runs: list[str] = []
-    i = 0
-    while i < len(rs):
-        j = i
-        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
-            j += 1
-        runs.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
-        i = j + 1
-    if len(runs) > limit:
-        return ", ".join(runs[:limit]) + f", ... ({len(rs)} ranks)"
-    return ", ".join(runs)
 
 
 def not_p2p(d: pd.DataFrame) -> pd.DataFrame:

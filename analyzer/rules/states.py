@@ -58,3 +58,27 @@ def _state(r: int, facts: Facts, fs: list[Failure]) -> tuple[RankState, str | No
     if facts.verdict in ("healthy", "degraded"):
         return (RankState.FINISHED, None) if facts.job_ended else (RankState.RUNNING, "no end seen in its records")
     return RankState.UNKNOWN, None
+
+
+def fmt_ranks(ranks: Iterable[int], limit: int = 12) -> str:
+    """``[0, 1, 2, 3, 5, 7, 8]`` -> ``0-3, 5, 7-8``; long lists are cut after ``limit`` runs."""
+    rs = sorted(set(ranks))
+    runs: list[str] = []
+    i = 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        runs.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
+        i = j + 1
+    if len(runs) > limit:
+        return ", ".join(runs[:limit]) + f", ... ({len(rs)} ranks)"
+    return ", ".join(runs)
+
+
+def states_text(states: Iterable[tuple[int, str, str | None]]) -> str:
+    """``stuck_in_collective 0, 2-63; never_joined 37``: the ranks of each state, in first-seen order."""
+    by: dict[str, list[int]] = {}
+    for r, state, _ in states:
+        by.setdefault(state, []).append(r)
+    return "; ".join(f"{k} {fmt_ranks(v)}" for k, v in by.items())
