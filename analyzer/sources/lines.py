@@ -38,12 +38,16 @@ NCCL_PREFIX_RE = re.compile(
 _RANKED = (
     r"\[(?:rank|default)(?P<r1>\d{1,7})\]:\s?"  # torchrun --tee / --local-ranks-filter, Lightning's [default3]
     r"|\[\d{1,10},(?P<r2>\d{1,7})\]<(?:stdout|stderr)>:\s?"  # mpirun --tag-output: [jobid,rank]<stdout>:
-    r"|\((?:[A-Za-z_][\w.:-]{0,100} )?(?:rank=(?P<r3>\d{1,7}),? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\)\s?"  # Ray, vLLM
+    r"|\((?:[A-Za-z_][\w.:-]{0,100},? )?(?:rank=(?P<r3>\d{1,7}),? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\)\s?"  # Ray, vLLM,
+    # SkyPilot's "(head, rank=0, pid=40211) "
     r"|\s{0,6}(?P<r4>\d{1,7}): "  # srun --label: the task number, padded
     r"|Rank (?P<r5>\d{1,7}): "  # print(f"Rank {rank}: {e}")
 )
 _PLAIN = (
-    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? (?:(?:stdout|stderr) [FP] |\| )?"  # CI, k8s
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: ?(?:Z|[+-]\d\d:?\d\d))? (?:(?:stdout|stderr) [FP] |\| )?"  # CI,
+    # Kubernetes, log collectors ("2026-11-02 21:14:08.551 +08:00 ")
+    r"|\[[\w.-]{1,255}:\d{1,7}\]:"  # SkyPilot's "[node:0]:"
+    r"|[\u2502\u2503|] "  # a terminal viewer's box bar (k9s, lazydocker): "\u2502 "
     r"|\s{0,8}\| (?=\d{4}-)"  # a log viewer's table: "  | 2026-08-23T22:22:51.874Z | "
     r"|[\w-]{1,100}(?:\.[\w-]{1,100}){1,4} \[(?:stdout|stderr)\]:? "  # <name>.<node> [stderr]
     r"|\[\d{1,10}\] "  # a line number or pid in brackets
@@ -59,7 +63,7 @@ _PLAIN = (
 TOOL_PREFIX_RE = re.compile(f"(?:{_RANKED}{_PLAIN})")
 MAX_PREFIXES = 6  # prefixes peeled off one line at most: tools nest (srun > torchrun > Ray), never deeper
 
-_PREFIX_START = frozenset("[(0123456789 |RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b")  # first characters a prefix can have
+_PREFIX_START = frozenset("[(0123456789 |RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b\u2502\u2503")  # first characters a prefix can have
 
 
 def strip_tool_prefixes(text: str) -> tuple[int | None, str]:
