@@ -70,3 +70,20 @@ def test_analysis_of_each_case_names_the_world(tmp_path):
     for name, want in EXPECTED.items():
         res = analyze_paths([DATA / name], cache=False)
         assert res.run.job.world_size == want["world_size"], name
+
+
+def test_subgroups_without_comm_ids_are_told_apart(tmp_path):
+    """NCCL 2.12 prints no commId: 8 processes make the world communicator, then ranks 0-3 and 4-7 each
+    make their own 4-rank one (torch's new_group). Three communicators, each with the right members."""
+    for g in range(8):
+        pid = 3100 + g
+        lines = [f"node-{g // 4}:{pid}:{pid + 40} [{g % 4}] NCCL INFO comm 0x55{g}0a0 rank {g} nranks 8 cudaDev {g % 4} "
+                 f"busId {g % 4}7000 - Init COMPLETE",
+                 f"node-{g // 4}:{pid}:{pid + 41} [{g % 4}] NCCL INFO comm 0x55{g}0b0 rank {g % 4} nranks 4 cudaDev {g % 4} "
+                 f"busId {g % 4}7000 - Init COMPLETE"]
+        (tmp_path / f"rank{g}.log").write_text("\n".join(lines) + "\n")
+    run = build_run(ingest([tmp_path]))
+    tops = sorted((c for c in run.communicators if c.parent is None), key=lambda c: (-c.nranks, min(c.members.values())))
+    assert [(c.nranks, sorted(c.members.values())) for c in tops] == [
+        (8, list(range(8))), (4, [0, 1, 2, 3]), (4, [4, 5, 6, 7])]
+    assert run.job.world_size == 8

@@ -40,7 +40,7 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
     parsed.clear()
     problems += drop_implausible(g)
     ranks = assign_ranks(g)
-    ident = identities(g.comms)
+    ident = identities(g.comms, ranks.proc_rank)
     communicators = build_communicators(g.comms, ident, ranks.proc_rank)
     coll = build_collectives(g, ranks.proc_rank, ident, release)
     events = build_events(g, ranks.proc_rank, coll.pg_status)

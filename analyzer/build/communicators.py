@@ -40,15 +40,16 @@ class CommLocal:
     tree_downs: dict[int, tuple[int, ...]] = field(default_factory=dict)  # channel -> children (-1: none)
     connections: list[Connection] = field(default_factory=list)
     first_line: int = 0
+    launch: int = 0  # among the process's top-level views without commId of this size and rank: the k-th made
 
 
-def identities(comms: dict[CommKey, CommLocal]) -> dict[CommKey, str]:
+def identities(comms: dict[CommKey, CommLocal], proc_rank: dict[ProcKey, int]) -> dict[CommKey, str]:
     """The communicator id of each process's view."""
     ident: dict[CommKey, str] = {}
     for ck, cl in sorted(comms.items(), key=lambda kv: kv[1].first_line):
         if cl.comm_id:
             ident[ck] = cl.comm_id
-    _join_without_ids(comms, ident)
+    _join_without_ids(comms, ident, proc_rank)
     for _ in range(4):  # splits of splits
         for (key, ptr), cl in comms.items():
             if (key, ptr) in ident or not cl.parent_ptr:
@@ -61,22 +62,32 @@ def identities(comms: dict[CommKey, CommLocal]) -> dict[CommKey, str]:
     return ident
 
 
-def _join_without_ids(comms: dict[CommKey, CommLocal], ident: dict[CommKey, str]) -> None:
+def _join_without_ids(comms: dict[CommKey, CommLocal], ident: dict[CommKey, str],
+                      proc_rank: dict[ProcKey, int]) -> None:
     """Top-level views without a commId (NCCL before 2.18 prints none) joined by launch order: every
-    member makes a communicator collectively, so the k-th one of N ranks each process made is one
-    communicator, ``nranks<N>#<k>``. Two processes claiming one rank of it are not one job: the second
-    keeps a view of its own."""
+    member makes a communicator collectively, so the k-th one of N ranks that a process made (as a
+    given rank: one process may drive several GPUs) is one communicator, ``nranks<N>#<k>``. Views are
+    taken in global-rank order; a view whose rank its communicator already has (torch's subgroups:
+    ranks 0-3 and 4-7 each make their first 4-rank communicator) starts the next one, ``#<k>.<j>``."""
     made: dict[tuple[ProcKey, int, int], int] = {}
-    taken: dict[str, set[int]] = defaultdict(set)
-    for ck, cl in sorted(comms.items(), key=lambda kv: kv[1].first_line):
+    ordered = sorted(comms.items(), key=lambda kv: kv[1].first_line)
+    for ck, cl in ordered:  # launch order within each process
+        if ck not in ident and not cl.parent_ptr:
+            k = made.get((cl.proc, cl.nranks, cl.rank), 0)
+            made[(cl.proc, cl.nranks, cl.rank)] = k + 1
+            cl.launch = k
+    taken: dict[str, list[set[int]]] = defaultdict(list)
+    for ck, cl in sorted(ordered, key=lambda kv: (proc_rank.get(kv[1].proc, 1 << 62), kv[1].first_line)):
         if ck in ident or cl.parent_ptr:
             continue
-        k = made.get((cl.proc, cl.nranks, cl.rank), 0)  # by rank too: one process may drive several GPUs
-        made[(cl.proc, cl.nranks, cl.rank)] = k + 1
-        cid = f"nranks{cl.nranks}#{k}"
-        if cl.rank not in taken[cid]:
-            taken[cid].add(cl.rank)
-            ident[ck] = cid
+        base = f"nranks{cl.nranks}#{cl.launch}"
+        clusters = taken[base]
+        j = next((i for i, ranks in enumerate(clusters) if cl.rank not in ranks and len(ranks) < cl.nranks), None)
+        if j is None:
+            clusters.append(set())
+            j = len(clusters) - 1
+        clusters[j].add(cl.rank)
+        ident[ck] = base if j == 0 else f"{base}.{j}"
 
 
 def build_communicators(comms: dict[CommKey, CommLocal], ident: dict[CommKey, str],
