@@ -46,7 +46,7 @@ CLAIM = ("[2026-11-29 20:43:41.000001] {host}:{pid}:{pid} [0] NCCL INFO ncclComm
 
 
 @pytest.mark.parametrize("nranks, rank, where", [
-    (10 ** 12, 0, "own file"), (10 ** 12, 7, "rank 0's log"), (500_000, 3, "rank 0's log"), (4, 9, "rank 0's log")])
+    (10 ** 12, 0, "own file"), (10 ** 12, 7, "rank 0's log"), (10 ** 12 - 1, 0, "own file"), (2 ** 31 - 1, 5, "rank 0's log"), (500_000, 3, "rank 0's log"), (4, 9, "rank 0's log")])
 def test_a_claimed_world_sizes_nothing_and_keeps_the_verdict(tmp_path, nranks, rank, where):
     """One line claiming an absurd (or merely unconfirmed) world added to the bundled hang: no
     allocation by the claim, the same verdict, culprit and stuck collective, world size 2."""
