@@ -1,9 +1,15 @@
-"""NCCL_DEBUG log lines, NCCL 2.10 to 2.30 (see docs/formats or shared reference).
+"""NCCL_DEBUG log lines of every release, 2.2 to 2.32 (forms read from NCCL's INFO / WARN format strings).
 
 A line is ``[TS]host:pid:tid [dev] NCCL INFO|WARN|CALL <msg>`` possibly behind a wrapper prefix
-(``[rank0]:``, ``[default0]:``, ``[1,0]<stdout>:``, ``(pid=123)``), so the prefix regex searches
-rather than anchors. Lines without ``NCCL `` are rejected by a substring test before any regex.
-``parse_nccl_line`` is pure and handles one line; ``parse_nccl_lines`` streams a file.
+(``[rank0]:``, ``[default0]:``, ``[1,0]<stdout>:``, ``(pid=123)``), so the prefix regex (lines.py)
+searches rather than anchors. Heads it does not take are read by ``OTHER_HEAD_RE`` / ``HEADLESS_RE``:
+2.2's lines without the ``NCCL`` word, an empty host, a line pasted without its head. Messages by
+release: 2.3's ``comm 0x.. rank 0 nranks 4`` and ``Ring 00 :    0   1`` orders, 2.4's phaseless
+``... cudaDev 0 nvmlDev 0`` Init, ``Channel 00 :`` orders and ``up->rank->downs`` trees, 2.4-2.6's
+``Ring 00 : 3 -> 4 [send] via NET/IB/0`` hops, 2.5-2.8's dual trees, 2.7+'s ``Channel 00/02 :``,
+2.18+'s commIds, 2.29+'s ``[Symmetric]`` tuning lines. The COLL line is defined in ``coll.grammar``.
+Lines without ``NCCL `` (or 2.2's ``] INFO `` / `` WARN ``) are rejected by a substring test before
+any regex. ``parse_nccl_line`` is pure and handles one line; ``parse_nccl_lines`` streams a file.
 """
 from __future__ import annotations
 
