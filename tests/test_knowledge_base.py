@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from ncclscope.analysis import analyze_paths
 from ncclscope.detectors import nccl_warn
 from ncclscope.model import Severity
@@ -100,7 +99,8 @@ def test_classify_reads_a_bounded_prefix():
 @pytest.mark.parametrize("pattern,want", [
     (r"ab?cde", ("cde",)), (r"x\d{1,3}yyyy", ("yyyy",)), (r"(?:a|b)ccc|dddd", ("ccc", "dddd")),
     (r"[abc]{2}zzz+q", ()), (r"foo\.bar\(\)", ("foo.bar()",)), (r"Got (?:x|y) completion", (" completion",)),
-    (r"\w{1,30} : invalid", (" : invalid",)), (r"ab|c", ()),
+    (r"\w{1,30} : invalid", (" : invalid",)), (r"ab|c", ()), (r"(?:a[)|]b)cccc|dddd", ("cccc", "dddd")),
+    (r"x[(]yyyy", ("yyyy",)), (r"[]|]zzzz", ("zzzz",)), (r"q[^)\n]{0,9}\) failed", (") failed",)),
 ])
 def test_required_literals_are_conservative(pattern, want):
     assert required_literals(pattern) == want
@@ -151,8 +151,8 @@ def test_parse_names_the_bad_entry(edit, says):
 def _log(host: str, pid: int, rank: int, lines: list[str], version: str = "2.21.5+cuda12.4") -> str:
     head = [f"{host}:{pid}:{pid + 100} [{rank}] NCCL INFO Bootstrap : Using eth0:10.20.0.{5 + rank}<0>",
             f"{host}:{pid}:{pid + 100} [{rank}] NCCL INFO NCCL version {version}",
-            f"{host}:{pid}:{pid + 100} [{rank}] NCCL INFO comm 0x55a1c0 rank {rank} nranks 2 cudaDev {rank} "
-            f"nvmlDev {rank} busId 1b000 commId 0x8f21c3a9 - Init START"]
+            (f"{host}:{pid}:{pid + 100} [{rank}] NCCL INFO comm 0x55a1c0 rank {rank} nranks 2 cudaDev {rank} "
+             f"nvmlDev {rank} busId 1b000 commId 0x8f21c3a9 - Init START")]
     return "\n".join(head + [ln.format(h=f"{host}:{pid}:{pid + 190} [{rank}]") for ln in lines]) + "\n"
 
 
@@ -173,7 +173,7 @@ UNKNOWN = ["{h} misc/frobnicate.cc:42 NCCL WARN Frobnicator lost widget 77 on ch
 
 
 def test_unknown_warn_with_failing_chain_is_an_error_that_quotes_it(tmp_path):
-    run, fs, all_findings = _warn_findings(_write(tmp_path, {"rank0.log": _log("nodea", 1201, 0, UNKNOWN)}))
+    _, fs, all_findings = _warn_findings(_write(tmp_path, {"rank0.log": _log("nodea", 1201, 0, UNKNOWN)}))
     (f,) = fs
     assert f.kind == "error" and f.severity == Severity.ERROR and f.ranks == (0,)
     assert "Frobnicator lost widget 77 on channel 3" in f.message and "not in the knowledge base" in f.message
@@ -183,7 +183,7 @@ def test_unknown_warn_with_failing_chain_is_an_error_that_quotes_it(tmp_path):
 
 
 def test_unknown_warn_without_a_chain_is_not_reported(tmp_path):
-    run, fs, _ = _warn_findings(_write(tmp_path, {"rank0.log": _log("nodea", 1201, 0, UNKNOWN[:1])}))
+    _, fs, _ = _warn_findings(_write(tmp_path, {"rank0.log": _log("nodea", 1201, 0, UNKNOWN[:1])}))
     assert fs == []
 
 
@@ -194,8 +194,8 @@ def test_chain_of_another_rank_in_one_file_is_not_this_warns(tmp_path):
     assert fs == []
 
 
-SHM = ["{h} misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-Ab12Cd to 9637892 bytes, "
-       "error: No space left on device (28)",
+SHM = [("{h} misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-Ab12Cd to 9637892 bytes, "
+        "error: No space left on device (28)"),
        "{h} NCCL INFO misc/shmutils.cc:112 -> 2",
        "{h} NCCL INFO transport/shm.cc:114 -> 2"]
 
@@ -225,8 +225,8 @@ def test_older_wordings_are_known(tmp_path):
 
 def test_a_setting_named_in_the_warn_is_left_to_the_config_detector(tmp_path):
     lines = ["{h} NCCL INFO NCCL_ALGO set by environment to Tree",
-             "{h} enqueue.cc:1990 NCCL WARN Error : no algorithm/protocol available for function AllGather with "
-             "datatype ncclInt8. NCCL_ALGO was set to Tree.",
+             ("{h} enqueue.cc:1990 NCCL WARN Error : no algorithm/protocol available for function AllGather with "
+              "datatype ncclInt8. NCCL_ALGO was set to Tree."),
              "{h} NCCL INFO enqueue.cc:2100 -> 3"]
     _, fs, all_findings = _warn_findings(_write(tmp_path, {"rank0.log": _log("nodea", 1201, 0, lines, "2.28.9+cuda13.0")}))
     assert fs == []

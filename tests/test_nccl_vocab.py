@@ -6,7 +6,6 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from ncclscope.nccl.busbw import busbw_factor, has_busbw_factor
 from ncclscope.nccl.dtypes import NCCL_DTYPES, canonical_dtype
 from ncclscope.nccl.ops import NCCL_OPS, canonical_op, torch_name

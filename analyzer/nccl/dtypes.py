@@ -27,7 +27,7 @@ DTYPE_BYTES: dict[str, int] = {
 
 def canonical_dtype(name: object) -> str | None:
     """``torch.float32`` / ``Float`` / ``float`` -> ``float32``; None (or NaN) -> None."""
-    if name is None or name != name:
+    if name is None or name != name:  # noqa: PLR0124 - NaN (a missing value in a table)
         return None
     n = str(name).lower().removeprefix("torch.")
     return DTYPE_NAMES.get(n, n)

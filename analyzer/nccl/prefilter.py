@@ -38,44 +38,66 @@ def required_literals(pattern: str) -> tuple[str, ...]:
 
 def _branches(pattern: str) -> list[str]:
     """The top-level alternatives of a pattern."""
-    parts, depth, cur, i = [], 0, "", 0
-    in_class = False
+    parts: list[str] = []
+    depth, start, i = 0, 0, 0
     while i < len(pattern):
         c = pattern[i]
         if c == "\\":
-            cur, i = cur + pattern[i:i + 2], i + 2
+            i += 2
             continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
+        if c == "[":
+            i = _class_end(pattern, i)
+            continue
+        if c == "(":
             depth += 1
         elif c == ")":
             depth -= 1
         elif c == "|" and depth == 0:
-            parts.append(cur)
-            cur, i = "", i + 1
-            continue
-        cur, i = cur + c, i + 1
-    return parts + [cur]
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return parts + [pattern[start:]]
 
 
 def _skip_group(p: str, i: int) -> int:
-    """Past a group or class starting at p[i]; past one character for any other meta character."""
-    if p[i] not in "([":
+    """Past the group or class starting at p[i] (classes inside a group are skipped whole, so a ')'
+    in one does not close the group); past one character, or an escape, for other meta characters."""
+    if p[i] == "[":
+        return _class_end(p, i)
+    if p[i] != "(":
         return i + 2 if p[i] == "\\" else i + 1
-    close, depth, j = ")" if p[i] == "(" else "]", 0, i
+    depth, j = 0, i
+    while j < len(p):
+        c = p[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "[":
+            j = _class_end(p, j)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return j
+
+
+def _class_end(p: str, i: int) -> int:
+    """Past the character class starting at p[i] == '['; a ']' first in it is a literal."""
+    j = i + 1
+    if j < len(p) and p[j] == "^":
+        j += 1
+    if j < len(p) and p[j] == "]":
+        j += 1
     while j < len(p):
         if p[j] == "\\":
             j += 2
             continue
-        if p[i] == "(" and p[j] == "(":
-            depth += 1
-        elif p[j] == close:
-            depth -= 1 if p[i] == "(" else 1
-            if depth <= 0:
-                return j + 1
+        if p[j] == "]":
+            return j + 1
         j += 1
     return j
 
