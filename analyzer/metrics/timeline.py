@@ -59,7 +59,7 @@ class ProgressMatrix:
 
 
 def progress_matrix(view: pd.DataFrame, ranks: Sequence[int], stuck: Stuck | None, states: Mapping[int, str],
-                    width: int = 48, group_above: int = 64) -> ProgressMatrix:
+                    width: int = 48, group_above: int = 32) -> ProgressMatrix:
     """The last ``width`` collectives up to a few past the stuck one (or the last ones seen), per rank.
 
     Ranks are grouped by identical rows once there are more than ``group_above`` of them."""
