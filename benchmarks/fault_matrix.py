@@ -68,7 +68,7 @@ class Outcome:
 
 
 ALL_KINDS = ["hang", "desync", "crash", "straggler", "healthy", "pause", "exception", "spawn_exception", "memory",
-             "hang_sigint", "hang_sigterm"]
+             "hook_exception", "hang_sigint", "hang_sigterm"]
 STOPS = {"hang_sigint": "SIGINT", "hang_sigterm": "SIGTERM"}
 
 
@@ -76,8 +76,9 @@ def _fault_env(kind: str, rank: int, step: int, rng: random.Random) -> tuple[dic
     """The new kinds: (env, expected verdict, label detail)."""
     if kind in ("exception", "spawn_exception"):
         return {"JOB_CRASH_RANK": str(rank), "JOB_CRASH_STEP": str(step), "JOB_CRASH_MODE": "raise"}, "crash", ""
-    if kind == "memory":
-        return {"JOB_CRASH_RANK": str(rank), "JOB_CRASH_STEP": str(step), "JOB_CRASH_MODE": "memory"}, "crash", ""
+    if kind in ("memory", "hook_exception"):
+        mode = "memory" if kind == "memory" else "hook"  # a DDP communication hook raises: inside torch
+        return {"JOB_CRASH_RANK": str(rank), "JOB_CRASH_STEP": str(step), "JOB_CRASH_MODE": mode}, "crash", ""
     return {"JOB_HANG_RANK": str(rank), "JOB_HANG_STEP": str(step)}, "hang", STOPS[kind]
 
 
@@ -113,7 +114,7 @@ def scenarios(n: int, seed: int, worlds: list[int], kinds: list[str] | None = No
         elif kind == "pause":
             env |= {"JOB_PAUSE_S": "10", "JOB_PAUSE_STEP": str(step)}
             culprit, expect = None, "healthy"
-        elif kind in ("exception", "spawn_exception", "memory", "hang_sigint", "hang_sigterm"):
+        elif kind in ("exception", "spawn_exception", "memory", "hook_exception", "hang_sigint", "hang_sigterm"):
             extra, expect, kind_label = _fault_env(kind, rank, step, rng)
             env |= extra
         else:

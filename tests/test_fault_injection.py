@@ -88,6 +88,18 @@ def test_memory_error_on_one_rank_while_the_others_wait(tmp_path):
     _judged_alike(folder)
 
 
+def test_exception_inside_a_ddp_communication_hook_is_the_crash(tmp_path):
+    """The exception is raised inside torch's machinery (DDP calls the hook from backward): still the
+    rank whose hook raised, not the peers whose connections then closed."""
+    sc = Scenario("hook_exception", 3, BASE | {"JOB_CRASH_RANK": "0", "JOB_CRASH_STEP": "4", "JOB_CRASH_MODE": "hook"},
+                  0, "crash", "hook exception")
+    o, folder = _run(sc, tmp_path)
+    assert (o.verdict, o.culprits) == ("crash", [0]), o
+    report = json.loads((folder / "report.json").read_text())
+    assert "communication hook" in report["headline"], report["headline"]
+    _judged_alike(folder)
+
+
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_hang_then_the_user_or_the_scheduler_stops_the_job(tmp_path, sig):
     """After the hang alert, Ctrl-C (SIGINT) or the scheduler's SIGTERM to the whole job: still a hang of

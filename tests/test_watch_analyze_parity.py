@@ -78,7 +78,7 @@ def test_watch_and_analyze_agree(folder: Path) -> None:
 def test_every_fault_kind_is_recorded_and_judged_as_injected() -> None:
     """The recorded runs are what their kind says (so that agreeing is agreeing on the right answer)."""
     want = {"hang": "hang", "desync": "desync", "crash": "crash", "straggler": "degraded", "healthy": "healthy",
-            "pause": "healthy", "exception": "crash", "spawn_exception": "crash", "memory": "crash",
+            "pause": "healthy", "exception": "crash", "spawn_exception": "crash", "memory": "crash", "hook_exception": "crash",
             "hang_sigint": "hang", "hang_sigterm": "hang"}
     assert set(want) == set(ALL_KINDS)
     scenarios = json.loads((FAULT_RUNS / "scenarios.json").read_text())

@@ -14,8 +14,9 @@ Settings (all optional):
   JOB_DDP           1: DistributedDataParallel (default); 0: Python all_reduce of each gradient
   JOB_SUBGROUP      1: also all_reduce on a dist.new_group of all ranks each step
   JOB_HANG_RANK, JOB_HANG_STEP (10), JOB_HANG_S (3600)   that rank sleeps at that step
-  JOB_CRASH_RANK, JOB_CRASH_STEP (10), JOB_CRASH_CODE (3), JOB_CRASH_MODE (exit | raise | memory)
-                    memory: a MemoryError stands in for an out-of-memory error on that rank
+  JOB_CRASH_RANK, JOB_CRASH_STEP (10), JOB_CRASH_CODE (3), JOB_CRASH_MODE (exit | raise | memory | hook)
+                    memory: a MemoryError stands in for an out-of-memory error on that rank; hook: a
+                    DDP communication hook raises on that rank at that step (inside torch's machinery)
   JOB_DESYNC_RANK, JOB_DESYNC_STEP (10), JOB_DESYNC_KIND (skip | op | size | dtype)
                     at that step the rank skips the loss all_reduce, calls a broadcast instead,
                     all-reduces 7 elements, or all-reduces float64
@@ -83,6 +84,8 @@ def main() -> int:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         model = DDP(model, device_ids=[local] if backend == "nccl" else None)
+        if os.environ.get("JOB_CRASH_MODE") == "hook" and env_int("JOB_CRASH_RANK", None) == dist.get_rank():
+            model.register_comm_hook(None, _failing_hook(env_int("JOB_CRASH_STEP", 10) or 0))
     opt = torch.optim.SGD(model.parameters(), lr=1e-2)
     gen = torch.Generator().manual_seed(1234 + rank)
     x = torch.randn(batch, dim, generator=gen).to(device)
@@ -101,7 +104,7 @@ def main() -> int:
         if hang_rank == rank and step == hang_step:
             print(f"rank {rank}: stuck at step {step}", flush=True)
             time.sleep(env_float("JOB_HANG_S", 3600.0))  # JOB_HANG_LINE
-        if crash_rank == rank and step == crash_step:
+        if crash_rank == rank and step == crash_step and os.environ.get("JOB_CRASH_MODE") != "hook":
             code = env_int("JOB_CRASH_CODE", 3) or 3
             print(f"rank {rank}: crashing at step {step} with exit code {code}", flush=True)
             mode = os.environ.get("JOB_CRASH_MODE", "exit")
@@ -164,6 +167,21 @@ def main() -> int:
     dist.destroy_process_group()
     print(f"rank {rank}: done", flush=True)
     return 0
+
+
+def _failing_hook(at_step: int):  # noqa: ANN202 - a DDP comm hook
+    """DDP's default all-reduce, until the bucket of step ``at_step``: then it raises, inside DDP."""
+    calls = {"n": 0}
+
+    def hook(state, bucket):  # type: ignore[no-untyped-def]  # DDP checks annotations, as objects, if any
+        if bucket.is_last():
+            calls["n"] += 1
+        if calls["n"] > at_step:
+            raise RuntimeError(f"simulated failure in a DDP communication hook on rank {dist.get_rank()}")
+        fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()  # type: ignore[union-attr]
+        return fut.then(lambda f: f.value()[0] / dist.get_world_size())
+
+    return hook
 
 
 def _spawned(index: int, world: int) -> None:
