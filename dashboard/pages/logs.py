@@ -90,8 +90,8 @@ def page(rs: RunStore, key: str | None, file: str | None, ranks: list[int] | Non
     if df is None:
         return [], 1, 0, "indexing log lines for the log view (the other pages are ready)...", base_styles
     if not len(df):
-        return [], 1, 0, ("no text logs among the inputs (Flight Recorder dumps and the hook's records are not text "
-                          "logs: their records are on the Timeline and the Hang report)"), base_styles
+        return [], 1, 0, ("no text logs among the inputs (Flight Recorder dumps are binary: their records are on the "
+                          "Timeline and the Hang report)"), base_styles
     view = filter_logs(df, file, ranks, levels, subsys, search)
     pages = max(1, -(-len(view) // PAGE_SIZE))
     cur = min(max(page_current or 0, 0), pages - 1)
