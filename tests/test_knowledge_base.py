@@ -287,3 +287,11 @@ def test_unknown_warn_echoed_by_ranks_on_other_hosts_is_one_finding(tmp_path):
     _, fs, _ = _warn_findings(path)
     (f,) = fs
     assert f.ranks == (0, 1) and f.data["count"] == 2
+
+
+def test_p2p_level_loc_is_a_note_with_its_line(tmp_path):
+    lines = ["{h} NCCL INFO NCCL_P2P_LEVEL set by environment to LOC"]
+    _, fs, _ = _warn_findings(_write(tmp_path, {"rank0.log": _log("nodea", 1201, 0, lines)}))
+    (f,) = fs
+    assert f.data["entry"] == "env-p2p-level-off" and f.data["settings"] == ["NCCL_P2P_LEVEL"]
+    assert f.evidence and f.evidence[0].text.endswith("NCCL_P2P_LEVEL set by environment to LOC")

@@ -2,7 +2,7 @@
 
 Inputs: ``nccl_warn`` events and the ``nccl_backtrace`` lines that follow them in the same file
 (NCCL's return chain, ``misc/socket.cc:567 -> 2``), the ``NET/... Using`` lines of a multi-host job,
-and the NCCL version each process printed.
+the settings (those the knowledge base calls traps), and the NCCL version each process printed.
 
 - A WARN whose text an entry knows becomes one finding per entry (every rank that printed it):
   the entry's cause, its fix and documentation link, the first line as evidence.
@@ -62,7 +62,7 @@ def detect(run: Run) -> list[Finding]:
             key = entry.id
         _add(groups, key, entry, w, chain)
     findings = [_finding(g) for g in groups.values()]
-    findings += _environment(run) + _releases(run)
+    findings += _environment(run) + _settings(run) + _releases(run)
     return findings
 
 
@@ -148,6 +148,20 @@ def _environment(run: Run) -> list[Finding]:
             if entry is not None and entry.area == "environment":
                 _add(groups, entry.id, entry, e, ())
     return [_finding(g) for g in groups.values()]
+
+
+def _settings(run: Run) -> list[Finding]:
+    """Settings the knowledge base knows as traps (NCCL_P2P_LEVEL=LOC), in NCCL's own words."""
+    out = []
+    for s in run.job.settings.values():
+        entry = classify(f"{s.name} set by environment to {s.value}")
+        if entry is not None and entry.area == "environment":
+            out.append(Finding(kind="note", severity=SEVERITY[entry.severity],
+                               message=f"{s.name}={s.value}: {entry.cause}", hint=f"{entry.fix} ({entry.link})",
+                               evidence=(s.evidence,) if s.evidence else (),
+                               data={"entry": entry.id, "area": entry.area, "cause": entry.cause, "fix": entry.fix,
+                                     "link": entry.link, "releases": list(entry.releases), "settings": [s.name]}))
+    return out
 
 
 def _releases(run: Run) -> list[Finding]:
