@@ -15,9 +15,10 @@ Findings argue for no verdict: the crash and hang detectors decide what happened
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..model import Evidence, Finding, LogEvent, Run, Severity
+from ..model import Evidence, Finding, LogEvent, Run, Setting, Severity
 from ..nccl.failures import Entry, classify
 
 MAX_QUOTE = 240
@@ -72,7 +73,7 @@ def _text(w: LogEvent) -> str:
     return f"{src} {w.text}" if isinstance(src, str) and src else w.text
 
 
-def _config_reports(text: str, settings: dict) -> bool:
+def _config_reports(text: str, settings: Mapping[str, Setting]) -> bool:
     """The config detector reports a config entry when the text names a setting ('X was set', or one
     the job set)."""
     return " was set" in text or any(n in settings for n in SETTING_RE.findall(text))
