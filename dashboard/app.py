@@ -114,7 +114,28 @@ def create_app(path: Path | None = None, live: Path | None = None, token: str | 
         def _live(_n: int, current: str | None) -> tuple[Any, Any]:
             return live_update(rs, current)
 
+    @app.server.route("/metrics")
+    def _metrics() -> Response:  # behind the same token check as every other request
+        text = metrics_text(rs)
+        return Response(text or "# no analysis yet\n", status=200 if text else 503,
+                        mimetype="text/plain; version=0.0.4")
+
     return app
+
+
+def metrics_text(rs: RunStore) -> str | None:
+    """The newest analysis (the live folder's, else the one served) in Prometheus' text format, with
+    the live monitor's alerts; None before the first analysis."""
+    from ncclscope.export import read_alerts
+    from ncclscope.export.prometheus import prometheus_text
+
+    key = rs.live_poll()[0] if rs.live_dir is not None else rs.default_key
+    entry = rs.get(key)
+    if entry is None:
+        return None
+    alerts = read_alerts(rs.live_dir / "alerts.jsonl") if rs.live_dir is not None else []
+    return entry.cached("prometheus", lambda: prometheus_text(entry.analysis, alerts)) if rs.live_dir is None \
+        else prometheus_text(entry.analysis, alerts)
 
 
 def run_label(rs: RunStore, key: str | None) -> str:

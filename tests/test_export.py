@@ -123,3 +123,35 @@ def test_write_atomic_refuses_links(tmp_path: Path) -> None:
 
 def test_export_needs_an_output(tmp_path: Path) -> None:
     assert main(["export", str(GPU_HANG)]) == 2
+
+
+def test_dashboard_serves_metrics_of_the_newest_analysis(tmp_path: Path) -> None:
+    """`serve` answers /metrics with the text format (behind the token like every other request); in live
+    mode it is the newest analysis of the folder with its alerts."""
+    import shutil
+    import time
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from ncclscope.dashboard.app import create_app
+    from ncclscope.dashboard.data import RunStore
+
+    live = tmp_path / "live"
+    shutil.copytree(GPU_HANG, live)
+    rs = RunStore(tmp_path / "store")
+    app = create_app(live=live, run_store=rs, token="t0ken")
+    try:
+        client = app.server.test_client()
+        assert client.get("/metrics").status_code == 403
+        client.get("/?token=t0ken")
+        deadline = time.time() + 60
+        resp = client.get("/metrics")
+        while resp.status_code == 503 and time.time() < deadline:
+            time.sleep(0.2)
+            resp = client.get("/metrics")
+        assert resp.status_code == 200 and resp.mimetype == "text/plain"
+        fams = {f.name: f for f in text_string_to_metric_families(resp.get_data(as_text=True))}
+        assert [s.labels["rank"] for s in fams["ncclscope_culprit_rank"].samples] == ["1"]
+        assert {s.labels["kind"] for s in fams["ncclscope_alerts"].samples} == {"hang", "hang_detail"}
+    finally:
+        rs.close()

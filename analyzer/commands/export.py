@@ -2,32 +2,9 @@
 (ui.perfetto.dev, chrome://tracing) and / or a Prometheus textfile-collector file."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import click
-
-
-def read_alerts(run: Path, limit_bytes: int = 8 * 1024 * 1024) -> list[dict[str, Any]]:
-    """The live monitor's alerts (``alerts.jsonl`` in a run folder), the last ``limit_bytes`` of it only."""
-    path = run / "alerts.jsonl"
-    if not run.is_dir() or path.is_symlink() or not path.is_file():
-        return []
-    with open(path, "rb") as f:
-        f.seek(0, 2)
-        size = f.tell()
-        f.seek(max(0, size - limit_bytes))
-        chunk = f.read()
-    out = []
-    for raw in chunk.split(b"\n"):
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
 
 
 @click.command("export")
@@ -42,7 +19,7 @@ def command(run: Path, perfetto: Path | None, prometheus: Path | None, no_cache:
     if perfetto is None and prometheus is None:
         raise click.UsageError("say what to write: --perfetto FILE and / or --prometheus FILE")
     from ..analysis import analyze_paths
-    from ..export import write_atomic
+    from ..export import read_alerts, write_atomic
 
     a = analyze_paths([run], cache=not no_cache)
     if perfetto is not None:
@@ -53,5 +30,5 @@ def command(run: Path, perfetto: Path | None, prometheus: Path | None, no_cache:
     if prometheus is not None:
         from ..export.prometheus import prometheus_text
 
-        write_atomic(prometheus, prometheus_text(a, read_alerts(run)))
+        write_atomic(prometheus, prometheus_text(a, read_alerts(run / "alerts.jsonl") if run.is_dir() else []))
         click.echo(f"ncclscope: wrote {prometheus} (Prometheus text format)", err=True)

@@ -4,8 +4,10 @@ ui.perfetto.dev and chrome://tracing: the format of the PyTorch profiler and HTA
 to text; ``write_atomic`` is the one place that writes, and it never follows a link."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -23,3 +25,26 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def read_alerts(path: Path, tail_bytes: int = 4 * 1024 * 1024) -> list[dict[str, Any]]:
+    """The live monitor's alerts: the complete JSON lines in the last ``tail_bytes`` of ``alerts.jsonl``
+    (a regular file only, never through a link)."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return []
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - tail_bytes))
+            chunk = f.read()
+    except OSError:
+        return []
+    out = []
+    for raw in chunk.split(b"\n"):
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
