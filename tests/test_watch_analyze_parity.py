@@ -5,9 +5,9 @@ real corpus (../shared/corpus, skipped when absent) and one recorded run of ever
 (tests/data/fault_runs: real gloo jobs under `ncclscope run`, recorded by
 ``benchmarks/fault_matrix.py --record``).
 
-What is compared: the verdict, the culprit ranks and, for a hang or a desync, the stuck collective
+What is compared: the verdict, the culprit ranks, for a hang or a desync the stuck collective
 (process group and sequence number; the op when both name it: the hook does not see collectives
-DDP issues from C++). The live monitor judges hang, desync and crash only: where `analyze` says
+DDP issues from C++), and the state of every rank the hook's records name. The live monitor judges hang, desync and crash only: where `analyze` says
 healthy, degraded or unknown, `watch` must raise no incident; a config mistake is judged offline
 only, and the crash it caused may be alerted live.
 """
@@ -48,11 +48,16 @@ def judgements(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     assert a.exit_code == 0, a.output
     w = runner.invoke(cli, ["watch", "--once", "--json", str(folder)])
     assert w.exit_code == 0, w.output
-    return json.loads(a.stdout), json.loads(w.stdout)["state"]["verdict"]
+    state = json.loads(w.stdout)["state"]
+    return json.loads(a.stdout), state["verdict"] | {"states": {r["rank"]: r["state"] for r in state["ranks"]}}
 
 
 def assert_same_judgement(analyzed: dict[str, Any], live: dict[str, Any]) -> None:
     v = analyzed["verdict"]
+    states = live.get("states") or {}
+    if states and v != "config_error":  # the hook's records name the ranks: each in the same state
+        assert states == {r["rank"]: r["state"] for r in analyzed["ranks"] if r["rank"] in states}, \
+            (states, analyzed["ranks"])
     if v == "config_error":
         assert live["verdict"] in ("healthy", "crash"), live
         return

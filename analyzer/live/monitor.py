@@ -538,14 +538,31 @@ class LiveMonitor:
         return now, self.dump_id
 
     # --- views ------------------------------------------------------------------------------------------
+    def _rank_states(self, verdict: dict[str, Any]) -> list[tuple[int, Any, str | None]]:
+        """Each rank's state by ``rules.states``, as ``analyze`` gives it."""
+        from ..rules.states import Facts, rank_states
+
+        st = self.state
+        stuck = verdict.get("stuck") or {}
+        where = f"{stuck.get('op') or 'collective'} #{stuck['seq']} of process group {stuck.get('pg')}" \
+            if "seq" in stuck else None
+        waiting = tuple(self.hang.h.waiters) if self.hang is not None else ()
+        facts = Facts(tuple(st.all_ranks()), verdict["verdict"], tuple(verdict["culprit_ranks"]), where, waiting,
+                      {r: rs.where for r, rs in st.ranks.items() if rs.where},
+                      frozenset(r for r, rs in st.ranks.items() if rs.exit_code == 0), st.exited())
+        return rank_states(facts, crash_failures(st, self.failures))
+
     def snapshot(self, now: float | None = None) -> dict[str, Any]:
         """The current state, JSON-able: per rank progress, the threshold, the open incident."""
         now = self.clock() if now is None else now
         st = self.state
+        verdict = of_alerts(self.alerts)
+        states = {r: (state.value, detail) for r, state, detail in self._rank_states(verdict)}
         ranks = []
         for r in st.all_ranks():
             rs = st.ranks.get(r)
             ranks.append({
+                "state": states.get(r, (None, None))[0], "detail": states.get(r, (None, None))[1],
                 "rank": r,
                 "step": rs.step if rs else None,
                 "enqueued": dict(rs.enq) if rs else {},
@@ -561,7 +578,7 @@ class LiveMonitor:
             "threshold_s": round(stall.threshold(st.gaps, self.config.stall_seconds, stall.started(st)), 2),
             "rhythm": stall.rhythm(st), "exited": st.exited(),
             "open_hang": _stuck(self.hang.h) if self.hang else None,
-            "verdict": of_alerts(self.alerts),
+            "verdict": verdict,
             "alerts": len(self.alerts), "files": len(self.tailer.files), "problems": self.errors(),
         }
 

@@ -45,7 +45,7 @@ def _state(r: int, facts: Facts, fs: list[Failure]) -> tuple[RankState, str | No
             if where:
                 return RankState.STUCK_OUTSIDE_NCCL, f"at {where}; never joined {facts.stuck}"
             return RankState.NEVER_JOINED, f"never joined {facts.stuck}"
-        if r in facts.waiting or (facts.verdict == "hang" and not fs):
+        if r in facts.waiting or not any(f.is_cause for f in fs):  # what ended it after is an echo
             return RankState.STUCK_IN_COLLECTIVE, f"in {facts.stuck}" + (f", called at {where}" if where else "")
     if fs:
         f = fs[0]
