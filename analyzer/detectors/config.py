@@ -9,26 +9,12 @@ from __future__ import annotations
 import re
 
 from ..model import Finding, Run, Setting, Severity, Verdict
+from ..nccl.risky_settings import FORCED, NOTES
 from .catalogue import classify
 
 SETTING_IN_TEXT_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+|TORCH_[A-Z0-9_]+)\b")
 WAS_SET_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+) was set\b")
-NOTES: dict[str, tuple[str, str, str]] = {
-    # name: (condition value, message, hint)
-    "NCCL_P2P_DISABLE": ("1", ("P2P (NVLink / PCIe peer access) is disabled by the environment: intra-node "
-                              "traffic goes through shared memory or the network"),
-                         "Unset NCCL_P2P_DISABLE unless P2P is broken on this machine; NVLink is several times faster."),
-    "NCCL_SHM_DISABLE": ("1", "shared-memory transport is disabled by the environment",
-                         "Unset NCCL_SHM_DISABLE unless SHM is broken (e.g. a tiny /dev/shm in a container)."),
-    "NCCL_IB_DISABLE": ("1", "InfiniBand is disabled by the environment: inter-node traffic uses TCP sockets",
-                        "Unset NCCL_IB_DISABLE on a machine with InfiniBand / RoCE."),
-    "NCCL_NET_GDR_LEVEL": ("0", "GPU Direct RDMA is disabled", "Unset NCCL_NET_GDR_LEVEL unless GDR is broken."),
-}
-FORCED = {
-    "NCCL_ALGO": "the collective algorithm is forced: NCCL cannot pick per size and some collectives have no "
-                 "implementation in it",
-    "NCCL_PROTO": "the protocol is forced: small messages lose LL's latency or large ones Simple's bandwidth",
-}
+
 
 
 def detect(run: Run) -> list[Finding]:

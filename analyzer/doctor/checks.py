@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..detectors.config import FORCED, NOTES
+from ..nccl.risky_settings import FORCED, NOTES
 from ..sources.nvidia_smi import TopoMatrix, link_class, parse_gpu_list, parse_smi_banner, parse_topo_matrix
 from ..nccl import envvars
 from .facts import Facts, Iface
