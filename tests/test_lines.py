@@ -7,7 +7,8 @@ import pytest
 
 from ncclscope.ingest import iter_lines, parse_file
 from ncclscope.sources import records as R
-from ncclscope.sources.lines import lone_cr_to_lf, rejoin_wrapped, strip_tool_prefixes, unglue_host
+from ncclscope.sources import torch_log
+from ncclscope.sources.lines import lone_cr_to_lf, rejoin_wrapped, starts_a_line, strip_tool_prefixes, unglue_host
 from ncclscope.sources.nccl_log import parse_nccl_line
 from ncclscope.sources.torch_log import parse_torch_lines
 
@@ -128,3 +129,29 @@ def test_bare_nccl_version_banner_behind_any_prefix(prefix, rank):
     tests/data/wild/horovod3929_duplicate_gpu_tagged) it was not read."""
     rec = parse_nccl_line(prefix + "NCCL version 2.11.4+cuda11.4", "f", 1)
     assert isinstance(rec, R.NcclVersion) and rec.version == "2.11.4"
+
+
+# (function, adversarial text builder): each made a pattern of lines.py / torch_log.py quadratic before it
+# was bounded (a 256 kB line took seconds to a minute); CPU seconds, so a loaded machine does not fail them
+PUMPS = {
+    "nccl error reason of parentheses": (lambda t: torch_log.nccl_error_match(t), lambda n: "(" * n + ", NCCL version 2"),
+    "nccl error long reason": (lambda t: torch_log.nccl_error_match(t), lambda n: "a" * n + ", NCCL version 2.1"),
+    "line start of spaces": (lambda t: starts_a_line(t), lambda n: " " * n),
+    "tool prefix of digits": (lambda t: strip_tool_prefixes(t), lambda n: "1" * n),
+    "tool prefix of dotted words": (lambda t: strip_tool_prefixes(t), lambda n: "a." * (n // 2) + " [stdou"),
+    "glued glog heads": (lambda t: torch_log.GLOG_ANY_RE.search(t), lambda n: "[E1234 1" * (n // 8)),
+    "world sizes": (lambda t: torch_log.WORLD_RE.search(t), lambda n: "world size:" + " " * n + "x"),
+    "facts": (lambda t: torch_log.torch_line_facts(t), lambda n: "watchdog WorkNCCL( NCCL version" * (n // 30)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUMPS))
+def test_line_grammar_is_linear_on_pumped_text(name):
+    import time
+
+    fn, mk = PUMPS[name]
+    text = mk(256 * 1024)
+    t = time.process_time()
+    fn(text)
+    list(parse_torch_lines([(1, text)], "stderr.log"))
+    assert time.process_time() - t < 1.0, name

@@ -87,8 +87,7 @@ WATCHDOG_EXC_RE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated
 ASYNC_EXC_RE = re.compile(r"raised the following async exception: (?P<err>.*)$")
 # torch's NCCL error text: "NCCL error in: <file>:<line>, <reason>, NCCL version X" (ncclGetErrorWithVersion)
 NCCL_ERROR_RE = re.compile(
-    r"(?:NCCL error in: (?P<where>[^\s,]{1,300}), )?(?P<reason>[^,]{1,300}(?:\([^)]{0,200}\))?), "
-    r"NCCL version (?P<v>\d{1,3}\.\d{1,3}\.\d{1,3})"
+    r"(?:NCCL error in: (?P<where>[^\s,]{1,300}), )?(?P<reason>[^,]{1,300}), NCCL version (?P<v>\d{1,3}\.\d{1,3}\.\d{1,3})"
 )
 NCCL_CODE_RE = re.compile(r"^nccl[A-Z]\w{2,40}: ")  # "ncclInvalidUsage: This usually reflects ..."
 TORCH_VERSION_RE = re.compile(
@@ -107,6 +106,15 @@ WORLD_RE = re.compile(
     r"|Completed store-based barrier for key:\S{1,200} with (?P<b>\d{1,7}) nodes"  # torch <= 1.13's init barrier
     , re.IGNORECASE
 )
+
+
+def nccl_error_match(text: str) -> re.Match[str] | None:
+    """``NCCL_ERROR_RE`` searched only in the 700 characters before ``, NCCL version``: never a scan of
+    a whole long line from every offset."""
+    i = text.find(", NCCL version ")
+    if i < 0:
+        return None
+    return NCCL_ERROR_RE.search(text, max(0, i - 700), i + 40)
 
 
 def normalize_nccl_version(v: str) -> str:
@@ -318,7 +326,7 @@ def _watchdog_exception(st: _State, head: Head, body: str, rank: int | None) -> 
 
 def _nccl_version_of(st: _State, head: Head, text: str) -> Iterator[Rec]:
     if "NCCL version" in text:
-        m = NCCL_ERROR_RE.search(text)
+        m = nccl_error_match(text)
         if m:
             yield from _version(st, head, None, normalize_nccl_version(m.group("v")))
 
@@ -374,7 +382,7 @@ def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[
         yield from _exception(st, head, body, rank, em)
         return
     if "NCCL version" in body and ", NCCL version" in body:
-        m = NCCL_ERROR_RE.search(body)
+        m = nccl_error_match(body)
         if m and not NCCL_CODE_RE.match(body):  # an NCCL error quoted without its exception type
             msg = body[m.start():].strip()
             yield from _version(st, head, None, normalize_nccl_version(m.group("v")))
@@ -413,8 +421,8 @@ _SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGABRT": 6, "
             "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15}
 
 
-FACT_RES = (WORK_RE, FAILURE_RE, OLD_FAILURE_RE, DUMP_SIGNAL_RE, WATCHDOG_EXC_RE, ASYNC_EXC_RE, NCCL_ERROR_RE,
-            DESYNC_LAG_RE, DESYNC_AT_RE, BARRIER_RE)
+FACT_RES = (WORK_RE, FAILURE_RE, OLD_FAILURE_RE, DUMP_SIGNAL_RE, WATCHDOG_EXC_RE, ASYNC_EXC_RE, DESYNC_LAG_RE,
+            DESYNC_AT_RE, BARRIER_RE)
 _FACT_WORDS = ("WorkNCCL(", "watchdog", "NCCL work", "async exception", "NCCL version", "lagging ranks",
                "Timeout at collective", "monitoredBarrier")
 
@@ -425,7 +433,7 @@ def torch_line_facts(text: str) -> int:
     if not any(w in text for w in _FACT_WORDS):
         return 0
     _, body = strip_tool_prefixes(text.rstrip("\r\n"))
-    return sum(1 for r in FACT_RES if r.search(body))
+    return sum(1 for r in FACT_RES if r.search(body)) + (nccl_error_match(body) is not None)
 
 
 def _launcher_exit(kv: dict[str, str], file: str, lineno: int, root: bool) -> LauncherExit:
