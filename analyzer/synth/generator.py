@@ -131,6 +131,96 @@ def _dump_line(prefix: str, values: tuple[int, ...], nranks: int) -> str:
     return s
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where every rank is: hosts, pids, the communicator, its rings and trees."""
+
+    nranks: int
+    g: int  # GPUs per host
+    nchannels: int
+    hosts: list[list[int]]
+    node_of: list[int]
+    pids: list[int]
+    hostname: list[str]
+    comm_id: str
+    rings: dict[int, tuple[int, ...]]
+    nexts: dict[int, dict[int, int]]
+    prevs: dict[int, dict[int, int]]
+    trees: dict[int, dict[int, tuple[list[int], int]]]
+
+    @property
+    def nnodes(self) -> int:
+        return len(self.hosts)
+
+
+def _layout(nranks: int, g: int, nchannels: int, rng: random.Random) -> _Layout:
+    hosts = _hosts_ranks(nranks, g)
+    comm_id = f"0x{rng.getrandbits(64) | (1 << 60):x}"
+    rings = ring_orders(nranks, g, nchannels)
+    nexts = {c: {r: order[(i + 1) % nranks] for i, r in enumerate(order)} for c, order in rings.items()}
+    prevs = {c: {r: order[i - 1] for i, r in enumerate(order)} for c, order in rings.items()}
+    pids: list[int] = []
+    for n in range(len(hosts)):
+        base = rng.randrange(20_000, 3_000_000)
+        pids.extend(base + i for i in range(len(hosts[n])))
+    return _Layout(nranks, g, nchannels, hosts, [r // g for r in range(nranks)], pids,
+                   [f"node{n:03d}" for n in range(len(hosts))], comm_id, rings, nexts, prevs,
+                   tree_parents(nranks, g, nchannels))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The collectives every healthy rank issues, in order, and when (us after T0)."""
+
+    pre_ops: list[tuple[str, int, int]]  # (nccl op name, count, datatype)
+    step_ops: list[tuple[str, int, int]]
+    steps: int
+    t_plan: np.ndarray
+    stuck_seq: int | None
+
+    @property
+    def per_step(self) -> int:
+        return len(self.step_ops)
+
+    @property
+    def n_total(self) -> int:
+        return len(self.pre_ops) + self.per_step * self.steps
+
+
+def _plan(steps: int, buckets: int, bucket_mb: float, step_s: float, fault: str | None,
+          fault_step: int | None) -> _Plan:
+    numel = int(bucket_mb * 1024 * 1024) // 4
+    total_params = numel * buckets - numel // 3  # last bucket is partial, as in DDP
+    step_ops: list[tuple[str, int, int]] = []
+    left = total_params
+    for _ in range(buckets):
+        step_ops.append(("AllReduce", min(numel, left), FLOAT32))
+        left -= numel
+    step_ops.append(("AllReduce", 1, FLOAT32))  # loss
+    pre_ops = [("AllGather", 1, 4), ("Broadcast", min(total_params, 62_914_560), FLOAT32)]
+    stuck_seq = None
+    if fault in ("hang", "crash", "desync"):
+        stuck_seq = len(pre_ops) + cast(int, fault_step) * len(step_ops) + 1
+    # enqueue times (us since T0) of each position: init takes ~4 s, then steps
+    init_us = 4_000_000
+    t_pre = np.array([init_us + 200_000, init_us + 400_000], dtype=np.int64)
+    within = np.array([int(step_s * 1e6 * 0.55 * (j + 1) / buckets) for j in range(buckets)] + [int(step_s * 0.95e6)],
+                      dtype=np.int64)
+    step_base = init_us + 1_000_000 + np.arange(steps, dtype=np.int64) * int(step_s * 1e6)
+    t_plan = np.concatenate([t_pre, (step_base[:, None] + within[None, :]).ravel()])
+    return _Plan(pre_ops, step_ops, steps, t_plan, stuck_seq)
+
+
+@dataclass(frozen=True)
+class _Fault:
+    kind: str | None
+    rank: int | None
+    step: int | None
+    straggle_s: float
+    lag: int
+    scatter: int
+
+
 def generate_run(  # one writer, every knob a keyword
     dest: Path | str,
     nranks: int = 64,
@@ -167,173 +257,28 @@ def generate_run(  # one writer, every knob a keyword
     nprng = np.random.default_rng(seed)
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    hosts = _hosts_ranks(nranks, gpus_per_host)
-    nnodes = len(hosts)
     if fault is not None:
         fault_rank = nranks // 2 + 3 if fault_rank is None else fault_rank
         fault_rank %= nranks
         fault_step = max(1, steps * 2 // 3) if fault_step is None else fault_step
         fault_step = min(max(fault_step, 0), steps - 1)
-    comm_id = f"0x{rng.getrandbits(64) | (1 << 60):x}"
-    rings = ring_orders(nranks, gpus_per_host, nchannels)
-    nexts = {c: {r: order[(i + 1) % nranks] for i, r in enumerate(order)} for c, order in rings.items()}
-    prevs = {c: {r: order[i - 1] for i, r in enumerate(order)} for c, order in rings.items()}
-    trees = tree_parents(nranks, gpus_per_host, nchannels)
-    node_of = [r // gpus_per_host for r in range(nranks)]
-    pids: list[int] = []
-    for n in range(nnodes):
-        base = rng.randrange(20_000, 3_000_000)
-        pids.extend(base + i for i in range(len(hosts[n])))
-    hostname = [f"node{n:03d}" for n in range(nnodes)]
-
-    # the sequence of collectives every healthy rank issues: (nccl op name, count, datatype)
-    numel = int(bucket_mb * 1024 * 1024) // 4
-    total_params = numel * buckets - numel // 3  # last bucket is partial, as in DDP
-    step_ops: list[tuple[str, int, int]] = []
-    left = total_params
-    for _ in range(buckets):
-        step_ops.append(("AllReduce", min(numel, left), FLOAT32))
-        left -= numel
-    step_ops.append(("AllReduce", 1, FLOAT32))  # loss
-    pre_ops = [("AllGather", 1, 4), ("Broadcast", min(total_params, 62_914_560), FLOAT32)]
-    per_step = len(step_ops)
-    plan = pre_ops + step_ops * steps
-    n_total = len(plan)
-    stuck_seq: int | None = None
-    if fault in ("hang", "crash", "desync"):
-        stuck_seq = len(pre_ops) + fault_step * per_step + 1  # type: ignore[operator]
-
-    # enqueue times (us since T0) of each position: init takes ~4 s, then steps
-    init_us = 4_000_000
-    t_pre = np.array([init_us + 200_000, init_us + 400_000], dtype=np.int64)
-    within = np.array([int(step_s * 1e6 * 0.55 * (j + 1) / buckets) for j in range(buckets)] + [int(step_s * 0.95e6)],
-                      dtype=np.int64)
-    step_base = init_us + 1_000_000 + np.arange(steps, dtype=np.int64) * int(step_s * 1e6)
-    t_plan = np.concatenate([t_pre, (step_base[:, None] + within[None, :]).ravel()])
-
-    total_lines = 0
-    nccl_lines = 0
-    total_bytes = 0
-    files = 0
+    lay = _layout(nranks, gpus_per_host, nchannels, rng)
+    plan = _plan(steps, buckets, bucket_mb, step_s, fault, fault_step)
+    flt = _Fault(fault, fault_rank, fault_step, straggle_s, lag, scatter)
+    total_lines = total_bytes = files = 0
     for r in range(nranks):
-        n = node_of[r]
-        local = r - hosts[n][0]
-        host = hostname[n]
-        pid = pids[r]
-        pre = f"{host}:{pid}:{pid} [{local}] NCCL INFO "
-        comm = f"0x{rng.randrange(0x55d0_0000_0000, 0x55ff_ffff_ffff):x}"
-        stream = f"0x{rng.randrange(0x55d0_0000_0000, 0x55ff_ffff_ffff):x}"
-        bufbase = 0x7F00_0000_0000 + rng.randrange(0, 0xF0) * 0x1_0000_0000
-        # how many of the planned collectives this rank issues
-        n_issue = n_total
-        if fault == "hang":
-            n_issue = cast(int, stuck_seq) - max(1, lag) if r == fault_rank else cast(int, stuck_seq)
-        elif fault == "crash":
-            n_issue = cast(int, stuck_seq) - 1 if r == fault_rank else cast(int, stuck_seq)
-        elif fault == "desync":
-            n_issue = stuck_seq  # type: ignore[assignment]
-        if scatter and fault is None:
-            n_issue -= rng.randrange(0, scatter + 1)
-        jitter = nprng.integers(0, 2_000, size=n_issue, dtype=np.int64)
-        t_rank = t_plan[:n_issue] + jitter + r * 3
-        if fault == "straggler" and r == fault_rank:
-            t_rank[len(pre_ops):] += int(straggle_s * 1e6)
-        init_t = T0_US + local * 40 + np.arange(0, 400, dtype=np.int64) * 900
-
-        lines: list[str] = []
-        it = iter(_ts_strings(init_t) if timestamps else [""] * 400)
-
-        def info(msg: str) -> None:
-            lines.append(f"{next(it)}{pre}{msg}\n")  # noqa: B023
-
-        info("cudaDriverVersion 12090")
-        info(f"Bootstrap: Using ib0:10.{n // 250}.{n % 250}.{10 + local}<0>")
-        info(f"NCCL version {NCCL_VERSION}")
-        info("Comm config Blocking set to 1")
-        info("NCCL_SOCKET_IFNAME set by environment to ib0")
-        info("NCCL_IB_HCA set by environment to mlx5")
-        info("NCCL_IB_TIMEOUT set by environment to 22.")
-        info("NET/Plugin: Could not find: libnccl-net.so")
-        info("NET/IB : Using " + " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(gpus_per_host))
-             + f" [RO]; OOB ib0:10.{n // 250}.{n % 250}.{10 + local}<0>")
-        info("Initialized NET plugin IB")
-        info("Assigned NET plugin IB to comm")
-        info("Using network IB")
-        info(f"ncclCommInitRankConfig comm {comm} rank {r} nranks {nranks} cudaDev {local} nvmlDev {local} "
-             f"busId {BUS_IDS[local % 8]} commId {comm_id} - Init START")
-        info("NCCL_NVLS_ENABLE set by environment to 0.")
-        info(f"Pattern 4, crossNic 0, nChannels {nchannels}, bw 40.000000/40.000000, type NVL/PIX, sameChannels 1")
-        info(f"Pattern 1, crossNic 0, nChannels {nchannels}, bw 80.000000/40.000000, type NVL/PIX, sameChannels 0")
-        info(f"comm {comm} rank {r} nRanks {nranks} nNodes {nnodes} localRanks {len(hosts[n])} localRank {local} MNNVL 0")
-        if r == 0:
-            for c in range(nchannels):
-                info(_dump_line(f"Channel {c:02d}/{nchannels:02d} :", rings[c], nranks))
-        for c in range(nchannels):
-            info(f"Ring {c:02d} : {prevs[c][r]} -> {r} -> {nexts[c][r]}")
-        parts = []
-        for c in range(nchannels):
-            downs, up = trees[c][r]
-            d = (downs + [-1, -1, -1])[:3]
-            parts.append(f"[{c}] {d[0]}/{d[1]}/{d[2]}->{r}->{up}")
-        info("Trees " + " ".join(parts))
-        info("P2P Chunksize set to 524288")
-        info("PROFILER/Plugin: Could not find: libnccl-profiler.so")
-        info("Check P2P Type isAllDirectP2p 0 directMode 0 isAllCudaP2p 1")
-        info("threadThresholds 8/8/64 | 1024/8/64 | 512 | 512")
-        info(f"{nchannels} coll channels, {nchannels} collnet channels, 0 nvls channels, 32 p2p channels, "
-             "32 p2p channels per peer")
-        info("CC Off, workFifoBytes 1048576")
-        info(f"ncclCommInitRankConfig comm {comm} rank {r} nranks {nranks} cudaDev {local} nvmlDev {local} "
-             f"busId {BUS_IDS[local % 8]} commId {comm_id} - Init COMPLETE")
-        info(f"Init timings - ncclCommInitRankConfig: rank {r} nranks {nranks} total 3.21 (kernels 0.41, alloc 0.02, "
-             "bootstrap 1.62, allgathers 0.21, topo 0.55, graphs 0.03, connections 0.33, rest 0.04)")
-        conn_lines: list[str] = []
-        for c in range(nchannels):
-            nx, pv = nexts[c][r], prevs[c][r]
-            if node_of[nx] == n:
-                conn_lines.append(f"Channel {c:02d}/0 : {r}[{local}] -> {nx}[{nx % gpus_per_host}] via P2P/CUMEM/read")
-            else:
-                conn_lines.append(f"Channel {c:02d}/0 : {r}[{local}] -> {nx}[{nx % gpus_per_host}] [send] via "
-                                  f"NET/IB/{local}/GDRDMA")
-            if node_of[pv] != n:
-                conn_lines.append(f"Channel {c:02d}/0 : {pv}[{pv % gpus_per_host}] -> {r}[{local}] [receive] via "
-                                  f"NET/IB/{local}/GDRDMA")
-        conn_lines.append("Connected all rings, use ring PXN 0 GDR 1")
-        conn_lines.append("Connected all trees")
-
-        # collectives
-        ts = _ts_strings(T0_US + t_rank) if timestamps else [""] * n_issue
-        bufs = [f"0x{bufbase + j * 0x6400000:x}" for j in range(per_step)]
-        tails_step = [f" sendbuff {bufs[j]} recvbuff {bufs[j]} count {cnt} datatype {dt} op 0 root 0 comm {comm} "
-                      f"[nranks={nranks}] stream {stream}\n" for j, (_op, cnt, dt) in enumerate(step_ops)]
-        heads_step = [f"{pre}{op}: opCount " for op, _c, _d in step_ops]
-        heads = [f"{pre}{op}: opCount " for op, _c, _d in pre_ops] + heads_step * steps
-        tails = [(f" sendbuff 0x{bufbase - 0x1000:x} recvbuff 0x{bufbase - 0x800:x} count 1 datatype 4 op 0 "
-                 f"root 0 comm {comm} [nranks={nranks}] stream {stream}\n"),
-                 (f" sendbuff 0x{bufbase - 0x400000000:x} recvbuff 0x{bufbase - 0x400000000:x} count "
-                 f"{pre_ops[1][1]} datatype 7 op 0 root 0 comm {comm} [nranks={nranks}] stream {stream}\n")]
-        tails += tails_step * steps
-        if fault == "desync" and r == fault_rank:
-            k = stuck_seq - 1  # type: ignore[operator]
-            heads[k] = f"{pre}AllGather: opCount "
-            tails[k] = tails[k].replace(f" count {step_ops[0][1]} ", f" count {step_ops[0][1] // nranks + 7} ")
-        coll = [f"{ts[i]}{heads[i]}{i:x}{tails[i]}" for i in range(n_issue)]
-        cut = min(1, n_issue)
-        body = lines + coll[:cut] + [f"{ts[0] if ts else ''}{pre}{x}\n" for x in conn_lines] + coll[cut:]
-        text = "".join(body)
+        body = _rank_log(lay, plan, flt, r, rng, nprng, timestamps)
         if not nccl_logs:
             continue
-        data = text.encode()
-        (dest / f"{host}.{pid}.nccl.log").write_bytes(data)
+        data = "".join(body).encode()
+        (dest / f"{lay.hostname[lay.node_of[r]]}.{lay.pids[r]}.nccl.log").write_bytes(data)
         files += 1
-        nl = len(body)
-        total_lines += nl
-        nccl_lines += nl
+        total_lines += len(body)
         total_bytes += len(data)
-
+    nccl_lines = total_lines
     if stderr:
-        text = _stderr(fault, fault_rank, nranks, pids, hostname, node_of, gpus_per_host, stuck_seq, per_step,
-                       watchdog_status, step_ops, old_watchdog)
+        text = _stderr(fault, fault_rank, nranks, lay.pids, lay.hostname, lay.node_of, gpus_per_host, plan.stuck_seq,
+                       plan.per_step, watchdog_status, plan.step_ops, old_watchdog)
         if text:
             data = text.encode()
             (dest / "stderr.log").write_bytes(data)
@@ -342,9 +287,120 @@ def generate_run(  # one writer, every knob a keyword
             total_bytes += len(data)
 
     verdict = {None: "healthy", "hang": "hang", "crash": "crash", "desync": "desync", "straggler": "degraded"}[fault]
-    return SynthTruth(dest, nranks, nnodes, nchannels, fault, verdict,
-                      (cast(int, fault_rank),) if fault is not None else (), stuck_seq, comm_id, total_lines,
-                      nccl_lines, total_bytes, files, steps, per_step, rings)
+    return SynthTruth(dest, nranks, lay.nnodes, nchannels, fault, verdict,
+                      (cast(int, fault_rank),) if fault is not None else (), plan.stuck_seq, lay.comm_id, total_lines,
+                      nccl_lines, total_bytes, files, steps, plan.per_step, lay.rings)
+
+
+def _issued(plan: _Plan, flt: _Fault, r: int, rng: random.Random) -> int:
+    """How many of the planned collectives rank ``r`` issues."""
+    n_issue = plan.n_total
+    if flt.kind == "hang":
+        n_issue = cast(int, plan.stuck_seq) - max(1, flt.lag) if r == flt.rank else cast(int, plan.stuck_seq)
+    elif flt.kind == "crash":
+        n_issue = cast(int, plan.stuck_seq) - 1 if r == flt.rank else cast(int, plan.stuck_seq)
+    elif flt.kind == "desync":
+        n_issue = cast(int, plan.stuck_seq)
+    if flt.scatter and flt.kind is None:
+        n_issue -= rng.randrange(0, flt.scatter + 1)
+    return n_issue
+
+
+def _rank_log(lay: _Layout, plan: _Plan, flt: _Fault, r: int, rng: random.Random, nprng: np.random.Generator,
+              timestamps: bool) -> list[str]:
+    """The lines of rank ``r``'s NCCL log: init, its first collective, its connections, the rest."""
+    n = lay.node_of[r]
+    local = r - lay.hosts[n][0]
+    pid = lay.pids[r]
+    pre = f"{lay.hostname[n]}:{pid}:{pid} [{local}] NCCL INFO "
+    comm = f"0x{rng.randrange(0x55d0_0000_0000, 0x55ff_ffff_ffff):x}"
+    stream = f"0x{rng.randrange(0x55d0_0000_0000, 0x55ff_ffff_ffff):x}"
+    bufbase = 0x7F00_0000_0000 + rng.randrange(0, 0xF0) * 0x1_0000_0000
+    n_issue = _issued(plan, flt, r, rng)
+    jitter = nprng.integers(0, 2_000, size=n_issue, dtype=np.int64)
+    t_rank = plan.t_plan[:n_issue] + jitter + r * 3
+    if flt.kind == "straggler" and r == flt.rank:
+        t_rank[len(plan.pre_ops):] += int(flt.straggle_s * 1e6)
+    init_t = T0_US + local * 40 + np.arange(0, 400, dtype=np.int64) * 900
+    it = iter(_ts_strings(init_t) if timestamps else [""] * 400)
+    lines = [f"{next(it)}{pre}{msg}\n" for msg in _init_messages(lay, r, comm)]
+    ts = _ts_strings(T0_US + t_rank) if timestamps else [""] * n_issue
+    coll = _coll_lines(lay, plan, flt, r, pre, comm, stream, bufbase, ts, n_issue)
+    cut = min(1, n_issue)
+    return lines + coll[:cut] + [f"{ts[0] if ts else ''}{pre}{x}\n" for x in _conn_lines(lay, r)] + coll[cut:]
+
+
+def _init_messages(lay: _Layout, r: int, comm: str) -> list[str]:
+    n = lay.node_of[r]
+    local = r - lay.hosts[n][0]
+    nranks, nchannels = lay.nranks, lay.nchannels
+    dev = f"cudaDev {local} nvmlDev {local} busId {BUS_IDS[local % 8]} commId {lay.comm_id}"
+    out = ["cudaDriverVersion 12090", f"Bootstrap: Using ib0:10.{n // 250}.{n % 250}.{10 + local}<0>",
+           f"NCCL version {NCCL_VERSION}", "Comm config Blocking set to 1", "NCCL_SOCKET_IFNAME set by environment to ib0",
+           "NCCL_IB_HCA set by environment to mlx5", "NCCL_IB_TIMEOUT set by environment to 22.",
+           "NET/Plugin: Could not find: libnccl-net.so",
+           "NET/IB : Using " + " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(lay.g))
+           + f" [RO]; OOB ib0:10.{n // 250}.{n % 250}.{10 + local}<0>",
+           "Initialized NET plugin IB", "Assigned NET plugin IB to comm", "Using network IB",
+           f"ncclCommInitRankConfig comm {comm} rank {r} nranks {nranks} {dev} - Init START",
+           "NCCL_NVLS_ENABLE set by environment to 0.",
+           f"Pattern 4, crossNic 0, nChannels {nchannels}, bw 40.000000/40.000000, type NVL/PIX, sameChannels 1",
+           f"Pattern 1, crossNic 0, nChannels {nchannels}, bw 80.000000/40.000000, type NVL/PIX, sameChannels 0",
+           f"comm {comm} rank {r} nRanks {nranks} nNodes {lay.nnodes} localRanks {len(lay.hosts[n])} "
+           f"localRank {local} MNNVL 0"]
+    if r == 0:
+        out += [_dump_line(f"Channel {c:02d}/{nchannels:02d} :", lay.rings[c], nranks) for c in range(nchannels)]
+    out += [f"Ring {c:02d} : {lay.prevs[c][r]} -> {r} -> {lay.nexts[c][r]}" for c in range(nchannels)]
+    parts = []
+    for c in range(nchannels):
+        downs, up = lay.trees[c][r]
+        d = (downs + [-1, -1, -1])[:3]
+        parts.append(f"[{c}] {d[0]}/{d[1]}/{d[2]}->{r}->{up}")
+    out += ["Trees " + " ".join(parts), "P2P Chunksize set to 524288", "PROFILER/Plugin: Could not find: libnccl-profiler.so",
+            "Check P2P Type isAllDirectP2p 0 directMode 0 isAllCudaP2p 1", "threadThresholds 8/8/64 | 1024/8/64 | 512 | 512",
+            f"{nchannels} coll channels, {nchannels} collnet channels, 0 nvls channels, 32 p2p channels, "
+            "32 p2p channels per peer", "CC Off, workFifoBytes 1048576",
+            f"ncclCommInitRankConfig comm {comm} rank {r} nranks {nranks} {dev} - Init COMPLETE",
+            f"Init timings - ncclCommInitRankConfig: rank {r} nranks {nranks} total 3.21 (kernels 0.41, alloc 0.02, "
+            "bootstrap 1.62, allgathers 0.21, topo 0.55, graphs 0.03, connections 0.33, rest 0.04)"]
+    return out
+
+
+def _conn_lines(lay: _Layout, r: int) -> list[str]:
+    """Ring connections, printed with the first collective (runtime connect): NVLink P2P inside a host,
+    IB [send] / [receive] between hosts."""
+    n, g = lay.node_of[r], lay.g
+    local = r - lay.hosts[n][0]
+    out: list[str] = []
+    for c in range(lay.nchannels):
+        nx, pv = lay.nexts[c][r], lay.prevs[c][r]
+        if lay.node_of[nx] == n:
+            out.append(f"Channel {c:02d}/0 : {r}[{local}] -> {nx}[{nx % g}] via P2P/CUMEM/read")
+        else:
+            out.append(f"Channel {c:02d}/0 : {r}[{local}] -> {nx}[{nx % g}] [send] via NET/IB/{local}/GDRDMA")
+        if lay.node_of[pv] != n:
+            out.append(f"Channel {c:02d}/0 : {pv}[{pv % g}] -> {r}[{local}] [receive] via NET/IB/{local}/GDRDMA")
+    return out + ["Connected all rings, use ring PXN 0 GDR 1", "Connected all trees"]
+
+
+def _coll_lines(lay: _Layout, plan: _Plan, flt: _Fault, r: int, pre: str, comm: str, stream: str, bufbase: int,
+                ts: list[str], n_issue: int) -> list[str]:
+    nranks, step_ops, pre_ops = lay.nranks, plan.step_ops, plan.pre_ops
+    bufs = [f"0x{bufbase + j * 0x6400000:x}" for j in range(plan.per_step)]
+    tails_step = [f" sendbuff {bufs[j]} recvbuff {bufs[j]} count {cnt} datatype {dt} op 0 root 0 comm {comm} "
+                  f"[nranks={nranks}] stream {stream}\n" for j, (_op, cnt, dt) in enumerate(step_ops)]
+    heads_step = [f"{pre}{op}: opCount " for op, _c, _d in step_ops]
+    heads = [f"{pre}{op}: opCount " for op, _c, _d in pre_ops] + heads_step * plan.steps
+    tails = [(f" sendbuff 0x{bufbase - 0x1000:x} recvbuff 0x{bufbase - 0x800:x} count 1 datatype 4 op 0 "
+             f"root 0 comm {comm} [nranks={nranks}] stream {stream}\n"),
+             (f" sendbuff 0x{bufbase - 0x400000000:x} recvbuff 0x{bufbase - 0x400000000:x} count "
+             f"{pre_ops[1][1]} datatype 7 op 0 root 0 comm {comm} [nranks={nranks}] stream {stream}\n")]
+    tails += tails_step * plan.steps
+    if flt.kind == "desync" and r == flt.rank:
+        k = cast(int, plan.stuck_seq) - 1
+        heads[k] = f"{pre}AllGather: opCount "
+        tails[k] = tails[k].replace(f" count {step_ops[0][1]} ", f" count {step_ops[0][1] // nranks + 7} ")
+    return [f"{ts[i]}{heads[i]}{i:x}{tails[i]}" for i in range(n_issue)]
 
 
 def _ts_strings(us: np.ndarray) -> list[str]:
