@@ -155,3 +155,13 @@ def test_line_grammar_is_linear_on_pumped_text(name):
     fn(text)
     list(parse_torch_lines([(1, text)], "stderr.log"))
     assert time.process_time() - t < 1.0, name
+
+
+def test_srun_task_number_never_beats_the_rank_a_line_names():
+    """``srun --label`` numbers tasks; with torchrun under srun a task is a node. The line's own
+    ``[Rank 5]`` wins over the label; a launcher's rank tag wins over both."""
+    line = TIMEOUT.replace("[Rank 0]", "[Rank 5]")
+    assert [r.rank for r in parse_torch_lines([(1, "1: " + line)], "f")] == [5]
+    assert [r.rank for r in parse_torch_lines([(1, "1: " + TIMEOUT.replace("[Rank 0] ", ""))], "f")] == [1]
+    assert [r.rank for r in parse_torch_lines([(1, "[rank13]:" + line)], "f")] == [13]
+    assert strip_tool_prefixes("[rank5]: 0: x") == (5, "x")

@@ -187,3 +187,26 @@ def test_world_size_and_versions_from_where_they_are_printed():
     versions = of(recs, R.TorchVersionLine)
     assert {v.torch for v in versions} - {None} == {"2.4.1+cu121"}
     assert {v.nccl for v in versions} - {None} == {"2.20.5"}
+
+
+# (torch release, thread, line, rank, pg, seq, enqueued, completed): the watchdog's status line by release
+FAILURES = [
+    ("1.13", "pytorch/pytorch#118369 era", "[E ProcessGroupNCCL.cpp:474] [Rank 3] Timeout at NCCL work: 96120, last "
+     "enqueued NCCL work: 96121, last completed NCCL work: 96119.", 3, None, 96120, 96121, 96119),
+    ("2.3", "hiyouga/LlamaFactory#6269", "[rank4]:[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 4] "
+     "Exception (either an error or timeout) detected by watchdog at work: 7753, last enqueued NCCL work: 7755, last "
+     "completed NCCL work: 7752.", 4, "1", 7753, 7755, 7752),
+    ("2.5", "XPixelGroup/BasicSR#737", "[rank2]:[E626 06:24:44.906457629 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID "
+     "0(default_pg) Rank 2] Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL "
+     "work: 811, last completed NCCL work: 807.", 2, "0", 808, 811, 807),
+    ("2.9", "samples/gpu_hang", "[rank0]:[E1129 20:44:45.098010273 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID "
+     "0(default_pg) Rank 0]  failure detected by watchdog at work sequence id: 125 PG status: last enqueued work: 130, "
+     "last completed work: 124", 0, "0", 125, 130, 124),
+]
+
+
+@pytest.mark.parametrize("release,thread,line,rank,pg,seq,enq,done", FAILURES, ids=[f[0] for f in FAILURES])
+def test_watchdog_status_by_release(release, thread, line, rank, pg, seq, enq, done):
+    for prefix in ("", "3: ", "2026-12-06T18:44:12.715Z "):
+        (f,) = of(parse(prefix + line), R.WatchdogFailure)
+        assert (f.rank, f.pg, f.seq, f.last_enqueued, f.last_completed) == (rank, pg, seq, enq, done)

@@ -67,9 +67,19 @@ _PREFIX_START = frozenset("[(0123456789 |RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b
 
 
 def strip_tool_prefixes(text: str) -> tuple[int | None, str]:
-    """(rank given by a prefix or None, the line without its tool prefixes). The innermost rank wins:
-    ``0: [rank5]:`` is rank 5 (srun's task 0 is the node's launcher, torchrun's ``[rank5]`` the rank)."""
-    rank: int | None = None
+    """(rank given by a prefix or None, the line without its tool prefixes). A launcher's own rank tag
+    (torchrun's ``[rank5]:``, mpirun's ``[1,5]<stdout>:``, ``rank=5`` of Ray / vLLM / SkyPilot, a
+    ``Rank 5:`` print) beats ``srun --label``'s task number, whatever the nesting: ``0: [rank5]:`` is
+    rank 5 (srun's task 0 is the node's launcher); between tags of one kind the innermost wins."""
+    rank, _, body = split_tool_prefixes(text)
+    return rank, body
+
+
+def split_tool_prefixes(text: str) -> tuple[int | None, bool, str]:
+    """``strip_tool_prefixes`` and whether its rank is only ``srun --label``'s task number (which a rank
+    the line itself names should beat)."""
+    tagged: int | None = None
+    task: int | None = None
     pos = 0
     for _ in range(MAX_PREFIXES):
         if pos >= len(text) or text[pos] not in _PREFIX_START:
@@ -77,11 +87,14 @@ def strip_tool_prefixes(text: str) -> tuple[int | None, str]:
         m = TOOL_PREFIX_RE.match(text, pos)
         if m is None or m.end() == pos:
             break
-        r = m.group("r1") or m.group("r2") or m.group("r3") or m.group("r4") or m.group("r5")
+        r = m.group("r1") or m.group("r2") or m.group("r3") or m.group("r5")
         if r is not None:
-            rank = int(r)
+            tagged = int(r)
+        elif m.group("r4") is not None:
+            task = int(m.group("r4"))
         pos = m.end()
-    return rank, text[pos:] if pos else text
+    body = text[pos:] if pos else text
+    return (tagged, False, body) if tagged is not None else (task, task is not None, body)
 
 
 def prefix_rank(text: str) -> int | None:

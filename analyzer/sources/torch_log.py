@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .lines import strip_tool_prefixes
+from .lines import split_tool_prefixes, strip_tool_prefixes
 from .records import (
     CollectiveMismatch,
     DesyncReport,
@@ -195,7 +195,7 @@ def _summary_line(st: _State, lineno: int, text: str, stripped: str) -> Iterator
 
 
 def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:  # noqa: C901 - one dispatch
-    prefix_rank, body = strip_tool_prefixes(text)
+    prefix_rank, task_label, body = split_tool_prefixes(text)
     if prefix_rank is None and ("[rank" in body or "[default" in body):
         glued = GLUED_RANK_RE.search(body)  # another process's output glued in front of "[rank3]:"
         if glued:
@@ -240,8 +240,9 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:  # noqa: C901 - 
         rb = RANK_BRACKET_RE.search(body)
         if rb:
             rank = int(rb.group(1))
-    if prefix_rank is not None:
-        rank = prefix_rank  # the launcher's own tag: the global rank ([PG n Rank r] is the rank in group n)
+    if prefix_rank is not None and (rank is None or not task_label):
+        rank = prefix_rank  # a launcher's rank tag is the global rank ([PG n Rank r] is the rank in group n);
+        # srun's task number only stands in when the line names no rank of its own
     if rank is None:
         rank = st.spawn_rank
     head: Head = (st.file, lineno, text, rank, sev, ts_text, pg)
