@@ -6,6 +6,7 @@ NCCLSCOPE_SCREENSHOTS=1, else to the test's tmp folder.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -346,6 +347,27 @@ def test_gloo_hang_pages(gloo_hang: Path, tmp_path: Path, browser: Browser, shot
     finally:
         server.close()
         rs.close()
+
+
+@pytest.mark.slow
+def test_gloo_hang_exports(gloo_hang: Path, tmp_path: Path) -> None:
+    """The same real gloo hang exported: a Perfetto track per rank, the never-joined rank marked, and the
+    Prometheus state showing it behind."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from ncclscope.cli import main
+
+    trace, prom = tmp_path / "t.json", tmp_path / "s.prom"
+    assert main(["export", str(gloo_hang), "--perfetto", str(trace), "--prometheus", str(prom), "--no-cache"]) == 0
+    evs = json.loads(trace.read_text())["traceEvents"]
+    assert {e["pid"] for e in evs if e["ph"] == "X"} == set(range(GLOO_RANKS))
+    assert [e["pid"] for e in evs if e["ph"] == "i"] == [HANG_RANK]
+    stuck = {e["pid"] for e in evs if e["ph"] == "X" and e["args"]["stuck"]}
+    assert stuck == set(range(GLOO_RANKS)) - {HANG_RANK}
+    fams = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    enq = {int(s.labels["rank"]): s.value for s in fams["ncclscope_rank_last_enqueued_seq"].samples
+           if s.labels["pg"] == "0"}
+    assert enq[HANG_RANK] == min(enq.values()) < max(enq.values())
 
 
 def test_gpu_hang_sample_pages(tmp_path: Path, browser: Browser, shots: Path) -> None:
