@@ -6,12 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-
+from conftest import SAMPLES
 from ncclscope.analysis import analyze_run
 from ncclscope.build import build_run
 from ncclscope.ingest import ingest
-
-from conftest import SAMPLES
 
 HANG = SAMPLES / "gpu_hang"
 

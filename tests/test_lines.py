@@ -4,11 +4,16 @@ pids and numbers."""
 from __future__ import annotations
 
 import pytest
-
 from ncclscope.ingest import iter_lines, parse_file
 from ncclscope.sources import records as R
 from ncclscope.sources import torch_log
-from ncclscope.sources.lines import lone_cr_to_lf, rejoin_wrapped, starts_a_line, strip_tool_prefixes, unglue_host
+from ncclscope.sources.lines import (
+    lone_cr_to_lf,
+    rejoin_wrapped,
+    starts_a_line,
+    strip_tool_prefixes,
+    unglue_host,
+)
 from ncclscope.sources.nccl_log import parse_nccl_line
 from ncclscope.sources.torch_log import parse_torch_lines
 

@@ -4,7 +4,6 @@ printed along the way."""
 from __future__ import annotations
 
 import pytest
-
 from ncclscope.sources import records as R
 from ncclscope.sources import torch_log
 from ncclscope.sources.torch_log import parse_torch_lines
@@ -21,25 +20,25 @@ def of(recs: list, kind: type) -> list:
 # (torch release, thread, line, rank, seq): the watchdog's timeout line as each release prints it
 TIMEOUTS = [
     ("1.13", "pytorch/pytorch#118369",
-     "[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, "
-     "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802200 milliseconds before timing out.", 2, 96120),
+     ("[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, "
+     "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802200 milliseconds before timing out."), 2, 96120),
     ("2.3", "Lightning-AI/litData#340",
-     "  | 2026-08-23T22:22:51.874Z | [rank3]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 3] Process group watchdog thread "
+     ("  | 2026-08-23T22:22:51.874Z | [rank3]:[E ProcessGroupNCCL.cpp:1414] [PG 0 Rank 3] Process group watchdog thread "
      "terminated with exception: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=70311, "
-     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800091 milliseconds before timing out.", 3, 70311),
+     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800091 milliseconds before timing out."), 3, 70311),
     ("2.4", "sgl-project/sglang#1693",
-     "  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught "
+     ("  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught "
      "collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, "
-     "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.", 5, 9141),
+     "Timeout(ms)=600000) ran for 600020 milliseconds before timing out."), 5, 9141),
     ("2.6", "hiyouga/LlamaFactory#7396",
-     "[80746] [rank4]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught collective operation "
+     ("[80746] [rank4]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught collective operation "
      "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran "
-     "for 600067 milliseconds before timing out.", 4, 1580),
+     "for 600067 milliseconds before timing out."), 4, 1580),
     ("2.7", "huggingface/open-r1#620",
-     "[rank2]:[E424 01:17:25.031978332 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 2] Process group "
+     ("[rank2]:[E424 01:17:25.031978332 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 2] Process group "
      "watchdog thread terminated with exception: [Rank 2] Watchdog caught collective operation timeout: "
      "WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800010 "
-     "milliseconds before timing out.", 2, 4),
+     "milliseconds before timing out."), 2, 4),
 ]
 
 
@@ -191,17 +190,17 @@ def test_world_size_and_versions_from_where_they_are_printed():
 
 # (torch release, thread, line, rank, pg, seq, enqueued, completed): the watchdog's status line by release
 FAILURES = [
-    ("1.13", "pytorch/pytorch#118369 era", "[E ProcessGroupNCCL.cpp:474] [Rank 3] Timeout at NCCL work: 96120, last "
-     "enqueued NCCL work: 96121, last completed NCCL work: 96119.", 3, None, 96120, 96121, 96119),
-    ("2.3", "hiyouga/LlamaFactory#6269", "[rank4]:[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 4] "
+    ("1.13", "pytorch/pytorch#118369 era", ("[E ProcessGroupNCCL.cpp:474] [Rank 3] Timeout at NCCL work: 96120, last "
+     "enqueued NCCL work: 96121, last completed NCCL work: 96119."), 3, None, 96120, 96121, 96119),
+    ("2.3", "hiyouga/LlamaFactory#6269", ("[rank4]:[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 4] "
      "Exception (either an error or timeout) detected by watchdog at work: 7753, last enqueued NCCL work: 7755, last "
-     "completed NCCL work: 7752.", 4, "1", 7753, 7755, 7752),
-    ("2.5", "XPixelGroup/BasicSR#737", "[rank2]:[E626 06:24:44.906457629 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID "
+     "completed NCCL work: 7752."), 4, "1", 7753, 7755, 7752),
+    ("2.5", "XPixelGroup/BasicSR#737", ("[rank2]:[E626 06:24:44.906457629 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID "
      "0(default_pg) Rank 2] Exception (either an error or timeout) detected by watchdog at work: 808, last enqueued NCCL "
-     "work: 811, last completed NCCL work: 807.", 2, "0", 808, 811, 807),
-    ("2.9", "samples/gpu_hang", "[rank0]:[E1129 20:44:45.098010273 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID "
+     "work: 811, last completed NCCL work: 807."), 2, "0", 808, 811, 807),
+    ("2.9", "samples/gpu_hang", ("[rank0]:[E1129 20:44:45.098010273 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID "
      "0(default_pg) Rank 0]  failure detected by watchdog at work sequence id: 125 PG status: last enqueued work: 130, "
-     "last completed work: 124", 0, "0", 125, 130, 124),
+     "last completed work: 124"), 0, "0", 125, 130, 124),
 ]
 
 

@@ -194,7 +194,7 @@ def _summary_line(st: _State, lineno: int, text: str, stripped: str) -> Iterator
     return _flush_summary(st)
 
 
-def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:  # noqa: C901 - one dispatch
+def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     prefix_rank, task_label, body = split_tool_prefixes(text)
     if prefix_rank is None and ("[rank" in body or "[default" in body):
         glued = GLUED_RANK_RE.search(body)  # another process's output glued in front of "[rank3]:"
@@ -249,7 +249,7 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:  # noqa: C901 - 
     yield from _facts(st, head, body, rank)
 
 
-def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:  # noqa: C901 - one dispatch
+def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
     if "watchdog thread terminated" in body or "async exception" in body:
         yield from _watchdog_exception(st, head, body, rank)
         return
@@ -357,7 +357,7 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
                 yield WorldSize(head[0], head[1], head[2], r, head[4], head[5], head[6], size)
 
 
-def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:  # noqa: C901 - one block
+def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
     fm = FRAME_RE.match(body)
     if fm:
         st.frames.setdefault(rank, []).append(f"{fm.group('file')}:{fm.group('line')} in {fm.group('func')}")
