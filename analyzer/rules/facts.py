@@ -60,6 +60,14 @@ def _launcher_failure(x: ExitRecord, killed: set[int]) -> Failure | None:
 
 
 def failures_of_run(run: Run) -> list[Failure]:
+    """Every failure event and symptom of the run (computed once per analysis: ``run.memo``)."""
+    memo = run.memo.get("failures")
+    if memo is None:
+        memo = run.memo["failures"] = _failures(run)
+    return list(memo)
+
+
+def _failures(run: Run) -> list[Failure]:
     out = [f for e in run.events if (f := _event_failure(e)) is not None]
     out += [f for x in run.exits if (f := _launcher_failure(x, run.killed_pids)) is not None]
     seen: dict[int, float] = {}
