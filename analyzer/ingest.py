@@ -30,7 +30,7 @@ from .sources.nccl_log import NcclCollBatch, parse_nccl_line, scan_coll_block
 from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 from .sources.ras import looks_like_ras_json, parse_ras_json, parse_ras_text
 from .sources.lines import lone_cr_to_lf, rejoin_wrapped, unglue_host
-from .sources.records import NcclRec, Rec, UnreadLines
+from .sources.records import NcclRec, Rec, TorchRec, UnreadLines
 from .sources.topo_xml import parse_topo_xml
 from .sources.torch_log import parse_torch_lines, torch_line_facts
 
@@ -47,6 +47,9 @@ GROUP_BYTES = 16 * 1024 * 1024  # ... in groups of about this many bytes: each g
 GROUP_FILES = 256
 # lines that only NCCL or PyTorch print: a head holding one is a log, whatever junk (NUL runs left by a
 # crash, a binary blob, invalid UTF-8) surrounds it
+# PyTorch and launcher output: a log holding such lines is read even when no line of it is one we model
+TORCH_EVIDENCE = ("torch.distributed", "ProcessGroupNCCL", "ProcessGroupGloo", "torchrun", "Traceback (most recent",
+                  "torch/distributed", "CUDA error", "NCCL error")
 LOG_EVIDENCE = (b"NCCL INFO", b"NCCL WARN", b"ProcessGroupNCCL", b"torch.distributed", b"Traceback (most recent")
 
 
@@ -202,6 +205,7 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
     (``batches`` may fill while ``lines`` is consumed)."""
     out: list[Rec] = []
     unread = UnreadLines(name, 0, "", "nccl")  # NCCL-looking lines no parser took: counted, so that they are said
+    torch_seen = UnreadLines(name, 0, "", "pytorch")  # PyTorch / launcher lines: said when none of them was read
 
     def rest() -> Iterator[tuple[int, str]]:
         for lineno, text in rejoin_wrapped(lines, _wrapped_join_known):
@@ -211,14 +215,19 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
                     out.append(rec)
                     continue
                 if "NCCL INFO" in text or "NCCL WARN" in text:
-                    unread.add(lineno, text)
+                    if "] NCCL " in text:  # behind an NCCL head ("[dev] NCCL INFO"): a line of NCCL's, not text naming it
+                        unread.add(lineno, text)
                     continue
+            if any(m in text for m in TORCH_EVIDENCE):
+                torch_seen.add(lineno, text)
             yield lineno, text
 
     for rec in parse_torch_lines(rest(), name):
         out.append(rec)
     if unread.count:
         out.append(unread)
+    if torch_seen.count and not any(isinstance(r, TorchRec) for r in out):
+        out.append(torch_seen)
     out.sort(key=lambda r: r.line)
     _unglue_hosts(out, batches)
     if batches:

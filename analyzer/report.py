@@ -30,13 +30,13 @@ def to_json(a: Analysis) -> dict[str, Any]:
 
 
 def _inputs(run: Any) -> list[dict[str, Any]]:
-    """Each file read and its format; ``unread_nccl_lines`` where NCCL-looking lines of it were not understood."""
-    unread: dict[str, int] = {}
+    """Each file read and its format; ``unread_nccl_lines`` where NCCL-looking lines of it were not understood,
+    ``unread_pytorch_lines`` where it held PyTorch / launcher lines of which none was read."""
+    unread: dict[str, dict[str, int]] = {}
     for e in run.events:
-        if e.kind == "nccl_unread":
-            unread[e.data["file"]] = unread.get(e.data["file"], 0) + e.data["count"]
-    return [{"file": f, "format": fmt, **({"unread_nccl_lines": unread[f]} if f in unread else {})}
-            for f, fmt in run.files]
+        if e.kind in ("nccl_unread", "pytorch_unread"):
+            unread.setdefault(e.data["file"], {})[f"unread_{e.kind.split('_')[0]}_lines"] = e.data["count"]
+    return [{"file": f, "format": fmt, **unread.get(f, {})} for f, fmt in run.files]
 
 
 def json_text(a: Analysis) -> str:

@@ -41,3 +41,12 @@ def test_nccl_tests_header_with_only_nccl_lines_is_analysed(tmp_path):
     got = to_json(analyze_paths([tmp_path], cache=False))
     assert got["job"]["nccl_version"] == "2.19.3" and got["job"]["world_size"] == 16
     assert got["inputs"][0]["format"] == "nccl_tests"
+
+
+def test_pytorch_lines_of_no_known_form_are_analysed(tmp_path):
+    (tmp_path / "stderr.log").write_text(
+        "I0917 13:40:02.123000 4410 torch/distributed/run.py:212] Starting elastic_operator with launch configs:\n"
+        "something only this job prints\n")
+    got = to_json(analyze_paths([tmp_path], cache=False))
+    assert got["verdict"] == "unknown"
+    assert got["inputs"][0]["unread_pytorch_lines"] == 1

@@ -15,8 +15,8 @@ def build_events(g: Gathered, proc_rank: dict[ProcKey, int], pg_status: list[PgS
     """Events in file order; watchdog and dump-signal lines also add to ``pg_status``."""
     events: list[LogEvent] = [e for key, rec in g.nccl_events if (e := _nccl_event(rec, proc_rank.get(key)))]
     events += [_torch_event(rec, pg_status) for rec in g.torch_recs]
-    events += [LogEvent("nccl_unread", None, f"{u.count} NCCL line(s) of {u.file} not understood", ev(u), None,
-                        {"count": u.count, "file": u.file}) for u in g.unread]
+    events += [LogEvent(f"{u.kind}_unread", None, f"{u.count} {u.kind} line(s) of {u.file} not understood", ev(u),
+                        None, {"count": u.count, "file": u.file}) for u in g.unread]
     pg_status += _timeout_status(g, pg_status)
     for h in g.hook:
         if h.type == "stack" and h.data.get("reason") == "stall" and isinstance(h.rank, int):

@@ -393,7 +393,7 @@ class UnreadLines(Rec):
     """How many lines of one file look like NCCL output (an ``NCCL INFO`` / ``NCCL WARN`` head) that no
     parser understood; ``line`` / ``text`` are the first of them."""
 
-    kind: str  # "nccl"
+    kind: str  # "nccl", or "pytorch" (PyTorch / launcher lines, said when none of a file's was read)
     count: int = 0
 
     def add(self, line: int, text: str) -> None:
