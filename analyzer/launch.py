@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -93,9 +94,43 @@ def default_run_dir(base: Path = Path("ncclscope-runs"), now: datetime | None = 
     return path
 
 
-def tracing_env(run_dir: Path, coll: bool, hook_site: Path | None) -> dict[str, str]:
-    """What ncclscope sets for the job (before the user's own settings take precedence)."""
+FR_RENAMED_IN = (2, 8)  # torch 2.8 reads TORCH_FR_*; 2.13 warns once a rank for each TORCH_NCCL_* alias set
+
+
+def torch_version(dist: str = "torch") -> tuple[int, int] | None:
+    """(major, minor) of the installed torch, from its package metadata (torch is not imported: seconds)."""
+    from importlib import metadata
+
+    try:
+        v = metadata.version(dist)
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+    m = re.match(r"(\d+)\.(\d+)", v)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def flight_recorder_env(run_dir: Path, version: tuple[int, int] | None) -> dict[str, str]:
+    """Flight Recorder's ring size and dump prefix under the names the job's torch reads: TORCH_FR_* from
+    2.8 (the older TORCH_NCCL_* names print a deprecation warning on every rank there), TORCH_NCCL_* before.
+    Unknown version (the job's python is not ours): both, which every release understands."""
+    new = {"TORCH_FR_BUFFER_SIZE": "20000", "TORCH_FR_DUMP_TEMP_FILE": f"{run_dir}/fr_timeout_rank"}
+    old = {"TORCH_NCCL_TRACE_BUFFER_SIZE": "20000", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{run_dir}/fr_timeout_rank"}
+    if version is None:
+        return {**new, **old}
+    return new if version >= FR_RENAMED_IN else old
+
+
+FR_ALIASES = {"TORCH_FR_BUFFER_SIZE": "TORCH_NCCL_TRACE_BUFFER_SIZE",
+              "TORCH_FR_DUMP_TEMP_FILE": "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"}
+FR_ALIASES.update({v: k for k, v in FR_ALIASES.items()})
+
+
+def tracing_env(run_dir: Path, coll: bool, hook_site: Path | None,
+                torch: tuple[int, int] | None | str = "installed") -> dict[str, str]:
+    """What ncclscope sets for the job (before the user's own settings take precedence).
+    ``torch``: the job's torch (major, minor), None when unknown; by default the installed one."""
     d = str(run_dir)
+    version = torch_version() if isinstance(torch, str) else torch
     env = {
         "NCCL_DEBUG": "INFO",
         "NCCL_DEBUG_SUBSYS": "INIT,ENV,NET,GRAPH" + (",COLL" if coll else ""),
@@ -104,11 +139,8 @@ def tracing_env(run_dir: Path, coll: bool, hook_site: Path | None) -> dict[str, 
         "NCCL_DEBUG_TIMESTAMP_FORMAT": "[%F %T.%6f] ",
         "NCCL_TOPO_DUMP_FILE": f"{d}/topo.xml",
         "NCCL_GRAPH_DUMP_FILE": f"{d}/graph.xml",
-        "TORCH_FR_BUFFER_SIZE": "20000",
-        "TORCH_NCCL_TRACE_BUFFER_SIZE": "20000",
+        **flight_recorder_env(run_dir, version),
         "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
-        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{d}/fr_timeout_rank",
-        "TORCH_FR_DUMP_TEMP_FILE": f"{d}/fr_timeout_rank",
         "TORCH_NCCL_ENABLE_TIMING": "1",
         "NCCLSCOPE_RUN_DIR": d,
     }
@@ -126,12 +158,15 @@ def merge_env(base: Mapping[str, str], wanted: Mapping[str, str]) -> tuple[dict[
     applied: dict[str, str] = {}
     kept: dict[str, str] = {}
     for k, v in wanted.items():
+        alias = FR_ALIASES.get(k)
         if k == "PYTHONPATH":
             old = base.get(k, "")
             env[k] = v + (os.pathsep + old if old else "")
             applied[k] = env[k]
         elif k in base and k != "NCCLSCOPE_RUN_DIR":
             kept[k] = base[k]
+        elif alias is not None and alias in base:  # the user's name for it wins over ours
+            kept[alias] = base[alias]
         else:
             env[k] = v
             applied[k] = v
@@ -258,7 +293,8 @@ def _start_monitor(opts: RunOptions, on_kill: Callable[[], None], note: Note) ->
         return None
     try:
         cfg = LiveConfig(stall_seconds=opts.stall_seconds, webhook=opts.webhook, command=opts.alert_command,
-                         poll=opts.poll, kill_on_hang=opts.kill_on_hang, console=not opts.quiet)
+                         poll=opts.poll, kill_on_hang=opts.kill_on_hang, kill_grace_s=opts.grace_s,
+                         console=not opts.quiet)
         mon = LiveMonitor(opts.run_dir, cfg, on_kill=on_kill)
         mon.start()
         return mon
@@ -355,6 +391,22 @@ def analyse_run(run_dir: Path, render: Callable[[Any], None] | None, note: Note)
         note(f"could not analyse the run ({type(e).__name__}: {e})")
 
 
+def start_failed(run_dir: Path, command: Sequence[str], err: OSError, note: Note) -> int:
+    """The command could not be executed (not found, not executable): said as a shell says it, also in
+    ``stderr.log`` so that ``analyze`` of the folder tells the same story; returns 127 or 126 as a shell would."""
+    code = 127 if isinstance(err, FileNotFoundError) else 126
+    why = "command not found" if code == 127 else (err.strerror or str(err)).lower()
+    line = f"ncclscope: {command[0]}: {why}"
+    note(f"the command failed to start: {command[0]}: {why} (exit {code})")
+    try:
+        with os.fdopen(safe_io.open_append(run_dir / "stderr.log"), "ab") as f:
+            f.write((line + "\n").encode("utf-8", "replace"))
+        safe_io.write_replace(run_dir / "exit.txt", f"exit={code}\n")
+    except OSError as e:
+        note(f"could not write into {run_dir}: {e.strerror or e}")
+    return code
+
+
 def _folder_gone(run_dir: Path, identity: tuple[int, int]) -> str | None:
     """'was deleted' / 'was replaced' when ``run_dir`` is no longer the folder made at the start."""
     try:
@@ -403,9 +455,8 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
         try:
             child = ChildGroup(opts.command, env, opts.grace_s)
         except OSError as e:
-            note(f"cannot start {opts.command[0]!r}: {e.strerror or e}")
-            code = 127 if isinstance(e, FileNotFoundError) else 126
-            safe_io.write_replace(run_dir / "exit.txt", f"exit={code}\n")
+            code = start_failed(run_dir, opts.command, e, note)
+            analyse_run(run_dir, render, note)
             return code
         holder["child"] = child
         if threading.current_thread() is threading.main_thread():

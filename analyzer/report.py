@@ -7,6 +7,7 @@ from . import __version__
 from .analysis import Analysis
 from .metrics.progress import pg_status_by_rank
 from .model import Severity
+from .text_fit import evidence_line
 from .text_safety import clean
 
 
@@ -83,6 +84,27 @@ def _render_states(states: tuple[tuple[int, str, str | None], ...], console: Any
                 console.print(Text(clean(f"  rank {r}: {state}: {detail}"[:300])))
 
 
+INDENT = 11  # under a finding's kind, past its severity column
+
+
+def _print_indented(console: Any, label: str, body: str) -> None:
+    """``label body`` wrapped to the console's width, every line indented under the finding; ``label`` dim."""
+    import textwrap
+
+    from rich.text import Text
+
+    width = max(40, int(getattr(console, "width", 80) or 80) - INDENT)
+    lines = textwrap.wrap(f"{label} {body}", width=width, break_on_hyphens=False) or [label]
+    for i, line in enumerate(lines):
+        t = Text(" " * INDENT)
+        if i == 0 and line.startswith(label):
+            t.append(label, style="dim")
+            t.append(line[len(label):])
+        else:
+            t.append(line)
+        console.print(t, no_wrap=True, overflow="ignore", crop=False)
+
+
 SEV_STYLE = {Severity.CRITICAL: "bold red", Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 VERDICT_STYLE = {"healthy": "bold green", "degraded": "bold yellow", "unknown": "bold white"}
 
@@ -116,10 +138,10 @@ def render_text(a: Analysis, console: Any, max_evidence: int = 4) -> None:
         console.print(Text.assemble((f"{f.severity.value.upper():8}", SEV_STYLE[f.severity]), " ",
                                     (clean(f.kind), "bold"), ": ", clean(f.message)))
         if f.hint:
-            console.print(Text.assemble("           ", ("fix:", "dim"), " ", clean(f.hint)))
+            _print_indented(console, "fix:", clean(f.hint))
         for e in f.evidence[:max_evidence]:
             loc = f"{e.file}:{e.line}" if e.line else e.file
-            console.print(Text.assemble("           ", (clean(loc), "dim"), " ", clean(e.text[:160])))
+            _print_indented(console, clean(loc), clean(evidence_line(e.text)))
     job = run.job
     console.print()
     console.print(Text.assemble(("Job:", "bold"), clean(

@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..model import Finding, Run, Severity
-from . import config, crash, desync, hang, hotspots, inputs, nccl_warn, slow_link, straggler, transport
+from . import config, crash, desync, hang, hotspots, inputs, launch, nccl_warn, slow_link, straggler, transport
 
 Detector = Callable[[Run], list[Finding]]
 
 DETECTORS: dict[str, Detector] = {
     "desync": desync.detect,
     "hang": hang.detect,
+    "launch": launch.detect,  # before crash: a command that never started is said as such, not as a crash
     "crash": crash.detect,
     "config": config.detect,
     "straggler": straggler.detect,

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from .. import safe_io
+from ..text_fit import shorten
 
 QUEUE_MAX = 256
 
@@ -74,18 +75,69 @@ class FileSink:
         pass
 
 
+MAX_FRAMES = 4  # frames shown per rank in the hang_detail box (innermost first); the rest in alerts.jsonl
+
+
 class ConsoleSink:
-    """One rich block an alert."""
+    """One rich block an alert; after a hang, one line with the next step.
+
+    ``can_kill``: the monitor runs under ``ncclscope run`` (Ctrl-C reaches the job, ``--kill-on-hang``
+    applies); ``kill_on_hang``: the job will be ended, announced by ``note`` before it is."""
 
     COLORS: ClassVar[dict[str, str]] = {"hang": "red", "desync": "magenta", "crash": "red", "hang_detail": "yellow", "cleared": "green"}
+    MESSAGE_WIDTH = 600
 
-    def __init__(self, console: Any | None = None) -> None:
+    def __init__(self, console: Any | None = None, can_kill: bool = False, kill_on_hang: bool = False) -> None:
         if console is None:
             from rich.console import Console
 
             console = Console(stderr=True, highlight=False)
         self.console = console
+        self.can_kill = can_kill
+        self.kill_on_hang = kill_on_hang
         self.errors: list[str] = []
+        self._told: set[str] = set()  # incidents whose next step was printed
+
+    def body(self, alert: dict[str, Any]) -> list[str]:
+        """The box's lines, markup-escaped (everything in an alert may come from the logs)."""
+        from ..text_safety import markup as escape
+
+        kind = str(alert.get("kind", "alert"))
+        body = [escape(shorten(str(alert.get("message", "")), self.MESSAGE_WIDTH))]
+        if alert.get("culprit_ranks"):
+            body.append(f"culprit rank(s): {', '.join(map(str, alert['culprit_ranks']))}")
+        stacks = alert.get("stacks") if kind == "hang_detail" else None
+        where = alert.get("where") or {}
+        if isinstance(stacks, dict) and stacks:
+            body += self._stack_lines(stacks, where)
+            if alert.get("flight_recorder"):
+                body.append(escape("Flight Recorder dumps: " + ", ".join(map(str, alert["flight_recorder"]))))
+        else:
+            for r, w in where.items():
+                body.append(f"  rank {escape(str(r))}: {escape(str(w))}")
+        return body
+
+    def _stack_lines(self, stacks: dict[str, Any], where: dict[str, Any]) -> list[str]:
+        """Ranks with the same stack grouped (``ranks 0-1, 3``), each group's place and top frames."""
+        from ..rules.states import fmt_ranks
+        from ..text_safety import markup as escape
+
+        width = max(40, int(getattr(self.console, "width", 80) or 80) - 12)
+        groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        for r in sorted(set(stacks) | set(where), key=lambda x: (len(str(x)), str(x))):
+            frames = tuple(str(f) for f in stacks.get(r) or [])
+            try:
+                groups.setdefault((str(where.get(r) or "?"), frames), []).append(int(r))
+            except ValueError:
+                continue
+        out = []
+        for (w, frames), ranks in groups.items():
+            label = f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}"
+            out.append(f"  {escape(label)}: {escape(w)}")
+            out += [f"      {escape(shorten(f, width))}" for f in frames[:MAX_FRAMES]]
+            if len(frames) > MAX_FRAMES:
+                out.append(f"      ... {len(frames) - MAX_FRAMES} outer frame(s) in alerts.jsonl")
+        return out
 
     def emit(self, alert: dict[str, Any]) -> None:
         from rich.panel import Panel
@@ -93,15 +145,39 @@ class ConsoleSink:
         from ..text_safety import markup as escape
 
         kind = str(alert.get("kind", "alert"))
-        body = [escape(str(alert.get("message", "")))]
-        if alert.get("culprit_ranks"):
-            body.append(f"culprit rank(s): {', '.join(map(str, alert['culprit_ranks']))}")
-        for r, w in (alert.get("where") or {}).items():
-            body.append(f"  rank {escape(str(r))}: {escape(str(w))}")
         try:
-            self.console.print(Panel("\n".join(body), title=escape(f"ncclscope {kind} {alert.get('time', '')}"),
+            self.console.print(Panel("\n".join(self.body(alert)), title=escape(f"ncclscope {kind} {alert.get('time', '')}"),
                                      title_align="left", border_style=self.COLORS.get(kind, "white")))
+            line = self._next_step(alert)
+            if line:
+                self.note(line)
         except Exception as e:  # noqa: BLE001 - a closed terminal must not stop the monitor
+            self.errors.append(f"console: {e}")
+
+    def _next_step(self, alert: dict[str, Any]) -> str | None:
+        """After the hang_detail (the dumps give the job's own timeout), or after the hang when no
+        detail follows; once an incident, never for PyTorch's own timeout (the job ends already)."""
+        from .next_step import next_step
+
+        kind = alert.get("kind")
+        if kind not in ("hang", "hang_detail") or alert.get("source") == "pytorch_watchdog":
+            return None
+        if kind == "hang" and alert.get("stacks_requested"):
+            return None
+        st = alert.get("stuck") or {}
+        key = f"{st.get('pg')}#{st.get('seq')}"
+        if key in self._told:
+            return None
+        self._told.add(key)
+        return next_step(alert, self.can_kill, self.kill_on_hang)
+
+    def note(self, text: str) -> None:
+        """One line under the boxes (the next step, a kill about to happen)."""
+        from ..text_safety import text as plain
+
+        try:
+            self.console.print(plain(f"ncclscope: {text}", style="bold yellow"))
+        except Exception as e:  # noqa: BLE001
             self.errors.append(f"console: {e}")
 
     def close(self) -> None:

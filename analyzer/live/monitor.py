@@ -19,7 +19,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,10 @@ from ..verdict import of_alerts
 from ..sources.hook_jsonl import parse_jsonl
 from ..sources.nccl_log import parse_nccl_line
 from ..sources.torch_log import parse_torch_lines
+from ..text_fit import shorten
 from . import stall
 from .alerts import CommandSink, ConsoleSink, FileSink, Sinks, WebhookSink, make_alert
+from .next_step import StuckFacts, kill_notice, stuck_facts, watchdog
 from .tailer import Tailer
 from .watcher import DirWatcher
 
@@ -78,6 +80,7 @@ class LiveConfig:
     command: str | None = None  # run with the alert JSON on stdin
     poll: bool = False  # PollingObserver (network filesystems)
     kill_on_hang: bool = False
+    kill_grace_s: float | None = None  # SIGTERM, then SIGKILL this much later (said in the kill notice)
     console: bool = True
     write: bool = True  # alerts.jsonl and dump requests; False: only look (``watch --once``)
 
@@ -106,8 +109,10 @@ class LiveMonitor:
         sinks: list[Any] = []
         if config.write:
             sinks.append(FileSink(self.run_dir / ALERTS_FILE))
+        self.console: ConsoleSink | None = None
         if config.console:
-            sinks.append(ConsoleSink(console))
+            self.console = ConsoleSink(console, can_kill=on_kill is not None, kill_on_hang=config.kill_on_hang)
+            sinks.append(self.console)
         if config.webhook:
             sinks.append(WebhookSink(config.webhook))
         if config.command:
@@ -116,6 +121,7 @@ class LiveMonitor:
         self.alerts: list[dict[str, Any]] = []
         self.problems: list[str] = []
         self.hang: _Hang | None = None
+        self._kill_due: stall.Hang | None = None
         self.desync_pgs: set[str] = set()
         self.crash_sent = False
         self._crash_pending: dict[int | None, dict[str, Any]] = {}
@@ -128,6 +134,7 @@ class LiveMonitor:
         self._torch_carry: dict[str, list[tuple[int, str]]] = {}
         self._torch_seen: dict[str, set[tuple[int, str]]] = {}
         self.nccl_warns: deque[str] = deque(maxlen=20)
+        self.backend: str | None = None  # the hook's start record: which default timeout applies
         self.fr_files: dict[str, float] = {}  # path -> when first seen
         self.dump_id = 0
         self.files_seen = 0
@@ -189,6 +196,9 @@ class LiveMonitor:
             for a in raised:
                 self.alerts.append(a)
                 self.sinks.emit(a)
+            due, self._kill_due = self._kill_due, None
+            if due is not None:
+                self._kill(due)
             return raised
 
     def run_once(self) -> list[dict[str, Any]]:
@@ -259,6 +269,8 @@ class LiveMonitor:
             if not isinstance(rec, R.HookRec) or not isinstance(rec.rank, int):
                 continue
             touched = stall.apply(self.state, rec.rank, rec.type, rec.data)
+            if rec.type == "start" and isinstance(rec.data.get("backend"), str):
+                self.backend = rec.data["backend"]
             if rec.type == "fr" and isinstance(rec.data.get("path"), str):
                 self.fr_files.setdefault(rec.data["path"], self._now)
             if rec.type == "stack" and self.hang is not None and self.hang.request_t is not None:
@@ -289,7 +301,7 @@ class LiveMonitor:
                 if f is not None:
                     where = rec.frames[-1] if rec.frames else None
                     who = f"rank {rec.rank}" if rec.rank is not None else "the launcher"
-                    self._crash(rec.rank, {"exception": f"{who}: {rec.exc_type}: {rec.message}"[:400],
+                    self._crash(rec.rank, {"exception": shorten(f"{who}: {rec.exc_type}: {rec.message}", 400),
                                            "where": where}, f)
             elif isinstance(rec, R.LauncherSignal):
                 self.killed_pids.add(rec.pid)
@@ -461,7 +473,7 @@ class LiveMonitor:
 
         msgs = [m for m in (text(r) for r in culprits) if m] or [cause.first.text]
         if others:
-            msgs.append(f"then {_plural(others)} failed too ({(text(others[0]) or '')[:160]})")
+            msgs.append(f"then {_plural(others)} failed too ({shorten(text(others[0]) or '', 160)})")
         where: dict[int, str] = {}
         for r in culprits + others:
             w = pending.get(r, {}).get("where") or (self.state.ranks[r].where if r in self.state.ranks else None)
@@ -477,7 +489,14 @@ class LiveMonitor:
         self.hang = _Hang(h, now, req_t, req_id, set())
         return make_alert("hang", "hang", h.culprits, _stuck(h), _hang_message(h, self.nccl_warns),
                           self._hang_where(h), ts=now, threshold_s=round(h.threshold_s, 2),
-                          stalled_s=round(h.age_s, 2), waiting_ranks=list(h.waiters))
+                          stalled_s=round(h.age_s, 2), waiting_ranks=list(h.waiters),
+                          stacks_requested=req_t is not None,
+                          watchdog=watchdog(self.backend, StuckFacts(), self._enqueued_t(h, now), now))
+
+    def _enqueued_t(self, h: stall.Hang, now: float) -> float:
+        """When the stuck collective was issued: its first coll record, else the waiters' last progress."""
+        sigs = self.state.colls.get(h.pg, {}).get(h.seq, {})
+        return min((s.t for s in sigs.values() if s.t is not None), default=now - h.age_s)
 
     def _hang_where(self, h: stall.Hang) -> dict[int, str]:
         where: dict[int, str] = {}
@@ -500,27 +519,42 @@ class LiveMonitor:
                 if r in self.state.ranks and self.state.ranks[r].exit_code is None}
         arrived = live <= inc.stacks_after
         waited = now - inc.opened >= DETAIL_WAIT_S
-        if not inc.detail_sent and inc.request_t is not None and (arrived or waited) and inc.stacks_after:
+        if not inc.detail_sent and inc.request_t is not None and ((arrived and inc.stacks_after) or waited):
             inc.detail_sent = True
+            fr_paths = [p for p, t in self.fr_files.items() if t >= inc.opened - 1]
+            facts = stuck_facts(fr_paths, h.pg, h.seq)  # the dumps name the op the hook could not see (C++ calls)
+            if h.op is None and facts.op:
+                inc.h = h = replace(h, op=facts.op)
             stacks = {str(r): self.state.ranks[r].frames for r in sorted(inc.stacks_after)
                       if r in self.state.ranks and self.state.ranks[r].frames}
             fr = sorted(p.rsplit("/", 1)[-1] for p, t in self.fr_files.items() if t >= inc.opened - 1)
             missing = sorted(live - inc.stacks_after)
             msg = (f"stacks of rank{'s' if len(inc.stacks_after) > 1 else ''} "
                    f"{', '.join(map(str, sorted(inc.stacks_after)))} after the hang of "
-                   f"{h.op or 'collective'} #{h.seq} (process group {h.pg})")
-            if missing:
+                   f"{h.op or 'collective'} #{h.seq} (process group {h.pg})") if inc.stacks_after else (
+                f"no rank answered the stack request after the hang of {h.op or 'collective'} #{h.seq} "
+                f"(process group {h.pg}) within {DETAIL_WAIT_S:g} s")
+            if missing and inc.stacks_after:
                 msg += f"; no stack from rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
             out.append(make_alert("hang_detail", "hang", h.culprits, _stuck(h), msg, self._hang_where(h), ts=now,
-                                  stacks=stacks, flight_recorder=fr))
+                                  stacks=stacks, flight_recorder=fr,
+                                  watchdog=watchdog(self.backend, facts, self._enqueued_t(h, now), now)))
         if self.config.kill_on_hang and not inc.killed and (arrived or waited):
             inc.killed = True
-            if self.on_kill is not None:
-                try:
-                    self.on_kill()
-                except Exception as e:  # noqa: BLE001
-                    self.problems.append(f"kill on hang: {e}")
+            self._kill_due = h  # done by poll_once once this pass's alerts are out
         return out
+
+    def _kill(self, h: stall.Hang) -> None:
+        """``--kill-on-hang``: announced (which ranks, pids, why) below the alerts, then done."""
+        if self.on_kill is None:
+            return
+        if self.console is not None:
+            pids = {r: self.state.ranks[r].pid if r in self.state.ranks else None for r in (*h.culprits, *h.waiters)}
+            self.console.note(kill_notice(_stuck_alert(h), pids, self.config.kill_grace_s))
+        try:
+            self.on_kill()
+        except Exception as e:  # noqa: BLE001
+            self.problems.append(f"kill on hang: {e}")
 
     def _request_dump(self, now: float) -> tuple[float | None, int | None]:
         if not self.config.write:
@@ -587,6 +621,10 @@ def _stuck(h: stall.Hang) -> dict[str, Any]:
     return {"pg": h.pg, "seq": h.seq, "op": h.op}
 
 
+def _stuck_alert(h: stall.Hang) -> dict[str, Any]:
+    return {"stuck": _stuck(h), "culprit_ranks": list(h.culprits)}
+
+
 def _plural(ranks: tuple[int, ...] | list[int]) -> str:
     return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
 
@@ -609,7 +647,7 @@ def _hang_message(h: stall.Hang, warns: deque[str]) -> str:
 
 def crash_failures(state: stall.JobState, failures: Iterable[Failure]) -> list[Failure]:
     """The failures seen, and the ranks that vanished before them (by the records' own times)."""
-    fs = list(failures)
+    fs = rules.cause.explain_aborts(failures)
     seen = {r: rs.last_seen for r, rs in state.ranks.items() if rs.last_seen is not None}
     ended = [r for r, rs in state.ranks.items() if rs.exit_code is not None]
     return fs + rules.cause.vanished(seen, ended, fs, state.last_t)

@@ -1,0 +1,62 @@
+"""Launch: the command failed to start, so there is no training to judge.
+
+Two shapes: the command itself could not be executed (exit 127 / 126 as a shell reports it, nothing
+written by any rank), or every process died on its first lines (an ``ImportError`` such as
+``ModuleNotFoundError: No module named 'torch'`` from a python that lacks torch, a ``SyntaxError``)
+before any NCCL line, hook record, Flight Recorder dump or collective. Said as such, with the fix,
+instead of "not enough information" or a crash of an unknown rank. The verdict is ``crash``: the job
+did not do what was asked and exited non-zero, which is what scripts checking the verdict expect.
+"""
+from __future__ import annotations
+
+from ..model import Evidence, Finding, Run, Severity, Verdict
+
+START_ERRORS = ("ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError", "TabError")
+LAUNCHER_ECHOES = ("ChildFailedError",)  # torchrun's own report of a rank's failure
+NOT_RUN = {127: "the command was not found (exit 127)", 126: "the command could not be executed (exit 126)"}
+
+
+def _started(run: Run) -> bool:
+    """Anything that shows the job got as far as torch.distributed."""
+    return bool(len(run.collectives) or run.communicators or run.pg_status or run.stacks
+                or any(p.rank is not None for p in run.job.processes)
+                or any(e.kind.startswith(("nccl", "watchdog")) for e in run.events))
+
+
+def detect(run: Run) -> list[Finding]:
+    if _started(run):
+        return []
+    errors = [e for e in run.events if e.kind == "dist_error"
+              and not str(e.data.get("type")).endswith(LAUNCHER_ECHOES)]
+    early = [e for e in errors if str(e.data.get("type")) in START_ERRORS]
+    if errors and len(early) == len(errors):
+        first = early[0]
+        what = f"{first.data.get('type')}: {first.data.get('message')}"
+        ranks = sorted({e.rank for e in early if e.rank is not None})
+        # torchrun's first failure: the rank the crash root cause names (the launcher stopped the others)
+        culprits = tuple(sorted(set(ranks) | {x.rank for x in run.exits if x.root_cause and x.rank is not None}))
+        who = f"{len(early)} tracebacks" if len(early) > 1 else "one traceback"
+        if ranks:
+            who += f" (rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))})"
+        return [Finding(kind="launch", severity=Severity.CRITICAL, verdict=Verdict.CRASH, ranks=culprits,
+                        message=f"the command failed to start: {what} ({who}, before any collective)",
+                        hint=_hint(first.data), evidence=tuple(e.evidence for e in early[:4]),
+                        data={"error": what, "processes": len(early)})]
+    code = run.job.exit_code
+    if not errors and code in NOT_RUN:
+        return [Finding(kind="launch", severity=Severity.CRITICAL, verdict=Verdict.CRASH, ranks=(),
+                        message=f"the command failed to start: {NOT_RUN[code]}",
+                        hint="Check the command's spelling, that it is on PATH (or give its full path) and "
+                             "that it is executable; `ncclscope run -- COMMAND ...` runs COMMAND as a shell would.",
+                        evidence=(Evidence("exit.txt", 1, f"exit={code}"),), data={"exit_code": code})]
+    return []
+
+
+def _hint(data: dict[str, object]) -> str:
+    kind, message = str(data.get("type")), str(data.get("message") or "")
+    if kind in ("ModuleNotFoundError", "ImportError") and "'torch'" in message:
+        return ("The python that ran the script has no torch: activate the environment that has it, or name its "
+                "python in the command (`ncclscope run -- /path/to/env/bin/python -m torch.distributed.run ...`).")
+    if kind in ("ModuleNotFoundError", "ImportError"):
+        return "Install the missing module in the job's environment, or run the job with the python that has it."
+    return "The script does not compile: fix the line the traceback names (the same on every rank)."
