@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 import sys
 
-# numpy asks the kernel for transparent huge pages for every big array; where the kernel compacts
-# memory to find them (THP defrag "madvise", the default), the fresh arrays of a 4,096-rank model
-# stalled on page faults: model build 3.2 -> 2.6 s with the hint off. NUMPY_MADVISE_HUGEPAGE=1 restores it.
+# numpy's transparent-huge-page hint off for this process: where the kernel compacts memory to find
+# huge pages (THP defrag "madvise", the default), the fresh arrays of a large model stall on page
+# faults (measured in docs/performance.md, "model build"). Set before numpy is imported; a user's
+# NUMPY_MADVISE_HUGEPAGE=1 wins.
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 from collections.abc import Sequence
 from pathlib import Path
