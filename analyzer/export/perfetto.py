@@ -8,6 +8,7 @@ Format: https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsK
 """
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -32,37 +33,56 @@ def _times(view: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return start, end
 
 
-def _pg_events(a: Analysis, pg: str, tid: int, t0: float | None, t_end: float | None) -> list[dict[str, Any]]:
+def _enc(cache: dict[str, str], text: str | None) -> str:
+    """A string as JSON, each distinct one encoded once (ops, states, dtypes repeat millions of times)."""
+    key = text or ""
+    out = cache.get(key)
+    if out is None:
+        out = cache[key] = json.dumps(text or None)
+    return out
+
+
+def _num(x: float) -> str:
+    return "null" if not math.isfinite(x) else str(int(x))
+
+
+def _pg_events(a: Analysis, pg: str, tid: int, t0: float | None, t_end: float | None) -> list[str]:
+    """The process group's slices as JSON text, one string per event: building a dict per collective and
+    encoding it cost most of the export's time at 700,000 records."""
     stuck = a.decision.stuck
     here = stuck if stuck is not None and str(stuck.pg) == pg else None
     view = pg_records(a.run.collectives, pg, completed_through(a.run, pg, here))
     if not len(view):
         return []
     start, end = _times(view)
-    timed = t0 is not None and np.isfinite(start).any()
     seq = view["seq"].to_numpy(np.int64)
-    ranks = view["rank"].to_numpy(np.int64)
-    ops, states, dtypes = strs(view["op"]), strs(view["state"]), strs(view["dtype"])
-    nbytes, count = view["bytes"].to_numpy(dtype=float), view["count"].to_numpy(dtype=float)
-    out: list[dict[str, Any]] = []
-    for i in range(len(view)):
-        if timed and math.isfinite(start[i]):
-            ts = (start[i] - t0) * 1e6  # type: ignore[operator]
-            stop = end[i] if math.isfinite(end[i]) else (t_end if states[i] != "completed" else start[i])
-            dur = max((stop - start[i]) * 1e6, MIN_DUR_US)  # type: ignore[operator]
-        else:
-            ts, dur = float(seq[i]) * SLOT_US, SLOT_US * 0.8
-        is_stuck = here is not None and int(seq[i]) == here.seq
-        args = {"op": ops[i], "seq": int(seq[i]), "pg": pg, "state": states[i], "dtype": dtypes[i] or None,
-                "bytes": None if not math.isfinite(nbytes[i]) else int(nbytes[i]),
-                "count": None if not math.isfinite(count[i]) else int(count[i]), "stuck": is_stuck}
-        ev = {"name": f"{'STUCK ' if is_stuck else ''}{ops[i]} #{int(seq[i])}", "cat": "collective", "ph": "X",
-              "ts": round(ts, 3), "dur": round(dur, 3), "pid": int(ranks[i]), "tid": tid, "args": args}
-        if is_stuck:
-            ev["cname"] = "terrible"
-        out.append(ev)
+    states = strs(view["state"])
+    timed = t0 is not None and np.isfinite(start).any()
+    if timed:  # times in us since t0, vectorised; an open collective lasts to the end of the trace
+        ok = np.isfinite(start)
+        open_end = np.full(len(seq), t_end) if t_end is not None else start
+        stop = np.where(np.isfinite(end), end, np.where(states != "completed", open_end, start))
+        ts = np.where(ok, (start - t0) * 1e6, seq * SLOT_US)  # type: ignore[operator]
+        dur = np.where(ok, np.maximum((stop - start) * 1e6, MIN_DUR_US), SLOT_US * 0.8)
+    else:
+        ts, dur = seq * SLOT_US, np.full(len(seq), SLOT_US * 0.8)
+    is_stuck = seq == here.seq if here is not None else np.zeros(len(seq), dtype=bool)
+    cache: dict[str, str] = {}
+    pg_js = json.dumps(pg)
+    out: list[str] = []
+    for r, q, op, st, dt, b, c, t, d, stk in zip(
+            view["rank"].to_numpy(np.int64).tolist(), seq.tolist(), strs(view["op"]).tolist(), states.tolist(),
+            strs(view["dtype"]).tolist(), view["bytes"].to_numpy(dtype=float).tolist(),
+            view["count"].to_numpy(dtype=float).tolist(), np.round(ts, 3).tolist(), np.round(dur, 3).tolist(),
+            is_stuck.tolist(), strict=True):
+        # an op name of identifier characters needs no escaping; anything else goes through the encoder
+        name = f'"{op} #{q}"' if op.isidentifier() and not stk else json.dumps(f"{'STUCK ' if stk else ''}{op} #{q}")
+        out.append(f'{{"name":{name},"cat":"collective","ph":"X","ts":{t},"dur":{d},"pid":{r},"tid":{tid},'
+                   f'"args":{{"op":{_enc(cache, op)},"seq":{q},"pg":{pg_js},"state":{_enc(cache, st)},'
+                   f'"dtype":{_enc(cache, dt)},"bytes":{_num(b)},"count":{_num(c)},"stuck":{"true" if stk else "false"}}}'
+                   + (',"cname":"terrible"}' if stk else "}"))
     if here is not None:
-        out += _never_joined(a, view, here.seq, tid, start if timed else None, t0)
+        out += [json.dumps(e) for e in _never_joined(a, view, here.seq, tid, start if timed else None, t0)]
     return out
 
 
@@ -84,8 +104,9 @@ def _never_joined(a: Analysis, view: pd.DataFrame, seq: int, tid: int, start: np
     return out
 
 
-def trace_events(a: Analysis) -> dict[str, Any]:
-    """The trace-event JSON object: metadata (rank and process-group names), slices, instant events."""
+def trace_text(a: Analysis) -> str:
+    """The trace-event JSON text: metadata (rank and process-group names), slices, instant events, and
+    the verdict in ``otherData``."""
     df = a.run.collectives
     pgs = pg_choices(df)
     t = arrival(df) if len(df) else np.array([])
@@ -94,25 +115,30 @@ def trace_events(a: Analysis) -> dict[str, Any]:
     ends = df["t_completed"].to_numpy(dtype=float) if len(df) else np.array([])
     t_end = float(max(np.nanmax(ends) if np.isfinite(ends).any() else -np.inf, t_ok.max() if len(t_ok) else -np.inf))
     t_end_opt = t_end if math.isfinite(t_end) else None
-    events: list[dict[str, Any]] = []
+    meta: list[dict[str, Any]] = []
     ranks = sorted(set(a.run.ranks()) | {int(r) for r in df["rank"].unique()} if len(df) else set(a.run.ranks()))
     culprits = set(a.decision.culprit_ranks)
     for r in ranks:
-        events.append({"name": "process_name", "ph": "M", "pid": r, "tid": 0,
-                       "args": {"name": f"rank {r}" + (" (culprit)" if r in culprits else "")}})
-        events.append({"name": "process_sort_index", "ph": "M", "pid": r, "tid": 0, "args": {"sort_index": r}})
+        meta.append({"name": "process_name", "ph": "M", "pid": r, "tid": 0,
+                     "args": {"name": f"rank {r}" + (" (culprit)" if r in culprits else "")}})
+        meta.append({"name": "process_sort_index", "ph": "M", "pid": r, "tid": 0, "args": {"sort_index": r}})
         for tid, pg in enumerate(pgs):
-            events.append({"name": "thread_name", "ph": "M", "pid": r, "tid": tid, "args": {"name": f"pg {pg}"}})
+            meta.append({"name": "thread_name", "ph": "M", "pid": r, "tid": tid, "args": {"name": f"pg {pg}"}})
+    events = [json.dumps(e, separators=(",", ":")) for e in meta]
     for tid, pg in enumerate(pgs):
         events += _pg_events(a, pg, tid, t0, t_end_opt)
     d = a.decision
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"verdict": d.verdict.value, "headline": d.headline, "culprit_ranks": list(d.culprit_ranks),
-                          "stuck": d.stuck.to_json() if d.stuck else None,
-                          "clock": "seconds since the first record" if t0 is not None else "one slot per sequence number"}}
+    other = {"verdict": d.verdict.value, "headline": d.headline, "culprit_ranks": list(d.culprit_ranks),
+             "stuck": d.stuck.to_json() if d.stuck else None,
+             "clock": "seconds since the first record" if t0 is not None else "one slot per sequence number"}
+    return ('{"traceEvents":[' + ",".join(events) + '],"displayTimeUnit":"ms","otherData":'
+            + json.dumps(other, default=str) + "}")
+
+
+def trace_events(a: Analysis) -> dict[str, Any]:
+    """``trace_text`` as an object (for callers that inspect it)."""
+    return dict(json.loads(trace_text(a)))
 
 
 def perfetto_json(a: Analysis) -> str:
-    import json
-
-    return json.dumps(trace_events(a), separators=(",", ":"), default=str)
+    return trace_text(a)
