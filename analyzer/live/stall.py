@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..nccl.ops import canonical_op
 from ..rules import desync as desync_rule
 from ..rules.hang import bounded_world, stuck_collective
 from ..rules.stall import CAP_S, FLOOR_S, MAX_GAPS, MIN_GAPS, RHYTHM_K, STARTUP_S, p99, threshold
-from ..sources.hook_jsonl import canonical_op
 
 __all__ = ["CAP_S", "FLOOR_S", "MAX_GAPS", "MIN_GAPS", "RHYTHM_K", "STARTUP_S", "canonical_op", "p99", "threshold"]
 COLL_WINDOW = 256  # collectives kept per process group behind the slowest rank

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from ..nccl.dtypes import NCCL_DTYPES  # noqa: F401 - re-exported for the builders
 from ..nccl.ops import NCCL_OPS
 from .coll.grammar import MESSAGE_23_RE
 from .coll import MESSAGE_RE, NcclCollBatch, parse_ts, scan_coll_block, scan_coll_block_regex  # noqa: F401 - re-exported
