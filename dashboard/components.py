@@ -5,7 +5,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from dash import dcc, html
-
 from ncclscope.model import Evidence, Finding, Job
 from ncclscope.verdict import Decision
 

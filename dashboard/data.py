@@ -236,8 +236,8 @@ class RunStore:
             job.state = "done"
             try:
                 log_index(entry)  # after the entry is published: the pages show the analysis while the log view indexes
-            except Exception:  # noqa: BLE001 - the log view says it has no index; the analysis stands
-                pass
+            except Exception as e:  # noqa: BLE001 - the log view says it has no index; the analysis stands
+                job.message += f" (the log view could not index the logs: {type(e).__name__})"
         except (InputError, archive.ArchiveError, UploadError, OSError) as e:
             job.state, job.message = "error", str(e)
         except Exception as e:  # noqa: BLE001 - a parse thread must report, never die silently

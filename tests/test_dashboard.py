@@ -12,13 +12,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plotly.utils import PlotlyJSONEncoder
-
 from ncclscope.analysis import analyze_paths
-from ncclscope.model import Communicator, Connection, Process
 from ncclscope.dashboard import figures
 from ncclscope.dashboard.app import create_app, is_loopback, live_update, poll_job
-from ncclscope.dashboard.data import RunStore, UploadError, filter_logs, log_index, newest_alert, page_with_line
+from ncclscope.dashboard.data import (
+    RunStore,
+    UploadError,
+    filter_logs,
+    log_index,
+    newest_alert,
+    page_with_line,
+)
+from ncclscope.model import Communicator, Connection, Process
+from plotly.utils import PlotlyJSONEncoder
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from werkzeug.serving import make_server
-
 from ncclscope.dashboard.app import create_app
 from ncclscope.dashboard.data import RunStore
+from werkzeug.serving import make_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -314,7 +313,7 @@ def test_gloo_hang_pages(gloo_hang: Path, tmp_path: Path, browser: Browser, shot
         b.screenshot(shots / "gloo-overview.png")
 
         b.click("#nav-timeline")
-        b.wait_text("#tl-graph", f"never joined (1)")
+        b.wait_text("#tl-graph", "never joined (1)")
         rows = {int(r["rank"]): r for r in _table_rows(b, "#tl-counts-table")}
         assert sorted(rows) == list(range(GLOO_RANKS))
         for r, row in rows.items():
@@ -353,9 +352,8 @@ def test_gloo_hang_pages(gloo_hang: Path, tmp_path: Path, browser: Browser, shot
 def test_gloo_hang_exports(gloo_hang: Path, tmp_path: Path) -> None:
     """The same real gloo hang exported: a Perfetto track per rank, the never-joined rank marked, and the
     Prometheus state showing it behind."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     from ncclscope.cli import main
+    from prometheus_client.parser import text_string_to_metric_families
 
     trace, prom = tmp_path / "t.json", tmp_path / "s.prom"
     assert main(["export", str(gloo_hang), "--perfetto", str(trace), "--prometheus", str(prom), "--no-cache"]) == 0

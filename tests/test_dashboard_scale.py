@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import plotly.io as pio
 import pytest
-
 from ncclscope.analysis import Analysis
+from ncclscope.dashboard.data import Entry, RunStore
 from ncclscope.model import (
     COLLECTIVE_COLUMNS,
     Communicator,
@@ -32,7 +32,6 @@ from ncclscope.model import (
 )
 from ncclscope.synth import generate_run, ring_orders, tree_parents
 from ncclscope.verdict import Decision
-from ncclscope.dashboard.data import Entry, RunStore
 
 N = 1024
 GPUS = 8
@@ -89,7 +88,6 @@ def build_big_run() -> Analysis:
 def _page_timings(rs: RunStore, key: str) -> dict[str, float]:
     """Cold (nothing memoised) server-side time of each page, including the JSON the browser receives."""
     from dash._utils import to_json
-
     from ncclscope.dashboard.pages import hang, hotspots, logs, overview, timeline, topology
 
     def enc(obj: object) -> int:

@@ -8,7 +8,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from ncclscope.analysis import analyze_paths
 from ncclscope.cli import main
 from ncclscope.export import write_atomic
@@ -131,10 +130,9 @@ def test_dashboard_serves_metrics_of_the_newest_analysis(tmp_path: Path) -> None
     import shutil
     import time
 
-    from prometheus_client.parser import text_string_to_metric_families
-
     from ncclscope.dashboard.app import create_app
     from ncclscope.dashboard.data import RunStore
+    from prometheus_client.parser import text_string_to_metric_families
 
     live = tmp_path / "live"
     shutil.copytree(GPU_HANG, live)

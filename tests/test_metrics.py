@@ -8,8 +8,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from plotly.utils import PlotlyJSONEncoder
-
 from ncclscope.analysis import analyze_paths
 from ncclscope.metrics.progress import NEVER_JOINED, WAITING, rank_status, states_at_stuck
 from ncclscope.metrics.records import best_records
@@ -17,6 +15,7 @@ from ncclscope.metrics.share import busbw_table, one_row_per_collective, time_sh
 from ncclscope.metrics.timeline import STUCK_NEVER, pg_records, progress_matrix
 from ncclscope.model import COLLECTIVE_COLUMNS, Stuck
 from ncclscope.synth import generate_run
+from plotly.utils import PlotlyJSONEncoder
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_HANG = ROOT / "samples" / "gpu_hang"
@@ -40,10 +39,9 @@ def store(tmp_path: Path):
 
 def test_hotspots_page_and_text_report_give_the_same_numbers(gpu_hang, store) -> None:
     """The bundled GPU hang: the report's hotspot line and the Hotspots page quote one table."""
-    from rich.console import Console
-
     from ncclscope.dashboard.pages import hotspots
     from ncclscope.report import render_text
+    from rich.console import Console
 
     console = Console(record=True, width=400)
     render_text(gpu_hang, console)

@@ -10,8 +10,8 @@ from ..metrics.records import collective_rows, dense_groups, group_key
 from ..model import LogEvent, Run
 from ..rules.states import fmt_ranks
 
-__all__ = ["SOURCE_RANK", "RankPg", "pg_status_by_rank", "collective_rows", "dense_groups", "group_key",
-           "stall_events", "entries_at", "fmt_ranks", "not_p2p", "rows_where", "STALL_EVENTS"]
+__all__ = ["SOURCE_RANK", "STALL_EVENTS", "RankPg", "collective_rows", "dense_groups", "entries_at", "fmt_ranks",
+           "group_key", "not_p2p", "pg_status_by_rank", "rows_where", "stall_events"]
 
 STALL_EVENTS = ("watchdog_timeout", "watchdog_failure", "dump_signal", "heartbeat_timeout", "hook_stall",
                 "desync_report", "barrier_failure")

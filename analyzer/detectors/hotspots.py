@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..model import Finding, Run, Severity
 from ..metrics.records import first_of_each
 from ..metrics.share import run_busbw
 from ..metrics.share import time_share as share_of
 from ..metrics.waiting import run_late_arrivals
+from ..model import Finding, Run, Severity
 from .common import rows_where
 
 SMALL = 64 * 1024

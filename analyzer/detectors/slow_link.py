@@ -14,7 +14,7 @@ from ..metrics.busbw import busbw_table
 from ..metrics.share import run_busbw
 from ..model import Finding, Run, Severity, Verdict
 
-__all__ = ["detect", "busbw_table"]
+__all__ = ["busbw_table", "detect"]
 
 MIN_BYTES = 1 << 20
 FAR_BELOW = 0.5

@@ -11,7 +11,7 @@ import math
 from ..metrics.waiting import MIN_SPREAD_MS, late_arrivals, run_late_arrivals
 from ..model import Evidence, Finding, Run, Severity, Verdict
 
-__all__ = ["detect", "late_arrivals", "run_late_arrivals", "binom_tail"]
+__all__ = ["binom_tail", "detect", "late_arrivals", "run_late_arrivals"]
 
 MIN_EVENTS = 5
 ALPHA = 1e-3

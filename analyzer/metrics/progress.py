@@ -130,7 +130,7 @@ def rank_status(run: Run, findings: Sequence[Finding], stuck: Stuck | None, culp
         row["at_stuck"] = f"{state} #{stuck.seq}" if state and state != UNKNOWN and stuck else state
         row["culprit"] = "yes" if r in cul else ""
         if verdict_states is not None:
-            state_, detail = verdict_states.get(r, ("", None))
+            state_, _detail = verdict_states.get(r, ("", None))
             row["state"] = state_.replace("_", " ")  # its detail repeats "at_stuck" and "where"
         row["where"] = where.get(r, "")
         out.append(row)

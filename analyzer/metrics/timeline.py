@@ -69,7 +69,7 @@ def progress_matrix(view: pd.DataFrame, ranks: Sequence[int], stuck: Stuck | Non
     hi = max(hi, stuck.seq if stuck is not None else hi)
     lo = max(int(seq.min()) if len(seq) else 0, hi - width + 1)
     seqs = np.arange(lo, hi + 1, dtype=np.int64)
-    lanes = sorted(set(int(r) for r in ranks) | set(int(r) for r in view["rank"].to_numpy()))
+    lanes = sorted({int(r) for r in ranks} | {int(r) for r in view["rank"].to_numpy()})
     pos = {r: i for i, r in enumerate(lanes)}
     cells = np.full((len(lanes), len(seqs)), NO_RECORD, dtype=np.int8)
     m = (seq >= lo) & (seq <= hi)
@@ -110,7 +110,7 @@ def _group_label(members: list[int], limit: int = 6) -> str:
 def per_rank_counts(view: pd.DataFrame, ranks: Sequence[int]) -> pd.DataFrame:
     """Per rank: collectives recorded, completed, not completed, and issued with no completion logged
     (NCCL's COLL lines say a call was enqueued, never that it finished)."""
-    lanes = sorted(set(int(r) for r in ranks) | set(int(r) for r in view["rank"].to_numpy()))
+    lanes = sorted({int(r) for r in ranks} | {int(r) for r in view["rank"].to_numpy()})
     if not len(view):
         return pd.DataFrame({"rank": lanes, "records": 0, "completed": 0, "not_completed": 0, "issued": 0})
     state = strs(view["state"])

@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from ncclscope.metrics.busbw import transport_class
 
-from .base import OP_COLORS, STUCK_COLOR, TRANSPORT_COLORS, calls, empty_figure, fmt_ms, int_axis, op_color, warm_up
+from .base import (
+           OP_COLORS,
+           STUCK_COLOR,
+           TRANSPORT_COLORS,
+           calls,
+           empty_figure,
+           fmt_ms,
+           int_axis,
+           op_color,
+           warm_up,
+)
 from .hotspots import busbw_figure, time_share_figure, volume_figure, wait_heatmap_figure
 from .timeline import progress_figure, timeline_figure
 from .topology import host_edges, host_figure, rank_hosts, rank_labels, ring_figure, tree_figure

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-
 from ncclscope.metrics.progress import NEVER_JOINED, WAITING
 from ncclscope.metrics.records import arrival, strs
 from ncclscope.metrics.timeline import CELL_NAMES, ProgressMatrix
@@ -23,7 +22,7 @@ def timeline_figure(view: pd.DataFrame, ranks: Sequence[int], stuck: Stuck | Non
     """Swimlanes of ``view`` (one process group's records, ``metrics.timeline.pg_records``): completed
     collectives filled in their op's colour, the others open; at the stuck collective a red x on the
     ranks that wait in it and a black diamond on those that never joined it (``states``)."""
-    lanes = sorted(set(int(r) for r in view["rank"].to_numpy()) | set(int(r) for r in ranks)) if len(view) else []
+    lanes = sorted({int(r) for r in view["rank"].to_numpy()} | {int(r) for r in ranks}) if len(view) else []
     if not len(view):
         return empty_figure(f"no collectives recorded for process group {pg}: the hook (ncclscope run) or a "
                             "Flight Recorder dump (TORCH_FR_BUFFER_SIZE) records them")

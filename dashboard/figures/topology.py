@@ -12,7 +12,6 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-
 from ncclscope.metrics.busbw import transport_class
 from ncclscope.model import Communicator, Process
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import dash
 from dash import Input, Output, callback, dash_table, dcc, html
-
 from ncclscope.dashboard import ids
 from ncclscope.dashboard.components import evidence_list, not_ready, verdict_banner
 from ncclscope.dashboard.data import RunStore, current

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
-
 import dash
-from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, ctx, dash_table, dcc, html
-
+import pandas as pd
+from dash import (
+    ClientsideFunction,
+    Input,
+    Output,
+    State,
+    callback,
+    clientside_callback,
+    ctx,
+    dash_table,
+    dcc,
+    html,
+)
 from ncclscope.dashboard import ids
 from ncclscope.dashboard.data import (
     Entry,

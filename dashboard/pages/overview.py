@@ -5,7 +5,6 @@ from typing import Any
 
 import dash
 from dash import Input, Output, State, callback, dcc, html, no_update
-
 from ncclscope.dashboard import ids
 from ncclscope.dashboard.components import finding_card, not_ready, settings_rows, table, verdict_banner
 from ncclscope.dashboard.data import MAX_UPLOAD_BYTES, Entry, RunStore, UploadError, current

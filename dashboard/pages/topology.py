@@ -6,7 +6,6 @@ from typing import Any
 import dash
 import plotly.graph_objects as go
 from dash import Input, Output, callback, dcc, html
-
 from ncclscope.dashboard import figures, ids
 from ncclscope.dashboard.components import not_ready
 from ncclscope.dashboard.data import Entry, RunStore, current
