@@ -8,15 +8,15 @@ from __future__ import annotations
 from ncclscope.metrics.busbw import transport_class
 
 from .base import (
-           OP_COLORS,
-           STUCK_COLOR,
-           TRANSPORT_COLORS,
-           calls,
-           empty_figure,
-           fmt_ms,
-           int_axis,
-           op_color,
-           warm_up,
+    OP_COLORS,
+    STUCK_COLOR,
+    TRANSPORT_COLORS,
+    calls,
+    empty_figure,
+    fmt_ms,
+    int_axis,
+    op_color,
+    warm_up,
 )
 from .hotspots import busbw_figure, time_share_figure, volume_figure, wait_heatmap_figure
 from .timeline import progress_figure, timeline_figure
