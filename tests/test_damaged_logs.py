@@ -124,6 +124,8 @@ def test_excerpt_with_a_printed_world_size_names_the_ranks_it_lacks(tmp_path):
     assert a.run.job.world_size == 64
     missing = [x for x in a.findings if x.kind == "input" and "no input from" in x.message]
     assert missing and "20-63" in missing[0].message
+    hang = next(x for x in a.findings if x.kind == "hang")
+    assert "every rank joined" not in hang.message and "ranks 0-19" in hang.message and "64" in hang.message
 
 
 def test_versions_printed_by_pytorch_reach_the_model(tmp_path):

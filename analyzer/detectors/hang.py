@@ -190,12 +190,17 @@ def _op_for(run: Run, at: dict[int, dict], seq: int) -> str | None:
 
 
 def _all_joined(run: Run, ranks: list[int]) -> str:
-    """Who joined, said no wider than the input shows: "every rank" only when the world size is known
-    (an excerpt of 40 lines of a 64-rank job shows 40 ranks, not the job)."""
-    if run.job.world_size:
+    """Who joined, said no wider than the input shows: "every rank" only when the world size is known and
+    every rank of it is among them (40 pasted lines of a 64-rank job show 40 ranks, not the job)."""
+    world = run.job.world_size
+    if world and set(range(world)) <= set(ranks):
         return "every rank"
-    return (f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}, every rank the input shows (it does not give "
-            "the world size: ranks it does not show may not have joined),")
+    some = f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}"
+    if world:
+        return (f"{some}, every rank the input shows of a world of {world} (the others' progress is not in it, "
+                "so whether they joined is not known),")
+    return (f"{some}, every rank the input shows (it does not give the world size: ranks it does not show may "
+            "not have joined),")
 
 
 def _wait_where(at: dict[int, dict], waiting: list[int]) -> str:
