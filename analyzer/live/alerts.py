@@ -176,7 +176,7 @@ class ConsoleSink:
         from ..text_safety import text as plain
 
         try:
-            self.console.print(plain(f"ncclscope: {text}", style="bold yellow"))
+            self.console.print(plain(f"ncclscope: {text}", style="bold yellow"), soft_wrap=True)  # the terminal wraps
         except Exception as e:  # noqa: BLE001
             self.errors.append(f"console: {e}")
 
