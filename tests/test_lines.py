@@ -26,6 +26,7 @@ NCCL = "gpu-a17:5021:5090 [3] NCCL INFO comm 0x7f10 rank 3 nranks 8 cudaDev 3 bu
 PREFIXES = [
     ("[rank5]:", 5),  # torchrun --tee
     ("[default5]:", 5),  # torchrun / Lightning local rank tag
+    ("[rank: 5] ", 5),  # Lightning's rank_prefixed_message ("[rank: 0] Seed set to 42")
     ("5: ", 5),  # srun --label (huggingface/accelerate#1317 style multi-node logs)
     ("  12: ", 12),  # srun --label, padded for 2-digit task ids
     ("[1,6]<stdout>:", 6),  # OpenMPI --tag-output

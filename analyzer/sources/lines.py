@@ -42,6 +42,7 @@ _RANKED = (
     # SkyPilot's "(head, rank=0, pid=40211) "
     r"|\s{0,6}(?P<r4>\d{1,7}): "  # srun --label: the task number, padded
     r"|Rank (?P<r5>\d{1,7}): "  # print(f"Rank {rank}: {e}")
+    r"|\[rank: (?P<r6>\d{1,7})\] "  # Lightning's rank_prefixed_message
 )
 _PLAIN = (
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: ?(?:Z|[+-]\d\d:?\d\d))? (?:(?:stdout|stderr) [FP] |\| )?"  # CI,
@@ -87,7 +88,7 @@ def split_tool_prefixes(text: str) -> tuple[int | None, bool, str]:
         m = TOOL_PREFIX_RE.match(text, pos)
         if m is None or m.end() == pos:
             break
-        r = m.group("r1") or m.group("r2") or m.group("r3") or m.group("r5")
+        r = m.group("r1") or m.group("r2") or m.group("r3") or m.group("r5") or m.group("r6")
         if r is not None:
             tagged = int(r)
         elif m.group("r4") is not None:
