@@ -158,3 +158,18 @@ def test_hang_then_ctrl_c_stays_a_hang_live_and_offline(tmp_path: Path) -> None:
     assert analyzed["verdict"] == "hang" and analyzed["culprit_ranks"] == [1], analyzed["headline"]
     assert analyzed["stuck"]["seq"] == 21
     assert_same_judgement(analyzed, live)
+
+
+def test_an_abort_is_an_echo_only_after_a_timeout() -> None:
+    """SIGABRT after the rank's watchdog timeout: PyTorch tearing it down. Without one (gloo's
+    ``terminate called after throwing gloo::EnforceNotMet``): the rank's own failure."""
+    from ncclscope.rules.cause import explain_aborts
+
+    abort0 = Failure(0, FailureKind.ABORT, "exit code -6", None, ("stderr.log", 40), -6)
+    assert explain_aborts([abort0])[0].kind is FailureKind.FATAL
+    c = rules.root_cause(explain_aborts([abort0, _f(1, FailureKind.PEER, None, 30)]))
+    assert c is not None and c.verdict == "crash" and c.ranks == (0,)
+    timeout0 = _f(0, FailureKind.TIMEOUT, None, 10)
+    assert explain_aborts([timeout0, abort0])[1].kind is FailureKind.ABORT
+    unknown_rank = Failure(None, FailureKind.ABORT, "exit code -6", None, ("stderr.log", 51), -6)
+    assert explain_aborts([timeout0, unknown_rank])[1].kind is FailureKind.ABORT

@@ -296,6 +296,9 @@ class LiveMonitor:
             seen.add(key)
             if isinstance(rec, (R.WatchdogTimeout, R.WatchdogFailure, R.DumpSignal, R.DesyncReport)):
                 self._watchdog(rec)
+                if isinstance(rec, (R.WatchdogTimeout, R.WatchdogFailure)):  # a symptom on the time line
+                    self.failures.append(Failure(rec.rank, FailureKind.TIMEOUT, rec.text.strip()[:500], None,
+                                                 (rec.file, rec.line)))
             elif isinstance(rec, R.DistError):
                 f = error_failure(rec.rank, rec.exc_type, rec.message, rec.last_error, None, (rec.file, rec.line))
                 if f is not None:

@@ -100,3 +100,15 @@ def mismatch_is_echo(sides: Iterable[Iterable[int]], mismatch_t: float | None, f
     failed = {f.rank for f in failures if f.is_cause and f.rank is not None
               and (mismatch_t is None or f.t is None or -SKEW_S <= f.t - mismatch_t <= RIGHT_AFTER_S)}
     return any(bool(side) and set(side) <= failed for side in (set(s) for s in sides))
+
+
+def explain_aborts(failures: Iterable[Failure]) -> list[Failure]:
+    """SIGABRT is PyTorch's watchdog tearing a rank down after its collective timed out (an echo)
+    only when that rank timed out (or, its rank unknown, some rank did); without a timeout it is a C++
+    exception or an assertion of its own (``terminate called after throwing ...``): a cause."""
+    fs = list(failures)
+    timed_out = {f.rank for f in fs if f.kind is FailureKind.TIMEOUT}
+    return [Failure(f.rank, FailureKind.FATAL, f"{f.text}: aborted with no timeout before it (a C++ exception or "
+                    "an assertion)", f.t, f.order, f.code)
+            if f.kind is FailureKind.ABORT and f.rank not in timed_out and not (f.rank is None and timed_out)
+            else f for f in fs]
