@@ -42,7 +42,6 @@ from .records import (
 )
 
 MAX_LINE = 64 * 1024
-RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")  # kept for callers; lines.py has the full grammar
 GLUED_RANK_RE = re.compile(r"\[(?:rank|default)(\d{1,7})\]:\s?")
 GLOG_RE = re.compile(
     r"^\[(?P<sev>[EWIF])(?:(?P<md>\d{4}) (?P<t>[\d:.]+) ?)? ?(?:\d+ )?(?P<src>[^\]\s]+:\d+)\] ?"
