@@ -88,7 +88,7 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
 
                 return Analysis(entry.run, entry.findings, decide(entry.run, entry.findings, alerts))
             return Analysis(entry.run, entry.findings, entry.decision)
-    from .build import build_run
+    from .model_build import build_run
     from .ingest import ingest
 
     if not cache:

@@ -63,7 +63,7 @@ def code_digest() -> str:
     global _DIGEST
     if _DIGEST is None:
         here = Path(__file__).resolve().parent
-        _DIGEST = _digest([*here.glob("sources/**/*.py"), here / "ingest.py", *here.glob("build/*.py"), here / "model.py",
+        _DIGEST = _digest([*here.glob("sources/**/*.py"), here / "ingest.py", *here.glob("model_build/*.py"), here / "model.py",
                            here / "cache.py", *here.glob("nccl/*.py")])
     return _DIGEST
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES
 from ncclscope.analysis import analyze_run
-from ncclscope.build import build_run
+from ncclscope.model_build import build_run
 from ncclscope.ingest import ingest
 
 HANG = SAMPLES / "gpu_hang"

@@ -35,7 +35,7 @@ import fuzz_xml  # noqa: E402
 from conftest import CORPUS, SAMPLES, corpus_runs  # noqa: E402
 
 from ncclscope.analysis import analyze_run  # noqa: E402
-from ncclscope.build import build_run  # noqa: E402
+from ncclscope.model_build import build_run  # noqa: E402
 from ncclscope.ingest import InputError, Parsed, ingest, iter_lines, parse_file  # noqa: E402
 from ncclscope.safe_pickle import loads_plain  # noqa: E402
 from ncclscope.sources.flight_recorder import parse_fr_json  # noqa: E402

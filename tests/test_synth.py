@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ncclscope.analysis import analyze_paths
-from ncclscope.build import build_run
+from ncclscope.model_build import build_run
 from ncclscope.ingest import ingest
 from ncclscope.sources import records as R
 from ncclscope.sources.nccl_log import parse_nccl_line

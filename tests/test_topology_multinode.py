@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ncclscope.analysis import analyze_paths
-from ncclscope.build import build_run
+from ncclscope.model_build import build_run
 from ncclscope.ingest import ingest
 
 DATA = Path(__file__).resolve().parent / "data" / "topology"

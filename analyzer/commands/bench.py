@@ -66,7 +66,7 @@ def _child(path: str) -> None:
 
     from ncclscope import cache as run_cache
     from ncclscope.analysis import _json_line, analyze_run
-    from ncclscope.build import build_run
+    from ncclscope.model_build import build_run
     from ncclscope.ingest import ingest
     from ncclscope.malloc import keep_freed_memory
 

@@ -234,7 +234,7 @@ def analyze_parsed(parsed: list) -> dict:
     from rich.console import Console
 
     from ncclscope.analysis import analyze_run
-    from ncclscope.build import build_run
+    from ncclscope.model_build import build_run
     from ncclscope.report import render_text, to_json
 
     a = analyze_run(build_run(parsed))
