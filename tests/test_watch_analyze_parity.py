@@ -93,3 +93,24 @@ def test_every_fault_kind_is_recorded_and_judged_as_injected() -> None:
         assert analyzed["verdict"] == verdict, (kind, analyzed["headline"])
         culprit = meta["culprit"]
         assert analyzed["culprit_ranks"] == ([] if culprit is None else [culprit]), (kind, analyzed["headline"])
+
+
+def test_a_claimed_world_of_2_20_changes_nothing(tmp_path: Path) -> None:
+    """A hook start record claiming 2^20 ranks beside the 3 of the run: the same judgement, 3 ranks
+    listed, nothing sized or looped over by the claim."""
+    import shutil
+    import time
+
+    run = tmp_path / "run"
+    shutil.copytree(FAULT_RUNS / "hang", run, ignore=shutil.ignore_patterns("alerts.jsonl", "report.json"))
+    hook = run / "ncclscope-rank0.jsonl"
+    lines = hook.read_text().splitlines()
+    first = json.loads(lines[0])
+    assert first["type"] == "start"
+    lines[0] = json.dumps(first | {"world": 1 << 20})
+    hook.write_text("\n".join(lines) + "\n")
+    t0 = time.perf_counter()
+    analyzed, live = judgements(run)
+    assert time.perf_counter() - t0 < 20
+    assert_same_judgement(analyzed, live)
+    assert analyzed["verdict"] == "hang" and len(analyzed["ranks"]) == 3 and len(live["states"]) == 3
