@@ -66,16 +66,19 @@ def child_micro(args: argparse.Namespace) -> dict[str, object]:
     dist, dev = _init(args.backend)
     x = torch.ones(1, device=dev)  # type: ignore[call-overload]
     per_call: list[float] = []
+    cpu_per_call: list[float] = []
     for block in range(args.blocks + 1):
         _sync(args.backend)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(args.calls):
             dist.all_reduce(x)  # type: ignore[attr-defined]
         _sync(args.backend)
         if block:  # the first block warms up
             per_call.append((time.perf_counter() - t0) / args.calls * 1e6)
+            cpu_per_call.append((time.process_time() - c0) / args.calls * 1e6)  # all threads of the process
     dist.destroy_process_group()  # type: ignore[attr-defined]
-    return {"us_per_call": statistics.median(per_call), "blocks": per_call}
+    return {"us_per_call": statistics.median(per_call), "cpu_us_per_call": statistics.median(cpu_per_call),
+            "blocks": per_call}
 
 
 def child_tp(args: argparse.Namespace) -> dict[str, object]:
@@ -128,6 +131,24 @@ def other_hook_site(run_dir: Path, src: Path) -> Path:
     return site
 
 
+def hook_summary(path: Path) -> str:
+    """What the traced process wrote: coll / done lines, the last heartbeat's counts, errors."""
+    n: dict[str, int] = {}
+    last_hb: dict[str, object] = {}
+    if path.exists():
+        for line in path.open():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                n["bad"] = n.get("bad", 0) + 1
+                continue
+            n[rec.get("type")] = n.get(rec.get("type"), 0) + 1
+            if rec.get("type") == "hb":
+                last_hb = rec
+    return (f"coll {n.get('coll', 0)} done {n.get('done', 0)} error {n.get('error', 0)} "
+            f"sampled_out {last_hb.get('sampled_out', 0)} dropped {last_hb.get('dropped', 0)}")
+
+
 def run_child(kind: str, variant: str, args: argparse.Namespace, work: Path, n: int) -> dict[str, object]:
     from ncclscope.launch import merge_env, prepare_hook_site, tracing_env
 
@@ -148,8 +169,7 @@ def run_child(kind: str, variant: str, args: argparse.Namespace, work: Path, n: 
         raise SystemExit(f"{kind} {variant} failed (exit {proc.returncode}): {proc.stderr[-3000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     if traced:
-        hook = run_dir / "ncclscope-rank0.jsonl"
-        result["hook_lines"] = sum(1 for _ in hook.open()) if hook.exists() else 0
+        result["hook_lines"] = hook_summary(run_dir / "ncclscope-rank0.jsonl")
     return dict(result)
 
 
@@ -178,6 +198,7 @@ def measure(args: argparse.Namespace) -> dict[str, list[float]]:
     key = {"micro": "us_per_call", "tp": "ms_per_step"}.get(args.kind)
     variants = ["bare", "traced"] + (["other"] if args.other_hook else [])
     got: dict[str, list[float]] = {v: [] for v in variants}
+    cpu: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="ncclscope-bench-") as tmp:
         for n in range(args.repeats):
             for name in (variants if n % 2 == 0 else variants[::-1]):
@@ -188,9 +209,15 @@ def measure(args: argparse.Namespace) -> dict[str, list[float]]:
                     res = run_child(args.kind, name, args, Path(tmp), n)
                     value = float(res[key])  # type: ignore[arg-type]
                     extra = f"  hook records {res['hook_lines']}" if name != "bare" else ""
+                    if "cpu_us_per_call" in res:
+                        cpu.setdefault(name, []).append(float(res["cpu_us_per_call"]))  # type: ignore[arg-type]
+                        extra = f"  (process CPU {float(res['cpu_us_per_call']):.2f} us per call){extra}"  # type: ignore[arg-type]
                 got[name].append(value)
                 print(f"repeat {n} {name:6s} {value:9.3f} {'us per call' if args.kind == 'micro' else 'ms per step'}{extra}",
                       flush=True)
+    for name, values in cpu.items():
+        print(f"{name:6s} median process CPU {statistics.median(values):9.3f} us per call "
+              f"({statistics.median(values) - statistics.median(cpu['bare']):+.2f} vs bare)")
     return got
 
 

@@ -6,7 +6,8 @@ and ``analyzer/build.py``:
 - ``start``: t, rank, world, local_rank, host, pid, backend, torch, nccl, cuda, env
 - ``coll``: t, rank, pg, seq, op, numel, dtype, bytes, where (+ ``p2p`` for send/recv on NCCL)
 - ``done``: t, rank, pg, seq, dur_ms (+ ``how``: ``work`` | ``sync`` | ``fr`` | ``order``)
-- ``hb``: t, rank, step, pgs {pg: {enq, start, done}}, dropped
+- ``hb``: t, rank, step, pgs {pg: {enq, start, done}}, dropped (+ ``sampled_out``: per-collective
+  records left out above the rate budget, see tracer)
 - ``stack``: t, rank, reason (stall | request | exit), where, frames [{file, line, func, code}]
 - ``fr``: t, rank, path (a Flight Recorder pickle written on request), request_id
 - ``exit``: t, rank, code; ``error``: t, rank, message (the hook's own trouble)
@@ -76,8 +77,12 @@ def done_format(rank: int, pg: str, how: str) -> str:
     return f'{{"type":"done","t":%.6f,"rank":{rank},"pg":{_lit(pg)},"seq":%d,"dur_ms":%.3f,"how":{_lit(how)}}}\n'
 
 
-def heartbeat(rank: int, step: int | None, pgs: dict[str, dict[str, int | None]], dropped: int) -> Record:
-    return {"type": "hb", "t": now(), "rank": rank, "step": step, "pgs": pgs, "dropped": dropped}
+def heartbeat(rank: int, step: int | None, pgs: dict[str, dict[str, int | None]], dropped: int,
+              sampled_out: int = 0) -> Record:
+    rec: Record = {"type": "hb", "t": now(), "rank": rank, "step": step, "pgs": pgs, "dropped": dropped}
+    if sampled_out:
+        rec["sampled_out"] = sampled_out
+    return rec
 
 
 def stack(rank: int, reason: str, where: str | None, frames: list[dict[str, Any]], **extra: Any) -> Record:
@@ -194,38 +199,46 @@ def where_of(frames: list[dict[str, Any]]) -> str | None:
     return None
 
 
-_LIB_CODE: dict[Any, bool] = {}
+# id(code) -> (code, library or not); keyed by id because a code object's own hash is computed
+# from its contents at every lookup; the code object is kept, so its id is not reused (bounded)
+_LIB_CODE: dict[int, tuple[Any, bool]] = {}
 
 
 def is_library_code(code: Any) -> bool:
     """``is_library`` of a code object's file, remembered per code object (bounded)."""
-    lib = _LIB_CODE.get(code)
-    if lib is None:
-        lib = is_library(code.co_filename)
-        if len(_LIB_CODE) < 8192:
-            _LIB_CODE[code] = lib
+    hit = _LIB_CODE.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    lib = is_library(code.co_filename)
+    if len(_LIB_CODE) < 8192:
+        _LIB_CODE[id(code)] = (code, lib)
     return lib
 
 
-def call_site(frame: FrameType | None) -> tuple[Any, int] | None:
-    """(code, line) of the innermost frame outside torch, the stdlib and the hook, from ``frame`` out:
+def call_site(frame: FrameType | None) -> tuple[int, int] | None:
+    """(id of the code, line) of the innermost frame outside torch, the stdlib and the hook, from ``frame`` out:
     a few attribute reads and dict lookups per frame, no path or source work (``site_text`` does that)."""
     n = 0
     while frame is not None and n < 40:
         code = frame.f_code
-        if not is_library_code(code):
-            return code, frame.f_lineno
+        hit = _LIB_CODE.get(id(code))
+        lib = hit[1] if hit is not None and hit[0] is code else is_library_code(code)
+        if not lib:
+            return id(code), frame.f_lineno
         frame = frame.f_back
         n += 1
     return None
 
 
-def site_text(site: tuple[Any, int] | None) -> str | None:
+def site_text(site: tuple[int, int] | None) -> str | None:
     """``train.py:88 in main``: what ``caller_where`` returns, from a ``call_site``."""
     if site is None:
         return None
-    code, line = site
-    return f"{os.path.basename(code.co_filename)}:{line} in {code.co_name}"
+    hit = _LIB_CODE.get(site[0])
+    if hit is None:  # the cache was full: no name to give
+        return None
+    code = hit[0]
+    return f"{os.path.basename(code.co_filename)}:{site[1]} in {code.co_name}"
 
 
 def caller_where(depth: int = 2) -> str | None:

@@ -8,8 +8,15 @@ Rules it keeps, because it runs inside someone's training:
   path or source work, no file write: the writer thread turns each tuple into its line with one
   ``%`` of a format made once per call site (``records.coll_format``) and writes in batches; when
   the deque is full the oldest record is dropped and counted;
-- completion is found by the poller in order per group (ops of one group complete in order), so
-  a tick costs the collectives that completed since the last one, not all that are open;
+- a blocking collective on GPU tensors costs nothing more: its completion is read from Flight
+  Recorder's per-group ``pg_status`` by the poller, for the collectives whose ``coll`` line was
+  written; asynchronous works are checked in order per group (ops of one group complete in order),
+  so a tick costs what completed since the last one, not all that is open;
+- a rate budget: the writer wakes every 0.2 s and writes at most ``NCCLSCOPE_HOOK_RECORDS_S``
+  (2000) per-collective records a second; above it, the oldest and the newest of each batch are
+  written and the middle is counted in the heartbeat's ``sampled_out`` (Flight Recorder keeps
+  every collective, and the heartbeats every group's enqueued / completed count). The newest are
+  always written, so a stall, a desync or a crash still shows the collectives that led to it;
 - every hook path is wrapped: an exception becomes an ``error`` record, never reaches user code
   or a PyTorch callback (``NCCLSCOPE_HOOK_CHAOS=all`` or ``coll,done,...`` raises inside each
   path to prove it);
@@ -19,7 +26,8 @@ Rules it keeps, because it runs inside someone's training:
 
 Settings (environment): ``NCCLSCOPE_RUN_DIR`` (required), ``NCCLSCOPE_HOOK_HB_S`` (1.0),
 ``NCCLSCOPE_HOOK_STALL_S`` (3.0), ``NCCLSCOPE_HOOK_POLL_S`` (0.1), ``NCCLSCOPE_HOOK_QUEUE``
-(20000), ``NCCLSCOPE_HOOK_PENDING`` (4096), ``NCCLSCOPE_HOOK_CHAOS``.
+(20000), ``NCCLSCOPE_HOOK_PENDING`` (4096), ``NCCLSCOPE_HOOK_RECORDS_S`` (2000),
+``NCCLSCOPE_HOOK_CHAOS``.
 """
 from __future__ import annotations
 
@@ -70,6 +78,7 @@ _SENTINEL: dict[str, Any] = {"type": "__stop__"}
 CONTROL_MAX = 4096  # bytes of the dump-request file read, at most
 FORMATS_MAX = 4096  # call-site formats remembered per process
 
+_TENSOR: list[type] = [type(None)]  # torch.Tensor once the tracer starts (the hook imports no torch before)
 _TRACER: Tracer | None = None
 _ARMED = False
 _PATCHED = False
@@ -119,6 +128,9 @@ class Tracer:
 
     def __init__(self, run_dir: Path, dist: ModuleType) -> None:
         self.dist = dist
+        import torch
+
+        _TENSOR[0] = torch.Tensor
         self.c10d = dist.distributed_c10d
         self.run_dir = run_dir
         self.rank = int(dist.get_rank())
@@ -130,11 +142,18 @@ class Tracer:
         self.stall_s = max(0.1, _env_float("NCCLSCOPE_HOOK_STALL_S", 3.0))
         chaos = os.environ.get("NCCLSCOPE_HOOK_CHAOS", "")
         self.chaos = set(CHAOS_POINTS) if chaos.strip() == "all" else {c.strip() for c in chaos.split(",") if c.strip()}
-        # a deque: append is one C call, no lock and no wake-up of the writer (which polls)
-        # records: a dict, or a per-collective tuple (%-format, values...) (``lines``)
-        self.queue: collections.deque[dict[str, Any] | tuple[Any, ...]] = collections.deque(
-            maxlen=max(100, _env_int("NCCLSCOPE_HOOK_QUEUE", 20000)))
-        self.write_s = 0.05
+        # deques: append is one C call, no lock and no wake-up of the writer (which polls).
+        # ``queue``: per-collective tuples (%-format, values...); ``events``: every other record (dicts)
+        self.queue_max = max(100, _env_int("NCCLSCOPE_HOOK_QUEUE", 20000))
+        self.queue: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=self.queue_max)
+        self.events: collections.deque[dict[str, Any]] = collections.deque(maxlen=self.queue_max)
+        self.write_s = 0.2
+        self.records_s = max(100.0, _env_float("NCCLSCOPE_HOOK_RECORDS_S", 2000.0))
+        self.sampled_out = 0
+        # blocking GPU collectives whose coll line was written, per group in order: (seq, t)
+        self.awaiting: dict[str, collections.deque[tuple[int, float]]] = {}
+        self.n_awaiting = 0
+        self.await_fmts: dict[str, str] = {}  # coll %-format -> its group, for those collectives
         self.pending: collections.deque[tuple[str, int, float, Any]] = collections.deque(
             maxlen=max(16, _env_int("NCCLSCOPE_HOOK_PENDING", 4096)))
         # per group, the collectives not yet seen complete, in issue (= sequence) order
@@ -157,6 +176,7 @@ class Tracer:
         self._step_handle: Any = None
         self.main_ident = threading.main_thread().ident
         self.stop_event = threading.Event()
+        self.flushed = threading.Event()  # set by the writer after each batch
         self.control = run_dir / "ncclscope-control" / "dump-request"
         self._req_key = self._control_key()
         self._progress_sig: Any = None
@@ -177,7 +197,7 @@ class Tracer:
             raise RuntimeError(f"ncclscope chaos in {point}")
 
     def put(self, rec: dict[str, Any] | tuple[Any, ...]) -> None:
-        q = self.queue
+        q: collections.deque[Any] = self.queue if type(rec) is tuple else self.events
         if len(q) >= (q.maxlen or 0):
             self.dropped += 1  # the deque drops its oldest record to take this one
         q.append(rec)
@@ -245,7 +265,8 @@ class Tracer:
                 self.pg_info[id(pg)] = info
         return info
 
-    def before(self, op: str, p2p: bool, tensor: Any, group: Any) -> tuple[str, int, float, bool] | None:
+    def before(self, op: str, p2p: bool, tensor: Any, group: Any,
+               async_op: bool = False) -> tuple[str, int, float, bool] | None:
         """The training thread's part of a collective: one tuple into the queue (see the module doc)."""
         if self.chaos_coll:
             raise RuntimeError("ncclscope chaos in coll")
@@ -258,14 +279,16 @@ class Tracer:
             self.p2p[name] += 1
             pgname, seq = name + ":p2p", self.p2p[name]
         else:
-            pgname, seq = name, int(seqfn()) + 1
+            pgname, seq = name, seqfn() + 1
             if seq > self.enq.get(name, 0):
                 self.enq[name] = seq
         numel: int | None = None
         nbytes = -1
         dtype: Any = None
         cpu = True
-        if tensor is not None:
+        if type(tensor) is _TENSOR[0]:  # the common case: one plain tensor
+            numel, dtype, cpu = tensor.numel(), tensor.dtype, tensor.is_cpu
+        elif tensor is not None:
             if isinstance(tensor, (list, tuple)):
                 numel, dname, nb = _numel_dtype(tensor)
                 dtype, nbytes = dname, (-1 if nb is None else nb)
@@ -273,20 +296,24 @@ class Tracer:
                 numel, dtype = int(tensor.numel()), tensor.dtype
             cpu = _is_cpu(tensor)
         site = R.call_site(sys._getframe(2))
-        key = (pgname, op, dtype, site, p2p, numel is not None)
+        # a blocking GPU collective's completion comes from Flight Recorder (``awaits``)
+        key = (pgname, op, dtype, site, p2p, numel is not None, not (cpu or async_op or p2p))
         fmt = self.formats.get(key)
         if fmt is None:
             fmt = self._coll_format(key, tensor)
         t = time.time()
+        q = self.queue
+        if len(q) == q.maxlen:
+            self.dropped += 1  # the deque drops its oldest record to take this one
         if numel is None:
-            self.put((fmt[0], t, seq))
+            q.append((fmt[0], t, seq))
         else:
-            self.put((fmt[0], t, seq, numel, numel * fmt[1] if nbytes < 0 else nbytes))
-        return pgname, seq, time.perf_counter(), cpu
+            q.append((fmt[0], t, seq, numel, numel * fmt[1] if nbytes < 0 else nbytes))
+        return pgname, seq, t, cpu
 
     def _coll_format(self, key: tuple[Any, ...], tensor: Any) -> tuple[str, int]:
         """The %-format of a call site's ``coll`` lines, and the element size of its dtype."""
-        pgname, op, dtype, site, p2p, sized = key
+        pgname, op, dtype, site, p2p, sized, awaits = key
         dname = dtype if dtype is None or isinstance(dtype, str) else str(dtype).replace("torch.", "")
         itemsize = 0
         if sized and not isinstance(tensor, (list, tuple)):
@@ -294,6 +321,8 @@ class Tracer:
         fmt = (R.coll_format(self.rank, pgname, op, dname, R.site_text(site), p2p, sized), itemsize)
         if len(self.formats) < FORMATS_MAX:
             self.formats[key] = fmt
+            if awaits:
+                self.await_fmts[fmt[0]] = pgname
         return fmt
 
     def done_format(self, pgname: str, how: str) -> str:
@@ -311,11 +340,13 @@ class Tracer:
         work = result if async_op and hasattr(result, "is_completed") else None
         if work is None and cpu and not async_op:
             # a synchronous call on CPU tensors has completed when it returns
-            self.put((self.done_format(pgname, "sync"), time.time(), seq, (time.perf_counter() - t0) * 1000.0))
+            now = time.time()
+            self.put((self.done_format(pgname, "sync"), now, seq, (now - t0) * 1000.0))
             if seq > self.done.get(pgname, 0):
                 self.done[pgname] = seq
-        else:
+        elif async_op or cpu or pgname.endswith(":p2p") or work is not None:
             self.pending.append((pgname, seq, t0, work))
+        # else: a blocking GPU collective, completed through Flight Recorder (``poll``)
 
     # --- the poller thread -------------------------------------------------------------------
     def _fr_status(self) -> dict[str, dict[str, int | None]]:
@@ -360,11 +391,14 @@ class Tracer:
             self.n_open -= 1
             self.dropped += 1
         status: dict[str, dict[str, int | None]] = {}
+        if self.n_awaiting:
+            status = self._fr_status()
+            self._complete_awaiting(status)
         if not self.n_open:
             return status
-        if any(q and q[0][2] is None for q in opened.values()):
+        if not status and any(q and q[0][2] is None for q in opened.values()):
             status = self._fr_status()
-        now_pc, now_t = time.perf_counter(), time.time()
+        now_t = now_pc = time.time()  # t0 of a collective is wall time
         for pgname, q in opened.items():
             if not q:
                 continue
@@ -392,6 +426,30 @@ class Tracer:
                     self.done[pgname] = seq
         return status
 
+    def _complete_awaiting(self, status: dict[str, dict[str, int | None]]) -> None:
+        """``done`` lines for the written blocking GPU collectives that Flight Recorder says completed."""
+        now_t = time.time()
+        for pgname, q in self.awaiting.items():
+            fr_done = (status.get(pgname) or {}).get("completed")
+            if fr_done is None:
+                continue
+            while q and q[0][0] <= fr_done:
+                seq, t = q.popleft()
+                self.n_awaiting -= 1
+                self.put((self.done_format(pgname, "fr"), now_t, seq, max(0.0, (now_t - t) * 1000.0)))
+
+    def await_done(self, pgname: str, seq: int, t: float) -> None:
+        """The writer wrote this blocking GPU collective's coll line: its done line follows (bounded)."""
+        q = self.awaiting.get(pgname)
+        if q is None:
+            q = self.awaiting[pgname] = collections.deque()
+        q.append((seq, t))
+        self.n_awaiting += 1
+        if self.n_awaiting > self.max_open:
+            max(self.awaiting.values(), key=len).popleft()
+            self.n_awaiting -= 1
+            self.dropped += 1
+
     def heartbeat(self, status: dict[str, dict[str, int | None]] | None) -> None:
         self.check_chaos("hb")
         if not status:
@@ -403,7 +461,7 @@ class Tracer:
             dn = max(self.done.get(name, 0), st.get("completed") or 0)
             started = st.get("started")
             pgs[name] = {"enq": enq, "start": started if started is not None and started >= 0 else None, "done": dn}
-        self.put(R.heartbeat(self.rank, self.step, pgs, self.dropped))
+        self.put(R.heartbeat(self.rank, self.step, pgs, self.dropped, self.sampled_out))
         sig = tuple(sorted((k, v["enq"], v["done"]) for k, v in pgs.items()))
         now = time.monotonic()
         if sig != self._progress_sig:
@@ -515,22 +573,45 @@ class Tracer:
         return "".join([r[0] % r[1:] if type(r) is tuple else json.dumps(r, default=str, separators=(",", ":")) + "\n"
                         for r in batch])
 
+    def take(self, allowed: int) -> list[Any]:
+        """What to write now: at most ``allowed`` per-collective tuples (the oldest and the newest
+        half of those queued; the count left out goes to ``sampled_out``), then every other record.
+        C-speed whatever the backlog (the queue is swapped for a fresh one and sliced), so the
+        writer holds the GIL for the records it writes, not for those it leaves out. The blocking
+        GPU collectives written are handed to the poller for their ``done`` lines."""
+        batch: list[Any] = []
+        if self.queue:
+            old, self.queue = self.queue, collections.deque(maxlen=self.queue_max)
+            time.sleep(0.001)  # let an append that fetched ``old`` just before the swap land in it
+            batch = list(old)
+            if len(batch) > allowed:
+                self.sampled_out += len(batch) - allowed
+                batch = batch[: allowed // 2] + batch[len(batch) - (allowed - allowed // 2):]
+            fmts = self.await_fmts
+            if fmts:
+                for r in batch:
+                    if r[0] in fmts:
+                        self.await_done(fmts[r[0]], r[2], r[1])
+        ev = self.events
+        if ev:
+            batch += [ev.popleft() for _ in range(len(ev))]
+        return batch
+
     def _write_loop(self) -> None:
         f = None
         next_open = 0.0
-        q = self.queue
-        while True:
-            if not q:
-                time.sleep(self.write_s)
+        allowed = max(64, int(self.records_s * self.write_s))
+        stop = False
+        while not stop:
+            # one wake-up per write_s, not one per record: the training thread shares the GIL with us
+            time.sleep(self.write_s)
+            if not self.queue and not self.events:
+                self.flushed.set()
                 continue
-            batch: list[Any] = []
-            try:
-                while len(batch) < 5000:
-                    batch.append(q.popleft())
-            except IndexError:
-                pass
+            batch = self.take(allowed)
             stop = any(r is _SENTINEL for r in batch)
-            batch = [r for r in batch if r is not _SENTINEL]
+            if stop:
+                batch = [r for r in batch if r is not _SENTINEL]
             try:
                 self.check_chaos("write")
                 text = self.lines(batch)
@@ -549,8 +630,7 @@ class Tracer:
                 self.errors["write"] += 1
                 if self.errors["write"] <= 5 and "write" not in self.chaos:
                     self.put(R.error(self.rank, "write", f"{type(e).__name__}: {e}"))
-            if stop:
-                break
+            self.flushed.set()
         if f is not None:
             try:
                 f.close()
@@ -566,6 +646,10 @@ class Tracer:
         self.stop_event.set()
         if self.ticker.is_alive():
             self.ticker.join(timeout=1.0)
+        # one more batch written, so the last blocking GPU collectives await their done lines
+        self.flushed.clear()
+        if self.writer.is_alive():
+            self.flushed.wait(timeout=2 * self.write_s + 0.5)
         try:
             self.check_chaos("exit")
             self.heartbeat(self.poll())
@@ -599,7 +683,7 @@ class Tracer:
                 self._step_handle.remove()
         except Exception:  # noqa: BLE001, S110
             pass
-        self.queue.append(_SENTINEL)
+        self.events.append(_SENTINEL)
         self.writer.join(timeout=2.0)
 
 
@@ -718,12 +802,13 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
         try:
             if kwargs:
                 async_op = async_op or bool(arg(args, kwargs, i_async, "async_op"))
-                token = tr.before(op, p2p_op, arg(args, kwargs, i_in, in_param), arg(args, kwargs, i_group, "group"))
+                token = tr.before(op, p2p_op, arg(args, kwargs, i_in, in_param), arg(args, kwargs, i_group, "group"),
+                                  async_op)
             else:
                 n = len(args)
                 async_op = async_op or (i_async >= 0 and n > i_async and bool(args[i_async]))
                 token = tr.before(op, p2p_op, args[i_in] if 0 <= i_in < n else None,
-                                  args[i_group] if 0 <= i_group < n else None)
+                                  args[i_group] if 0 <= i_group < n else None, async_op)
         except Exception as e:  # noqa: BLE001
             tr.fail("coll", e)
         _tls.depth = 1
