@@ -70,7 +70,7 @@ def test_one_next_step_line_after_the_detail() -> None:
     # --kill-on-hang: no advice, the kill is announced instead
     assert "still running" not in shown([hang, detail], can_kill=True, kill_on_hang=True)
     # PyTorch's own timeout alert: the job is ending already
-    assert "still running" not in shown([{**hang, "source": "pytorch_watchdog", "stacks_requested": False}],
+    assert "still running" not in shown([{**hang, "source": "pytorch_watchdog", "stacks_requested": False}],  # no watchdog key
                                         can_kill=True)
 
 
@@ -112,3 +112,17 @@ def test_evidence_records_are_said_as_key_value() -> None:
     plain = "time: 2026-12-01_17:00:47; traceback: To enable traceback see: https://pytorch.org/docs/stable/e.html"
     assert evidence_line(plain) == plain
     assert not re.search(r"\w\u2026", evidence_line("word " * 100, 60).replace("word\u2026", ""))
+
+
+def test_no_next_step_once_the_job_has_exited() -> None:
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "ncclscope", "watch", "--once", str(HANG)], capture_output=True,
+                       text=True, timeout=120, env={**__import__("os").environ, "COLUMNS": "200"})
+    assert "ncclscope hang" in p.stdout + p.stderr  # the command ended: exit.txt
+    assert "still running" not in p.stdout + p.stderr
+
+
+def test_no_next_step_once_the_timeout_has_passed() -> None:
+    assert next_step({"watchdog": {"ends_in_s": 0.0}}, True, False) is None

@@ -156,12 +156,12 @@ class ConsoleSink:
 
     def _next_step(self, alert: dict[str, Any]) -> str | None:
         """After the hang_detail (the dumps give the job's own timeout), or after the hang when no
-        detail follows; once an incident, never for PyTorch's own timeout (the job ends already)."""
+        detail follows; once an incident; only while the job runs (the alert's ``watchdog``)."""
         from .next_step import next_step
 
         kind = alert.get("kind")
-        if kind not in ("hang", "hang_detail") or alert.get("source") == "pytorch_watchdog":
-            return None
+        if kind not in ("hang", "hang_detail") or not alert.get("watchdog"):
+            return None  # PyTorch's own timeout (the job is ending), or every rank has exited
         if kind == "hang" and alert.get("stacks_requested"):
             return None
         st = alert.get("stuck") or {}

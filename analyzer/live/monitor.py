@@ -494,7 +494,14 @@ class LiveMonitor:
                           self._hang_where(h), ts=now, threshold_s=round(h.threshold_s, 2),
                           stalled_s=round(h.age_s, 2), waiting_ranks=list(h.waiters),
                           stacks_requested=req_t is not None,
-                          watchdog=watchdog(self.backend, StuckFacts(), self._enqueued_t(h, now), now))
+                          watchdog=self._watchdog_eta(h, StuckFacts(), now))
+
+    def _watchdog_eta(self, h: stall.Hang, facts: StuckFacts, now: float) -> dict[str, Any] | None:
+        """When PyTorch's timeout ends the job (``next_step.watchdog``); None once every rank has exited or
+        the command has ended (the wrapper's ``exit.txt``)."""
+        if self.state.exited() or os.path.lexists(self.run_dir / "exit.txt"):
+            return None
+        return watchdog(self.backend, facts, self._enqueued_t(h, now), now)
 
     def _enqueued_t(self, h: stall.Hang, now: float) -> float:
         """When the stuck collective was issued: its first coll record, else the waiters' last progress."""
@@ -541,7 +548,7 @@ class LiveMonitor:
                 msg += f"; no stack from rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
             out.append(make_alert("hang_detail", "hang", h.culprits, _stuck(h), msg, self._hang_where(h), ts=now,
                                   stacks=stacks, flight_recorder=fr,
-                                  watchdog=watchdog(self.backend, facts, self._enqueued_t(h, now), now)))
+                                  watchdog=self._watchdog_eta(h, facts, now)))
         if self.config.kill_on_hang and not inc.killed and (arrived or waited):
             inc.killed = True
             self._kill_due = h  # done by poll_once once this pass's alerts are out

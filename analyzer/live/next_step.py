@@ -89,6 +89,8 @@ def next_step(alert: dict[str, Any], can_kill: bool, kill_on_hang: bool) -> str 
         return None
     w = alert.get("watchdog") or {}
     ends = w.get("ends_in_s")
+    if isinstance(ends, (int, float)) and ends <= 0:
+        return None  # the timeout has passed: the job is ending or over, nothing to advise
     when = (f"PyTorch's watchdog ends it in {ends:.0f} s" if isinstance(ends, (int, float))
             else "PyTorch's watchdog ends it at the process-group timeout")
     if can_kill:
