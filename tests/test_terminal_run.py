@@ -160,3 +160,10 @@ def test_flight_recorder_variables_follow_the_torch_version(tmp_path: Path) -> N
     env, applied, kept = merge_env({"TORCH_NCCL_TRACE_BUFFER_SIZE": "500"}, tracing_env(tmp_path, False, None, (2, 13)))
     assert env["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "500" and "TORCH_FR_BUFFER_SIZE" not in env
     assert kept["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "500" and "TORCH_FR_BUFFER_SIZE" not in applied
+
+
+def test_a_failed_start_is_said_even_with_quiet(tmp_path: Path) -> None:
+    p = start(tmp_path / "run", "--quiet", command=["ncclscope-no-such-command"])
+    text = "\n".join(finish(p, 60))
+    assert p.returncode == 127
+    assert "ncclscope: the command failed to start: ncclscope-no-such-command: command not found" in text

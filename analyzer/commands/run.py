@@ -77,7 +77,7 @@ def command(run_dir: Path | None, shared_run_dir: bool, coll: bool, no_hook: boo
 
 def _errors_only(note: Any) -> Any:
     def quiet_note(text: str) -> None:
-        if text.startswith(("cannot", "could not")):
+        if text.startswith(("cannot", "could not", "the command failed to start")):
             note(text)
 
     return quiet_note
