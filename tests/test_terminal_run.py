@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from ncclscope.launch import flight_recorder_env, merge_env, tracing_env
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..model import Finding, Run, Severity
-from . import config, crash, desync, hang, hotspots, inputs, launch, nccl_warn, slow_link, straggler, transport
+from . import (
+    config,
+    crash,
+    desync,
+    hang,
+    hotspots,
+    inputs,
+    launch,
+    nccl_warn,
+    slow_link,
+    straggler,
+    transport,
+)
 
 Detector = Callable[[Run], list[Finding]]
 

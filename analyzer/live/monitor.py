@@ -29,11 +29,11 @@ from ..rules.cause import Failure
 from ..rules.exits import FailureKind
 from ..rules.facts import error_failure, exit_failure
 from ..sources import records as R
-from ..verdict import of_alerts
 from ..sources.hook_jsonl import parse_jsonl
 from ..sources.nccl_log import parse_nccl_line
 from ..sources.torch_log import parse_torch_lines
 from ..text_fit import shorten
+from ..verdict import of_alerts
 from . import stall
 from .alerts import CommandSink, ConsoleSink, FileSink, Sinks, WebhookSink, make_alert
 from .next_step import StuckFacts, kill_notice, stuck_facts, watchdog
