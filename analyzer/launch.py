@@ -94,7 +94,10 @@ def default_run_dir(base: Path = Path("ncclscope-runs"), now: datetime | None = 
     return path
 
 
-FR_RENAMED_IN = (2, 8)  # torch 2.8 reads TORCH_FR_*; 2.13 warns once a rank for each TORCH_NCCL_* alias set
+# Flight Recorder's variables were renamed for all backends (pytorch/pytorch#152563, in 2.8; the
+# boundary NVIDIA/nvidia-resiliency-ext#163 uses too): TORCH_FR_* is read first, and 2.13 prints a
+# deprecation warning on every rank for TORCH_NCCL_TRACE_BUFFER_SIZE.
+FR_RENAMED_IN = (2, 8)
 
 
 def torch_version(dist: str = "torch") -> tuple[int, int] | None:
