@@ -146,6 +146,8 @@ def test_a_python_without_torch_is_said_as_a_failed_start(tmp_path: Path) -> Non
     assert report["headline"].startswith("the command failed to start: ModuleNotFoundError: No module named 'torch'")
     assert "VERDICT: CRASH  the command failed to start" in text
     assert [f["kind"] for f in report["findings"]][:1] == ["launch"]
+    crash = next(a for a in alerts(run_dir) if a["kind"] == "crash")  # the live alert says it too
+    assert crash["message"] == "the command failed to start: ModuleNotFoundError: No module named 'torch'"
 
 
 def test_flight_recorder_variables_follow_the_torch_version(tmp_path: Path) -> None:

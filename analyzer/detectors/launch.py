@@ -16,6 +16,11 @@ LAUNCHER_ECHOES = ("ChildFailedError",)  # torchrun's own report of a rank's fai
 NOT_RUN = {127: "the command was not found (exit 127)", 126: "the command could not be executed (exit 126)"}
 
 
+def is_start_error(exc_type: object) -> bool:
+    """An exception a process raises on its first lines (its imports, its syntax): it never started."""
+    return isinstance(exc_type, str) and exc_type in START_ERRORS
+
+
 def _started(run: Run) -> bool:
     """Anything that shows the job got as far as torch.distributed."""
     return bool(len(run.collectives) or run.communicators or run.pg_status or run.stacks
@@ -28,7 +33,7 @@ def detect(run: Run) -> list[Finding]:
         return []
     errors = [e for e in run.events if e.kind == "dist_error"
               and not str(e.data.get("type")).endswith(LAUNCHER_ECHOES)]
-    early = [e for e in errors if str(e.data.get("type")) in START_ERRORS]
+    early = [e for e in errors if is_start_error(e.data.get("type"))]
     if errors and len(early) == len(errors):
         first = early[0]
         what = f"{first.data.get('type')}: {first.data.get('message')}"

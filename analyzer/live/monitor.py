@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rules, safe_io
+from ..detectors.launch import is_start_error
 from ..input_names import SKIP_DIRS, SKIP_NAMES
 from ..rules.cause import Failure
 from ..rules.exits import FailureKind
@@ -305,7 +306,8 @@ class LiveMonitor:
                     where = rec.frames[-1] if rec.frames else None
                     who = f"rank {rec.rank}" if rec.rank is not None else "the launcher"
                     self._crash(rec.rank, {"exception": shorten(f"{who}: {rec.exc_type}: {rec.message}", 400),
-                                           "where": where}, f)
+                                           "where": where, "exc_type": rec.exc_type,
+                                           "error": shorten(f"{rec.exc_type}: {rec.message}", 300)}, f)
             elif isinstance(rec, R.LauncherSignal):
                 self.killed_pids.add(rec.pid)
             elif isinstance(rec, R.LauncherExit) and rec.exitcode not in (None, 0):
@@ -475,7 +477,10 @@ class LiveMonitor:
             return v.get("exception") or v.get("message")
 
         msgs = [m for m in (text(r) for r in culprits) if m] or [cause.first.text]
-        if others:
+        early = [v for v in pending.values() if is_start_error(v.get("exc_type"))]
+        if early and not any(rs.enq or rs.stack_t for rs in self.state.ranks.values()):
+            msgs = [f"the command failed to start: {early[0]['error']}"]  # before any collective (launch.py)
+        elif others:
             msgs.append(f"then {_plural(others)} failed too ({shorten(text(others[0]) or '', 160)})")
         where: dict[int, str] = {}
         for r in culprits + others:
