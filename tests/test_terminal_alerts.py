@@ -125,3 +125,17 @@ def test_no_next_step_once_the_job_has_exited() -> None:
 
 def test_no_next_step_once_the_timeout_has_passed() -> None:
     assert next_step({"watchdog": {"ends_in_s": 0.0}}, True, False) is None
+
+
+def test_a_hang_of_1024_ranks_stays_one_screen() -> None:
+    where = {str(r): "train.py:30 in step (dist.all_reduce)" for r in range(1024)}
+    where["37"] = "train.py:77 in main (time.sleep)"
+    for r in range(900, 920):  # twenty ranks each somewhere else
+        where[str(r)] = f"loader.py:{r} in next"
+    alert = {"kind": "hang", "message": "rank 37 never joined allreduce #60 of process group 0",
+             "culprit_ranks": [37], "where": where, "stuck": {"pg": "0", "seq": 60, "op": "allreduce"}}
+    lines = shown([alert]).splitlines()
+    assert len(lines) < 20
+    text = "\n".join(lines)
+    assert text.index("rank 37: train.py:77 in main (time.sleep)") < text.index("ranks 0-36, 38-899, 920-1023: train.py:30")
+    assert "14 more place(s), ranks 906-919: in alerts.jsonl" in text

@@ -76,6 +76,7 @@ class FileSink:
 
 
 MAX_FRAMES = 4  # frames shown per rank in the hang_detail box (innermost first); the rest in alerts.jsonl
+MAX_GROUPS = 8  # places (ranks with the same where and stack) shown in a box
 
 
 class ConsoleSink:
@@ -105,38 +106,41 @@ class ConsoleSink:
         kind = str(alert.get("kind", "alert"))
         body = [escape(shorten(str(alert.get("message", "")), self.MESSAGE_WIDTH))]
         if alert.get("culprit_ranks"):
-            body.append(f"culprit rank(s): {', '.join(map(str, alert['culprit_ranks']))}")
+            from ..rules.states import fmt_ranks
+
+            body.append(escape(f"culprit rank(s): {fmt_ranks(int(r) for r in alert['culprit_ranks'])}"))
         stacks = alert.get("stacks") if kind == "hang_detail" else None
-        where = alert.get("where") or {}
-        if isinstance(stacks, dict) and stacks:
-            body += self._stack_lines(stacks, where)
-            if alert.get("flight_recorder"):
-                body.append(escape("Flight Recorder dumps: " + ", ".join(map(str, alert["flight_recorder"]))))
-        else:
-            for r, w in where.items():
-                body.append(f"  rank {escape(str(r))}: {escape(str(w))}")
+        culprits = {str(r) for r in alert.get("culprit_ranks") or []}
+        body += self._rank_lines(stacks if isinstance(stacks, dict) else {}, alert.get("where") or {}, culprits)
+        if stacks and alert.get("flight_recorder"):
+            body.append(escape("Flight Recorder dumps: " + ", ".join(map(str, alert["flight_recorder"]))))
         return body
 
-    def _stack_lines(self, stacks: dict[str, Any], where: dict[str, Any]) -> list[str]:
-        """Ranks with the same stack grouped (``ranks 0-1, 3``), each group's place and top frames."""
+    def _rank_lines(self, stacks: dict[str, Any], where: dict[str, Any], culprits: set[str]) -> list[str]:
+        """Ranks at the same place with the same stack grouped (``ranks 0-1, 3``), the culprits' first:
+        each group's place and its top frames; at most MAX_GROUPS groups (1,024 ranks stay one screen)."""
         from ..rules.states import fmt_ranks
         from ..text_safety import markup as escape
 
         width = max(40, int(getattr(self.console, "width", 80) or 80) - 12)
         groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-        for r in sorted(set(stacks) | set(where), key=lambda x: (len(str(x)), str(x))):
+        for r in sorted(set(stacks) | set(where), key=lambda x: (str(x) not in culprits, len(str(x)), str(x))):
             frames = tuple(str(f) for f in stacks.get(r) or [])
             try:
                 groups.setdefault((str(where.get(r) or "?"), frames), []).append(int(r))
             except ValueError:
                 continue
         out = []
-        for (w, frames), ranks in groups.items():
+        for (w, frames), ranks in list(groups.items())[:MAX_GROUPS]:
             label = f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}"
             out.append(f"  {escape(label)}: {escape(w)}")
             out += [f"      {escape(shorten(f, width))}" for f in frames[:MAX_FRAMES]]
             if len(frames) > MAX_FRAMES:
                 out.append(f"      ... {len(frames) - MAX_FRAMES} outer frame(s) in alerts.jsonl")
+        rest = [r for ranks in list(groups.values())[MAX_GROUPS:] for r in ranks]
+        if rest:
+            out.append(escape(f"  ... {len(groups) - MAX_GROUPS} more place(s), ranks {fmt_ranks(rest)}: "
+                              "in alerts.jsonl"))
         return out
 
     def emit(self, alert: dict[str, Any]) -> None:
