@@ -32,6 +32,8 @@ def _value(v: Any) -> str | None:
         return f"{{{len(v)} keys}}" if v else None
     if isinstance(v, list):
         return f"[{len(v)} items]" if v else None
+    if isinstance(v, str):  # "KeyboardInterrupt: " (an exception without a message) -> KeyboardInterrupt
+        v = v.strip().removesuffix(":").strip()
     if v is None or v == "":
         return None
     return str(v)

@@ -108,6 +108,8 @@ def test_evidence_records_are_said_as_key_value() -> None:
     assert cut.startswith("stack rank=0 ") and '"' not in cut
     assert evidence_line("pg_status[0] = {'last_enqueued': 25, 'last_started': -1, 'last_completed': 24}") == (
         "pg_status[0]: last_enqueued=25 last_started=-1 last_completed=24")
+    assert evidence_line('{"type":"exit","rank":0,"code":1,"exception":"KeyboardInterrupt: "}') == (
+        "exit rank=0 code=1 exception=KeyboardInterrupt")
     plain = "time: 2026-12-01_17:00:47; traceback: To enable traceback see: https://pytorch.org/docs/stable/e.html"
     assert evidence_line(plain) == plain
     assert not re.search(r"\w\u2026", evidence_line("word " * 100, 60).replace("word\u2026", ""))
