@@ -216,7 +216,7 @@ def is_library_code(code: Any) -> bool:
 
 
 def call_site(frame: FrameType | None) -> tuple[int, int] | None:
-    """(id of the code, line) of the innermost frame outside torch, the stdlib and the hook, from ``frame`` out:
+    """(id of the code, instruction offset) of the innermost frame outside torch, the stdlib and the hook, from ``frame`` out:
     a few attribute reads and dict lookups per frame, no path or source work (``site_text`` does that)."""
     n = 0
     while frame is not None and n < 40:
@@ -224,7 +224,8 @@ def call_site(frame: FrameType | None) -> tuple[int, int] | None:
         hit = _LIB_CODE.get(id(code))
         lib = hit[1] if hit is not None and hit[0] is code else is_library_code(code)
         if not lib:
-            return id(code), frame.f_lineno
+            # the instruction offset, not f_lineno: that one decodes the line table on every read
+            return id(code), frame.f_lasti
         frame = frame.f_back
         n += 1
     return None
@@ -238,7 +239,18 @@ def site_text(site: tuple[int, int] | None) -> str | None:
     if hit is None:  # the cache was full: no name to give
         return None
     code = hit[0]
-    return f"{os.path.basename(code.co_filename)}:{site[1]} in {code.co_name}"
+    return f"{os.path.basename(code.co_filename)}:{line_of(code, site[1])} in {code.co_name}"
+
+
+def line_of(code: Any, lasti: int) -> int:
+    """The source line of the instruction at offset ``lasti`` (what ``f_lineno`` says there)."""
+    try:
+        for start, end, line in code.co_lines():
+            if start <= lasti < end:
+                return int(line) if line is not None else int(code.co_firstlineno)
+    except (AttributeError, TypeError):
+        pass
+    return int(code.co_firstlineno)
 
 
 def caller_where(depth: int = 2) -> str | None:

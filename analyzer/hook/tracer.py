@@ -3,14 +3,14 @@
 
 Rules it keeps, because it runs inside someone's training:
 - a collective pays about a microsecond: its group's sequence number, the tensor's numel and dtype,
-  the call site as (code object, line) found by a walk over frames whose "library or not" answer
+  the call site as (code object, instruction offset) found by a walk over frames whose "library or not" answer
   is remembered per code object, and one tuple appended to a bounded deque. No dict, no JSON, no
   path or source work, no file write: the writer thread turns each tuple into its line with one
   ``%`` of a format made once per call site (``records.coll_format``) and writes in batches; when
   the deque is full the oldest record is dropped and counted;
 - a blocking collective on GPU tensors costs nothing more: its completion is read from Flight
-  Recorder's per-group ``pg_status`` by the poller, for the collectives whose ``coll`` line was
-  written; asynchronous works are checked in order per group (ops of one group complete in order),
+  Recorder's per-group ``pg_status`` at the heartbeat (one read a second), for the collectives
+  whose ``coll`` line was written; asynchronous works are checked in order per group (ops of one group complete in order),
   so a tick costs what completed since the last one, not all that is open;
 - a rate budget: the writer wakes every 0.2 s and writes at most ``NCCLSCOPE_HOOK_RECORDS_S``
   (2000) per-collective records a second; above it, the oldest and the newest of each batch are
@@ -78,7 +78,7 @@ _SENTINEL: dict[str, Any] = {"type": "__stop__"}
 CONTROL_MAX = 4096  # bytes of the dump-request file read, at most
 FORMATS_MAX = 4096  # call-site formats remembered per process
 
-_TENSOR: list[type] = [type(None)]  # torch.Tensor once the tracer starts (the hook imports no torch before)
+_TENSOR: list[Any] = [type(None)]  # torch.Tensor once the tracer starts (the hook imports no torch before)
 _TRACER: Tracer | None = None
 _ARMED = False
 _PATCHED = False
@@ -128,6 +128,8 @@ class Tracer:
 
     def __init__(self, run_dir: Path, dist: ModuleType) -> None:
         self.dist = dist
+        world = getattr(dist.distributed_c10d, "_world", None)
+        self._world = world if world is not None and hasattr(world, "_default_pg") else None
         import torch
 
         _TENSOR[0] = torch.Tensor
@@ -254,8 +256,14 @@ class Tracer:
 
     # --- the collective path (training thread) ----------------------------------------------
     def _pg(self, group: Any) -> tuple[str, Callable[[], int]] | None:
-        # GroupMember.WORLD is the default group, a third of _get_default_group()'s price
-        pg = group if group is not None else (self.c10d.GroupMember.WORLD or self.c10d._get_default_group())
+        if group is None:
+            # the default group: _World's plain attribute where this torch has it (what
+            # GroupMember.WORLD returns through two properties), else _get_default_group()
+            pg = self._world._default_pg if self._world is not None else None
+            if pg is None:
+                pg = self.c10d._get_default_group()
+        else:
+            pg = group
         if pg is self.c10d.GroupMember.NON_GROUP_MEMBER:
             return None
         info = self.pg_info.get(id(pg))
@@ -391,9 +399,6 @@ class Tracer:
             self.n_open -= 1
             self.dropped += 1
         status: dict[str, dict[str, int | None]] = {}
-        if self.n_awaiting:
-            status = self._fr_status()
-            self._complete_awaiting(status)
         if not self.n_open:
             return status
         if not status and any(q and q[0][2] is None for q in opened.values()):
@@ -454,6 +459,10 @@ class Tracer:
         self.check_chaos("hb")
         if not status:
             status = self._fr_status()
+        if self.n_awaiting:
+            # the done lines of the blocking GPU collectives come with the heartbeat's one read of
+            # Flight Recorder: that read (C++, under the GIL) is the costliest thing the hook does
+            self._complete_awaiting(status)
         pgs: dict[str, dict[str, int | None]] = {}
         for name in set(self.enq) | set(self.done) | set(status):
             st = status.get(name) or {}
