@@ -31,7 +31,7 @@ def detect(run: Run) -> list[Finding]:
         findings.append(Finding(
             kind="hotspot", severity=Severity.INFO,
             message="collective time goes to " + "; ".join(
-                f"{r.op} of ~2^{int(r.bucket)} B on pg {r.pg}: {r.share:.0%} ({int(r.calls)} calls)"
+                f"{r.op} of ~2^{int(r.bucket)} B on pg {r.pg}: {r.share:.0%} ({int(r.calls)} call{'' if int(r.calls) == 1 else 's'})"
                 for r in top.itertuples()), evidence=(), data={"top": top.to_dict("records")}))
     keep = (df["source"].isin(["fr", "hook", "nccl"]) & df["bytes"].notna()).to_numpy()
     if keep.sum() >= 1000:
