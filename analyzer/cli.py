@@ -16,9 +16,14 @@ os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 from collections.abc import Sequence
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import click
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -29,16 +34,18 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (CONTRACT.md schema) on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout (docs/interfaces.md; schema: ncclscope/schema/report.schema.json).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 @click.option("--no-cache", is_flag=True, help="Parse again; do not read or write the cache (in ~/.cache/ncclscope).")
 def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache: bool) -> None:
     """Analyse a run folder, log files, Flight Recorder dumps, or a .zip / .tar(.gz) of them."""
-    from rich.console import Console
+    if _WHOLE_PROCESS:  # this process ends with the analysis (gc_pause.py); numpy is not loaded yet
+        from .gc_pause import gc_off_for_process
 
+        gc_off_for_process()
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS thread per core: 40 ms of CPU, no matrix product
     from .analysis import analyze_paths
     from .malloc import keep_freed_memory
-    from .report import json_text, render_text
     from .text_safety import markup
 
     if as_json and not no_cache:  # an unchanged folder analysed before: the stored line, nothing parsed or decoded
@@ -49,12 +56,20 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
             sys.stdout.write(cached + "\n")
             return
     keep_freed_memory()  # this process ends with the analysis (malloc.py)
-    err = Console(stderr=True)
+    said: list[Console] = []  # rich's stderr console, made (rich loaded) when there is something to show there
+
+    def err() -> Console:
+        if not said:
+            from rich.console import Console
+
+            said.append(Console(stderr=True))
+        return said[0]
+
     progress = None
-    if not no_progress and err.is_terminal:
+    if not no_progress and _may_be_terminal() and err().is_terminal:
         from rich.progress import Progress
 
-        bar = Progress(transient=True, console=err)
+        bar = Progress(transient=True, console=err())
         task = bar.add_task("parsing", total=None)
         bar.start()
 
@@ -62,16 +77,36 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
             bar.update(task, completed=i, total=n)
     try:
         result = analyze_paths(list(paths), progress=progress, cache=not no_cache, defer_store=True,
-                               note=lambda text: err.print(f"ncclscope: {markup(text)}", highlight=False))
+                               note=lambda text: err().print(f"ncclscope: {markup(text)}", highlight=False))
     finally:
         if progress is not None:
             bar.stop()
+    from .report import json_text, render_text
+
     if as_json:
         sys.stdout.write(json_text(result) + "\n")
     else:
+        from rich.console import Console
+
         render_text(result, Console(highlight=False))
     sys.stdout.flush()  # the verdict is out before the cache entry is written
     result.finish()
+    if _WHOLE_PROCESS:  # nothing is left to do: the interpreter's teardown (freeing every record) is skipped
+        sys.stderr.flush()
+        os._exit(0)
+
+
+# main() called as the program (argv None: the console script, python -m ncclscope), not by a caller
+_WHOLE_PROCESS = False
+
+
+def _may_be_terminal() -> bool:
+    """Whether rich could take stderr for a terminal (a tty, or forced by the variables rich reads)."""
+    try:
+        tty = sys.stderr.isatty()
+    except ValueError:  # closed
+        tty = False
+    return tty or "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ
 
 
 def _add_subcommands() -> None:
@@ -88,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .input_names import InputError
     from .text_safety import clean
 
+    global _WHOLE_PROCESS
+    _WHOLE_PROCESS = argv is None
     try:
         rv = cli.main(args=list(argv) if argv is not None else None, prog_name="ncclscope", standalone_mode=False)
     except InputError as e:

@@ -1,4 +1,4 @@
-"""An analysis -> the CONTRACT.md JSON object, or a terminal report (verdict first)."""
+"""An analysis -> the report object (docs/interfaces.md, schema/report.schema.json), or a terminal report (verdict first)."""
 from __future__ import annotations
 
 from typing import Any

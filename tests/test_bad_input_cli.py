@@ -1,5 +1,5 @@
 """``ncclscope analyze`` on every class of bad input: never a traceback; exit 0 when the analysis
-ran, 2 with exactly one line on stderr when nothing was readable (CONTRACT.md)."""
+ran, 2 with exactly one line on stderr when nothing was readable (docs/interfaces.md)."""
 from __future__ import annotations
 
 import base64

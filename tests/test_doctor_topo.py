@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import CORPUS
 
 from ncclscope.doctor.checks import Status, topology_checks
 from ncclscope.sources.nvidia_smi import (
@@ -88,6 +89,6 @@ def test_gpu_list_and_banner():
     gpus = parse_gpu_list("GPU 0: NVIDIA H200 (UUID: GPU-0a1b)\n  MIG 1g.18gb Device 0: (UUID: MIG-x)\n"
                           "GPU 1: NVIDIA H200 (UUID: GPU-2c3d)\n")
     assert [(g.index, g.name, g.uuid) for g in gpus] == [(0, "NVIDIA H200", "GPU-0a1b"), (1, "NVIDIA H200", "GPU-2c3d")]
-    banner = Path("/work/shared/corpus/system.txt")
+    banner = CORPUS / "system.txt"
     text = banner.read_text() if banner.exists() else "| NVIDIA-SMI 580.159.04  Driver Version: 580.159.04  CUDA Version: 13.0 |"
     assert parse_smi_banner(text) == {"driver": "580.159.04", "cuda": "13.0"}

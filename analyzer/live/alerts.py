@@ -1,4 +1,4 @@
-"""Where alerts go: ``DIR/alerts.jsonl`` (CONTRACT.md), the console, a webhook, a command.
+"""Where alerts go: ``DIR/alerts.jsonl`` (docs/interfaces.md), the console, a webhook, a command.
 
 An alert is a plain dict: ``ts``, ``time``, ``kind`` (hang | desync | crash | hang_detail |
 cleared), ``verdict``, ``culprit_ranks``, ``stuck`` ({pg, seq, op} or null), ``message``, ``where``

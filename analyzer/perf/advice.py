@@ -2,7 +2,7 @@
 
 Expectations are for large messages (the busbw plateau, 64 MB and up); the numbers are rough
 floors, not peaks. NVLink: on 2 x H200 (NV18) torch all_reduce reached 284 GB/s at 128 MB and 314 GB/s
-at 512 MB, and NCCL's tuning table estimates 360 GB/s (shared/reference/measurements-2xh200.md), so
+at 512 MB, and NCCL's tuning table estimates 360 GB/s (docs/doctor-perf.md), so
 anything under 100 GB/s at 256 MB is wrong. PCIe Gen4/5 x16 gives ~20 GB/s; TCP sockets ~1 GB/s.
 Scores (what was measured) are kept apart from thresholds (what is expected), so both can be tuned.
 """
