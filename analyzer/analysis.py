@@ -88,16 +88,22 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
 
                 return Analysis(entry.run, entry.findings, decide(entry.run, entry.findings, alerts))
             return Analysis(entry.run, entry.findings, entry.decision)
-    from .model_build import build_run
-    from .ingest import ingest
-
-    if not cache:
-        return analyze_run(build_run(ingest(paths, progress=progress, note=note), release=True), alerts)
-    if entry is not None:
+    if cache and entry is not None:
         res = analyze_run(entry.run, alerts)
         run_cache.store_analysis(entry.folder, res.findings, res.decision, _json_line(res))
         return res
-    run = build_run(ingest(paths, progress=progress, note=note), release=True)
+    from .ingest import start_ingest
+
+    # the workers parse while this process loads pandas, the model builder, the detectors and the report
+    with start_ingest(paths, progress=progress, note=note) as job:
+        from . import detectors, report, verdict  # noqa: F401 - loaded now, used below
+        from .model_build import build_run
+
+        parsed = job.result()
+    run = build_run(parsed, release=True)
+    del parsed
+    if not cache:
+        return analyze_run(run, alerts)
     res = analyze_run(run, alerts)
 
     def store() -> None:

@@ -21,3 +21,10 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+def gc_off_for_process() -> None:
+    """No collector passes for the rest of this process: for a process that ends when its one analysis
+    does (``analyze``), where building the model and running the detectors after the parse still made
+    the collector walk every live record, generation after generation (docs/performance.md)."""
+    gc.disable()

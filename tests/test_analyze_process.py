@@ -1,0 +1,75 @@
+"""`ncclscope analyze` as a whole process: the same report as in-process, without the modules a
+verdict does not need, and the parse pool started before the slow imports gives what a serial parse does."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ncclscope import ingest
+from ncclscope.analysis import analyze_paths
+from ncclscope.report import json_text
+from ncclscope.synth import generate_run
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+
+
+def _analyze_process(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *extra, "-m", "ncclscope", "analyze", "--no-cache", "--json", str(path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT, check=False, env=dict(os.environ))
+
+
+@pytest.mark.parametrize("name", ["gpu_hang", "gpu_crash", "gpu_healthy"])
+def test_process_prints_the_in_process_report_whole(name):
+    """The process leaves through os._exit after its flush: every byte of the report is out, exit 0."""
+    p = _analyze_process(SAMPLES / name)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == json_text(analyze_paths([SAMPLES / name], cache=False)) + "\n"
+
+
+def test_process_loads_no_terminal_dashboard_or_jit_modules():
+    """rich (only for a progress bar on a terminal or a note), plotly / dash and numba stay unloaded."""
+    p = _analyze_process(SAMPLES / "gpu_hang", "-X", "importtime")
+    assert p.returncode == 0, p.stderr
+    loaded = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*([\w.]+)$", p.stderr, re.M))
+    assert "ncclscope.report" in loaded  # the list is the real one
+    assert not {m for m in loaded if m.split(".")[0] in {"rich", "plotly", "dash", "numba"}}
+
+
+def test_pool_started_early_gives_the_serial_parse(tmp_path, monkeypatch):
+    """start_ingest forks the workers at once and result() collects them (protocol-5 pickles): the
+    same files, formats and records as parsing in this process."""
+    generate_run(tmp_path / "run", nranks=16, steps=30, fault="hang", fault_step=20, seed=3)
+    serial = ingest.ingest([tmp_path / "run"], workers=1)
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)  # several groups of small logs
+    with ingest.start_ingest([tmp_path / "run"], workers=2) as job:
+        assert job._pool is not None
+        pooled = job.result()
+    assert [(p.file, p.fmt, p.problem, p.size) for p in pooled] == [(p.file, p.fmt, p.problem, p.size) for p in serial]
+    assert [[repr(r) for r in p.records] for p in pooled] == [[repr(r) for r in p.records] for p in serial]
+
+
+def test_pool_size_parses_small_inputs_in_process():
+    assert ingest.pool_size(ingest.PARALLEL_MIN_BYTES - 1, 10) == 1
+    assert ingest.pool_size(ingest.PARALLEL_MIN_BYTES, 1) == 1
+    assert ingest.pool_size(ingest.PARALLEL_MIN_BYTES, 10, workers=3) == 3
+    assert 1 <= ingest.pool_size(ingest.PARALLEL_MIN_BYTES, 10) <= (os.cpu_count() or 1)
+
+
+def test_a_job_closed_early_stops_its_pool_and_removes_its_folder(tmp_path, monkeypatch):
+    generate_run(tmp_path / "run", nranks=8, steps=10, seed=1)
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)
+    job = ingest.start_ingest([tmp_path / "run"], workers=2)
+    pool = job._pool
+    assert pool is not None
+    job.close()
+    assert job._pool is None
+    with pytest.raises(RuntimeError):
+        pool.submit(len, [])
