@@ -630,13 +630,12 @@ class IngestJob:
         return results
 
     def close(self) -> None:
-        """Stop the pool (work not yet started is dropped; a pool whose results were all taken is
-        told to stop, not waited for: its workers exit on their own), then the temporary folder and
-        the collector pause."""
+        """Stop the pool (work not yet started is dropped) and wait for its workers to exit: one left
+        waiting for work after this process ends would live on, holding this process's stdout open;
+        then the temporary folder and the collector pause."""
         pool, self._pool = self._pool, None
         if pool is not None:
-            finished = all(f.done() for f in self._futures)
-            pool.shutdown(wait=not finished, cancel_futures=not finished)
+            pool.shutdown(wait=True, cancel_futures=True)
         self._stack.close()
 
     def __enter__(self) -> IngestJob:

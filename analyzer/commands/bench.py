@@ -8,7 +8,10 @@ model, detect = detectors and decision; their sum is the time to the verdict; th
 write, which ``analyze`` does after printing), its CPU seconds and the peak RSS of the child and
 of its parse workers, and whether the verdict and culprit match the generated truth. The cached
 re-open is timed as a user sees it: a whole ``ncclscope analyze DIR --json`` process (best of 3),
-next to the start-up alone (Python plus the imports ``analyze`` needs).
+next to the start-up alone (Python plus the imports ``analyze`` needs). Last, the figure a user
+waits for: whole ``ncclscope analyze --no-cache --json DIR`` processes against ``grep -c "NCCL INFO"
+-r DIR``, run in turn (five pairs after one unmeasured pair), wall and CPU as the kernel accounts the
+reaped child (``wait4``), the medians of the pair-by-pair ratios.
 """
 from __future__ import annotations
 
@@ -48,6 +51,7 @@ class BenchRow:
     reopen_cpu_s: float = float("nan")
     startup_s: float = float("nan")  # python start + imports, wall
     startup_cpu_s: float = float("nan")
+    process: PairedProcesses | None = None  # whole `analyze --no-cache --json DIR` process vs `grep -c -r DIR`
 
     @property
     def verdict_s(self) -> float:
@@ -120,10 +124,60 @@ def _process_seconds(argv: list[str], repeat: int = 3) -> tuple[float, float]:
     return best
 
 
+@dataclass(frozen=True)
+class PairedProcesses:
+    """Medians over ``n`` pairs of whole processes run in turn (A B A B ...): each ratio is taken pair
+    by pair, so a machine whose speed drifts during the measurement moves both sides of a ratio."""
+    n: int
+    a_wall_s: float
+    a_cpu_s: float
+    b_wall_s: float
+    b_cpu_s: float
+    wall_ratio: float
+    cpu_ratio: float
+
+
+def _run_once(argv: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, the kernel's accounting of the reaped child and of what it
+    waited for) of one process. Its output is read through a pipe and thrown away: GNU grep writing to
+    /dev/null stops at the first match, as if given -q."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                          cwd=Path(__file__).resolve().parents[2]) as proc:
+        assert proc.stdout is not None
+        while proc.stdout.read(1 << 16):
+            pass
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def paired_processes(a: list[str], b: list[str], n: int = 5, warmup: int = 1) -> PairedProcesses:
+    """``a`` and ``b`` run in turn ``n`` times each after ``warmup`` unmeasured pairs."""
+    import statistics
+
+    for _ in range(warmup):
+        _run_once(a)
+        _run_once(b)
+    pairs = [(_run_once(a), _run_once(b)) for _ in range(n)]
+    med = statistics.median
+    return PairedProcesses(n, med(x[0] for x, _ in pairs), med(x[1] for x, _ in pairs), med(y[0] for _, y in pairs),
+                           med(y[1] for _, y in pairs), med(x[0] / y[0] for x, y in pairs),
+                           med(x[1] / max(y[1], 1e-3) for x, y in pairs))
+
+
+def analyze_vs_grep(path: Path, n: int = 5) -> PairedProcesses:
+    """A whole ``ncclscope analyze --no-cache --json DIR`` process against ``grep -c "NCCL INFO" -r DIR``."""
+    exe = Path(sys.executable).with_name("ncclscope")
+    cli = [str(exe)] if exe.exists() else [sys.executable, "-m", "ncclscope"]
+    return paired_processes([*cli, "analyze", "--no-cache", "--json", str(path)], ["grep", "-c", "NCCL INFO", "-r", str(path)], n)
+
+
 def reopen_seconds(path: Path) -> tuple[float, float, float, float]:
     """(re-open wall, CPU, start-up wall, CPU): ``analyze --json`` on a warm cache, and the imports alone."""
     cli = [sys.executable, "-m", "ncclscope", "analyze", str(path), "--json", "--no-progress"]
-    imports = [sys.executable, "-c", "import ncclscope.cli, ncclscope.analysis, ncclscope.cache, analyzer.report"]
+    imports = [sys.executable, "-c", "import ncclscope.cli, ncclscope.analysis, ncclscope.cache, ncclscope.report"]
     return (*_process_seconds(cli), *_process_seconds(imports))
 
 
@@ -150,16 +204,17 @@ def bench_one(nranks: int, steps: int, workdir: Path, seed: int = 0) -> BenchRow
     grep_s = min(grep_before, _grep_seconds(files))  # the faster grep, before or after: the ratio errs high
     right = fresh["verdict"] == truth.verdict and tuple(fresh["culprits"]) == truth.culprit_ranks
     reopen = reopen_seconds(dest)
+    process = analyze_vs_grep(dest)
     shutil.rmtree(dest, ignore_errors=True)
     return BenchRow(nranks, truth.lines, truth.bytes / 1e6, gen_s, grep_s, fresh["parse_s"], fresh["build_s"],
                     fresh["detect_s"], fresh["store_s"], fresh["cpu_s"], fresh["peak_main_mb"],
-                    fresh["peak_workers_mb"], right, f"{fresh['verdict']} {fresh['culprits']}", *reopen)
+                    fresh["peak_workers_mb"], right, f"{fresh['verdict']} {fresh['culprits']}", *reopen, process)
 
 
 def format_rows(rows: list[BenchRow]) -> str:
     head = ("ranks", "lines", "MB", "grep -c s", "parse s", "parse x grep", "lines/s", "verdict s", "verdict x grep",
             "build s", "detect s", "cache write s", "CPU s", "peak MB main/workers", "verdict right",
-            "re-open s (CPU)", "start-up s (CPU)")
+            "re-open s (CPU)", "start-up s (CPU)", "process s (CPU)", "process x grep wall (CPU)")
     out = [head]
     for r in rows:
         out.append((f"{r.ranks}", f"{r.lines:,}", f"{r.mbytes:,.0f}", f"{r.grep_s:.2f}", f"{r.parse_s:.2f}",
@@ -167,11 +222,17 @@ def format_rows(rows: list[BenchRow]) -> str:
                     f"{r.verdict_s / r.grep_s:.1f}x", f"{r.build_s:.2f}", f"{r.detect_s:.2f}", f"{r.store_s:.2f}",
                     f"{r.cpu_s:.2f}", f"{r.peak_main_mb:,.0f} / {r.peak_workers_mb:,.0f}",
                     "yes" if r.right else f"NO ({r.verdict})", f"{r.reopen_s:.2f} ({r.reopen_cpu_s:.2f})",
-                    f"{r.startup_s:.2f} ({r.startup_cpu_s:.2f})"))
+                    f"{r.startup_s:.2f} ({r.startup_cpu_s:.2f})", *_process_cells(r.process)))
     widths = [max(len(row[i]) for row in out) for i in range(len(head))]
     lines = [" | ".join(c.rjust(w) for c, w in zip(row, widths)) for row in out]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _process_cells(p: PairedProcesses | None) -> tuple[str, str]:
+    if p is None:
+        return "-", "-"
+    return f"{p.a_wall_s:.2f} ({p.a_cpu_s:.2f})", f"{p.wall_ratio:.1f}x ({p.cpu_ratio:.1f}x)"
 
 
 def run_bench(ranks: list[int], steps: int | None, workdir: Path | None = None,
@@ -191,7 +252,10 @@ def run_bench(ranks: list[int], steps: int | None, workdir: Path | None = None,
             if echo:
                 echo(f"{n} ranks: {row.lines:,} lines, parse {row.parse_s:.2f} s = {row.parse_s / row.grep_s:.1f}x "
                      f"grep ({row.grep_s:.2f} s), verdict {row.verdict_s:.2f} s = {row.verdict_s / row.grep_s:.1f}x "
-                     f"grep, re-open process {row.reopen_s:.2f} s (start-up {row.startup_s:.2f} s)")
+                     f"grep, re-open process {row.reopen_s:.2f} s (start-up {row.startup_s:.2f} s)"
+                     + (f", analyze --no-cache --json process {row.process.a_wall_s:.2f} s = {row.process.wall_ratio:.1f}x "
+                        f"grep -c -r wall, {row.process.cpu_ratio:.1f}x CPU (medians of {row.process.n} pairs)"
+                        if row.process else ""))
     return rows
 
 
