@@ -173,3 +173,17 @@ def test_an_abort_is_an_echo_only_after_a_timeout() -> None:
     assert explain_aborts([timeout0, abort0])[1].kind is FailureKind.ABORT
     unknown_rank = Failure(None, FailureKind.ABORT, "exit code -6", None, ("stderr.log", 51), -6)
     assert explain_aborts([timeout0, unknown_rank])[1].kind is FailureKind.ABORT
+
+
+def test_an_exit_after_an_echo_is_that_echo() -> None:
+    """torchrun's "first observed failure" can be a rank that exited 1 because its collective timed out
+    or its peer went away (a size desync under gloo): not a cause; an exit code alone still is."""
+    from ncclscope.rules.cause import explain_exits
+
+    exit2 = Failure(2, FailureKind.EXIT, "exit code 1", None, ("", -1), 1)
+    fs = explain_exits([_f(2, FailureKind.TIMEOUT, T0 + 60, 33), exit2])
+    assert fs[1].kind is FailureKind.TIMEOUT and not fs[1].is_cause
+    assert mismatch_is_echo([[2], [0, 1, 3]], T0, fs) is False
+    assert explain_exits([exit2])[0].kind is FailureKind.EXIT  # nothing else known: its own
+    own = explain_exits([_f(2, FailureKind.OOM, T0, 3), _f(2, FailureKind.PEER, T0 + 1, 4), exit2])
+    assert own[2].kind is FailureKind.EXIT

@@ -662,7 +662,7 @@ def _hang_message(h: stall.Hang, warns: deque[str]) -> str:
 
 def crash_failures(state: stall.JobState, failures: Iterable[Failure]) -> list[Failure]:
     """The failures seen, and the ranks that vanished before them (by the records' own times)."""
-    fs = rules.cause.explain_aborts(failures)
+    fs = rules.cause.explain(failures)
     seen = {r: rs.last_seen for r, rs in state.ranks.items() if rs.last_seen is not None}
     ended = [r for r, rs in state.ranks.items() if rs.exit_code is not None]
     return fs + rules.cause.vanished(seen, ended, fs, state.last_t)

@@ -112,3 +112,28 @@ def explain_aborts(failures: Iterable[Failure]) -> list[Failure]:
                     "an assertion)", f.t, f.order, f.code)
             if f.kind is FailureKind.ABORT and f.rank not in timed_out and not (f.rank is None and timed_out)
             else f for f in fs]
+
+
+ECHO_KINDS = (FailureKind.PEER, FailureKind.TIMEOUT, FailureKind.INTERRUPT, FailureKind.KILLED, FailureKind.ABORT)
+
+
+def explain_exits(failures: Iterable[Failure]) -> list[Failure]:
+    """A non-zero exit code with nothing else known is a cause; a rank's exit after its own echo
+    (its collective failed because a peer went away, it timed out, it was interrupted) is that echo."""
+    fs = list(failures)
+    why: dict[int, Failure] = {}
+    own: set[int] = set()
+    for f in fs:
+        if f.rank is None or f.kind is FailureKind.EXIT:
+            continue
+        if f.is_cause:
+            own.add(f.rank)
+        elif f.kind in ECHO_KINDS:
+            why.setdefault(f.rank, f)
+    return [Failure(f.rank, why[f.rank].kind, f"{f.text} after {why[f.rank].kind.value}", f.t, f.order, f.code)
+            if f.kind is FailureKind.EXIT and f.rank in why and f.rank not in own else f for f in fs]
+
+
+def explain(failures: Iterable[Failure]) -> list[Failure]:
+    """What each end means, on the whole time line: ``explain_aborts`` then ``explain_exits``."""
+    return explain_exits(explain_aborts(failures))

@@ -6,7 +6,7 @@ failure live and offline."""
 from __future__ import annotations
 
 from ..model import ExitRecord, LogEvent, Run
-from .cause import Failure, explain_aborts, vanished
+from .cause import Failure, explain, vanished
 from .exits import ExitClass, FailureKind, exit_class, failure_kind
 
 STALL_KINDS = ("watchdog_timeout", "watchdog_failure", "heartbeat_timeout", "hook_stall", "dump_signal")
@@ -75,7 +75,7 @@ def _failures(run: Run) -> list[Failure]:
         if st.source == "hook" and isinstance(st.ts, (int, float)):
             seen[st.rank] = max(seen.get(st.rank, st.ts), st.ts)
     ended = {e.rank for e in run.events if e.kind == "hook_exit" and e.rank is not None}
-    out = explain_aborts(out)
+    out = explain(out)
     return out + vanished(seen, ended, out, max(seen.values(), default=None))
 
 
