@@ -82,6 +82,7 @@ class Result:
     lag_p50_s: float | None = None
     lag_max_s: float | None = None
     write_kb_s: float = 0.0
+    read_per_written: float = 0.0  # bytes the monitor read / bytes written (1.0: each byte read once)
     pause_s: float = 0.0
 
 
@@ -250,7 +251,11 @@ def lag_of(history: list[tuple[float, int]], t: float, consumed: int) -> float:
     i = bisect.bisect_left(sizes, consumed)
     if i >= len(history):
         return 0.0
-    return max(0.0, t - history[i][0])
+    if i == 0:
+        return max(0.0, t - history[0][0])
+    (ta, a), (tb, b) = history[i - 1], history[i]
+    when = tb if b == a else ta + (tb - ta) * (consumed - a) / (b - a)  # written at a steady rate between samples
+    return max(0.0, t - when)
 
 
 def one_run(ranks: int, mode: str, fault: str, args: argparse.Namespace, rng: random.Random) -> Result:
@@ -293,6 +298,8 @@ def one_run(ranks: int, mode: str, fault: str, args: argparse.Namespace, rng: ra
         res.cpu_pct = round(100.0 * (proc_cpu_s(mon.pid) - cpu0) / (time.time() - wall0), 1)
         res.rss_mb = round(proc_hwm_mb(mon.pid), 1)
         span = history[-1][0] - history[0][0] if len(history) > 1 else 1.0
+        final_read = proc_rchar(mon.pid) - rchar0
+        res.read_per_written = round(final_read / max(1, history[-1][1]), 2) if history else 0.0
         res.write_kb_s = round((history[-1][1] - history[0][1]) / max(span, 1e-9) / 1024.0, 1) if history else 0.0
         for w in writers:
             w.join(timeout=5)
