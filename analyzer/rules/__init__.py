@@ -26,13 +26,19 @@ Desync (``desync.odd_ranks``): the ranks outside a strict majority; with no majo
 a tie), the one side whose call (its call site when every side has one, else op/count/dtype) no
 rank outside it ever made, while every other side's call was made by ranks outside it; else none.
 
-Root cause (``cause.root_cause``): failure events and symptoms on one time line; the earliest
+Root cause (``cause.root_cause``): failure events and symptoms on one time line (the records'
+times; file order, torchrun's "first observed failure" first, where none is known); the earliest
 cause explains the symptoms after it. Causes: an exception, an OOM (MemoryError, CUDA out of
 memory), a CUDA error, an NCCL error, a process that ended itself with a non-zero code or a
-fatal signal. Echoes: timeouts, "connection closed / reset by peer", "remote process exited",
-aborts after a timeout, processes the launcher or the user stopped (SIGTERM, SIGKILL, SIGINT,
-KeyboardInterrupt). An interrupt or a kill after a stall is not a crash: the stall is the
-verdict. A mismatch one of whose sides is a rank that failed is the failure's echo, not a desync.
+fatal signal, a rank that vanished (no exit record, silent before the others failed). Echoes:
+timeouts, "connection closed / reset by peer", "remote process exited", processes the launcher
+or the user stopped (SIGTERM, SIGKILL the launcher sent, SIGINT, KeyboardInterrupt), a SIGABRT
+after that rank's own timeout, an exit code after the rank's own echo (``cause.explain``). An
+interrupt or a kill after a stall is not a crash: the stall is the verdict. A mismatch one of
+whose sides is only ranks that failed of their own within 10 s after it is the failure's echo,
+not a desync (``cause.mismatch_is_echo``).
+
+Rank states (``states.rank_states``) and the certainty of a verdict are decided here too.
 """
 from __future__ import annotations
 
