@@ -38,7 +38,9 @@ interrupt or a kill after a stall is not a crash: the stall is the verdict. A mi
 whose sides is only ranks that failed of their own within 10 s after it is the failure's echo,
 not a desync (``cause.mismatch_is_echo``).
 
-Rank states (``states.rank_states``) and the certainty of a verdict are decided here too.
+Rank states (``states.rank_states``) are decided here too. How sure a verdict is comes with the
+finding that made it (``data["certainty"]``, e.g. NCCL call counts behind a unanimous majority:
+likely, ``hang.behind_by_counts``) and defaults to confirmed in ``verdict.decide``.
 """
 from __future__ import annotations
 
