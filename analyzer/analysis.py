@@ -83,11 +83,13 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
 
         entry = run_cache.open_entry(paths, want_analysis=True)
         if entry is not None and entry.findings is not None:
-            if alerts:  # written after the entry, maybe (the cache keys leave it out): decided again
+            if not alerts:
+                return Analysis(entry.run, entry.findings, entry.decision)
+            if run_cache.events_readable(entry.run):  # alerts written after the entry, maybe: decided again
                 from .verdict import decide
 
                 return Analysis(entry.run, entry.findings, decide(entry.run, entry.findings, alerts))
-            return Analysis(entry.run, entry.findings, entry.decision)
+            entry = None  # its events are damaged: a miss, parsed again
     if cache and entry is not None:
         res = analyze_run(entry.run, alerts)
         run_cache.store_analysis(entry.folder, res.findings, res.decision, _json_line(res))

@@ -183,6 +183,7 @@ class _CachedRun(Run):
         self._df: pd.DataFrame | None = None
         self._events_file: Path | None = events
         self._events: list[model.LogEvent] | None = None
+        self.events_unreadable = False  # events.json was damaged when read
         self._hb_file: Path | None = heartbeats
         self._hb: pd.DataFrame | None = None
         super().__init__(collectives=None, events=None, **parts)  # type: ignore[arg-type]
@@ -205,7 +206,7 @@ class _CachedRun(Run):
             try:
                 self._events = _read_events(path)
             except (OSError, ValueError, TypeError, KeyError, RecursionError) as e:  # damaged since it was opened
-                self._events = []
+                self._events, self.events_unreadable = [], True
                 self.problems.append(f"{path}: cached events unreadable ({e}); analyse with --no-cache")
         return self._events  # type: ignore[return-value]
 
@@ -273,6 +274,15 @@ def _parquet_whole(path: Path) -> bool:
     except OSError:
         return False
     return head == b"PAR1" and tail[4:] == b"PAR1" and 12 + int.from_bytes(tail[:4], "little") <= size
+
+
+def events_readable(run: Run) -> bool:
+    """Whether the log events of a cached run, read on first use, can be read: a caller that needs
+    them (a decision made again) treats a damaged ``events.json`` as a miss."""
+    if not isinstance(run, _CachedRun):
+        return True
+    run.events  # noqa: B018 - read now
+    return not run.events_unreadable
 
 
 def _read_events(path: Path) -> list[model.LogEvent]:
