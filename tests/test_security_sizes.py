@@ -26,11 +26,23 @@ def _best_of(data: bytes) -> float:
     return best
 
 
+def _best_pair(a: bytes, b: bytes, rounds: int = 5) -> tuple[float, float]:
+    """Best times of ``a`` and ``b`` parsed in turn, so a slow spell of the machine hits both."""
+    ta = tb = float("inf")
+    for _ in range(rounds):
+        for data, which in ((a, 0), (b, 1)):
+            t = time.perf_counter()
+            parse_topo_xml(data, "topo.xml")
+            took = time.perf_counter() - t
+            ta, tb = (min(ta, took), tb) if which == 0 else (ta, min(tb, took))
+    return ta, tb
+
+
 @pytest.mark.parametrize(("tag", "root"), [(b"gpu", b"system"), (b"graph", b"graphs"), (b"channel", b"graphs")])
 def test_nested_xml_is_linear(tag, root):
     """40,000 elements nested cost about what 40,000 siblings do (baseline measured in the same run);
     the nested ``iter`` made it about 100x (13 s)."""
-    flat, nested = _best_of(_flat(40_000, tag, root)), _best_of(_nested(40_000, tag, root))
+    flat, nested = _best_pair(_flat(40_000, tag, root), _nested(40_000, tag, root))
     assert nested / flat < 6, f"40,000 nested <{tag.decode()}>: {nested / flat:.1f}x the time of 40,000 siblings"
 
 
