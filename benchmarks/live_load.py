@@ -151,13 +151,17 @@ def host_writer(d: str, hosts: list[int], plan: Plan, counter: Any) -> None:
              if h * PER_HOST + i < plan.ranks]
     fault_host = plan.fault_rank // PER_HOST
     step, next_step, next_hb = 0, plan.t0, plan.t0
+    # the fault (or the pause) comes after the same step on every writer: a writer that fell behind
+    # on a busy machine catches up first, so no rank completes a collective another never joined
+    fault_step = int((plan.fault_t - plan.t0) / plan.step_s) + 1
+    resume_t = plan.fault_t + plan.pause_s
     stalled = False  # the fault happened: no step completes any more
     stall_stack_at: float | None = None
     while True:
         now = time.time()
         if now >= plan.end_t:
             break
-        if plan.fault != "pause" and not stalled and now >= plan.fault_t:
+        if plan.fault != "pause" and not stalled and step >= fault_step and now >= plan.fault_t:
             stalled = True
             stall_stack_at = now + 3.0
             for rf in ranks:
@@ -175,14 +179,15 @@ def host_writer(d: str, hosts: list[int], plan: Plan, counter: Any) -> None:
                     continue
                 rf.enqueue(now, 7 if plan.fault == "desync" and rf.rank == plan.fault_rank else 4096)
                 rf.heartbeat(step)
-        paused = plan.fault == "pause" and plan.fault_t <= now < plan.fault_t + plan.pause_s
-        if not stalled and not paused and now >= next_step:
+        held = step >= fault_step and (plan.fault != "pause" or now < resume_t)
+        paused = plan.fault == "pause" and held
+        if not stalled and not held and now >= next_step:
             step += 1
             for rf in ranks:
                 rf.step(plan.colls, now, 0.4)
-            next_step += plan.step_s
-            if next_step < now:
-                next_step = now + plan.step_s
+            next_step += plan.step_s  # no reset: a writer that fell behind catches up
+            if plan.fault == "pause" and step == fault_step:
+                next_step = resume_t  # every writer resumes at the same time
         if now >= next_hb:
             for rf in ranks:
                 if rf.alive:
@@ -199,7 +204,7 @@ def host_writer(d: str, hosts: list[int], plan: Plan, counter: Any) -> None:
         # sleep to the next thing to do (hundreds of writer processes share two cores)
         wake = [next_hb, plan.end_t]
         if not stalled:
-            wake.append(next_step if not paused else plan.fault_t + plan.pause_s)
+            wake.append(next_step if not paused else resume_t)
             if plan.fault != "pause":
                 wake.append(plan.fault_t)
         if stall_stack_at is not None:
