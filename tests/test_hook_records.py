@@ -38,3 +38,21 @@ def test_reader_sees_the_same_fields_as_from_dict_records() -> None:
     a = [(r.type, r.rank, r.data) for r in parse_jsonl(enumerate(fast, 1), "ncclscope-rank1.jsonl")]
     b = [(r.type, r.rank, r.data) for r in parse_jsonl(enumerate(slow, 1), "ncclscope-rank1.jsonl")]
     assert a == b and len(a) == 2
+
+
+@pytest.mark.parametrize(("field", "value", "want"), [
+    ("seq", 5, 5), ("seq", 5.0, 5), ("seq", True, None), ("seq", float("nan"), None), ("seq", 2 ** 70, None),
+    ("seq", "5", None), ("seq", [5], None), ("t", 3, 3.0), ("t", 1.5, 1.5), ("t", float("inf"), None),
+    ("dur_ms", -2.5, -2.5), ("where", "a.py:1", "a.py:1"), ("where", "x" * 3000, "x" * 2000), ("pg", 0, "0"),
+    ("pg", False, None), ("where", {"a": 1}, None), ("other", [1], [1]), ("seq", None, "none"),
+])
+def test_clean_hook_fields_keeps_each_field_only_in_its_type(field: str, value: object, want: object) -> None:
+    from ncclscope.sources.hook_jsonl import clean_hook_fields
+
+    got = clean_hook_fields({"type": "coll", field: value})
+    if want == "none":
+        assert got[field] is None
+    elif want is None:
+        assert field not in got
+    else:
+        assert got[field] == want and type(got[field]) is type(want)

@@ -50,30 +50,35 @@ def _finite(v: object, kind: type) -> int | float | None:
     return kind(v)
 
 
+_KIND: dict[str, type] = {**{k: int for k in INT_FIELDS}, **{k: float for k in FLOAT_FIELDS},
+                          **{k: str for k in STR_FIELDS}}
+
+
 def clean_hook_fields(obj: dict) -> dict:
     """The hook's fields with the types its writer gives them (analyzer/hook/records.py); a field of
-    another type (a list where a number belongs, NaN, 2**70) is dropped, so the model sees it missing."""
+    another type (a list where a number belongs, NaN, 2**70) is dropped, so the model sees it missing.
+    One pass over the record's own keys (the live monitor calls this for every line)."""
     out = dict(obj)
-    for k in INT_FIELDS:
-        if k in out and out[k] is not None:
-            v = _finite(out[k], int)
-            if v is None:
-                del out[k]
-            else:
-                out[k] = v
-    for k in FLOAT_FIELDS:
-        if k in out and out[k] is not None:
-            v = _finite(out[k], float)
-            if v is None:
-                del out[k]
-            else:
-                out[k] = v
-    for k in STR_FIELDS:
-        if k in out and out[k] is not None:
-            if isinstance(out[k], (int, str)) and not isinstance(out[k], bool):
-                out[k] = str(out[k])[:2000]
+    for k, v in obj.items():
+        kind = _KIND.get(k)
+        if kind is None or v is None:
+            continue
+        if kind is str:
+            if type(v) is str:
+                if len(v) > 2000:
+                    out[k] = v[:2000]
+            elif isinstance(v, int) and not isinstance(v, bool):
+                out[k] = str(v)[:2000]
             else:
                 del out[k]
+        elif type(v) is kind and -MAX_INT < v < MAX_INT:
+            continue  # the common case: already the right type, finite and in range
+        else:
+            c = _finite(v, kind)
+            if c is None:
+                del out[k]
+            else:
+                out[k] = c
     if "pgs" in out:
         pgs = out["pgs"]
         out["pgs"] = {str(pg): {c: _finite(st.get(c), int) for c in ("enq", "start", "done")}
