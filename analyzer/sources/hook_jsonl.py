@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
+from typing import cast
 
 from ..nccl.ops import canonical_op
 from .flight_recorder import MAX_INT, MAX_RANK, rank_from_name
@@ -71,7 +72,7 @@ def clean_hook_fields(obj: dict) -> dict:
                 out[k] = str(v)[:2000]
             else:
                 del out[k]
-        elif type(v) is kind and -MAX_INT < v < MAX_INT:
+        elif type(v) is kind and -MAX_INT < cast(float, v) < MAX_INT:
             continue  # the common case: already the right type, finite and in range
         else:
             c = _finite(v, kind)
