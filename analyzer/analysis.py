@@ -1,34 +1,16 @@
 """The pipeline: paths -> parsed files -> run model -> findings -> decision."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from .model import Finding, Run
-
-if TYPE_CHECKING:
-    from .verdict import Decision
+from .model import Run
+from .result import Analysis
 
 # build, ingest and the detectors (numpy, pandas) are imported where they are used: a re-open of a
 # cached analysis needs none of them
-
-
-@dataclass
-class Analysis:
-    run: Run
-    findings: list[Finding]
-    decision: Decision
-    # with analyze_paths(defer_store=True): writes the cache entry; call it once the report is out
-    pending_store: Callable[[], None] | None = field(default=None, repr=False, compare=False)
-
-    def finish(self) -> None:
-        """Write what was deferred (the cache entry), once."""
-        store, self.pending_store = self.pending_store, None
-        if store is not None:
-            store()
 
 
 ALERTS_FILE = "alerts.jsonl"  # the live monitor's alerts in a run folder (live/monitor.py)

@@ -307,15 +307,6 @@ def _start_monitor(opts: RunOptions, on_kill: Callable[[], None], note: Note) ->
 
 
 def _start_dashboard(run_dir: Path, note: Note) -> subprocess.Popen[bytes] | None:
-    try:
-        from .commands import serve
-
-        names = {p.name for p in getattr(serve.command, "params", [])}
-    except Exception:  # noqa: BLE001
-        names = set()
-    if "live" not in names:
-        note("the live dashboard is not available in this version; --dashboard skipped")
-        return None
     taken = port_taken(DASHBOARD_PORT)
     if taken:
         note(f"dashboard not started: port {DASHBOARD_PORT} on 127.0.0.1 is taken ({taken}); "

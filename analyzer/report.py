@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import __version__
-from .analysis import Analysis
+from .result import Analysis
 from .metrics.progress import pg_status_by_rank
 from .model import Severity
 from .text_fit import evidence_line

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclscope.analysis import Analysis
+from ncclscope.result import Analysis
 from ncclscope.metrics.progress import rank_status, states_at_stuck
 from ncclscope.metrics.timeline import completed_through, per_rank_counts, pg_records
 

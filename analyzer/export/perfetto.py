@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analysis import Analysis
+from ..result import Analysis
 from ..metrics.progress import NEVER_JOINED, states_at_stuck
 from ..metrics.records import arrival, pg_choices, strs
 from ..metrics.timeline import completed_through, pg_records

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis import Analysis
+from ..result import Analysis
 from ..metrics.progress import pg_status_by_rank
 from ..metrics.records import arrival, strs
 from ..model import Verdict
