@@ -45,12 +45,15 @@ def pytest_configure(config):
         report.to_json._validating = True
 
 
+def corpus_names() -> list[str]:
+    """The corpus runs' names; empty when the corpus is absent."""
+    exp = CORPUS / "EXPECTED.json"
+    return list(json.loads(exp.read_text())) if exp.exists() else []
+
+
 def corpus_runs() -> list:
     """The corpus runs' names, for parametrize; one skipped case with NO_CORPUS when it is absent."""
-    exp = CORPUS / "EXPECTED.json"
-    if not exp.exists():
-        return [pytest.param("-", marks=pytest.mark.skip(reason=NO_CORPUS))]
-    return list(json.loads(exp.read_text()))
+    return corpus_names() or [pytest.param("-", marks=pytest.mark.skip(reason=NO_CORPUS))]
 
 
 @pytest.fixture(scope="session")

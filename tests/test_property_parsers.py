@@ -32,7 +32,7 @@ import fuzz_ras  # noqa: E402
 import fuzz_torch  # noqa: E402
 import fuzz_xml  # noqa: E402
 
-from conftest import CORPUS, SAMPLES, corpus_runs  # noqa: E402
+from conftest import CORPUS, SAMPLES, corpus_names  # noqa: E402
 
 from ncclscope.analysis import analyze_run  # noqa: E402
 from ncclscope.model_build import build_run  # noqa: E402
@@ -224,7 +224,7 @@ def test_coll_lines_with_impossible_numbers(tmp_path, count, dt):
 
 N_VERDICT = max(2, N // 60)  # damaged copies per run and kind of damage (each is a whole analysis)
 RUNS = sorted([("samples", p.name) for p in SAMPLES.iterdir() if p.is_dir()]
-              + [("corpus", name) for name in corpus_runs() if isinstance(name, str) and (CORPUS / name).is_dir()])
+              + [("corpus", name) for name in corpus_names() if (CORPUS / name).is_dir()])
 GLUE = ["step 20 loss 0.00009", "Epoch 3:  45%|####5     | 9/20 [00:03<00:04,  2.61it/s]", "INFO:root:saved ckpt ",
         "\x1b[32mok\x1b[0m ", "tensor([0.1000, 0.2000]) "]
 PREFIX_FORMS = ["2026-09-17T13:40:02.{i:07d}Z ", "2026-09-17T13:40:02.{i:09d}Z stderr F ", "[{i}] ", "gpu007: ",

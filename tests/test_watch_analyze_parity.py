@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from conftest import CORPUS, ROOT, SAMPLES, corpus_runs
+from conftest import CORPUS, NO_CORPUS, ROOT, SAMPLES, corpus_names
 from ncclscope.cli import cli
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -35,9 +35,8 @@ LIVE = {"hang", "desync", "crash"}
 def _cases() -> list[Any]:
     out = [pytest.param(p, id=f"samples/{p.name}") for p in sorted(SAMPLES.iterdir()) if p.is_dir()]
     out += [pytest.param(FAULT_RUNS / k, id=f"fault/{k}") for k in ALL_KINDS]
-    runs = corpus_runs()
-    out += [pytest.param(CORPUS / r, id=f"corpus/{r}") for r in runs] or [
-        pytest.param(None, id="corpus", marks=pytest.mark.skip(reason=f"real corpus not found at {CORPUS}"))]
+    out += [pytest.param(CORPUS / r, id=f"corpus/{r}") for r in corpus_names()] or [
+        pytest.param(None, id="corpus", marks=pytest.mark.skip(reason=NO_CORPUS))]
     return out
 
 
