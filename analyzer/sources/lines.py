@@ -181,20 +181,25 @@ def rejoin_wrapped(lines: Iterable[tuple[int, str]],
         yield from held
         held.clear()
 
+    first_w = last_w = 0  # widths of the first and the last held line, kept as they are held
     for lineno, text in lines:
         w = len(text) - (text.endswith("\n") + text.endswith("\r\n"))
         if held:
-            first_w = _width(held[0][1])
-            last_no, last_text = held[-1]
-            if (lineno == last_no + 1 and 0 < w <= first_w and _width(last_text) == first_w
+            if (lineno == held[-1][0] + 1 and 0 < w <= first_w and last_w == first_w
                     and len(held) < MAX_WRAP_PIECES and not starts_a_line(text)):
                 held.append((lineno, text))
+                last_w = _width(text)
                 if w < first_w:
                     yield from flush()
                 continue
-            yield from flush()
+            if len(held) == 1:  # a line alone passes through (flush's own first case)
+                yield held[0]
+                held.clear()
+            else:
+                yield from flush()
         if WRAP_MIN <= w <= WRAP_MAX:
             held.append((lineno, text))
+            first_w = last_w = _width(text)
         else:
             yield lineno, text
     yield from flush()

@@ -135,6 +135,7 @@ FAST_RE = re.compile(
 )
 _TS_MEMO: dict[str, float | None] = {}  # timestamp text -> value: a rank's topology lines share a few
 _VIA_MEMO: dict[str, str] = {}  # transport as printed -> as modelled
+_NOTHING_MEMO: set[str] = set()  # INFO messages that gave no record ("cudaDriverVersion 12090", ...)
 _MEMO_MAX = 4096  # entries each memo holds before it is emptied: nothing from the input sizes it
 
 
@@ -164,7 +165,15 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
                               int(dst), direction, norm)
     if rc is not None:
         return NcclRing(file, lineno, text, host, int(pid), int(tid), ts, int(rc), int(prev), int(rank), int(nxt))
-    return _parse_info(text[m.end():].rstrip("\r\n").strip(), (file, lineno, text, host, int(pid), int(tid), ts))
+    msg = text[m.end():].rstrip("\r\n").strip()
+    if msg in _NOTHING_MEMO:
+        return None
+    rec = _parse_info(msg, (file, lineno, text, host, int(pid), int(tid), ts))
+    if rec is None:  # whether a message is modelled depends on it alone: every rank prints these same few
+        if len(_NOTHING_MEMO) >= _MEMO_MAX:
+            _NOTHING_MEMO.clear()
+        _NOTHING_MEMO.add(msg)
+    return rec
 
 
 def parse_nccl_line_regex(text: str, file: str = "", lineno: int = 0) -> NcclRec | None:
