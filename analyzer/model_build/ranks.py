@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ..model import Job, Process, Setting
 from ..sources import records as R
+from ..sources.lines import prefix_rank
 from .gather import Gathered
 from .values import ProcKey, count_ranks, ev
 
@@ -120,6 +121,19 @@ def _printed_world(g: Gathered) -> int | None:
     return max(sorted(set(sizes)), key=lambda n: (sizes.count(n), n)) if sizes else None
 
 
+def _logged_ranks(g: Gathered) -> set[int]:
+    """Global ranks PyTorch's own lines speak for, with no NCCL process of theirs in the input: a launcher's
+    rank tag (``[rank3]:``, ``[1,3]<stdout>:``, ``(... rank=3 pid=..)``) on an error, traceback or watchdog
+    line, or ``[PG 0 Rank 3]`` of the default group (``[PG 2 Rank 1]`` is a rank in group 2, not global)."""
+    out: set[int] = set()
+    for r in g.torch_recs:
+        if r.rank is None or not 0 <= r.rank < MAX_RANKS or r.rank in out:
+            continue
+        if r.pg in (None, "0") or prefix_rank(r.text) == r.rank:
+            out.add(r.rank)
+    return out
+
+
 def _printed_versions(g: Gathered) -> tuple[str | None, str | None]:
     """(torch, NCCL) versions printed in PyTorch's own lines (an error's ``NCCL version 2.21.5``, collect_env)."""
     torch = next((r.torch for r in g.torch_recs if isinstance(r, R.TorchVersionLine) and r.torch), None)
@@ -134,6 +148,9 @@ def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
     for key in sorted(g.proc_first_seen, key=lambda k: (proc_rank.get(k, 1 << 30), k)):
         dev, bus = g.proc_dev.get(key, (None, None))
         processes.append(Process(key[0], key[1], proc_rank.get(key), dev, bus))
+    held = {p.rank for p in processes if p.rank is not None}
+    limit = ranks.world if ranks.world else MAX_RANKS
+    processes += [Process("", 0, r) for r in sorted(_logged_ranks(g) - held) if r < limit]
     values = list(g.nccl_versions.values())
     nccl_version = max(sorted(set(values)), key=values.count) if values else None
     printed_torch, printed_nccl = _printed_versions(g)
