@@ -60,7 +60,7 @@ def judge(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] = 
 
 
 def _from(v: Verdict, hits: list[Finding]) -> Decision:
-    culprits = sorted({r for f in hits for r in f.ranks})
+    culprits = sorted({r for f in hits for r in f.data.get("culprits", f.ranks)})  # a finding may name none
     stuck = next((f.stuck for f in hits if f.stuck), None)
     c = hits[0].data.get("certainty") or {}
     return Decision(v, tuple(culprits), stuck, hits[0].message, c.get("level"), c.get("why"))
@@ -132,6 +132,8 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
         return Decision(Verdict.HANG, tuple(sorted(int(r) for r in alert.get("culprit_ranks") or [])), stuck,
                         f"the live monitor's hang alert stands: {alert.get('message', '')}"[:500], "confirmed",
                         "the live monitor saw the stall before anything failed")
+    if cause.verdict == "desync":  # a backend's mismatch report came first: the rest is its echo
+        return _from(Verdict.DESYNC, by[Verdict.DESYNC]) if by[Verdict.DESYNC] else None
     if cause.verdict != "crash" or cause.first is None:
         return None
     desyncs = by[Verdict.DESYNC]

@@ -10,7 +10,12 @@ the settings (those the knowledge base calls traps), and the NCCL version each p
   that quotes it, names where the chain starts, and says it is not in the knowledge base.
 - Entries of kind ``config`` are the config detector's, which names the setting, unless the text
   names no setting the job set (then nobody else would report it).
-Findings argue for no verdict: the crash and hang detectors decide what happened; these say why.
+- An entry that argues for a verdict (``Entry.verdict``: the host, container, driver or fabric set up
+  wrong -> config_error; a network failure -> crash) gives its finding that verdict, with no culprit
+  rank (``data["culprits"]``: the setup or the link failed, not a rank's code). The time line
+  (``rules.facts``) puts a network WARN among the failures, so the earliest failure wins and the
+  echoes after it (timeouts, aborts, "remote process exited") do not.
+Other findings argue for no verdict: the crash and hang detectors decide what happened; these say why.
 """
 from __future__ import annotations
 
@@ -18,8 +23,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..model import Evidence, Finding, LogEvent, Run, Setting, Severity
+from ..model import Evidence, Finding, LogEvent, Run, Setting, Severity, Verdict
 from ..nccl.failures import Entry, classify
+from ..rules.facts import failures_of_run
 
 MAX_QUOTE = 240
 CHAIN_GAP = 64  # lines: a return chain follows its WARN closely, even with other threads' lines between
@@ -62,7 +68,8 @@ def detect(run: Run) -> list[Finding]:
         else:
             key = entry.id
         _add(groups, key, entry, w, chain)
-    findings = [_finding(g) for g in groups.values()]
+    failed = _job_failed(run)
+    findings = [_finding(g, failed) for g in groups.values()]
     findings += _environment(run) + _settings(run) + _releases(run)
     return findings
 
@@ -115,7 +122,26 @@ def _add(groups: dict[str, _Group], key: str, entry: Entry | None, w: LogEvent,
         g.evidence.append(w.evidence)
 
 
-def _finding(g: _Group) -> Finding:
+def _job_failed(run: Run) -> bool:
+    """Something failed besides the WARNs: a failure on the time line or a non-zero exit. A training
+    that goes on past a WARN of a helper thread (the bootstrap's remote allocator) was not failed by it."""
+    return bool(failures_of_run(run)) or run.job.exit_code not in (None, 0) or any(
+        x.exitcode not in (None, 0) for x in run.exits)
+
+
+def _argues(e: Entry, failed: bool) -> Verdict | None:
+    """The verdict the entry argues for here: a config error stands on its own (NCCL refused the
+    setup), and so does a failure on the data path (an IB completion error, a proxy failure: fatal to
+    the communicator); a socket error only when the job failed, since the bootstrap's helper threads
+    log theirs and training goes on."""
+    if e.verdict is None:
+        return None
+    if e.verdict == "crash" and e.area == "socket" and not failed:
+        return None
+    return Verdict(e.verdict)
+
+
+def _finding(g: _Group, failed: bool) -> Finding:
     who = _who(g.ranks, g.count)
     quote = _quote(g.first.text)
     chain = [f"{src} -> {code}" for src, code, _ in g.chain]
@@ -130,11 +156,13 @@ def _finding(g: _Group) -> Finding:
             message=f"NCCL WARN {who}, not in the knowledge base: \"{quote}\" (return chain from {failing})",
             ranks=tuple(sorted(g.ranks)), hint=UNKNOWN_HINT, evidence=tuple(evidence),
             data={"entry": None, "warn": quote, "chain": chain, "count": g.count})
+    verdict = _argues(e, failed)
     return Finding(
         kind="error" if e.kind != "note" else "note", severity=SEVERITY[e.severity],
         message=f"NCCL WARN {who}: \"{quote}\": {e.cause}",
         ranks=tuple(sorted(g.ranks)), hint=f"{e.fix} ({e.link})", evidence=tuple(evidence),
-        data={"entry": e.id, "area": e.area, "cause": e.cause, "fix": e.fix, "link": e.link,
+        verdict=verdict,
+        data={"entry": e.id, "area": e.area, **({"culprits": []} if verdict else {}), "cause": e.cause, "fix": e.fix, "link": e.link,
               "releases": list(e.releases), "warn": quote, "chain": chain, "count": g.count})
 
 
@@ -148,7 +176,7 @@ def _environment(run: Run) -> list[Finding]:
             entry = classify(e.evidence.text)
             if entry is not None and entry.area == "environment":
                 _add(groups, entry.id, entry, e, ())
-    return [_finding(g) for g in groups.values()]
+    return [_finding(g, False) for g in groups.values()]
 
 
 def _settings(run: Run) -> list[Finding]:

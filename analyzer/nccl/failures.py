@@ -26,6 +26,12 @@ AREAS = (
     "init", "bootstrap", "socket", "shm", "ib", "p2p", "nvls", "collnet", "proxy", "plugin", "enqueue",
     "topology", "mismatch", "cuda", "xid", "torch-c10d", "torch-elastic", "container", "environment", "release",
 )
+# the verdict an entry argues for when it is the job's first failure, by area (an entry's own ``verdict``
+# overrides it; notes argue for none): the host, container, driver or fabric set up wrong is a config
+# error; a network failure (IB, sockets, the proxy thread carrying them) is a crash no rank is at fault for
+VERDICTS = ("config_error", "crash", "none")
+AREA_VERDICT = {"shm": "config_error", "nvls": "config_error", "topology": "config_error", "container": "config_error",
+                "environment": "config_error", "ib": "crash", "socket": "crash", "proxy": "crash"}
 MAX_TEXT = 4096
 REQUIRED = ("id", "area", "pattern", "releases", "cause", "fix", "link", "examples")
 
@@ -49,6 +55,7 @@ class Entry:
     link: str
     examples: tuple[Example, ...]
     overlaps: tuple[str, ...] = ()  # entries whose examples this pattern may match too
+    verdict: str | None = None  # "config_error" / "crash" when it is the first failure (``_verdict``)
 
     # the names the detectors used before the knowledge base (catalogue.KnownError)
     @property
@@ -60,7 +67,7 @@ class Entry:
         return self.fix
 
     def to_json(self) -> dict[str, object]:
-        return {"id": self.id, "area": self.area, "kind": self.kind, "severity": self.severity,
+        return {"id": self.id, "area": self.area, "kind": self.kind, "severity": self.severity, "verdict": self.verdict,
                 "releases": list(self.releases), "cause": self.cause, "fix": self.fix, "link": self.link}
 
 
@@ -92,9 +99,17 @@ def _entry(raw: dict[str, object], n: int) -> Entry:
             raise KnowledgeBaseError(f"entry {eid}: an example needs a release and a text")
         exs.append(Example(str(x["release"]), str(x["text"])))
     overlaps = raw.get("overlaps", [])
+    verdict = str(raw.get("verdict", "none" if kind == "note" else AREA_VERDICT.get(area, "none")))
+    if verdict not in VERDICTS:
+        raise KnowledgeBaseError(f"entry {eid}: verdict {verdict!r} unknown")
+    if kind == "config" and "verdict" not in raw:
+        verdict = "config_error"  # a setting is the cause
+    if kind == "note" and verdict != "none":
+        raise KnowledgeBaseError(f"entry {eid}: a note argues for no verdict")
     return Entry(eid, area, kind, sev, pattern, tuple(str(r) for r in releases), str(raw["cause"]).strip(),
                  str(raw["fix"]).strip(), str(raw["link"]), tuple(exs),
-                 tuple(str(o) for o in overlaps) if isinstance(overlaps, list) else ())
+                 tuple(str(o) for o in overlaps) if isinstance(overlaps, list) else (),
+                 None if verdict == "none" else verdict)
 
 
 def parse(text: str) -> tuple[Entry, ...]:
