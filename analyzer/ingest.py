@@ -91,8 +91,11 @@ def sniff(head: bytes, name: str) -> str:
     if head[:1] == b"\x80" and len(head) > 1 and head[1] <= 5:
         return "pickle"
     stripped = head.lstrip()
-    if stripped.startswith(b"{") or (stripped.startswith(b"[") and stripped[1:].lstrip()[:1] in (b"{", b"[", b'"', b"]")):
-        first = stripped.split(b"\n", 1)[0].strip()
+    nl = stripped.find(b"\n")
+    first = (stripped[:nl] if nl >= 0 else stripped).strip()
+    if first.startswith((b"{'", b"[{'")) and b"\n" in stripped.strip():
+        pass  # a Python dict printed as a log's line (HF Trainer's "{'loss': 0.12, ...}"): JSON quotes keys with '"'
+    elif stripped.startswith(b"{") or (stripped.startswith(b"[") and stripped[1:].lstrip()[:1] in (b"{", b"[", b'"', b"]")):
         if first.startswith(b"{") and first.endswith(b"}") and b"\n" in stripped.strip():
             try:
                 json.loads(first)

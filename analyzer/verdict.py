@@ -158,7 +158,8 @@ def _desync_is_echo(desyncs: list[Finding], failures: list[rules.Failure]) -> bo
 
 def _no_incident(run: Run, findings: list[Finding]) -> Decision:
     usable = any(fmt in ("log", "flight_recorder", "jsonl") for _, fmt in run.files) and (
-        len(run.collectives) or run.communicators or run.exits or run.pg_status)
+        len(run.collectives) or run.communicators or run.exits or run.pg_status) or (
+        run.nccl_tests and run.job.exit_code == 0)  # a benchmark that ran every size and checked out
     if not usable:
         return Decision(Verdict.UNKNOWN, (), None, "not enough information to judge the job")
     if run.job.exit_code not in (None, 0):

@@ -35,3 +35,64 @@ def test_rank_in_a_subgroup_is_not_taken_for_a_global_rank(tmp_path):
                  "[E ProcessGroupNCCL.cpp:1316] [PG 3 Rank 1] Heartbeat monitor timed out! Process will be "
                  "terminated after dumping debug info. workMetaList_.size()=7\n")
     assert _ranks(analyze_paths([log], cache=False)) == []
+
+
+def test_log_whose_first_line_is_a_python_dict_is_read_as_a_log(tmp_path):
+    # HF Trainer prints its metrics as a Python dict; a tqdm bar is glued before torch's watchdog line
+    log = _write(tmp_path, "train.log",
+                 "{'loss': 0.2214, 'grad_norm': 0.913, 'learning_rate': 1.2e-05, 'epoch': 2.4}\n"
+                 "{'loss': 0.2187, 'grad_norm': 0.874, 'learning_rate': 1.1e-05, 'epoch': 2.41}\n"
+                 " 61%|######    | 410/672 [3:02:11<1:58:40, 27.18s/it][rank2]:[E ProcessGroupNCCL.cpp:1182] [Rank 2] "
+                 "NCCL watchdog thread terminated with exception: CUDA error: an illegal memory access was "
+                 "encountered\n")
+    a = analyze_paths([log], cache=False)
+    assert dict(a.run.files)["train.log"] == "log"
+    assert _ranks(a) == [2]
+    assert a.decision.verdict.value == "crash" and a.decision.culprit_ranks == (2,)
+
+
+def test_json_files_are_still_json(tmp_path):
+    from ncclscope.ingest import sniff
+    assert sniff(b'{"loss": 0.1}\n{"loss": 0.2}\n', "m.jsonl") == "jsonl"
+    assert sniff(b'{\n  "entries": []\n}\n', "fr.json") == "json"
+    assert sniff(b"{'loss': 0.1}\n[rank0]:[W912 08:05:51.6 ProcessGroupNCCL.cpp:1479] Warning\n", "t.log") == "log"
+
+
+_SWEEP = """# nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+# Using devices
+#   Rank  0 Pid  51200 on   gpu-n07 device  0 [0x1b] NVIDIA A100-SXM4-80GB
+#   Rank  1 Pid  51201 on   gpu-n07 device  1 [0x1c] NVIDIA A100-SXM4-80GB
+#   Rank  2 Pid  40118 on   gpu-n08 device  0 [0x1b] NVIDIA A100-SXM4-80GB
+#
+#                                                     out-of-place                       in-place
+#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2   float     sum    21.30    0.00    0.00  0e+00    20.91    0.00    0.00  0e+00
+     1048576        262144   float     sum    88.41   11.86   15.81  0e+00    87.90   11.93   15.91  0e+00
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 5.2855
+#
+"""
+
+
+def test_nccl_tests_output_with_no_nccl_lines_is_read(tmp_path):
+    # an all_reduce_perf of before the root column (and before "Group"), NCCL_DEBUG unset, that ran to its end
+    a = analyze_paths([_write(tmp_path, "sweep.txt", _SWEEP)], cache=False)
+    job = a.run.job
+    assert (job.world_size, job.hosts, _ranks(a)) == (3, ("gpu-n07", "gpu-n08"), [0, 1, 2])
+    assert len(a.run.nccl_tests) == 4
+    assert a.decision.verdict.value == "healthy"
+
+
+def test_nccl_tests_header_then_a_failure_is_not_healthy(tmp_path):
+    # the 2.13+ header with "Group", then the test's failure pair and nothing else
+    text = ("# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 "
+            "agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n"
+            "#  Rank  0 Group  0 Pid 700311 on    lab-c4 device  0 [0x3b] NVIDIA L40S\n"
+            "#  Rank  1 Group  0 Pid 533020 on    lab-c5 device  0 [0x3b] NVIDIA L40S\n"
+            "lab-c4: Test NCCL failure common.cu:1012 'internal error - please report this issue to the NCCL "
+            "developers / '\n .. lab-c4 pid 700311: Test failure common.cu:891\n")
+    a = analyze_paths([_write(tmp_path, "run.txt", text)], cache=False)
+    assert (a.run.job.world_size, len(a.run.job.hosts)) == (2, 2)
+    assert a.decision.verdict.value != "healthy"

@@ -43,6 +43,7 @@ _RANKED = (
     r"|\s{0,6}(?P<r4>\d{1,7}): "  # srun --label: the task number, padded
     r"|Rank (?P<r5>\d{1,7}): "  # print(f"Rank {rank}: {e}")
     r"|\[rank: (?P<r6>\d{1,7})\] "  # Lightning's rank_prefixed_message
+    r"|#\s{1,4}Rank\s{1,4}(?P<r7>\d{1,7}) (?=(?:Group\s+\d+ )?Pid )"  # nccl-tests' "#  Rank  3 Group  0 Pid 4121 on ..."
 )
 _PLAIN = (
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: ?(?:Z|[+-]\d\d:?\d\d))? (?:(?:stdout|stderr) [FP] |\| )?"  # CI,
@@ -64,7 +65,7 @@ _PLAIN = (
 TOOL_PREFIX_RE = re.compile(f"(?:{_RANKED}{_PLAIN})")
 MAX_PREFIXES = 6  # prefixes peeled off one line at most: tools nest (srun > torchrun > Ray), never deeper
 
-_PREFIX_START = frozenset("[(0123456789 |RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b\u2502\u2503")  # first characters a prefix can have
+_PREFIX_START = frozenset("#[(0123456789 |RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b\u2502\u2503")  # first characters a prefix can have
 
 
 def strip_tool_prefixes(text: str) -> tuple[int | None, str]:
@@ -88,7 +89,7 @@ def split_tool_prefixes(text: str) -> tuple[int | None, bool, str]:
         m = TOOL_PREFIX_RE.match(text, pos)
         if m is None or m.end() == pos:
             break
-        r = m.group("r1") or m.group("r2") or m.group("r3") or m.group("r5") or m.group("r6")
+        r = m.group("r1") or m.group("r2") or m.group("r3") or m.group("r5") or m.group("r6") or m.group("r7")
         if r is not None:
             tagged = int(r)
         elif m.group("r4") is not None:

@@ -10,16 +10,19 @@ import re
 from collections.abc import Iterable, Iterator
 
 from .nccl_log import parse_nccl_line
-from .records import NcclTestsRow, Rec
+from .records import ExitCode, NcclRec, NcclTestsRow, Rec, WorldSize
 
 ROW_RE = re.compile(
-    r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)\s+"
+    r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?:(?P<root>-?\d+)\s+)?"  # no root before 2.x
     r"(?P<t1>[\d.]+)\s+(?P<a1>[\d.]+)\s+(?P<b1>[\d.]+)\s+(?P<w1>\S+)"
     r"(?:\s+(?P<t2>[\d.]+)\s+(?P<a2>[\d.]+)\s+(?P<b2>[\d.]+)\s+(?P<w2>\S+))?\s*$"
 )
 TEST_RE = re.compile(r"Collective test starting: (\w+)|^# (\w+_perf)\b|ncclscope perf: (\w+)")
 NRANKS_RE = re.compile(r"nranks[= ](\d+)|nGpus (\d+)")
 RANK_DEV_RE = re.compile(r"^#\s+Rank\s+\d+ ")
+OOB_OK_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*0\s+OK\b")  # the run's last check passed: it ends here
+# "#  Rank  3 Group  0 Pid 4121 on node-b2 device  3 [0x4e] NVIDIA A100" (no Group before 2.13)
+DEVICE_LINE_RE = re.compile(r"^#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d{1,10})\s+on\s+(?P<host>[^\s:]{1,255})\s")
 
 
 def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
@@ -27,13 +30,20 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
     test: str | None = None
     nranks_seen = 0
     nranks: int | None = None
+    said_world = False
     for lineno, text in lines:
         if "NCCL " in text or "] INFO " in text or " WARN " in text:
             rec = parse_nccl_line(text, file, lineno)
             if rec is not None:
                 yield rec
                 continue
+        if nranks_seen and not said_world and not RANK_DEV_RE.match(text):
+            said_world = True  # the device block has ended: its lines are the ranks of the test
+            yield WorldSize(file, lineno, text, None, None, None, None, nranks_seen)
         if text.startswith("#"):
+            if OOB_OK_RE.match(text):  # printed once, after every size of every test checked out
+                yield ExitCode(file, lineno, text, 0)
+                continue
             t = TEST_RE.search(text)
             if t:
                 test = next(g for g in t.groups() if g)
@@ -41,6 +51,9 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
             if RANK_DEV_RE.match(text):
                 nranks_seen += 1
                 nranks = nranks_seen
+                d = DEVICE_LINE_RE.match(text)
+                if d:  # the process on its host, its rank by the line's "# Rank N" (lines.TOOL_PREFIX_RE)
+                    yield NcclRec(file, lineno, text, d.group("host"), int(d.group("pid")), 0, None)
             n = NRANKS_RE.search(text)
             if n and "nranks" in text:
                 nranks = int(next(g for g in n.groups() if g))
@@ -54,12 +67,15 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                 float(m.group("t2")), float(m.group("a2")), float(m.group("b2"))
         except ValueError:
             continue
-        base = (int(m.group("size")), int(m.group("count")), m.group("type"), m.group("redop"), int(m.group("root")))
+        base = (int(m.group("size")), int(m.group("count")), m.group("type"), m.group("redop"),
+                int(m.group("root") or -1))
         yield NcclTestsRow(file, lineno, text, test, nranks, *base, float(m.group("t1")), float(m.group("a1")),
                            float(m.group("b1")), False)
         if m.group("t2"):
             yield NcclTestsRow(file, lineno, text, test, nranks, *base, float(m.group("t2")), float(m.group("a2")),
                                float(m.group("b2")), True)
+    if nranks_seen and not said_world:  # the output ends inside its device block
+        yield WorldSize(file, 0, "", None, None, None, None, nranks_seen)
 
 
 def parse_nccl_tests_json(obj: dict, file: str) -> list[NcclTestsRow]:
