@@ -143,7 +143,9 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
              and set(f.ranks) == set(cause.ranks)]
     headline = crash[0].message if crash else f"rank {cause.first.rank} failed first: {cause.first.text}"[:500]
     stuck = next((f.stuck for f in by[Verdict.HANG] + by[Verdict.CRASH] if f.stuck), None)
-    return Decision(Verdict.CRASH, cause.ranks, stuck, headline)
+    # a network failure first (an IB completion error, a fatal QP event): the link failed, no rank's code
+    ranks = () if cause.first.kind is rules.FailureKind.NETWORK else cause.ranks
+    return Decision(Verdict.CRASH, ranks, stuck, headline)
 
 
 def _desync_is_echo(desyncs: list[Finding], failures: list[rules.Failure]) -> bool:

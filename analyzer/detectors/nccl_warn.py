@@ -15,6 +15,8 @@ the settings (those the knowledge base calls traps), and the NCCL version each p
   rank (``data["culprits"]``: the setup or the link failed, not a rank's code). The time line
   (``rules.facts``) puts a network WARN among the failures, so the earliest failure wins and the
   echoes after it (timeouts, aborts, "remote process exited") do not.
+- A WARN whose entry names settings that cause it (``Entry.settings``: NCCL_TOPO_FILE before
+  "Attribute arch of node cpu not found"), after the job set one: a config error naming the setting.
 Other findings argue for no verdict: the crash and hang detectors decide what happened; these say why.
 """
 from __future__ import annotations
@@ -69,7 +71,7 @@ def detect(run: Run) -> list[Finding]:
             key = entry.id
         _add(groups, key, entry, w, chain)
     failed = _job_failed(run)
-    findings = [_finding(g, failed) for g in groups.values()]
+    findings = [_finding(g, failed, settings) for g in groups.values()]
     findings += _environment(run) + _settings(run) + _releases(run)
     return findings
 
@@ -129,11 +131,13 @@ def _job_failed(run: Run) -> bool:
         x.exitcode not in (None, 0) for x in run.exits)
 
 
-def _argues(e: Entry, failed: bool) -> Verdict | None:
+def _argues(e: Entry, failed: bool, causing: list[Setting]) -> Verdict | None:
     """The verdict the entry argues for here: a config error stands on its own (NCCL refused the
     setup), and so does a failure on the data path (an IB completion error, a proxy failure: fatal to
     the communicator); a socket error only when the job failed, since the bootstrap's helper threads
     log theirs and training goes on."""
+    if causing:  # the job set what the entry says causes this message
+        return Verdict.CONFIG_ERROR
     if e.verdict is None:
         return None
     if e.verdict == "crash" and e.area == "socket" and not failed:
@@ -141,7 +145,7 @@ def _argues(e: Entry, failed: bool) -> Verdict | None:
     return Verdict(e.verdict)
 
 
-def _finding(g: _Group, failed: bool) -> Finding:
+def _finding(g: _Group, failed: bool, settings: Mapping[str, Setting]) -> Finding:
     who = _who(g.ranks, g.count)
     quote = _quote(g.first.text)
     chain = [f"{src} -> {code}" for src, code, _ in g.chain]
@@ -156,13 +160,18 @@ def _finding(g: _Group, failed: bool) -> Finding:
             message=f"NCCL WARN {who}, not in the knowledge base: \"{quote}\" (return chain from {failing})",
             ranks=tuple(sorted(g.ranks)), hint=UNKNOWN_HINT, evidence=tuple(evidence),
             data={"entry": None, "warn": quote, "chain": chain, "count": g.count})
-    verdict = _argues(e, failed)
+    causing = [settings[n] for n in e.settings if n in settings]
+    verdict = _argues(e, failed, causing)
+    if causing:
+        evidence += [s.evidence for s in causing if s.evidence is not None and s.evidence not in evidence]
+    set_by = "".join(f"{s.name}={s.value}, then " for s in causing)
     return Finding(
         kind="error" if e.kind != "note" else "note", severity=SEVERITY[e.severity],
-        message=f"NCCL WARN {who}: \"{quote}\": {e.cause}",
+        message=f"{set_by}NCCL WARN {who}: \"{quote}\": {e.cause}",
         ranks=tuple(sorted(g.ranks)), hint=f"{e.fix} ({e.link})", evidence=tuple(evidence),
         verdict=verdict,
-        data={"entry": e.id, "area": e.area, **({"culprits": []} if verdict else {}), "cause": e.cause, "fix": e.fix, "link": e.link,
+        data={"entry": e.id, "area": e.area, **({"culprits": []} if verdict else {}),
+              **({"settings": [s.name for s in causing]} if causing else {}), "cause": e.cause, "fix": e.fix, "link": e.link,
               "releases": list(e.releases), "warn": quote, "chain": chain, "count": g.count})
 
 
@@ -176,7 +185,7 @@ def _environment(run: Run) -> list[Finding]:
             entry = classify(e.evidence.text)
             if entry is not None and entry.area == "environment":
                 _add(groups, entry.id, entry, e, ())
-    return [_finding(g, False) for g in groups.values()]
+    return [_finding(g, False, {}) for g in groups.values()]
 
 
 def _settings(run: Run) -> list[Finding]:

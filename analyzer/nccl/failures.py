@@ -56,6 +56,7 @@ class Entry:
     examples: tuple[Example, ...]
     overlaps: tuple[str, ...] = ()  # entries whose examples this pattern may match too
     verdict: str | None = None  # "config_error" / "crash" when it is the first failure (``_verdict``)
+    settings: tuple[str, ...] = ()  # settings that cause this message when set (a config error naming them)
 
     # the names the detectors used before the knowledge base (catalogue.KnownError)
     @property
@@ -68,7 +69,7 @@ class Entry:
 
     def to_json(self) -> dict[str, object]:
         return {"id": self.id, "area": self.area, "kind": self.kind, "severity": self.severity, "verdict": self.verdict,
-                "releases": list(self.releases), "cause": self.cause, "fix": self.fix, "link": self.link}
+                "settings": list(self.settings), "releases": list(self.releases), "cause": self.cause, "fix": self.fix, "link": self.link}
 
 
 class KnowledgeBaseError(ValueError):
@@ -106,10 +107,13 @@ def _entry(raw: dict[str, object], n: int) -> Entry:
         verdict = "config_error"  # a setting is the cause
     if kind == "note" and verdict != "none":
         raise KnowledgeBaseError(f"entry {eid}: a note argues for no verdict")
+    settings = raw.get("settings", [])
+    if not isinstance(settings, list) or not all(isinstance(x, str) and x.startswith("NCCL_") for x in settings):
+        raise KnowledgeBaseError(f"entry {eid}: settings must be a list of NCCL_* names")
     return Entry(eid, area, kind, sev, pattern, tuple(str(r) for r in releases), str(raw["cause"]).strip(),
                  str(raw["fix"]).strip(), str(raw["link"]), tuple(exs),
                  tuple(str(o) for o in overlaps) if isinstance(overlaps, list) else (),
-                 None if verdict == "none" else verdict)
+                 None if verdict == "none" else verdict, tuple(settings))
 
 
 def parse(text: str) -> tuple[Entry, ...]:

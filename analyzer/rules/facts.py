@@ -6,6 +6,7 @@ failure live and offline."""
 from __future__ import annotations
 
 from ..model import ExitRecord, LogEvent, Run
+from ..nccl.failures import classify
 from .cause import Failure, explain, vanished
 from .exits import ExitClass, FailureKind, exit_class, failure_kind
 
@@ -46,7 +47,21 @@ def _event_failure(e: LogEvent) -> Failure | None:
         return exit_failure(e.rank, code, str(e.data.get("exception") or ""), t, order, False)
     if e.kind in ("watchdog_timeout", "watchdog_failure", "heartbeat_timeout"):
         return Failure(e.rank, FailureKind.TIMEOUT, e.text[:500], e.ts, order)
+    if e.kind == "nccl_warn":
+        return warn_failure(e, order)
     return None
+
+
+def warn_failure(e: LogEvent, order: tuple[str, int]) -> Failure | None:
+    """An NCCL WARN the knowledge base calls a failure of the data path (an IB completion error, a
+    fatal QP or port event, a proxy failure, a communicator's fatal error): a network failure on its
+    rank's time line like an exception, so the earliest failure wins and its echoes do not. Socket
+    errors stay off it: the bootstrap's helper threads log theirs while training goes on."""
+    src = e.data.get("source")
+    entry = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
+    if entry is None or entry.verdict != "crash" or entry.area == "socket":
+        return None
+    return Failure(e.rank, FailureKind.NETWORK, f"NCCL WARN {e.text.strip()}"[:500], e.ts, order)
 
 
 def _launcher_failure(x: ExitRecord, killed: set[int]) -> Failure | None:
