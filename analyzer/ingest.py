@@ -395,6 +395,8 @@ def parse_file(path: Path, name: str) -> Parsed:
             p.records = [parse_topo_xml(_read_bounded(path), name)]
         elif fmt == "ras":
             p.records = list(parse_ras_text(_read_bounded(path).decode("utf-8", "replace"), name))
+            if any(e in head for e in LOG_EVIDENCE):  # the report pasted before the ranks' own log lines
+                p.records += parse_log(path, name)
         elif fmt == "nccl_tests":
             p.records = list(parse_nccl_tests_lines(iter_lines(path), name))
         elif fmt == "env":

@@ -96,3 +96,37 @@ def test_nccl_tests_header_then_a_failure_is_not_healthy(tmp_path):
     a = analyze_paths([_write(tmp_path, "run.txt", text)], cache=False)
     assert (a.run.job.world_size, len(a.run.job.hosts)) == (2, 2)
     assert a.decision.verdict.value != "healthy"
+
+
+def test_ras_report_pasted_before_the_ranks_lines_is_read_as_both(tmp_path):
+    # ncclras' text report (2.26), then one rank's torch 2.6 watchdog lines
+    text = ("NCCL version 2.26.5 compiled with CUDA 12.8\nCUDA runtime version 12080, driver version 12080\n\n"
+            "Job summary\n===========\n\n  Nodes  Processes         GPUs  Processes     GPUs\n"
+            "(total)   per node  per process    (total)  (total)\n      2          4            1          8        8\n\n"
+            "Communicators... (0.02s)\n=============\n\n"
+            "Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors\n"
+            "    #  in group  per comm  per node  per comm  in group\n"
+            "    0         1         2         4         8         8   RUNNING      OK\n\n"
+            "Errors\n======\n\nWarnings\n========\n\n"
+            "[rank6]:[E302 10:41:09.311270512 ProcessGroupNCCL.cpp:632] [Rank 6] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=5120, OpType=ALLREDUCE, NumelIn=2048, NumelOut=2048, "
+            "Timeout(ms)=600000) ran for 600042 milliseconds before timing out.\n"
+            "[rank6]:[E302 10:41:09.311502090 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 6]  "
+            "failure detected by watchdog at work sequence id: 5120 PG status: last enqueued work: 5131, "
+            "last completed work: 5119\n")
+    a = analyze_paths([_write(tmp_path, "job.log", text)], cache=False)
+    assert _ranks(a) == [6]
+    assert a.decision.verdict.value == "hang" and a.decision.stuck is not None and a.decision.stuck.seq == 5120
+    assert dict(a.run.files)["job.log"] == "ras"  # still read as the report, and its log lines too
+
+
+def test_ranks_tagged_on_warning_lines_are_ranks_seen(tmp_path):
+    # a finished run: the HF metrics dict first, then torch 2.7's destroy_process_group warning on each rank
+    text = ("{'train_runtime': 912.4, 'train_loss': 0.5512, 'epoch': 1.0}\n"
+            "100%|##########| 500/500 [15:12<00:00,  1.82s/it]\n" + "".join(
+                f"[rank{r}]:[W302 11:02:4{r}.120331204 ProcessGroupNCCL.cpp:1479] Warning: WARNING: "
+                "destroy_process_group() was not called before program exit, which can leak resources. "
+                "(function operator())\n" for r in (1, 0)))
+    a = analyze_paths([_write(tmp_path, "train.log", text)], cache=False)
+    assert _ranks(a) == [0, 1]
+    assert a.decision.verdict.value not in ("hang", "crash", "desync")

@@ -35,6 +35,7 @@ from .records import (
     LauncherSignal,
     MonitoredBarrierFailure,
     Rec,
+    TorchRec,
     TorchVersionLine,
     WatchdogFailure,
     WatchdogTimeout,
@@ -129,6 +130,15 @@ def normalize_nccl_version(v: str) -> str:
 Head = tuple[str, int, str, "int | None", "str | None", "str | None", "str | None"]  # TorchRec's fields, in order
 
 
+MAX_TAGGED = 1 << 16  # ranks one file's tags are remembered for (a tag names a rank of 7 digits at most)
+
+
+@dataclass(slots=True)
+class RankTagged(TorchRec):
+    """A rank's first line under a launcher's rank tag (``[rank3]:``, ``[1,3]<stdout>:``, ``(... rank=3 pid=..)``),
+    whatever the line says (a warning, a traceback line, a print): that rank has output in the input."""
+
+
 @dataclass
 class _State:
     """What the stream remembers between lines."""
@@ -146,6 +156,7 @@ class _State:
     errors: set[tuple[int | None, str]] = field(default_factory=set)  # (rank, message) already reported
     versions: set[tuple[str | None, str | None]] = field(default_factory=set)
     worlds: set[tuple[int | None, int]] = field(default_factory=set)
+    tagged: set[int] = field(default_factory=set)  # ranks a launcher's tag has named (RankTagged given)
 
 
 def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
@@ -245,7 +256,14 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     if rank is None:
         rank = st.spawn_rank
     head: Head = (st.file, lineno, text, rank, sev, ts_text, pg)
-    yield from _facts(st, head, body, rank)
+    said = False
+    for rec in _facts(st, head, body, rank):
+        said = True
+        yield rec
+    if prefix_rank is not None and not task_label and prefix_rank not in st.tagged and len(st.tagged) < MAX_TAGGED:
+        st.tagged.add(prefix_rank)  # the first line a launcher tagged with this rank: the rank has output here
+        if not said:  # (a record of the line itself already names it)
+            yield RankTagged(st.file, lineno, text, prefix_rank, sev, ts_text, None)
 
 
 def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
