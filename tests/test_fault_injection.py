@@ -33,6 +33,19 @@ def test_size_desync_majority_names_the_odd_rank(tmp_path):
     assert o.culprits == [2]
 
 
+def test_dtype_desync_under_gloo_is_a_desync_live_and_offline(tmp_path):
+    """gloo aborts the receiving rank on the float64 all_reduce (``EnforceNotMet ... Is there a distributed
+    collective mismatch``), usually before the ranks' records of that call reach disk: a desync, not a
+    crash of the aborting rank; the live alert and the post-mortem agree."""
+    sc = Scenario("desync", 3, BASE | {"JOB_DESYNC_RANK": "1", "JOB_DESYNC_STEP": "6", "JOB_DESYNC_KIND": "dtype"},
+                  1, "desync", "desync dtype")
+    o = run_one(sc, tmp_path)
+    assert o.verdict == "desync", o
+    assert o.alerts == ["desync"], o
+    assert o.culprits in ([], [1]), o  # [1] only when the odd rank's record of the call survived
+    _judged_alike(next(tmp_path.glob("run-*")))
+
+
 def test_exit_hang_is_named(tmp_path):
     import os
     import subprocess

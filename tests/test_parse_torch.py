@@ -75,3 +75,17 @@ def test_torchrun_summary_root_cause(corpus):
     assert others and others[0].exitcode == -15
     sig = [r for r in recs if isinstance(r, R.LauncherSignal)]
     assert sig and sig[0].pid == 2076 and sig[0].signal == "SIGTERM"
+
+
+def test_gloo_mismatch_abort_is_an_error_of_its_kind():
+    """The C++ runtime's terminate lines (no rank on them) for gloo's size check."""
+    lines = ["terminate called after throwing an instance of 'gloo::EnforceNotMet'",
+             "  what():  [enforce fail at /src/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. "
+             "8 vs 4. Received data size doesn't match expected size. Is there a distributed collective mismatch in "
+             "your code?",
+             "[rank2]: RuntimeError: Detected collective mismatch? no: a plain line"]
+    recs = [r for r in parse_torch_lines(list(enumerate(lines, 1)), "stderr.log") if isinstance(r, R.DistError)]
+    assert len(recs) == 1
+    e = recs[0]
+    assert e.rank is None and e.line == 2 and e.exc_type == "gloo::EnforceNotMet"
+    assert e.message.startswith("[enforce fail at") and e.message.endswith("collective mismatch in your code?")

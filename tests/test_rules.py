@@ -187,3 +187,52 @@ def test_an_exit_after_an_echo_is_that_echo() -> None:
     assert explain_exits([exit2])[0].kind is FailureKind.EXIT  # nothing else known: its own
     own = explain_exits([_f(2, FailureKind.OOM, T0, 3), _f(2, FailureKind.PEER, T0 + 1, 4), exit2])
     assert own[2].kind is FailureKind.EXIT
+
+
+GLOO_WHAT = ("[enforce fail at /src/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 8 vs 4. "
+             "Received data size doesn't match expected size. Is there a distributed collective mismatch in your code?")
+
+
+def test_backend_mismatch_texts_are_a_mismatch_not_an_exception() -> None:
+    k = rules.failure_kind
+    assert k(f"gloo::EnforceNotMet: {GLOO_WHAT}") is FailureKind.MISMATCH
+    assert k("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+             "CollectiveFingerPrint(OpType=ALLREDUCE)") is FailureKind.MISMATCH
+    assert k("torch.distributed.DistBackendError: Mismatched collective detected on rank 3") is FailureKind.MISMATCH
+    assert FailureKind.MISMATCH not in rules.cause.CAUSES
+
+
+def test_a_mismatch_abort_is_a_desync_and_the_sigabrt_its_echo() -> None:
+    """gloo's terminate line has no rank; the one rank the launcher saw abort is the one that saw it."""
+    fs = [Failure(None, FailureKind.MISMATCH, f"gloo::EnforceNotMet: {GLOO_WHAT}", None, ("stderr.log", 6)),
+          Failure(2, FailureKind.PEER, "RuntimeError: Connection closed by peer", None, ("stderr.log", 20)),
+          Failure(0, FailureKind.ABORT, "exit code -6", None, ("", -1), -6),
+          Failure(1, FailureKind.KILLED, "exit code -15", None, ("stderr.log", 51), -15)]
+    ex = rules.cause.explain(fs)
+    assert [(f.rank, f.kind) for f in ex if f.kind is FailureKind.MISMATCH] == [(0, FailureKind.MISMATCH)] * 2
+    assert not any(f.is_cause for f in ex)  # before: rank 0's SIGABRT with no timeout was a FATAL cause
+    c = rules.root_cause(ex)
+    assert c is not None and c.verdict == "desync" and c.first is not None and c.first.rank == 0 and c.ranks == ()
+    # two ranks aborted: the line's rank is not guessed
+    two = rules.cause.explain(fs + [Failure(1, FailureKind.ABORT, "exit code -6", None, ("", -1), -6)])
+    assert any(f.kind is FailureKind.MISMATCH and f.rank is None for f in two)
+    # a cause of its own well before the mismatch stays the cause
+    early = [Failure(1, FailureKind.OOM, "OutOfMemoryError", T0, ("a", 1)),
+             Failure(0, FailureKind.MISMATCH, GLOO_WHAT, T0 + 5, ("b", 1))]
+    assert rules.root_cause(early).verdict == "crash"  # type: ignore[union-attr]
+
+
+def test_mismatch_collective_and_last_call_culprits() -> None:
+    from ncclscope.rules.desync import last_call_culprits, mismatch_collective
+
+    # the aborting rank's records end at 20 (its buffer lost); the others completed 24, which it joined
+    enq = {"0": {0: 20, 1: 24, 2: 24}}
+    done = {"0": {0: 20, 1: 24, 2: 24}}
+    assert mismatch_collective(enq, done, 0) == ("0", 25)
+    assert mismatch_collective(enq, done) == ("0", 21)  # no reporter known: the hang rule's first not completed
+    assert mismatch_collective({"0": {0: 26, 1: 24, 2: 26}}, {"0": {0: 24, 1: 24, 2: 24}}) == ("0", 25)
+    assert mismatch_collective({}, {}) is None
+    f32, f64 = ("allreduce", "1", "float32"), ("allreduce", "1", "float64")
+    last = {0: (f32, "train.py:143"), 1: (f64, "train.py:141"), 2: (f32, "train.py:143")}
+    assert last_call_culprits(last, {}) == ((1,), "majority")
+    assert last_call_culprits({0: (f32, "t:1"), 1: (f32, "t:1")}, {}) == ((), None)

@@ -30,11 +30,12 @@ from fault_matrix import ALL_KINDS  # noqa: E402
 
 FAULT_RUNS = ROOT / "tests" / "data" / "fault_runs"
 LIVE = {"hang", "desync", "crash"}
+EXTRA_RUNS = ["desync_dtype"]  # recorded runs of one variant of a kind (fault_matrix.py --kinds desync)
 
 
 def _cases() -> list[Any]:
     out = [pytest.param(p, id=f"samples/{p.name}") for p in sorted(SAMPLES.iterdir()) if p.is_dir()]
-    out += [pytest.param(FAULT_RUNS / k, id=f"fault/{k}") for k in ALL_KINDS]
+    out += [pytest.param(FAULT_RUNS / k, id=f"fault/{k}") for k in ALL_KINDS + EXTRA_RUNS]
     out += [pytest.param(CORPUS / r, id=f"corpus/{r}") for r in corpus_names()] or [
         pytest.param(None, id="corpus", marks=pytest.mark.skip(reason=NO_CORPUS))]
     return out
@@ -92,6 +93,19 @@ def test_every_fault_kind_is_recorded_and_judged_as_injected() -> None:
         assert analyzed["verdict"] == verdict, (kind, analyzed["headline"])
         culprit = meta["culprit"]
         assert analyzed["culprit_ranks"] == ([] if culprit is None else [culprit]), (kind, analyzed["headline"])
+
+
+def test_gloo_dtype_desync_is_a_desync_not_the_aborting_ranks_crash() -> None:
+    """gloo aborts the receiving rank (``EnforceNotMet ... Is there a distributed collective mismatch``)
+    before any rank's record of the mismatched all_reduce reaches disk: a desync at the collective after
+    the last one completed, the abort its echo; no culprit, since no record of the odd call survived."""
+    analyzed, live = judgements(FAULT_RUNS / "desync_dtype")
+    assert analyzed["verdict"] == "desync", analyzed["headline"]
+    assert analyzed["stuck"] == {"pg": "0", "seq": 25, "op": None}
+    assert analyzed["culprit_ranks"] == []
+    assert "collective mismatch" in analyzed["headline"]
+    assert {r["state"] for r in analyzed["ranks"]} == {"stuck_in_collective"}
+    assert_same_judgement(analyzed, live)
 
 
 def test_a_claimed_world_of_2_20_changes_nothing(tmp_path: Path) -> None:

@@ -14,8 +14,11 @@ import pandas as pd
 
 from .. import rules
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
-from ..rules.desync import call_of
-from .common import dense_groups, group_key, not_p2p, rows_where
+from ..metrics.progress import _from_table, pg_status_by_rank
+from ..rules.desync import call_of, last_call_culprits, mismatch_collective
+from ..rules.exits import FailureKind
+from ..rules.facts import failures_of_run
+from .common import dense_groups, entries_at, group_key, not_p2p, rows_where
 
 HINT = ("Ranks must call the same collectives in the same order with the same sizes and dtypes. Look for "
         "rank-dependent branches (if rank == 0: ...), data-dependent sizes (the last batch, variable-length "
@@ -147,6 +150,8 @@ def detect(run: Run) -> list[Finding]:
             ranks=culprits, hint=HINT, evidence=tuple(ev[:6]), stuck=Stuck(pg, seq, sides[0]["op"]), verdict=Verdict.DESYNC,
             data={"sides": sides, "mismatch": kinds, "odd_ranks": list(culprits), "culprit_by": reason,
                   "t": _first_t(rows)}))
+    if not findings:
+        findings += _backend_report(run)
     for e in run.events:
         if e.kind == "collective_mismatch":
             ranks = e.data.get("ranks") or []
@@ -156,3 +161,63 @@ def detect(run: Run) -> list[Finding]:
                 hint=HINT, evidence=(e.evidence,), verdict=Verdict.DESYNC, data={}))
             break
     return findings
+
+
+def _backend_report(run: Run) -> list[Finding]:
+    """A backend's own mismatch report (gloo's abort, NCCL's check) with no mismatch in the records: a
+    desync at the collective the ranks were in (``rules.desync.mismatch_collective``), its culprits
+    those of the ranks' last recorded calls (``rules.desync.last_call_culprits``)."""
+    seen = next((f for f in failures_of_run(run) if f.kind is FailureKind.MISMATCH), None)
+    if seen is None:
+        return []
+    enq: dict[str, dict[int, int | None]] = {}
+    done: dict[str, dict[int, int | None]] = {}
+    for (r, pg), row in _from_table(run.collectives).items():
+        enq.setdefault(pg, {})[r], done.setdefault(pg, {})[r] = row["last_enqueued"], row["last_completed"]
+    for pg, by_rank in pg_status_by_rank(run).items():  # the hook's heartbeats, as the live monitor reads them
+        for r, st in by_rank.items():
+            if st.source != "hook":
+                continue
+            e, c = enq.setdefault(pg, {}), done.setdefault(pg, {})
+            e[r] = max(x for x in (e.get(r), st.enqueued, -1) if x is not None)
+            c[r] = max(x for x in (c.get(r), st.completed, -1) if x is not None)
+    enq = {pg: {r: (v if v is not None and v >= 0 else None) for r, v in by.items()} for pg, by in enq.items()
+           if not pg.endswith(":p2p") and not pg.startswith("nccl:")}
+    at = mismatch_collective(enq, done, seen.rank)
+    if at is None:
+        return []
+    pg, seq = at
+    last, used = _last_calls(run.collectives, pg)
+    culprits, reason = last_call_culprits(last, used)
+    op = next((str(r["op"]) for r in entries_at(run, pg, seq).values()), None)
+    who = f"rank {seen.rank}" if seen.rank is not None else "a rank"
+    return [Finding(
+        kind="desync", severity=Severity.CRITICAL,
+        message=f"the backend of {who} aborted on a collective mismatch in {op or 'collective'} #{seq} of process "
+        f"group {pg}: {seen.text}"[:500], ranks=culprits, hint=HINT,
+        evidence=(Evidence(seen.order[0], seen.order[1], seen.text[:300]),), stuck=Stuck(pg, seq, op),
+        verdict=Verdict.DESYNC, data={"sides": [], "mismatch": ["backend"], "odd_ranks": list(culprits),
+                                      "culprit_by": reason, "t": seen.t, "reported_by": seen.rank})]
+
+
+def _last_calls(df: pd.DataFrame, pg: str) -> tuple[dict[int, tuple[Any, str | None]], dict[Any, frozenset[int]]]:
+    """Each rank's last recorded collective of ``pg`` (Flight Recorder / hook rows) as (signature, call
+    site), and the ranks that made each call (``rules.desync.call_of``: by site when every one has one)."""
+    if not len(df):
+        return {}, {}
+    rows = df[df["source"].isin(["fr", "hook"])]
+    rows = not_p2p(rows[rows["pg"].astype(str) == pg])
+    if not len(rows):
+        return {}, {}
+    last: dict[int, tuple[Any, str | None]] = {}
+    for r in rows.sort_values("seq", kind="stable").drop_duplicates("rank", keep="last").itertuples():
+        count = "?" if pd.isna(r.count) else str(int(r.count))
+        last[int(r.rank)] = ((str(r.op), count, None if pd.isna(r.dtype) else str(r.dtype)),
+                             r.where if isinstance(r.where, str) else None)
+    by_site = all(w for _, w in last.values())
+    used: dict[Any, set[int]] = {}
+    for r in rows.itertuples():
+        count = "?" if pd.isna(r.count) else str(int(r.count))
+        call = ("where", r.where) if by_site else ("sig", (str(r.op), count, None if pd.isna(r.dtype) else str(r.dtype)))
+        used.setdefault(call, set()).add(int(r.rank))
+    return last, {k: frozenset(v) for k, v in used.items()}

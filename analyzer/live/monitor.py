@@ -26,6 +26,7 @@ from typing import Any
 from .. import rules, safe_io
 from ..detectors.launch import is_start_error
 from ..input_names import SKIP_DIRS, SKIP_NAMES
+from ..rules import desync as desync_rule
 from ..rules.cause import Failure
 from ..rules.exits import FailureKind
 from ..rules.facts import error_failure, exit_failure
@@ -464,6 +465,9 @@ class LiveMonitor:
             self._crash_pending = {}
             return None  # the consequence of an incident already reported
         cause = rules.root_cause(crash_failures(self.state, self.failures))
+        if cause is not None and cause.verdict == "desync" and cause.first is not None:
+            self._crash_pending = {}
+            return self._mismatch_alert(cause.first, now)
         if cause is None or cause.verdict != "crash" or cause.first is None:
             return None
         pending, self._crash_pending = self._crash_pending, {}
@@ -491,6 +495,38 @@ class LiveMonitor:
         return make_alert("crash", "crash", tuple(culprits), None, "; ".join(dict.fromkeys(msgs)) or "a rank failed",
                           where, ts=now, exit_codes={str(r): c for r, c in codes.items()},
                           cause=cause.first.kind.value)
+
+    def _mismatch_alert(self, seen: Failure, now: float) -> dict[str, Any] | None:
+        """A backend's mismatch report came first (gloo's abort): a desync at the collective the ranks
+        were in, its culprits those of their last recorded calls, by the rules ``analyze`` uses."""
+        st = self.state
+        world = st.all_ranks()
+        pgs = [p for p in st.colls.keys() | {p for s in st.ranks.values() for p in s.enq} if not p.endswith(":p2p")]
+        members = {pg: world if pg == "0" else [r for r, s in st.ranks.items() if pg in s.enq] for pg in pgs}
+        rs = st.ranks
+        at = desync_rule.mismatch_collective(
+            {pg: {r: rs[r].enq.get(pg) if r in rs else None for r in m} for pg, m in members.items()},
+            {pg: {r: rs[r].done.get(pg) if r in rs else None for r in m} for pg, m in members.items()}, seen.rank)
+        if at is None:
+            return None
+        pg, seq = at
+        last: dict[int, tuple[Any, str | None]] = {}
+        for _, by_rank in sorted(st.colls.get(pg, {}).items()):
+            last.update({r: (sig.key(), sig.where) for r, sig in by_rank.items()})
+        by_site = all(w for _, w in last.values())
+        used: dict[Any, set[int]] = {}
+        for by_rank in st.colls.get(pg, {}).values():
+            for r, sig in by_rank.items():
+                used.setdefault(("where", sig.where) if by_site else ("sig", sig.key()), set()).add(r)
+        culprits, _ = desync_rule.last_call_culprits(last, {k: frozenset(v) for k, v in used.items()})
+        sig_at = st.colls.get(pg, {}).get(seq, {})
+        op = next((s.op for s in sig_at.values()), None)
+        self.desync_pgs.add(pg)
+        who = f"rank {seen.rank}" if seen.rank is not None else "a rank"
+        return make_alert("desync", "desync", culprits, {"pg": pg, "seq": seq, "op": op},
+                          shorten(f"the backend of {who} aborted on a collective mismatch in {op or 'collective'} "
+                                  f"#{seq} of process group {pg}: {seen.text}", 500),
+                          {r: s.where for r, s in sig_at.items() if s.where}, ts=now)
 
     def _open_hang(self, h: stall.Hang, now: float) -> dict[str, Any]:
         req_t, req_id = self._request_dump(now)

@@ -36,7 +36,13 @@ or the user stopped (SIGTERM, SIGKILL the launcher sent, SIGINT, KeyboardInterru
 after that rank's own timeout, an exit code after the rank's own echo (``cause.explain``). An
 interrupt or a kill after a stall is not a crash: the stall is the verdict. A mismatch one of
 whose sides is only ranks that failed of their own within 10 s after it is the failure's echo,
-not a desync (``cause.mismatch_is_echo``).
+not a desync (``cause.mismatch_is_echo``). A backend's own mismatch report (gloo's ``EnforceNotMet ...
+Is there a distributed collective mismatch``, NCCL's ``Mismatched collective detected``, PyTorch's DETAIL
+``Detected mismatch between collectives``) is a symptom, not a cause: the SIGABRT of the rank that
+printed it is its echo (``cause.explain_mismatch``; a line with no rank goes to the one rank that
+aborted), and when it comes first the verdict is desync, at the collective after the last one any
+member completed (``desync.mismatch_collective``), its culprits those of the ranks' last recorded
+calls (``desync.last_call_culprits``: a majority, else the novel call; one call, nobody).
 
 Rank states (``states.rank_states``) are decided here too. How sure a verdict is comes with the
 finding that made it (``data["certainty"]``, e.g. NCCL call counts behind a unanimous majority:

@@ -33,8 +33,9 @@ class Failure:
 
 @dataclass(frozen=True, slots=True)
 class Cause:
-    """The verdict the time line supports: "crash" (``first`` is the cause) or "hang" (a stall came
-    first; every failure after it is an echo), with the failures it explains."""
+    """The verdict the time line supports: "crash" (``first`` is the cause), "hang" (a stall came
+    first; every failure after it is an echo) or "desync" (a backend's mismatch report came first:
+    ``first``; the culprits are the desync rule's, not the time line's), with the failures it explains."""
 
     verdict: str
     ranks: tuple[int, ...]
@@ -55,6 +56,11 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
         return None
     causes = [f for f in fs if f.is_cause]
     first = causes[0] if causes else None
+    seen = next((f for f in fs if f.kind is FailureKind.MISMATCH), None)
+    if seen is not None and (first is None or _key(seen) <= _key(first) or _close(seen, first)):
+        why = (f"rank {seen.rank}'s backend saw a collective mismatch first" if seen.rank is not None else
+               "a backend saw a collective mismatch first") + "; what failed after it is its echo"
+        return Cause("desync", (), seen, tuple(f for f in fs if f is not seen), why)
     if stalled and (first is None or (stall_t is not None and first.t is not None and first.t > stall_t + SKEW_S)):
         why = "a stall came first; what failed after it was stopped or saw its peers go"
         return Cause("hang", (), None, tuple(fs), why)
@@ -102,6 +108,28 @@ def mismatch_is_echo(sides: Iterable[Iterable[int]], mismatch_t: float | None, f
     return any(bool(side) and set(side) <= failed for side in (set(s) for s in sides))
 
 
+def explain_mismatch(failures: Iterable[Failure]) -> list[Failure]:
+    """A backend's mismatch abort (gloo's ``EnforceNotMet ... Is there a distributed collective mismatch``,
+    printed by the C++ runtime with no rank on it) and a SIGABRT: the aborting rank is the one that saw
+    the mismatch, its end that symptom, not a crash of its own. A mismatch line with no rank goes to the
+    one rank that aborted (several or none: it stays unranked)."""
+    fs = list(failures)
+    seen = [f for f in fs if f.kind is FailureKind.MISMATCH]
+    if not seen:
+        return fs
+    aborted = sorted({f.rank for f in fs if f.kind is FailureKind.ABORT and f.rank is not None})
+    owner = aborted[0] if len(aborted) == 1 else None
+    text = {f.rank: f.text for f in seen if f.rank is not None}
+    out: list[Failure] = []
+    for f in fs:
+        if f.kind is FailureKind.MISMATCH and f.rank is None and owner is not None:
+            f = Failure(owner, f.kind, f.text, f.t, f.order, f.code)
+            text.setdefault(owner, f.text)
+        out.append(f)
+    return [Failure(f.rank, FailureKind.MISMATCH, f"{text[f.rank]} ({f.text}: the backend aborted on it)"[:500], f.t,
+                    f.order, f.code) if f.kind is FailureKind.ABORT and f.rank in text else f for f in out]
+
+
 def explain_aborts(failures: Iterable[Failure]) -> list[Failure]:
     """SIGABRT is PyTorch's watchdog tearing a rank down after its collective timed out (an echo)
     only when that rank timed out (or, its rank unknown, some rank did); without a timeout it is a C++
@@ -114,7 +142,8 @@ def explain_aborts(failures: Iterable[Failure]) -> list[Failure]:
             else f for f in fs]
 
 
-ECHO_KINDS = (FailureKind.PEER, FailureKind.TIMEOUT, FailureKind.INTERRUPT, FailureKind.KILLED, FailureKind.ABORT)
+ECHO_KINDS = (FailureKind.PEER, FailureKind.TIMEOUT, FailureKind.INTERRUPT, FailureKind.KILLED, FailureKind.ABORT,
+              FailureKind.MISMATCH)
 
 
 def explain_exits(failures: Iterable[Failure]) -> list[Failure]:
@@ -135,5 +164,5 @@ def explain_exits(failures: Iterable[Failure]) -> list[Failure]:
 
 
 def explain(failures: Iterable[Failure]) -> list[Failure]:
-    """What each end means, on the whole time line: ``explain_aborts`` then ``explain_exits``."""
-    return explain_exits(explain_aborts(failures))
+    """What each end means, on the whole time line: ``explain_mismatch``, ``explain_aborts``, ``explain_exits``."""
+    return explain_exits(explain_aborts(explain_mismatch(failures)))

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
+from .hang import stuck_collective
+
 
 @dataclass(frozen=True, slots=True)
 class Side:
@@ -38,3 +40,43 @@ def odd_ranks(sides: list[Side], used_by: Mapping[Hashable, frozenset[int]]) -> 
     if len(novel) == 1:
         return tuple(sorted(novel[0].ranks)), "novel call"
     return (), None
+
+
+def mismatch_collective(enqueued: Mapping[str, Mapping[int, int | None]],
+                        completed: Mapping[str, Mapping[int, int | None]],
+                        rank: int | None = None) -> tuple[str, int] | None:
+    """(pg, seq) of the collective a backend's mismatch report (gloo's abort, NCCL's check) was made in,
+    from each member's last enqueued / completed per process group, the default group first. With the
+    reporting ``rank`` known, in the first group it has records of: the one after the last any member
+    completed (a collective completed anywhere was joined by every member, so the reporting rank got
+    past it even where its own records, cut short by the abort, end earlier). Else the first collective not
+    completed on every member (``hang.stuck_collective``); with nothing pending (the records of the
+    mismatched call had not reached disk when the backend aborted the process), the one after the last
+    every member completed. None when nothing is known."""
+    pgs = sorted(enqueued, key=lambda p: (p != "0", len(p), p))
+    if rank is not None:
+        for pg in pgs:
+            if enqueued[pg].get(rank) is not None:
+                return pg, max(v or 0 for v in completed.get(pg, {}).values()) + 1
+    for pg in pgs:
+        st = stuck_collective(enqueued[pg], completed.get(pg, {}))
+        if st is not None:
+            return pg, st.seq
+    for pg in pgs:
+        done = [completed.get(pg, {}).get(r) or 0 for r, e in enqueued[pg].items() if e is not None]
+        if done:
+            return pg, min(done) + 1
+    return None
+
+
+def last_call_culprits(last: Mapping[int, tuple[Hashable, str | None]],
+                       used_by: Mapping[Hashable, frozenset[int]]) -> tuple[tuple[int, ...], str | None]:
+    """``odd_ranks`` over each rank's last recorded collective (``last``: rank -> (signature, call
+    site)): who a backend's mismatch report points at when the records of the mismatched call itself
+    are missing on some ranks (the process aborted before they reached disk). One call: nobody."""
+    by: dict[tuple[Hashable, str | None], list[int]] = {}
+    for r, call in sorted(last.items()):
+        by.setdefault(call, []).append(r)
+    if len(by) < 2:
+        return (), None
+    return odd_ranks([Side(tuple(rs), sig, where) for (sig, where), rs in by.items()], used_by)

@@ -59,6 +59,7 @@ class FailureKind(str, enum.Enum):
     ABORT = "abort"
     KILLED = "killed"
     INTERRUPT = "interrupt"
+    MISMATCH = "collective_mismatch"  # the backend saw ranks call different collectives (a desync's symptom)
 
 
 CAUSES = frozenset({FailureKind.OOM, FailureKind.CUDA, FailureKind.NCCL, FailureKind.NETWORK,
@@ -76,6 +77,10 @@ CUDA_RE = re.compile(r"CUDA error|cudaError|illegal memory access|CUDA kernel er
                      r"uncorrectable ECC|Xid")
 NCCL_RE = re.compile(r"NCCL error|ncclInternalError|ncclInvalidUsage|ncclSystemError|ncclInvalidArgument|"
                      r"ncclUnhandledCudaError|ncclRemoteError")
+# a backend's own report that the ranks' calls differ: gloo's EnforceNotMet ("Is there a distributed
+# collective mismatch in your code?"), NCCL's, PyTorch's DETAIL check; the rank saw a desync, it did not fail
+MISMATCH_RE = re.compile(r"(?i)Is there a distributed collective mismatch|Mismatched collective detected|"
+                         r"Detected mismatch between collectives")
 NETWORK_RE = re.compile(r"(?i)got completion (?:from peer .* )?with error|ibv_|NET/IB|NET/Socket")
 
 
@@ -90,6 +95,8 @@ def failure_kind(text: str, code: int | None = None) -> FailureKind:
     (an echo of a stall), then what failed here."""
     if INTERRUPT_RE.search(text) or (not text and exit_class(code) is ExitClass.INTERRUPT):
         return FailureKind.INTERRUPT
+    if MISMATCH_RE.search(text):
+        return FailureKind.MISMATCH
     if OOM_RE.search(text):
         return FailureKind.OOM
     if CUDA_RE.search(text) and "ncclRemoteError" not in text:

@@ -72,6 +72,7 @@ DUMP_SIGNAL_RE = re.compile(
 DESYNC_LAG_RE = re.compile(r"ranks \[(?P<ranks>[\d, ]*)\] are the lagging ranks")
 DESYNC_AT_RE = re.compile(r"Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)")
 MISMATCH_RE = re.compile(r"Rank (?P<rank>\d+) is running collective: (?P<fp>CollectiveFingerPrint\([^)]{0,4000}\))")
+BACKEND_MISMATCH_RE = re.compile(r"Is there a distributed collective mismatch|Mismatched collective detected")
 BARRIER_RE = re.compile(r"Ranks? (?P<ranks>[\d, ]+) failed to pass monitoredBarrier in (?P<ms>\d+) ms")
 EXC_RE = re.compile(
     r"^(?P<type>(?:[\w.]+\.)?(?:\w*Error|\w*Exception|KeyboardInterrupt|SystemExit))(?::\s?(?P<msg>.*))?$"
@@ -307,8 +308,26 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
     if "Heartbeat monitor timed out" in body or "watchdog got stuck for" in body:
         yield HeartbeatTimeout(*head)
         return
+    if ("collective mismatch" in body or "Mismatched collective" in body) and not EXC_RE.match(body.strip()):
+        m = BACKEND_MISMATCH_RE.search(body)
+        if m:  # a backend's abort on a mismatch, no exception line of Python's behind it
+            yield from _backend_mismatch(st, head, body, rank, m)
+            return
     yield from _versions_and_world(st, head, body, rank)
     yield from _traceback(st, head, body, rank)
+
+
+def _backend_mismatch(st: _State, head: Head, body: str, rank: int | None, m: re.Match[str]) -> Iterator[Rec]:
+    """gloo's ``what():  [enforce fail at .../pair.cc:456] ... Is there a distributed collective mismatch
+    in your code?`` (the C++ runtime's ``terminate called`` with no rank on it), NCCL's ``Mismatched
+    collective detected``: an error of that rank whose kind is the mismatch (``rules.exits.MISMATCH_RE``)."""
+    w = body.find("what():")
+    msg = (body[w + len("what():"):] if w >= 0 else body).strip()[:500]
+    if (rank, msg) in st.errors:
+        return
+    st.errors.add((rank, msg))
+    yield DistError(*head, "gloo::EnforceNotMet" if "enforce fail" in msg else "collective mismatch", msg, None,
+                    list(st.frames.pop(rank, [])))
 
 
 def _timeout(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
