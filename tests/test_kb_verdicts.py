@@ -86,3 +86,17 @@ def test_topo_file_set_then_attribute_missing_names_the_setting():
 def test_a_helper_threads_socket_warn_in_a_job_that_goes_on_is_no_crash():
     a = _analyze("bootstrap_socket_training_goes_on_2111")
     assert a.decision.verdict.value not in ("crash", "config_error")
+
+
+def test_last_error_duplicate_gpu_is_a_config_error_without_warn_lines():
+    a = _analyze("last_error_duplicate_gpu_torchrun_2190")
+    assert a.decision.verdict.value == "config_error"
+    assert a.decision.culprit_ranks == ()
+    f = next(f for f in a.findings if f.data.get("entry") == "init-duplicate-gpu")
+    assert f.ranks == (1, 2) and "Duplicate GPU detected" in f.message
+
+
+def test_stub_driver_warn_is_a_config_error():
+    a = _analyze("stub_driver_warn_mpirun_2120")
+    assert a.decision.verdict.value == "config_error"
+    assert any(f.data.get("entry") == "cuda-stub-driver" and "stubs" in (f.hint or "") for f in a.findings)

@@ -1,8 +1,10 @@
 """Configuration: settings that broke the job, and settings worth a note.
 
 Inputs: ``X set by environment to Y`` lines, env listings, the wrapper's record of the user's
-environment, NCCL WARN lines that name a setting (``NCCL_ALGO was set to Tree``), and the NCCL
-version each process printed.
+environment, NCCL WARN lines that name a setting (``NCCL_ALGO was set to Tree``), the "Last error"
+PyTorch quotes after an NCCL error (the knowledge base names the host, container, driver or fabric
+problem behind it: ``Duplicate GPU detected``, ``Failed to bind NVLink SHARP``), and the NCCL version
+each process printed. (A WARN the knowledge base calls a setup problem is ``nccl_warn``'s finding.)
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import re
 
 from ..model import Finding, Run, Setting, Severity, Verdict
 from ..nccl.risky_settings import FORCED, NOTES
-from .catalogue import classify
+from .catalogue import KnownError, classify
 
 SETTING_IN_TEXT_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+|TORCH_[A-Z0-9_]+)\b")
 WAS_SET_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+) was set\b")
@@ -40,6 +42,8 @@ def detect(run: Run) -> list[Finding]:
                 evidence=tuple(x for x in ev if x is not None), verdict=Verdict.CONFIG_ERROR if failed else None,
                 data={"settings": list(dict.fromkeys(names))}))
             break
+    if not findings:
+        findings += _setup_errors(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -74,6 +78,29 @@ def detect(run: Run) -> list[Finding]:
                                     f"{v} (pids {', '.join(map(str, p[:5]))})" for v, p in by.items()),
                                 hint="Install the same NCCL on every node.", evidence=()))
     return findings
+
+
+def _setup_errors(run: Run) -> list[Finding]:
+    """PyTorch's NCCL errors whose "Last error" the knowledge base calls a setup problem (an entry
+    whose verdict is config_error): one finding for the first such entry, every rank that quoted it;
+    no culprit rank, the host or its setup is at fault."""
+    first: KnownError | None = None
+    hits = []
+    for e in run.events:
+        if e.kind != "dist_error" or not e.data.get("last_error"):
+            continue
+        k = classify(str(e.data["last_error"]))
+        if k is None or k.verdict != "config_error" or k.kind == "note" or (first is not None and k is not first):
+            continue
+        first = k
+        hits.append(e)
+    if first is None:
+        return []
+    quote = " ".join(str(hits[0].data["last_error"]).split())[:200]
+    return [Finding(kind="config", severity=Severity.CRITICAL, message=f"{first.meaning} (Last error: {quote})",
+                    ranks=tuple(sorted({e.rank for e in hits if e.rank is not None})), hint=f"{first.hint} ({first.link})",
+                    evidence=tuple(e.evidence for e in hits[:3]), verdict=Verdict.CONFIG_ERROR,
+                    data={"entry": first.id, "area": first.area, "culprits": [], "count": len(hits)})]
 
 
 def _note(s: Setting, msg: str, hint: str, sev: Severity) -> Finding:
