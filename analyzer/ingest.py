@@ -32,7 +32,7 @@ from .sources.hook_jsonl import parse_jsonl
 from .sources.nccl_log import NcclCollBatch, parse_nccl_line, scan_coll_block
 from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 from .sources.ras import looks_like_ras_json, parse_ras_json, parse_ras_text
-from .sources.lines import lone_cr_to_lf, rejoin_wrapped, unglue_host
+from .sources.lines import lone_cr_to_lf, maybe_nccl, nccl_only, rejoin_wrapped, unglue_host
 from .sources.records import NcclRec, Rec, TorchRec, UnreadLines
 from .sources.topo_xml import parse_topo_xml
 from .sources.torch_log import parse_torch_lines, torch_line_facts
@@ -215,12 +215,12 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
 
     def rest() -> Iterator[tuple[int, str]]:
         for lineno, text in rejoin_wrapped(lines, _wrapped_join_known):
-            if "NCCL " in text or "] INFO " in text or " WARN " in text:  # 2.2 printed no "NCCL" word
+            if maybe_nccl(text):  # 2.2 printed no "NCCL" word
                 rec = parse_nccl_line(text, name, lineno)
                 if rec is not None:
                     out.append(rec)
                     continue
-                if "NCCL INFO" in text or "NCCL WARN" in text:
+                if nccl_only(text):
                     if "] NCCL " in text:  # behind an NCCL head ("[dev] NCCL INFO"): a line of NCCL's, not text naming it
                         unread.add(lineno, text)
                     continue

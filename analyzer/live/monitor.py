@@ -32,6 +32,7 @@ from ..rules.exits import FailureKind
 from ..rules.facts import error_failure, exit_failure
 from ..sources import records as R
 from ..sources.hook_jsonl import parse_jsonl
+from ..sources.lines import maybe_nccl, nccl_only, strip_tool_prefixes
 from ..sources.nccl_log import parse_nccl_line
 from ..sources.torch_log import parse_torch_lines
 from ..text_fit import shorten
@@ -53,7 +54,6 @@ VANISHED_S = 1.6  # heartbeats come every second: a rank silent this long before
 HEAD_BYTES = 65536  # what ``ingest.sniff`` reads of a file to tell its format
 MAX_FAILURES = 4096  # failure events kept for the root cause (the first ones are the ones that matter)
 TRACEBACK = "Traceback (most recent call last)"
-RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)\d+\]:\s?")
 
 
 def wanted(name: str) -> bool:
@@ -250,17 +250,18 @@ class LiveMonitor:
             self._feed_log(path, lines)
 
     def _feed_log(self, path: str, lines: list[tuple[int, str]]) -> None:
-        """A text log, line by line as ``analyze`` reads it: an NCCL line goes to the NCCL parser (its
-        WARN lines are kept), every other line to the PyTorch / launcher parser."""
+        """A text log, line by line as ``analyze`` reads it (``ingest``'s filter, ``sources.lines``): an
+        NCCL line, 2.2's without the ``NCCL`` word too, goes to the NCCL parser (its WARN lines are kept),
+        every other line to the PyTorch / launcher parser."""
         rest = []
         for lineno, text in lines:
-            if "NCCL " in text:
+            if maybe_nccl(text):
                 rec = parse_nccl_line(text, path, lineno)
                 if rec is not None:
                     if isinstance(rec, R.NcclWarn):
                         self.nccl_warns.append(f"{rec.host}:{rec.pid}: {rec.message}"[:300])
                     continue
-                if "NCCL INFO" in text or "NCCL WARN" in text:
+                if nccl_only(text):
                     continue
             rest.append((lineno, text))
         if rest:
@@ -714,7 +715,7 @@ def _open_traceback(batch: list[tuple[int, str]]) -> list[tuple[int, str]]:
     if start is None:
         return []
     for _, text in batch[start + 1:]:
-        body = RANK_PREFIX_RE.sub("", text, count=1)
+        body = strip_tool_prefixes(text)[1]  # torchrun's [rankN]:, srun --label's "N: ", mpirun's [1,N]<stderr>:
         if body and not body[0].isspace() and TRACEBACK not in body:
             return []  # the exception line arrived
     return batch[start:]

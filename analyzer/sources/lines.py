@@ -99,6 +99,17 @@ def split_tool_prefixes(text: str) -> tuple[int | None, bool, str]:
     return (tagged, False, body) if tagged is not None else (task, task is not None, body)
 
 
+def maybe_nccl(text: str) -> bool:
+    """Whether the NCCL parser is tried on the line (a substring test, before any regex): ``NCCL `` or,
+    for 2.2's heads without the word (``host:pid:tid [0] INFO ...``), ``] INFO `` / `` WARN ``."""
+    return "NCCL " in text or "] INFO " in text or " WARN " in text
+
+
+def nccl_only(text: str) -> bool:
+    """An NCCL INFO / WARN line no NCCL parser took is NCCL's, never passed on to the PyTorch parser."""
+    return "NCCL INFO" in text or "NCCL WARN" in text
+
+
 def prefix_rank(text: str) -> int | None:
     """The rank a tool prefix of ``text`` gives, if any."""
     return strip_tool_prefixes(text)[0]
