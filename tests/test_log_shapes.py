@@ -130,3 +130,51 @@ def test_ranks_tagged_on_warning_lines_are_ranks_seen(tmp_path):
     a = analyze_paths([_write(tmp_path, "train.log", text)], cache=False)
     assert _ranks(a) == [0, 1]
     assert a.decision.verdict.value not in ("hang", "crash", "desync")
+
+
+_INIT = (
+    "trn-c07:20411:20411 [0] NCCL INFO NCCL version 2.27.5+cuda12.9\n"
+    "trn-c07:20412:20412 [1] NCCL INFO NCCL version 2.27.5+cuda12.9\n"
+    "trn-c07:20411:20530 [0] NCCL INFO ncclCommInitRankConfig comm 0x5581a2b0c3d0 rank 0 nranks 2 cudaDev 0 "
+    "nvmlDev 0 busId 1b000 commId 0x7c2e91d04f5a1b36 - Init START\n"
+    "trn-c07:20412:20531 [1] NCCL INFO ncclCommInitRankConfig comm 0x55f0c8e1a2b0 rank 1 nranks 2 cudaDev 1 "
+    "nvmlDev 1 busId 1c000 commId 0x7c2e91d04f5a1b36 - Init START\n"
+    "trn-c07:20411:20530 [0] NCCL INFO Using network Socket\n"
+)
+_COMPLETE = (
+    "trn-c07:20411:20530 [0] NCCL INFO ncclCommInitRankConfig comm 0x5581a2b0c3d0 rank 0 nranks 2 cudaDev 0 "
+    "nvmlDev 0 busId 1b000 commId 0x7c2e91d04f5a1b36 localSize 2 used 1024 bytes on core 3 - Init COMPLETE\n"
+)
+
+
+def test_log_ending_inside_init_is_a_possible_init_hang(tmp_path):
+    # rank 0 completed init, rank 1 started and printed nothing more; no exit, no error: a pasted excerpt
+    a = analyze_paths([_write(tmp_path, "stress.log", _INIT + _COMPLETE)], cache=False)
+    d = a.decision
+    assert (d.verdict.value, d.culprit_ranks, d.certainty) == ("hang", (), "possible")
+    hang = next(f for f in a.findings if f.kind == "hang")
+    assert hang.data["suspects"] == [1]
+
+
+def test_completed_init_or_known_exit_is_no_init_hang(tmp_path):
+    both = _COMPLETE + _COMPLETE.replace("20411:20530 [0]", "20412:20531 [1]").replace(
+        "0x5581a2b0c3d0 rank 0", "0x55f0c8e1a2b0 rank 1")
+    a = analyze_paths([_write(tmp_path, "ok.log", _INIT + both)], cache=False)
+    assert a.decision.verdict.value != "hang"
+    # the same stop inside init, but the wrapper's run folder: the job may still be running (not an excerpt)
+    run = tmp_path / "run"
+    run.mkdir()
+    _write(run, "trn-c07.20411.nccl.log", _INIT)
+    _write(run, "ncclscope-rank0.jsonl", '{"type": "start", "rank": 0, "t": 1.0, "world": 2}\n')
+    assert analyze_paths([run], cache=False).decision.verdict.value != "hang"
+
+
+def test_init_stall_rule():
+    from ncclscope.rules.hang import init_stall
+    assert init_stall([0, 1], [0, 1], False, False, True) is None
+    st = init_stall([0, 1], [0], False, False, True)
+    assert st is not None and st.suspects == (1,) and st.level == "possible"
+    assert init_stall([0, 1], [0], False, True, True) is None  # the exit is known and nothing failed
+    assert init_stall([0, 1], [0], False, False, False) is None  # a run folder: maybe still running
+    failed = init_stall([0, 1], [0], True, True, False)
+    assert failed is not None and failed.level == "likely"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
 from ..rules.exits import from_outside
 from ..rules.facts import failures_of_run
-from ..rules.hang import behind_by_counts, bounded_world, stuck_collective
+from ..rules.hang import behind_by_counts, bounded_world, init_stall, stuck_collective
 from .common import entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 
 HINT_NEVER_JOINED = (
@@ -153,7 +153,7 @@ def _init_hang(run: Run, stalls: list) -> list[Finding]:
     """Init START without COMPLETE on some ranks, in a job that failed or stalled."""
     failed = bool(stalls) or any(e.exitcode not in (None, 0) for e in run.exits) or run.job.exit_code not in (None, 0)
     if not failed:
-        return []
+        return _excerpt_init_stall(run)
     out = []
     for c in run.communicators:
         if not c.init_started or c.init_complete == c.init_started and len(c.init_started) == c.nranks:
@@ -172,6 +172,32 @@ def _init_hang(run: Run, stalls: list) -> list[Finding]:
             hint="Init waits for every rank: check that all ranks start (world size, scheduler), that MASTER_ADDR / "
             "MASTER_PORT are the same everywhere and reachable, NCCL_SOCKET_IFNAME, and firewalls between hosts.",
             evidence=(), verdict=Verdict.HANG, data={"class": "init"}))
+    return out
+
+
+def _excerpt_init_stall(run: Run) -> list[Finding]:
+    """A pasted log that stops inside init on some ranks, the job's exit unknown (``rules.hang.init_stall``):
+    a possible hang at init, the ranks that never completed as suspects (not culprits: nothing shows why)."""
+    if failures_of_run(run) or any(e.kind in ("nccl_warn", "dist_error") for e in run.events):
+        return []  # something failed: its own finding tells the story, not the log's end
+    exit_known = run.job.exit_code is not None or bool(run.exits)
+    excerpt = not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files)
+    out = []
+    for c in run.communicators:
+        st = init_stall(c.init_started, c.init_complete, False, exit_known, excerpt)
+        if st is None:
+            continue
+        suspects = sorted(c.members.get(r, r) for r in st.suspects)
+        out.append(Finding(
+            kind="hang", severity=Severity.CRITICAL,
+            message=f"communicator {c.id} never finished initialising in this log: rank(s) {fmt_ranks(suspects)} "
+            "started init and printed no Init COMPLETE before the log ends",
+            hint="Init waits for every rank: check that all ranks start (world size, scheduler), that MASTER_ADDR / "
+            "MASTER_PORT are the same everywhere and reachable, NCCL_SOCKET_IFNAME, and firewalls between hosts; "
+            "the logs of the ranks not shown here say whether they reached init.",
+            evidence=(), verdict=Verdict.HANG,
+            data={"class": "init", "suspects": suspects[:4096], "certainty": {"level": st.level, "why": st.why}}))
+        break  # one communicator's stall is the story
     return out
 
 

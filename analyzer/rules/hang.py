@@ -58,3 +58,28 @@ def behind_by_counts(counts: Mapping[int, int]) -> tuple[int, ...]:
     if not behind or len(behind) > max(1, len(counts) // 8):
         return ()
     return behind
+
+
+@dataclass(frozen=True, slots=True)
+class InitStall:
+    suspects: tuple[int, ...]  # communicator ranks that started init and never printed Init COMPLETE
+    level: str  # "likely" when the job is known to have failed or stalled, else "possible"
+    why: str
+
+
+def init_stall(started: Iterable[int], complete: Iterable[int], failed: bool, exit_known: bool,
+               excerpt: bool) -> InitStall | None:
+    """An init that some ranks started and never completed. In a job known to have failed or stalled it is
+    the hang (likely); in a pasted excerpt whose job's exit is unknown (no exit code, no exit record, no
+    wrapper's records to show it still running), the log stopping inside init is a possible hang at init:
+    a healthy job's log goes on past Init COMPLETE. A rank with no log at all is no suspect (unseen, not
+    stuck). None when every rank that started also completed, or when nothing says the job ended."""
+    stuck = tuple(sorted(set(started) - set(complete)))
+    if not stuck:
+        return None
+    if failed:
+        return InitStall(stuck, "likely", "the job failed or stalled while these ranks were still in init")
+    if exit_known or not excerpt:
+        return None
+    return InitStall(stuck, "possible", "the log ends inside init (Init START with no Init COMPLETE) and the "
+                     "job's exit is unknown: a healthy init goes on to Init COMPLETE")
