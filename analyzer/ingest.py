@@ -214,7 +214,7 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
     torch_seen = UnreadLines(name, 0, "", "pytorch")  # PyTorch / launcher lines: said when none of them was read
 
     def rest() -> Iterator[tuple[int, str]]:
-        for lineno, text in rejoin_wrapped(lines, _wrapped_join_known):
+        for lineno, text in rejoin_wrapped(lines, wrapped_join_known):
             if maybe_nccl(text):  # 2.2 printed no "NCCL" word
                 rec = parse_nccl_line(text, name, lineno)
                 if rec is not None:
@@ -241,7 +241,7 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
     return out
 
 
-def _wrapped_join_known(first: str, joined: str) -> bool:
+def wrapped_join_known(first: str, joined: str) -> bool:
     """Whether the pieces of a hard-wrapped line, joined, are a line the parsers know: an NCCL line
     (also when its first piece alone parsed: cut at the wrap, it lost the rest of its message), or a
     PyTorch line that reads at least the facts its first piece alone does (a watchdog's exception whose

@@ -4,8 +4,12 @@ NCCL heads without the ``NCCL`` word, ``ingest``'s line filter): a folder whose 
 and ``analyze``, and alike when the monitor tails it in two pieces (a traceback split between polls)."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
+
+from conftest import SAMPLES
 from ncclscope.live.monitor import LiveConfig, LiveMonitor
 
 from test_watch_analyze_parity import assert_same_judgement, judgements
@@ -58,3 +62,16 @@ def test_traceback_split_between_polls_under_launcher_prefixes(tmp_path: Path) -
     crash = [a for a in alerts if a["kind"] == "crash"]
     assert crash and crash[0]["culprit_ranks"] == [2], alerts
     assert "ValueError" in crash[0]["message"]
+
+
+@pytest.mark.parametrize("name", [p.name for p in sorted(SAMPLES.iterdir()) if p.is_dir()])
+def test_hard_wrapped_sample_judged_alike(tmp_path: Path, name: str) -> None:
+    """Every text log of a sample hard-wrapped at 97 columns (a terminal paste): the monitor joins the
+    lines back as ``analyze`` does (``lines.rejoin_wrapped`` with ``ingest``'s test of a known join)."""
+    run = tmp_path / name
+    shutil.copytree(SAMPLES / name, run, ignore=shutil.ignore_patterns("report.json", "alerts.jsonl"))
+    for p in run.rglob("*.log"):
+        text = p.read_text(errors="replace")
+        p.write_text("\n".join(ln[i:i + 97] for ln in text.split("\n") for i in range(0, max(len(ln), 1), 97)))
+    analyzed, live = judgements(run)
+    assert_same_judgement(analyzed, live)

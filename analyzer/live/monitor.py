@@ -32,7 +32,8 @@ from ..rules.exits import FailureKind
 from ..rules.facts import error_failure, exit_failure
 from ..sources import records as R
 from ..sources.hook_jsonl import parse_jsonl
-from ..sources.lines import maybe_nccl, nccl_only, strip_tool_prefixes
+from ..ingest import wrapped_join_known
+from ..sources.lines import maybe_nccl, nccl_only, rejoin_wrapped, strip_tool_prefixes
 from ..sources.nccl_log import parse_nccl_line
 from ..sources.torch_log import parse_torch_lines
 from ..text_fit import shorten
@@ -254,7 +255,7 @@ class LiveMonitor:
         NCCL line, 2.2's without the ``NCCL`` word too, goes to the NCCL parser (its WARN lines are kept),
         every other line to the PyTorch / launcher parser."""
         rest = []
-        for lineno, text in lines:
+        for lineno, text in rejoin_wrapped(lines, wrapped_join_known):  # a line a terminal hard-wrapped
             if maybe_nccl(text):
                 rec = parse_nccl_line(text, path, lineno)
                 if rec is not None:
