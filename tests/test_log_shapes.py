@@ -178,3 +178,25 @@ def test_init_stall_rule():
     assert init_stall([0, 1], [0], False, False, False) is None  # a run folder: maybe still running
     failed = init_stall([0, 1], [0], True, True, False)
     assert failed is not None and failed.level == "likely"
+
+
+def test_horovodrun_rank_tag_and_empty_pg_guid():
+    from ncclscope.sources.lines import strip_tool_prefixes
+    from ncclscope.sources.torch_log import parse_torch_lines
+    # horovodrun tags every line "[rank]<stdout>:" (mpirun's own form is "[jobid,rank]<stdout>:")
+    assert strip_tool_prefixes("[3]<stdout>:c0ffee12ab34:811:811 [3] NCCL INFO Using network Socket") == (
+        3, "c0ffee12ab34:811:811 [3] NCCL INFO Using network Socket")
+    assert strip_tool_prefixes("[1,5]<stderr>:hello")[0] == 5
+    # torch 2.5 under mpirun: "[PG ID 0 PG GUID  Rank N]" with an empty GUID
+    line = ("[E1107 02:11:09.441230551 ProcessGroupNCCL.cpp:1487] [PG ID 0 PG GUID  Rank 6] ProcessGroupNCCL's "
+            "watchdog got stuck for 10 seconds without making progress in monitoring enqueued collectives.")
+    recs = list(parse_torch_lines([(1, line)], "mpirun.log"))
+    assert [(r.rank, r.pg) for r in recs] == [(6, "0")]
+
+
+def test_horovodrun_log_gives_its_ranks_and_version(tmp_path):
+    text = ("[1]<stdout>:c0ffee12ab34:812:812 [1] NCCL INFO Bootstrap : Using eth0:172.17.0.5<0>\n"
+            "[0]<stdout>:c0ffee12ab34:811:811 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.5<0>\n"
+            "[0]<stdout>:NCCL version 2.12.12+cuda11.6\n")
+    a = analyze_paths([_write(tmp_path, "out.txt", text)], cache=False)
+    assert _ranks(a) == [0, 1] and a.run.job.nccl_version == "2.12.12"

@@ -37,7 +37,8 @@ NCCL_PREFIX_RE = re.compile(
 
 _RANKED = (
     r"\[(?:rank|default)(?P<r1>\d{1,7})\]:\s?"  # torchrun --tee / --local-ranks-filter, Lightning's [default3]
-    r"|\[\d{1,10},(?P<r2>\d{1,7})\]<(?:stdout|stderr)>:\s?"  # mpirun --tag-output: [jobid,rank]<stdout>:
+    r"|\[(?:\d{1,10},)?(?P<r2>\d{1,7})\]<(?:stdout|stderr)>:\s?"  # mpirun --tag-output: [jobid,rank]<stdout>:,
+    # horovodrun's [rank]<stdout>:
     r"|\((?:[A-Za-z_][\w.:-]{0,100},? )?(?:rank=(?P<r3>\d{1,7}),? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\)\s?"  # Ray, vLLM,
     # SkyPilot's "(head, rank=0, pid=40211) "
     r"|\s{0,6}(?P<r4>\d{1,7}): "  # srun --label: the task number, padded

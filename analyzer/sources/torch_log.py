@@ -50,7 +50,7 @@ GLOG_RE = re.compile(
 )
 GLOG_ANY_RE = re.compile(r"\[(?P<sev>[EWIF])(?:(?P<md>\d{4}) (?P<t>[\d:.]+) | )(?P<src>[\w./-]{1,200}\.(?:cpp|hpp|cc|h):\d{1,6})\] ?")
 PG_RE = re.compile(
-    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s(]{1,200}))?(?: ?\((?P<desc>[^)]{0,500})\))? Rank (?P<rank>\d+)\]"
+    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s(]{0,200}))?(?: ?\((?P<desc>[^)]{0,500})\))? Rank (?P<rank>\d+)\]"
 )
 RANK_BRACKET_RE = re.compile(r"\[Rank (\d+)\]")
 WORK_RE = re.compile(
