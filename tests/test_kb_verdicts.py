@@ -100,3 +100,10 @@ def test_stub_driver_warn_is_a_config_error():
     a = _analyze("stub_driver_warn_mpirun_2120")
     assert a.decision.verdict.value == "config_error"
     assert any(f.data.get("entry") == "cuda-stub-driver" and "stubs" in (f.hint or "") for f in a.findings)
+
+
+def test_remote_error_whose_last_error_is_an_ib_completion_error_is_a_network_crash():
+    a = _analyze("remote_error_last_error_ib_2214")
+    assert a.decision.verdict.value == "crash"
+    assert a.decision.culprit_ranks == ()
+    assert dict((r, s) for r, s, _ in a.decision.states).get(3) == "network_error"

@@ -10,6 +10,7 @@ from ..nccl.failures import classify
 from .cause import Failure, explain, vanished
 from .exits import ExitClass, FailureKind, exit_class, failure_kind
 
+LINK_AREAS = ("ib", "socket", "proxy")
 STALL_KINDS = ("watchdog_timeout", "watchdog_failure", "heartbeat_timeout", "hook_stall", "dump_signal")
 
 
@@ -33,7 +34,18 @@ def error_failure(rank: int | None, exc_type: str, message: str, last_error: str
     if rank is None and "ChildFailedError" in exc_type:
         return None  # torchrun's report of a child's failure: counted by the child
     text = f"{exc_type}: {message} {last_error or ''}".strip()
-    return Failure(rank, failure_kind(text), text[:500], t, order)
+    kind = failure_kind(text)
+    last = last_error or message.partition("Last error:")[2]  # one glued line holds it in the message
+    if kind is FailureKind.PEER and last.strip() and _link_failed(last.strip()):
+        kind = FailureKind.NETWORK  # ncclRemoteError whose last error is the link's own failure
+    return Failure(rank, kind, text[:500], t, order)
+
+
+def _link_failed(last_error: str) -> bool:
+    """NCCL's last error is one the knowledge base calls a network failure (an IB completion error, a
+    fatal QP event, a socket reset): the rank saw the link fail, not only a peer go away."""
+    entry = classify(last_error)
+    return entry is not None and entry.verdict == "crash" and entry.area in LINK_AREAS
 
 
 def _event_failure(e: LogEvent) -> Failure | None:
