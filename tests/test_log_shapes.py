@@ -200,3 +200,12 @@ def test_horovodrun_log_gives_its_ranks_and_version(tmp_path):
             "[0]<stdout>:NCCL version 2.12.12+cuda11.6\n")
     a = analyze_paths([_write(tmp_path, "out.txt", text)], cache=False)
     assert _ranks(a) == [0, 1] and a.run.job.nccl_version == "2.12.12"
+
+
+def test_nccl_tests_with_several_gpus_in_one_process_sees_each_rank(tmp_path):
+    # all_reduce_perf -g 3: one pid holds three ranks
+    text = _SWEEP.replace("#   Rank  1 Pid  51201 on   gpu-n07", "#   Rank  1 Pid  51200 on   gpu-n07").replace(
+        "#   Rank  2 Pid  40118 on   gpu-n08", "#   Rank  2 Pid  51200 on   gpu-n07")
+    a = analyze_paths([_write(tmp_path, "sweep.txt", text)], cache=False)
+    assert (a.run.job.world_size, a.run.job.hosts, _ranks(a)) == (3, ("gpu-n07",), [0, 1, 2])
+    assert a.decision.verdict.value == "healthy"

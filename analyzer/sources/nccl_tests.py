@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+from .lines import prefix_rank
 from .nccl_log import parse_nccl_line
 from .records import ExitCode, NcclRec, NcclTestsRow, Rec, WorldSize
+from .torch_log import RankTagged
 
 ROW_RE = re.compile(
     r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?:(?P<root>-?\d+)\s+)?"  # no root before 2.x
@@ -54,6 +56,9 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                 d = DEVICE_LINE_RE.match(text)
                 if d:  # the process on its host, its rank by the line's "# Rank N" (lines.TOOL_PREFIX_RE)
                     yield NcclRec(file, lineno, text, d.group("host"), int(d.group("pid")), 0, None)
+                    rank = prefix_rank(text)
+                    if rank is not None:  # "-g 4": four ranks in one process, each a rank of the test
+                        yield RankTagged(file, lineno, text, rank, None, None, None)
             n = NRANKS_RE.search(text)
             if n and "nranks" in text:
                 nranks = int(next(g for g in n.groups() if g))
