@@ -209,3 +209,13 @@ def test_nccl_tests_with_several_gpus_in_one_process_sees_each_rank(tmp_path):
     a = analyze_paths([_write(tmp_path, "sweep.txt", text)], cache=False)
     assert (a.run.job.world_size, a.run.job.hosts, _ranks(a)) == (3, ("gpu-n07",), [0, 1, 2])
     assert a.decision.verdict.value == "healthy"
+
+
+def test_deepspeed_launcher_gives_world_and_nodes_from_one_nodes_log(tmp_path):
+    # one node's log of two: DeepSpeed's launcher lines, then a rank's NCCL line
+    text = ("[2025-03-02 09:14:51,022] [INFO] [launch.py:145:main] WORLD INFO DICT: {'10.4.0.21': [0, 1, 2, 3], "
+            "'10.4.0.22': [0, 1, 2, 3]}\n"
+            "[2025-03-02 09:14:51,022] [INFO] [launch.py:151:main] nnodes=2, num_local_procs=4, node_rank=1\n"
+            "lab-n22:30112:30112 [0] NCCL INFO Bootstrap : Using eth0:10.4.0.22<0>\n")
+    job = analyze_paths([_write(tmp_path, "node1.log", text)], cache=False).run.job
+    assert (job.world_size, job.nnodes, job.hosts) == (8, 2, ("lab-n22",))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ..model import Job, Process, Setting
 from ..sources import records as R
 from ..sources.lines import prefix_rank
+from ..sources.torch_log import NodeCount
 from .gather import Gathered
 from .values import ProcKey, count_ranks, ev
 
@@ -167,6 +168,9 @@ def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
 
 def _nodes(g: Gathered, ranks: Ranks, hosts: list[str]) -> int | None:
     """Nodes as NCCL states them for the world communicator (``nNodes``, 2.7+): right when the files
-    hold only some ranks; else the hosts seen."""
+    hold only some ranks; else as a launcher printed them (DeepSpeed's ``nnodes=``), or the hosts seen."""
     stated = [cl.nnodes for cl in g.comms.values() if cl.nnodes and cl.parent_ptr is None and cl.nranks == ranks.world]
-    return max(stated) if stated else (len(hosts) or None)
+    if stated:
+        return max(stated)
+    printed = [r.nnodes for r in g.torch_recs if isinstance(r, NodeCount) and 0 < r.nnodes <= MAX_RANKS]
+    return max(printed + [len(hosts)]) or None  # a launcher's count, as one node's log shows one host of it

@@ -99,6 +99,9 @@ NCCL_PIP_RE = re.compile(
     r"(?:nvidia-nccl-cu\d+|\bnccl)==(?P<v>\d+\.\d+\.\d+)"  # pip lists, vLLM's "vLLM is using nccl==2.20.5"
     r"|NCCL version\s*[:=]\s*(?P<v2>\d+\.\d+\.\d+)"
 )
+DS_HOST_RE = re.compile(r"'[^']{1,255}': \[([\d, ]{0,100000})\]")  # one host of DeepSpeed's WORLD INFO DICT
+DS_NNODES_RE = re.compile(r"\bnnodes=(\d{1,7}), num_local_procs=")
+DIGITS_RE = re.compile(r"\d+")
 WORLD_RE = re.compile(
     r"global_world_sizes=\[(?P<g>\d{1,7})"  # torchrun's rendezvous result
     r"|\bdist_world_size=(?P<d>\d{1,7})"  # DeepSpeed's launcher
@@ -131,6 +134,14 @@ def normalize_nccl_version(v: str) -> str:
 Head = tuple[str, int, str, "int | None", "str | None", "str | None", "str | None"]  # TorchRec's fields, in order
 
 
+@dataclass(slots=True)
+class NodeCount(TorchRec):
+    """The nodes a launcher says the job has: DeepSpeed's ``nnodes=2, num_local_procs=8`` and the hosts of its
+    ``WORLD INFO DICT``; an excerpt of one node's log shows one host of them."""
+
+    nnodes: int
+
+
 MAX_TAGGED = 1 << 16  # ranks one file's tags are remembered for (a tag names a rank of 7 digits at most)
 
 
@@ -157,6 +168,7 @@ class _State:
     errors: set[tuple[int | None, str]] = field(default_factory=set)  # (rank, message) already reported
     versions: set[tuple[str | None, str | None]] = field(default_factory=set)
     worlds: set[tuple[int | None, int]] = field(default_factory=set)
+    nodes: set[int] = field(default_factory=set)  # node counts a launcher printed, given once each
     tagged: set[int] = field(default_factory=set)  # ranks a launcher's tag has named (RankTagged given)
 
 
@@ -383,6 +395,8 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
         n = NCCL_PIP_RE.search(body)
         if n and not body.lstrip().startswith("NCCL version"):
             yield from _version(st, head, None, normalize_nccl_version(n.group("v") or n.group("v2")))
+    if "WORLD INFO DICT" in body or "nnodes=" in body:
+        yield from _deepspeed_world(st, head, body)
     if "orld" in body or "MEMBER" in body or "barrier" in body:
         w = WORLD_RE.search(body)
         if w:
@@ -391,6 +405,21 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
             if 0 < size <= 1 << 20 and (r, size) not in st.worlds:
                 st.worlds.add((r, size))
                 yield WorldSize(head[0], head[1], head[2], r, head[4], head[5], head[6], size)
+
+
+def _deepspeed_world(st: _State, head: Head, body: str) -> Iterator[Rec]:
+    """DeepSpeed's launcher: ``WORLD INFO DICT: {'node-a': [0, 1], 'node-b': [0, 1]}`` (its hosts, and the world
+    as the sum of their local ranks) and ``nnodes=2, num_local_procs=2, node_rank=0``."""
+    nodes = [m.group(1) for m in DS_HOST_RE.finditer(body)] if "WORLD INFO DICT" in body else []
+    n = DS_NNODES_RE.search(body)
+    count = len(nodes) if nodes else (int(n.group(1)) if n else 0)
+    if 0 < count <= 1 << 20 and count not in st.nodes:
+        st.nodes.add(count)
+        yield NodeCount(*head, count)
+    size = sum(len(DIGITS_RE.findall(ranks)) for ranks in nodes)
+    if 0 < size <= 1 << 20 and (None, size) not in st.worlds:
+        st.worlds.add((None, size))
+        yield WorldSize(head[0], head[1], head[2], None, head[4], head[5], head[6], size)
 
 
 def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:

@@ -100,7 +100,7 @@ def read_facts(analysis: Any) -> dict[str, Any]:
         seen |= {int(r) for r in df["rank"].unique() if int(r) >= 0}
     return {"nccl_version": job.nccl_version, "torch_version": job.torch_version,
             "cuda_version": job.cuda_version, "world_size": job.world_size,
-            "ranks_seen": sorted(seen), "nnodes": len(job.hosts) or None,
+            "ranks_seen": sorted(seen), "nnodes": max(job.nnodes or 0, len(job.hosts)) or None,
             "communicators": len(run.communicators), "stuck_seq": stuck.seq if stuck else None}
 
 
