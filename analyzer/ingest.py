@@ -31,7 +31,7 @@ from .sources.flight_recorder import parse_fr_json, parse_fr_pickle
 from .sources.hook_jsonl import parse_jsonl
 from .sources.nccl_log import NcclCollBatch, parse_nccl_line, scan_coll_block
 from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
-from .sources.ras import looks_like_ras_json, parse_ras_json, parse_ras_text
+from .sources.ras import looks_like_ras_json, parse_ras_job, parse_ras_json, parse_ras_text
 from .sources.lines import lone_cr_to_lf, maybe_nccl, nccl_only, rejoin_wrapped, unglue_host
 from .sources.records import NcclRec, Rec, TorchRec, UnreadLines
 from .sources.topo_xml import parse_topo_xml
@@ -394,7 +394,8 @@ def parse_file(path: Path, name: str) -> Parsed:
         elif fmt == "xml":
             p.records = [parse_topo_xml(_read_bounded(path), name)]
         elif fmt == "ras":
-            p.records = list(parse_ras_text(_read_bounded(path).decode("utf-8", "replace"), name))
+            text = _read_bounded(path).decode("utf-8", "replace")
+            p.records = [*parse_ras_text(text, name), *parse_ras_job(text, name)]
             if any(e in head for e in LOG_EVIDENCE):  # the report pasted before the ranks' own log lines
                 p.records += parse_log(path, name)
         elif fmt == "nccl_tests":

@@ -118,6 +118,7 @@ def test_ras_report_pasted_before_the_ranks_lines_is_read_as_both(tmp_path):
     assert _ranks(a) == [6]
     assert a.decision.verdict.value == "hang" and a.decision.stuck is not None and a.decision.stuck.seq == 5120
     assert dict(a.run.files)["job.log"] == "ras"  # still read as the report, and its log lines too
+    assert (a.run.job.world_size, a.run.job.nnodes) == (8, 2)  # the report's Job summary
 
 
 def test_ranks_tagged_on_warning_lines_are_ranks_seen(tmp_path):

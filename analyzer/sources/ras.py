@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import re
 
-from .records import RasComm
+from .records import RasComm, Rec, WorldSize
+from .torch_log import NodeCount
 
 COMM_HDR_RE = re.compile(r"^#(?P<g>\d+)-(?P<c>\d+) \((?P<hash>[0-9a-fA-F]+)\) (?P<err>[A-Z, ]+)$")
 LAUNCHED_RE = re.compile(r"Rank (?P<rank>\d+) has launched up to operation (?P<n>\d+)")
@@ -16,6 +17,27 @@ RANKS_LAUNCHED_RE = re.compile(r"(?<!\d)(?P<k>\d+) ranks have launched up to ope
 MISSING_RE = re.compile(r"The missing ranks?: (?P<ranks>[\d, -]+)")
 VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 COUNTS_OP_RE = re.compile(r"different (?P<op>\w+) operation counts")
+
+
+JOB_ROW_RE = re.compile(r"^\s*(\d{1,7})\s+(\d{1,7})\s+(\d{1,7})\s+(\d{1,7})\s+(\d{1,7})\s*$")
+
+
+def parse_ras_job(text: str, file: str) -> list[Rec]:
+    """The ``Job summary`` table of the text report (``Nodes (total)``, ``Processes per node``, ``GPUs per
+    process``, ``Processes (total)``, ``GPUs (total)``): the job's node count and world size (its processes)."""
+    at = text.find("Job summary")
+    if at < 0:
+        return []
+    lineno = text.count("\n", 0, at) + 1
+    for i, line in enumerate(text[at:at + 2000].splitlines()):
+        m = JOB_ROW_RE.match(line)
+        if m:
+            nodes, procs = int(m.group(1)), int(m.group(4))
+            if 0 < nodes <= 1 << 20 and 0 < procs <= 1 << 20:
+                return [NodeCount(file, lineno + i, line, None, None, None, None, nodes),
+                        WorldSize(file, lineno + i, line, None, None, None, None, procs)]
+            break
+    return []
 
 
 def parse_ras_text(text: str, file: str) -> list[RasComm]:
