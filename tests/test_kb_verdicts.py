@@ -107,3 +107,10 @@ def test_remote_error_whose_last_error_is_an_ib_completion_error_is_a_network_cr
     assert a.decision.verdict.value == "crash"
     assert a.decision.culprit_ranks == ()
     assert dict((r, s) for r, s, _ in a.decision.states).get(3) == "network_error"
+
+
+def test_connect_refused_after_loopback_chosen_on_two_hosts_is_a_config_error():
+    a = _analyze("loopback_connect_refused_2hosts_278")
+    assert a.decision.verdict.value == "config_error"
+    assert a.decision.culprit_ranks == ()
+    assert "NCCL_SOCKET_IFNAME" in (a.decision.headline + " ".join(f.hint or "" for f in a.findings))

@@ -15,6 +15,8 @@ the settings (those the knowledge base calls traps), and the NCCL version each p
   rank (``data["culprits"]``: the setup or the link failed, not a rank's code). The time line
   (``rules.facts``) puts a network WARN among the failures, so the earliest failure wins and the
   echoes after it (timeouts, aborts, "remote process exited") do not.
+- A socket connection that failed (refused, timed out) in a multi-host job that chose lo or docker0:
+  the interface choice is the cause (config_error, ``data["explained_by"]``).
 - A WARN whose entry names settings that cause it (``Entry.settings``: NCCL_TOPO_FILE before
   "Attribute arch of node cpu not found"), after the job set one: a config error naming the setting.
 Other findings argue for no verdict: the crash and hang detectors decide what happened; these say why.
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..model import Evidence, Finding, LogEvent, Run, Setting, Severity, Verdict
 from ..nccl.failures import Entry, classify
@@ -32,6 +34,7 @@ from ..rules.facts import failures_of_run
 MAX_QUOTE = 240
 CHAIN_GAP = 64  # lines: a return chain follows its WARN closely, even with other threads' lines between
 SETTING_RE = re.compile(r"\bNCCL_[A-Z0-9_]{2,60}\b")
+CONNECT_RE = re.compile(r"(?i)\bconnect\b")  # a connection this rank tried to make
 NUMBER_RE = re.compile(r"0x[0-9a-fA-F]+|\d+")
 SEVERITY = {"info": Severity.INFO, "warning": Severity.WARNING, "error": Severity.ERROR, "critical": Severity.CRITICAL}
 UNKNOWN_HINT = ("Not in ncclscope's knowledge base. The return chain after the WARN shows where NCCL failed "
@@ -72,8 +75,22 @@ def detect(run: Run) -> list[Finding]:
         _add(groups, key, entry, w, chain)
     failed = _job_failed(run)
     findings = [_finding(g, failed, settings) for g in groups.values()]
-    findings += _environment(run) + _settings(run) + _releases(run)
-    return findings
+    chosen = _environment(run)
+    if chosen:
+        findings = [_explained_by(f, chosen[0]) for f in findings]
+    return findings + chosen + _settings(run) + _releases(run)
+
+
+def _explained_by(f: Finding, chosen: Finding) -> Finding:
+    """A socket connection that failed (refused, timed out, aborted) in a multi-host job that chose
+    lo or docker0: the interface choice is the cause, a config error naming the interface."""
+    if f.data.get("area") != "socket" or not f.data.get("entry") or f.verdict is Verdict.CONFIG_ERROR:
+        return f
+    if not CONNECT_RE.search(str(f.data.get("warn", ""))):
+        return f
+    return replace(f, verdict=Verdict.CONFIG_ERROR, message=f"{chosen.message}; then {f.message}",
+                   hint=chosen.hint, evidence=f.evidence + chosen.evidence[:1],
+                   data={**f.data, "culprits": [], "explained_by": chosen.data.get("entry")})
 
 
 def _text(w: LogEvent) -> str:
