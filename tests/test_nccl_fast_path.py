@@ -99,3 +99,14 @@ def test_edges_agree(text: str) -> None:
 def test_fast_head_takes_the_common_forms() -> None:
     for text in EDGES[:2] + [EDGES[9], EDGES[18]]:
         assert FAST_RE.match(text) is not None and FAST_RE.match(text).lastindex is not None, text
+
+
+def test_memos_stay_bounded() -> None:
+    from ncclscope.sources import nccl_log
+
+    for i in range(nccl_log._MEMO_MAX + 10):
+        assert parse_nccl_line(f"{HEAD}Some message {i} no model reads\n") is None
+        parse_nccl_line(f"[2026-03-04 05:06:07.{i:06d}] gpu7:4242:4250 [3] NCCL INFO Ring 00 : 7 -> 0 -> 1\n")
+    assert len(nccl_log._NOTHING_MEMO) <= nccl_log._MEMO_MAX and len(nccl_log._TS_MEMO) <= nccl_log._MEMO_MAX
+    long = HEAD + "x" * (nccl_log._MEMO_TEXT + 1) + "\n"
+    assert parse_nccl_line(long) is None and long[len(HEAD):].strip() not in nccl_log._NOTHING_MEMO

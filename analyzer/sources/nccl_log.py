@@ -137,11 +137,12 @@ _TS_MEMO: dict[str, float | None] = {}  # timestamp text -> value: a rank's topo
 _VIA_MEMO: dict[str, str] = {}  # transport as printed -> as modelled
 _NOTHING_MEMO: set[str] = set()  # INFO messages that gave no record ("cudaDriverVersion 12090", ...)
 _MEMO_MAX = 4096  # entries each memo holds before it is emptied: nothing from the input sizes it
+_MEMO_TEXT = 200  # longest message remembered (the memos' keys are short: at most 4,096 x 200 characters)
 
 
 def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | None:
     """One NCCL log line to a record, or None for lines that carry nothing we model. Lines with the
-    plain head are read by ``FAST_RE`` (same records, a third of the time), the rest by
+    plain head are read by ``FAST_RE`` (same records; a ring or connection line in half the time), the rest by
     ``parse_nccl_line_regex``."""
     m = FAST_RE.match(text) if len(text) <= MAX_LINE and "opCount" not in text else None
     if m is None:
@@ -169,7 +170,8 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
     if msg in _NOTHING_MEMO:
         return None
     rec = _parse_info(msg, (file, lineno, text, host, int(pid), int(tid), ts))
-    if rec is None:  # whether a message is modelled depends on it alone: every rank prints these same few
+    if rec is None and len(msg) <= _MEMO_TEXT:  # whether a message is modelled depends on it alone: every
+        # rank prints these same few
         if len(_NOTHING_MEMO) >= _MEMO_MAX:
             _NOTHING_MEMO.clear()
         _NOTHING_MEMO.add(msg)
