@@ -220,3 +220,12 @@ def test_deepspeed_launcher_gives_world_and_nodes_from_one_nodes_log(tmp_path):
             "lab-n22:30112:30112 [0] NCCL INFO Bootstrap : Using eth0:10.4.0.22<0>\n")
     job = analyze_paths([_write(tmp_path, "node1.log", text)], cache=False).run.job
     assert (job.world_size, job.nnodes, job.hosts) == (8, 2, ("lab-n22",))
+
+
+def test_an_apps_own_rank_logger_names_the_rank(tmp_path):
+    from ncclscope.sources.lines import strip_tool_prefixes
+    line = "[RANK 4] 2025-06-01 08:12:44,301 [ERROR] (trainer) step failed: NCCL error"
+    assert strip_tool_prefixes(line)[0] == 4
+    text = "".join(f"[RANK {r}] 2025-06-01 08:12:44,30{r} [ERROR] (trainer) step failed: RuntimeError: NCCL "
+                   "communicator was aborted on rank {r}.\n" for r in (3, 1, 0, 2))
+    assert _ranks(analyze_paths([_write(tmp_path, "train.log", text)], cache=False)) == [0, 1, 2, 3]
