@@ -150,6 +150,8 @@ def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
         dev, bus = g.proc_dev.get(key, (None, None))
         processes.append(Process(key[0], key[1], proc_rank.get(key), dev, bus))
     held = {p.rank for p in processes if p.rank is not None}
+    held |= {h.rank for h in g.hook if isinstance(h.rank, int)} | {f.rank for f in g.frs if f.rank is not None}
+    held |= {c.rank for c in g.completions if c.rank is not None}  # ranks the hook or a dump shows already
     limit = ranks.world if ranks.world else MAX_RANKS
     processes += [Process("", 0, r) for r in sorted(_logged_ranks(g) - held) if r < limit]
     values = list(g.nccl_versions.values())
