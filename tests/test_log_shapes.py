@@ -95,7 +95,16 @@ def test_nccl_tests_header_then_a_failure_is_not_healthy(tmp_path):
             "developers / '\n .. lab-c4 pid 700311: Test failure common.cu:891\n")
     a = analyze_paths([_write(tmp_path, "run.txt", text)], cache=False)
     assert (a.run.job.world_size, len(a.run.job.hosts)) == (2, 2)
-    assert a.decision.verdict.value != "healthy"
+    assert (a.decision.verdict.value, a.decision.culprit_ranks) == ("crash", ())
+
+
+def test_nccl_tests_cuda_failure_is_a_crash(tmp_path):
+    text = _SWEEP.split("# Out of bounds")[0].replace(
+        "     1048576        262144   float     sum    88.41   11.86   15.81  0e+00    87.90   11.93   15.91  0e+00\n",
+        "gpu-n07: Test CUDA failure common.cu:1037 'an illegal memory access was encountered'\n"
+        " .. gpu-n07 pid 51200: Test failure common.cu:891\n")
+    a = analyze_paths([_write(tmp_path, "sweep.txt", text)], cache=False)
+    assert a.decision.verdict.value == "crash"
 
 
 def test_ras_report_pasted_before_the_ranks_lines_is_read_as_both(tmp_path):

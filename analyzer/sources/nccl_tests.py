@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 
 from .lines import prefix_rank
 from .nccl_log import parse_nccl_line
-from .records import ExitCode, NcclRec, NcclTestsRow, Rec, WorldSize
+from .records import DistError, ExitCode, NcclRec, NcclTestsRow, Rec, WorldSize
 from .torch_log import RankTagged
 
 ROW_RE = re.compile(
@@ -22,6 +22,7 @@ ROW_RE = re.compile(
 TEST_RE = re.compile(r"Collective test starting: (\w+)|^# (\w+_perf)\b|ncclscope perf: (\w+)")
 NRANKS_RE = re.compile(r"nranks[= ](\d+)|nGpus (\d+)")
 RANK_DEV_RE = re.compile(r"^#\s+Rank\s+\d+ ")
+TEST_FAILURE_RE = re.compile(r"(?:^|: )(?:Test )?(?P<lib>NCCL|CUDA) failure (?P<src>[\w./-]{1,200}:\d{1,6}) '(?P<msg>[^']{0,1000})'")
 OOB_OK_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*0\s+OK\b")  # the run's last check passed: it ends here
 # "#  Rank  3 Group  0 Pid 4121 on node-b2 device  3 [0x4e] NVIDIA A100" (no Group before 2.13)
 DEVICE_LINE_RE = re.compile(r"^#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d{1,10})\s+on\s+(?P<host>[^\s:]{1,255})\s")
@@ -42,6 +43,13 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
         if nranks_seen and not said_world and not RANK_DEV_RE.match(text):
             said_world = True  # the device block has ended: its lines are the ranks of the test
             yield WorldSize(file, lineno, text, None, None, None, None, nranks_seen)
+        if "NCCL failure " in text or "CUDA failure " in text:
+            f = TEST_FAILURE_RE.search(text)
+            if f:  # the test's own abort: "host: Test NCCL failure common.cu:1012 'internal error ...'", "Test CUDA
+                # failure common.cu:1037 'an illegal memory access was encountered'"
+                yield DistError(file, lineno, text, None, None, None, None, f"{f.group('lib')} failure",
+                                f.group("msg").strip(" /"))
+                continue
         if text.startswith("#"):
             if OOB_OK_RE.match(text):  # printed once, after every size of every test checked out
                 yield ExitCode(file, lineno, text, 0)
