@@ -57,7 +57,7 @@ def mismatch_collective(enqueued: Mapping[str, Mapping[int, int | None]],
     if rank is not None:
         for pg in pgs:
             if enqueued[pg].get(rank) is not None:
-                return pg, max(v or 0 for v in completed.get(pg, {}).values()) + 1
+                return pg, max((v or 0 for v in completed.get(pg, {}).values()), default=0) + 1
     for pg in pgs:
         st = stuck_collective(enqueued[pg], completed.get(pg, {}))
         if st is not None:
