@@ -83,9 +83,27 @@ class Stuck:
         return {"pg": self.pg, "seq": self.seq, "op": self.op}
 
 
+class FindingKind(enum.StrEnum):
+    """What a finding is about: a short stable word (``findings[].kind`` in the report)."""
+
+    HANG = "hang"
+    DESYNC = "desync"
+    CRASH = "crash"
+    LAUNCH = "launch"  # the command never started
+    ERROR = "error"  # a failure the knowledge base explains, or a failing NCCL return chain it does not know
+    NOTE = "note"  # a fact worth knowing that argues for no verdict
+    CONFIG = "config"
+    STRAGGLER = "straggler"
+    SLOW_LINK = "slow_link"
+    TRANSPORT = "transport"
+    HOTSPOT = "hotspot"
+    INPUT = "input"  # what the input holds or lacks: missing ranks, two jobs
+    INTERNAL = "internal"  # a detector failed; the others' findings stand
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
-    kind: str
+    kind: FindingKind
     severity: Severity
     message: str
     ranks: tuple[int, ...] = ()
@@ -96,9 +114,13 @@ class Finding:
     verdict: Verdict | None = None
     data: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # a kind given as its word is taken as the enum member; an unknown word is a bug here
+        object.__setattr__(self, "kind", FindingKind(self.kind))
+
     def to_json(self) -> dict[str, Any]:
         return {
-            "kind": self.kind,
+            "kind": self.kind.value,
             "severity": self.severity.value,
             "ranks": list(self.ranks),
             "message": self.message,

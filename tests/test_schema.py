@@ -68,3 +68,16 @@ def test_in_process_reports_are_validated_by_the_suite():
     from ncclscope import report
 
     assert getattr(report.to_json, "_validating", False)
+
+
+def test_every_finding_kind_is_documented_and_unknown_words_are_refused():
+    import re
+
+    from ncclscope.model import Finding, FindingKind, Severity
+
+    line = next(x for x in (ROOT / "README.md").read_text().split("\n- ") if x.startswith("`findings[].kind`"))
+    documented = set(re.findall(r"`([a-z_]+)`", line.split("`severity`")[0]))
+    assert {k.value for k in FindingKind} - {"internal"} <= documented, documented
+    assert Finding(kind="hang", severity=Severity.INFO, message="m").kind is FindingKind.HANG
+    with pytest.raises(ValueError):
+        Finding(kind="stuck", severity=Severity.INFO, message="m")

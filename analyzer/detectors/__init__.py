@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..model import Finding, Run, Severity
+from ..model import Finding, FindingKind, Run, Severity
 from . import (
     config,
     crash,
@@ -47,5 +47,5 @@ def run_detectors(run: Run, only: list[str] | None = None) -> list[Finding]:
         try:
             findings.extend(detect(run))
         except Exception as e:  # noqa: BLE001 - a detector bug must not hide the others' findings
-            findings.append(Finding(kind="internal", severity=Severity.INFO, message=f"detector {name} failed: {type(e).__name__}: {e}"))
+            findings.append(Finding(kind=FindingKind.INTERNAL, severity=Severity.INFO, message=f"detector {name} failed: {type(e).__name__}: {e}"))
     return findings

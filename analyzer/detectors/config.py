@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import Finding, Run, Setting, Severity, Verdict
+from ..model import Finding, FindingKind, Run, Setting, Severity, Verdict
 from ..nccl.risky_settings import FORCED, NOTES
 from .catalogue import KnownError, classify
 
@@ -37,7 +37,7 @@ def detect(run: Run) -> list[Finding]:
             ranks = sorted({e.rank for e in run.events if e.kind in ("nccl_warn", "dist_error") and e.rank is not None
                             and classify(e.text + " " + str(e.data.get("last_error") or "")) is k})
             findings.append(Finding(
-                kind="config", severity=Severity.CRITICAL if failed else Severity.ERROR,
+                kind=FindingKind.CONFIG, severity=Severity.CRITICAL if failed else Severity.ERROR,
                 message=f"{k.meaning} ({values}): {w.text.strip()[:200]}", ranks=tuple(ranks), hint=k.hint,
                 evidence=tuple(x for x in ev if x is not None), verdict=Verdict.CONFIG_ERROR if failed else None,
                 data={"settings": list(dict.fromkeys(names))}))
@@ -73,7 +73,7 @@ def detect(run: Run) -> list[Finding]:
         by: dict[str, list[int]] = {}
         for pid, v in versions.items():
             by.setdefault(v, []).append(pid)
-        findings.append(Finding(kind="config", severity=Severity.ERROR,
+        findings.append(Finding(kind=FindingKind.CONFIG, severity=Severity.ERROR,
                                 message="processes run different NCCL versions: " + "; ".join(
                                     f"{v} (pids {', '.join(map(str, p[:5]))})" for v, p in by.items()),
                                 hint="Install the same NCCL on every node.", evidence=()))
@@ -97,14 +97,14 @@ def _setup_errors(run: Run) -> list[Finding]:
     if first is None:
         return []
     quote = " ".join(str(hits[0].data["last_error"]).split())[:200]
-    return [Finding(kind="config", severity=Severity.CRITICAL, message=f"{first.meaning} (Last error: {quote})",
+    return [Finding(kind=FindingKind.CONFIG, severity=Severity.CRITICAL, message=f"{first.meaning} (Last error: {quote})",
                     ranks=tuple(sorted({e.rank for e in hits if e.rank is not None})), hint=f"{first.hint} ({first.link})",
                     evidence=tuple(e.evidence for e in hits[:3]), verdict=Verdict.CONFIG_ERROR,
                     data={"entry": first.id, "area": first.area, "culprits": [], "count": len(hits)})]
 
 
 def _note(s: Setting, msg: str, hint: str, sev: Severity) -> Finding:
-    return Finding(kind="config", severity=sev, message=msg, hint=hint, evidence=(s.evidence,) if s.evidence else (), data={"settings": [s.name], "value": s.value, "source": s.source})
+    return Finding(kind=FindingKind.CONFIG, severity=sev, message=msg, hint=hint, evidence=(s.evidence,) if s.evidence else (), data={"settings": [s.name], "value": s.value, "source": s.source})
 
 
 def _int(s: Setting | None) -> int | None:

@@ -13,7 +13,7 @@ import signal as _signal
 from typing import Any
 
 from .. import rules
-from ..model import ExitRecord, Finding, Run, Severity, Verdict
+from ..model import ExitRecord, Finding, FindingKind, Run, Severity, Verdict
 from ..rules.exits import ExitClass, exit_class
 from ..rules.facts import failures_of_run
 from .catalogue import classify
@@ -67,7 +67,7 @@ def _exit_finding(run: Run, root: ExitRecord, exits: list[ExitRecord], caused: b
         else:
             msg = (f"rank {root.rank} was stopped from outside ({sig or root.exitcode}) and nothing failed before: "
                    f"the launcher, the scheduler or the user ended the job")
-        return Finding(kind="crash", severity=Severity.ERROR if cls is ExitClass.ABORT else Severity.WARNING,
+        return Finding(kind=FindingKind.CRASH, severity=Severity.ERROR if cls is ExitClass.ABORT else Severity.WARNING,
                        message=msg, hint="Look at the hang finding, if any, for the rank that stopped.",
                        evidence=tuple(evidence), data=data)
     what = f"killed by {sig}" if sig else f"exited with code {root.exitcode}"
@@ -82,7 +82,7 @@ def _exit_finding(run: Run, root: ExitRecord, exits: list[ExitRecord], caused: b
     if killed:
         msg += f"; rank{'s' if len(killed) > 1 else ''} {', '.join(map(str, killed))} " \
                f"{'were' if len(killed) > 1 else 'was'} stopped by the launcher after it, not at fault"
-    return Finding(kind="crash", severity=Severity.CRITICAL, message=msg,
+    return Finding(kind=FindingKind.CRASH, severity=Severity.CRITICAL, message=msg,
                    ranks=(root.rank,) if root.rank is not None else (), hint=hint, evidence=tuple(evidence),
                    verdict=Verdict.CRASH, data={"exitcode": root.exitcode, "signal": sig, "stopped_after": killed})
 
@@ -94,7 +94,7 @@ def _error_finding(run: Run, first: rules.Failure) -> Finding:
     k = classify(text)
     who = f"rank {first.rank}" if first.rank is not None else "a process"
     return Finding(
-        kind="error", severity=Severity.ERROR, message=f"{who} failed first ({first.kind.value}): {first.text}"[:400],
+        kind=FindingKind.ERROR, severity=Severity.ERROR, message=f"{who} failed first ({first.kind.value}): {first.text}"[:400],
         ranks=(first.rank,) if first.rank is not None else (),
         hint=k.hint if k else "Read the traceback of the first rank that failed.",
         evidence=(ev.evidence,) if ev is not None else (), verdict=Verdict.CRASH, data={"cause": first.kind.value})

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .. import rules
-from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
+from ..model import Evidence, Finding, FindingKind, Run, Severity, Stuck, Verdict
 from ..metrics.progress import _from_table, pg_status_by_rank
 from ..rules.desync import call_of, last_call_culprits, mismatch_collective
 from ..rules.exits import FailureKind
@@ -145,7 +145,7 @@ def detect(run: Run) -> list[Finding]:
         ev = [Evidence(str(r.file), int(r.line) if r.line == r.line else 0,
                        f"rank {r.rank} pg {pg} #{seq}: {r.op} count {r.count} dtype {r.dtype}") for r in rows.itertuples()]
         findings.append(Finding(
-            kind="desync", severity=Severity.CRITICAL,
+            kind=FindingKind.DESYNC, severity=Severity.CRITICAL,
             message=f"collective #{seq} of process group {pg} differs between ranks ({'/'.join(kinds)}): {desc}",
             ranks=culprits, hint=HINT, evidence=tuple(ev[:6]), stuck=Stuck(pg, seq, sides[0]["op"]), verdict=Verdict.DESYNC,
             data={"sides": sides, "mismatch": kinds, "odd_ranks": list(culprits), "culprit_by": reason,
@@ -156,7 +156,7 @@ def detect(run: Run) -> list[Finding]:
         if e.kind == "collective_mismatch":
             ranks = e.data.get("ranks") or []
             findings.append(Finding(
-                kind="desync", severity=Severity.CRITICAL, message="PyTorch (TORCH_DISTRIBUTED_DEBUG=DETAIL) saw different collectives: "
+                kind=FindingKind.DESYNC, severity=Severity.CRITICAL, message="PyTorch (TORCH_DISTRIBUTED_DEBUG=DETAIL) saw different collectives: "
                 + "; ".join(e.data.get("fingerprints") or [])[:400], ranks=tuple(ranks[1:2]) if len(ranks) == 2 else (),
                 hint=HINT, evidence=(e.evidence,), verdict=Verdict.DESYNC, data={}))
             break
@@ -192,7 +192,7 @@ def _backend_report(run: Run) -> list[Finding]:
     op = next((str(r["op"]) for r in entries_at(run, pg, seq).values()), None)
     who = f"rank {seen.rank}" if seen.rank is not None else "a rank"
     return [Finding(
-        kind="desync", severity=Severity.CRITICAL,
+        kind=FindingKind.DESYNC, severity=Severity.CRITICAL,
         message=f"the backend of {who} aborted on a collective mismatch in {op or 'collective'} #{seq} of process "
         f"group {pg}: {seen.text}"[:500], ranks=culprits, hint=HINT,
         evidence=(Evidence(seen.order[0], seen.order[1], seen.text[:300]),), stuck=Stuck(pg, seq, op),

@@ -8,7 +8,7 @@ and no stall signal are a snapshot of a running job, not a hang.
 """
 from __future__ import annotations
 
-from ..model import Evidence, Finding, Run, Severity, Stuck, Verdict
+from ..model import Evidence, Finding, FindingKind, Run, Severity, Stuck, Verdict
 from ..rules.exits import from_outside
 from ..rules.facts import failures_of_run
 from ..rules.hang import behind_by_counts, bounded_world, init_stall, stuck_collective
@@ -64,7 +64,7 @@ def detect(run: Run) -> list[Finding]:
         if never and died:
             r, code = died
             findings.append(Finding(
-                kind="hang", severity=Severity.CRITICAL,
+                kind=FindingKind.HANG, severity=Severity.CRITICAL,
                 message=f"rank {r}'s process ended ({_ended(code)}) before joining {op or 'collective'} #{stuck_seq} of process "
                 f"group {pg}; the other ranks waited for it", ranks=(r,),
                 hint="The rank died: its own log and exit code say why; the others' timeouts are echoes.",
@@ -80,7 +80,7 @@ def detect(run: Run) -> list[Finding]:
                 if r in where:
                     msg += f"; rank {r} is at {where[r]}"
             findings.append(Finding(
-                kind="hang", severity=Severity.CRITICAL, message=msg, ranks=tuple(never), hint=HINT_NEVER_JOINED.format(r=never[0], seq=stuck_seq),
+                kind=FindingKind.HANG, severity=Severity.CRITICAL, message=msg, ranks=tuple(never), hint=HINT_NEVER_JOINED.format(r=never[0], seq=stuck_seq),
                 evidence=tuple(_dedupe(evidence)), stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.HANG,
                 data={"class": "never_joined", "waiting": waiting, "where": where,
                  "last_completed": {r: s.completed for r, s in by_rank.items()},
@@ -88,7 +88,7 @@ def detect(run: Run) -> list[Finding]:
                  "certainty": _unseen_certainty(never, by_rank)}))
         else:
             findings.append(Finding(
-                kind="hang", severity=Severity.CRITICAL,
+                kind=FindingKind.HANG, severity=Severity.CRITICAL,
                 message=f"{_all_joined(run, waiting)} joined {op or 'collective'} #{stuck_seq} of process group {pg}"
                 f"{_pg_desc(pg)} but it never completed", hint=HINT_ALL_JOINED.format(seq=stuck_seq), evidence=tuple(_dedupe(evidence)),
                 stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.HANG,
@@ -123,7 +123,7 @@ def _exit_hang(run: Run, status: dict) -> list[Finding]:
         return []
     where = {r: run.stacks[r] for r in stuck if r in run.stacks}
     return [Finding(
-        kind="hang", severity=Severity.CRITICAL,
+        kind=FindingKind.HANG, severity=Severity.CRITICAL,
         message=f"every collective completed, but rank{'s' if len(stuck) > 1 else ''} {fmt_ranks(stuck)} never exited and the "
         f"job was ended from outside (exit code {run.job.exit_code})", ranks=tuple(stuck),
         hint="The process hangs on its way out: call dist.destroy_process_group() at the end, wait for async work "
@@ -168,7 +168,7 @@ def _init_hang(run: Run, stalls: list) -> list[Finding]:
                + ("; " if absent and stuck else "")
                + (f"rank(s) {', '.join(str(c.members.get(r, r)) for r in stuck)} started but never completed" if stuck else ""))
         out.append(Finding(
-            kind="hang", severity=Severity.CRITICAL, message=msg, ranks=culprits,
+            kind=FindingKind.HANG, severity=Severity.CRITICAL, message=msg, ranks=culprits,
             hint="Init waits for every rank: check that all ranks start (world size, scheduler), that MASTER_ADDR / "
             "MASTER_PORT are the same everywhere and reachable, NCCL_SOCKET_IFNAME, and firewalls between hosts.",
             evidence=(), verdict=Verdict.HANG, data={"class": "init"}))
@@ -189,7 +189,7 @@ def _excerpt_init_stall(run: Run) -> list[Finding]:
             continue
         suspects = sorted(c.members.get(r, r) for r in st.suspects)
         out.append(Finding(
-            kind="hang", severity=Severity.CRITICAL,
+            kind=FindingKind.HANG, severity=Severity.CRITICAL,
             message=f"communicator {c.id} never finished initialising in this log: rank(s) {fmt_ranks(suspects)} "
             "started init and printed no Init COMPLETE before the log ends",
             hint="Init waits for every rank: check that all ranks start (world size, scheduler), that MASTER_ADDR / "
@@ -301,7 +301,7 @@ def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]
         ev = [Evidence(str(row.file), int(row.line), f"rank {behind[0]}: last NCCL call #{low} ({row.op})")
               for row in last.itertuples()][:1]
         return [Finding(
-            kind="hang", severity=Severity.CRITICAL,
+            kind=FindingKind.HANG, severity=Severity.CRITICAL,
             message=f"rank{'s' if len(behind) > 1 else ''} {fmt_ranks(behind)} issued {low} NCCL calls on "
             f"communicator {comm[5:]}, others up to {int(counts.max())}: it stopped first",
             ranks=tuple(behind), hint=HINT_NEVER_JOINED.format(r=behind[0], seq=low + 1), evidence=tuple(ev) + stall_ev,

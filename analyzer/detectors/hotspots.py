@@ -9,7 +9,7 @@ from ..metrics.records import first_of_each
 from ..metrics.share import run_busbw
 from ..metrics.share import time_share as share_of
 from ..metrics.waiting import run_late_arrivals
-from ..model import Finding, Run, Severity
+from ..model import Finding, FindingKind, Run, Severity
 from .common import rows_where
 
 SMALL = 64 * 1024
@@ -29,7 +29,7 @@ def detect(run: Run) -> list[Finding]:
     if len(share):
         top = share.head(3)
         findings.append(Finding(
-            kind="hotspot", severity=Severity.INFO,
+            kind=FindingKind.HOTSPOT, severity=Severity.INFO,
             message="collective time goes to " + "; ".join(
                 f"{r.op} of ~2^{int(r.bucket)} B on pg {r.pg}: {r.share:.0%} ({int(r.calls)} call{'' if int(r.calls) == 1 else 's'})"
                 for r in top.itertuples()), evidence=(), data={"top": top.to_dict("records")}))
@@ -42,7 +42,7 @@ def detect(run: Run) -> list[Finding]:
         total, small = len(first), int((nbytes < SMALL).sum())
         if total >= 1000 and small / total > 0.8:
             findings.append(Finding(
-                kind="hotspot", severity=Severity.WARNING,
+                kind=FindingKind.HOTSPOT, severity=Severity.WARNING,
                 message=f"{small} of {total} collectives move under 64 KB: latency-bound small-message traffic",
                 hint="Bucket small tensors together (DDP bucket_cap_mb, torch.distributed coalescing, fewer .item() "
                 "all-reduces of scalars).", evidence=(), data={"small": small, "total": total}))
@@ -50,7 +50,7 @@ def detect(run: Run) -> list[Finding]:
     if len(la):
         worst = la.sort_values("wait_ms", ascending=False).head(3)
         findings.append(Finding(
-            kind="hotspot", severity=Severity.INFO,
+            kind=FindingKind.HOTSPOT, severity=Severity.INFO,
             message="most waiting: " + "; ".join(f"pg {r.pg} #{r.seq} {r.op}: {r.wait_ms:.0f} ms waiting for rank {r.late_rank}"
                                          for r in worst.itertuples()), evidence=(), data={}))
     return findings

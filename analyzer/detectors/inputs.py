@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..model import Finding, Run, Severity, Verdict
+from ..model import Finding, FindingKind, Run, Severity, Verdict
 
 MAX_LISTED = 16
 
@@ -67,7 +67,7 @@ def detect(run: Run) -> list[Finding]:
         missing = sorted(set(range(world)) - seen)
         if missing:
             findings.append(Finding(
-                kind="input", severity=Severity.WARNING,
+                kind=FindingKind.INPUT, severity=Severity.WARNING,
                 message=f"no input from rank{'s' if len(missing) > 1 else ''} {ranks_text(missing)} of a world of {world}: "
                 f"{'they are' if len(missing) > 1 else 'it is'} not judged; findings rest on the "
                 f"{len(seen & set(range(world)))} ranks that have logs or dumps",
@@ -90,7 +90,7 @@ def detect(run: Run) -> list[Finding]:
         first = next(iter(dup))
         jobs = f" (communicators {', '.join(full_roots[:4])})" if len(full_roots) > 1 else ""
         findings.append(Finding(
-            kind="input", severity=Severity.ERROR,
+            kind=FindingKind.INPUT, severity=Severity.ERROR,
             message=f"the input mixes more than one job or run{jobs}: rank {first} is claimed by {len(dup[first])} "
             f"processes ({', '.join(dup[first][:4])})"
             + (f", and {len(dup) - 1} more ranks likewise" if len(dup) > 1 else "")
@@ -112,7 +112,7 @@ def detect(run: Run) -> list[Finding]:
     other_sizes = sorted({c.nranks for c in run.communicators if c.parent is None and c.nranks != world})
     if ranked and stray and other_sizes and not dup:
         findings.append(Finding(
-            kind="input", severity=Severity.ERROR,
+            kind=FindingKind.INPUT, severity=Severity.ERROR,
             message=f"the input mixes more than one job: {len(stray)} process{'es' if len(stray) > 1 else ''} "
             f"({', '.join(stray[:4])}) belong to communicators of {' or '.join(map(str, other_sizes[:4]))} ranks, "
             f"not to this job's world of {world or '?'}: no verdict is given for a mix; analyse each job on its own",
@@ -122,7 +122,7 @@ def detect(run: Run) -> list[Finding]:
         ))
     elif ranked and stray:
         findings.append(Finding(
-            kind="input", severity=Severity.WARNING,
+            kind=FindingKind.INPUT, severity=Severity.WARNING,
             message=f"{len(stray)} process{'es' if len(stray) > 1 else ''} ({', '.join(stray[:4])}) "
             f"{'have' if len(stray) > 1 else 'has'} NCCL lines but no rank in this job's world of {world or '?'}: "
             "logs of another job, or cut before NCCL's Init lines; not judged",

@@ -9,7 +9,7 @@ did not do what was asked and exited non-zero, which is what scripts checking th
 """
 from __future__ import annotations
 
-from ..model import Evidence, Finding, Run, Severity, Verdict
+from ..model import Evidence, Finding, FindingKind, Run, Severity, Verdict
 
 START_ERRORS = ("ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError", "TabError")
 LAUNCHER_ECHOES = ("ChildFailedError",)  # torchrun's own report of a rank's failure
@@ -43,13 +43,13 @@ def detect(run: Run) -> list[Finding]:
         who = f"{len(early)} tracebacks" if len(early) > 1 else "one traceback"
         if ranks:
             who += f" (rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))})"
-        return [Finding(kind="launch", severity=Severity.CRITICAL, verdict=Verdict.CRASH, ranks=culprits,
+        return [Finding(kind=FindingKind.LAUNCH, severity=Severity.CRITICAL, verdict=Verdict.CRASH, ranks=culprits,
                         message=f"the command failed to start: {what} ({who}, before any collective)",
                         hint=_hint(first.data), evidence=tuple(e.evidence for e in early[:4]),
                         data={"error": what, "processes": len(early)})]
     code = run.job.exit_code
     if not errors and code in NOT_RUN:
-        return [Finding(kind="launch", severity=Severity.CRITICAL, verdict=Verdict.CRASH, ranks=(),
+        return [Finding(kind=FindingKind.LAUNCH, severity=Severity.CRITICAL, verdict=Verdict.CRASH, ranks=(),
                         message=f"the command failed to start: {NOT_RUN[code]}",
                         hint="Check the command's spelling, that it is on PATH (or give its full path) and "
                              "that it is executable; `ncclscope run -- COMMAND ...` runs COMMAND as a shell would.",

@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from ..model import Evidence, Finding, LogEvent, Run, Setting, Severity, Verdict
+from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
 from ..nccl.failures import Entry, classify
 from ..rules.facts import failures_of_run
 
@@ -173,7 +173,7 @@ def _finding(g: _Group, failed: bool, settings: Mapping[str, Setting]) -> Findin
     if e is None:
         failing = next((f"{src} -> {code}" for src, code, _ in g.chain if code != 0), "")
         return Finding(
-            kind="error", severity=Severity.ERROR,
+            kind=FindingKind.ERROR, severity=Severity.ERROR,
             message=f"NCCL WARN {who}, not in the knowledge base: \"{quote}\" (return chain from {failing})",
             ranks=tuple(sorted(g.ranks)), hint=UNKNOWN_HINT, evidence=tuple(evidence),
             data={"entry": None, "warn": quote, "chain": chain, "count": g.count})
@@ -183,7 +183,7 @@ def _finding(g: _Group, failed: bool, settings: Mapping[str, Setting]) -> Findin
         evidence += [s.evidence for s in causing if s.evidence is not None and s.evidence not in evidence]
     set_by = "".join(f"{s.name}={s.value}, then " for s in causing)
     return Finding(
-        kind="error" if e.kind != "note" else "note", severity=SEVERITY[e.severity],
+        kind=FindingKind.ERROR if e.kind != "note" else FindingKind.NOTE, severity=SEVERITY[e.severity],
         message=f"{set_by}NCCL WARN {who}: \"{quote}\": {e.cause}",
         ranks=tuple(sorted(g.ranks)), hint=f"{e.fix} ({e.link})", evidence=tuple(evidence),
         verdict=verdict,
@@ -211,7 +211,7 @@ def _settings(run: Run) -> list[Finding]:
     for s in run.job.settings.values():
         entry = classify(f"{s.name} set by environment to {s.value}")
         if entry is not None and entry.area == "environment":
-            out.append(Finding(kind="note", severity=SEVERITY[entry.severity],
+            out.append(Finding(kind=FindingKind.NOTE, severity=SEVERITY[entry.severity],
                                message=f"{s.name}={s.value}: {entry.cause}", hint=f"{entry.fix} ({entry.link})",
                                evidence=(s.evidence,) if s.evidence else (),
                                data={"entry": entry.id, "area": entry.area, "cause": entry.cause, "fix": entry.fix,
@@ -225,7 +225,7 @@ def _releases(run: Run) -> list[Finding]:
     for version in sorted(set(run.job.nccl_versions.values())):
         entry = classify(f"NCCL version {version}")
         if entry is not None and entry.area == "release":
-            out.append(Finding(kind="note", severity=SEVERITY[entry.severity],
+            out.append(Finding(kind=FindingKind.NOTE, severity=SEVERITY[entry.severity],
                                message=f"NCCL {version} has a known problem: {entry.cause}",
                                hint=f"{entry.fix} ({entry.link})",
                                data={"entry": entry.id, "area": entry.area, "cause": entry.cause, "fix": entry.fix,

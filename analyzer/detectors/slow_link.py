@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..metrics.busbw import busbw_table
 from ..metrics.share import run_busbw
-from ..model import Finding, Run, Severity, Verdict
+from ..model import Finding, FindingKind, Run, Severity, Verdict
 
 __all__ = ["busbw_table", "detect"]
 
@@ -36,7 +36,7 @@ def detect(run: Run) -> list[Finding]:
     for bucket, bw in med.items():
         if bucket in ref.index and ref[bucket] > 0 and bw < FAR_BELOW * ref[bucket]:
             findings.append(Finding(
-                kind="slow_link", severity=Severity.WARNING,
+                kind=FindingKind.SLOW_LINK, severity=Severity.WARNING,
                 message=f"collectives of ~{_human(2 ** bucket)} reach {bw:.1f} GB/s bus bandwidth, "
                 f"{bw / ref[bucket]:.0%} of the {ref[bucket]:.1f} GB/s this fabric reached in its sweep",
                 hint="Compare transports (NCCL_P2P_DISABLE / SHM / IB settings), look for other traffic on the links, "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..metrics.waiting import MIN_SPREAD_MS, late_arrivals, run_late_arrivals
-from ..model import Evidence, Finding, Run, Severity, Verdict
+from ..model import Evidence, Finding, FindingKind, Run, Severity, Verdict
 
 __all__ = ["binom_tail", "detect", "late_arrivals", "run_late_arrivals"]
 
@@ -43,7 +43,7 @@ def detect(run: Run, alpha: float = ALPHA, min_total_wait_ms: float = MIN_TOTAL_
         ev = [Evidence("flight_recorder", 0, f"pg {r.pg} #{r.seq} {r.op}: others waited {r.wait_ms:.1f} ms for rank {rank}")
               for r in top.itertuples()]
         findings.append(Finding(
-            kind="straggler", severity=Severity.WARNING,
+            kind=FindingKind.STRAGGLER, severity=Severity.WARNING,
             message=f"rank {int(rank)} arrived last at {k} of {total_events} collectives with a spread over {MIN_SPREAD_MS:g} ms; "
             f"the others waited {wait / 1000:.2f} s in all for it (median {med:.0f} ms each)",
             ranks=(int(rank),), hint="Look at what rank " + str(int(rank)) + " does before its collectives (data loading, "

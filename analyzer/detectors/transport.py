@@ -4,7 +4,7 @@ Inputs: connection lines per communicator, ``Using network``, ``Defaulting to 10
 """
 from __future__ import annotations
 
-from ..model import Finding, Run, Severity
+from ..model import Finding, FindingKind, Run, Severity
 
 
 def detect(run: Run) -> list[Finding]:
@@ -16,7 +16,7 @@ def detect(run: Run) -> list[Finding]:
         single_node = (c.nnodes or len(run.job.hosts) or 1) == 1
         if single_node and any(t.startswith("NET/") for t in ts) and not any(t.startswith("P2P") for t in ts):
             findings.append(Finding(
-                kind="transport", severity=Severity.WARNING,
+                kind=FindingKind.TRANSPORT, severity=Severity.WARNING,
                 message=f"communicator {c.id} runs over the network ({', '.join(ts)}) between GPUs of one host",
                 ranks=tuple(sorted(c.members.values())),
                 hint="Ranks on one host should talk over P2P/NVLink or SHM: check NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, "
@@ -25,7 +25,7 @@ def detect(run: Run) -> list[Finding]:
     uses_net = any(t.startswith("NET/") for c in run.communicators for t in c.transports) or len(run.job.hosts) > 1
     if guesses and uses_net:
         findings.append(Finding(
-            kind="transport", severity=Severity.INFO,
+            kind=FindingKind.TRANSPORT, severity=Severity.INFO,
             message="NCCL could not read a NIC's speed and assumed 10 Gbps", hint="Harmless on one host; across hosts it can skew NCCL's tuning: check the NIC driver / sysfs speed.",
             evidence=(guesses[0].evidence,)))
     return findings
