@@ -2,7 +2,7 @@
 
 Each entry is one failure as data: a pattern for the message (a regular expression over one log
 line or exception text), the NCCL / torch releases whose wording it matches, its cause, the fix, a
-documentation link, and one example message per release form (tests/test_knowledge_base.py checks
+documentation link, and one example message per release form (tests/nccl/test_knowledge_base.py checks
 every pattern against its own examples and no other entry's, unless the overlap is declared).
 
 ``classify`` returns the first entry whose pattern matches, in the file's order: an entry that

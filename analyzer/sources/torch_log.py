@@ -11,7 +11,7 @@ output (a tqdm bar redrawn without a newline) is found inside the line. Tracebac
 rank of the traceback under it. torchrun's failure summary is a block of ``key : value`` lines under
 ``Failures:`` / ``Root Cause (first observed failure):``.
 
-Shapes by release (own fixtures in tests/test_parse_torch_versions.py, each citing the thread it follows):
+Shapes by release (own fixtures in tests/sources/test_parse_torch_versions.py, each citing the thread it follows):
 ``Process group watchdog thread terminated with exception: <error>`` (2.2+, ``NCCL watchdog thread
 terminated with exception`` before), ``Exception (either an error or timeout) detected by watchdog at
 work: N, last enqueued NCCL work: N, last completed NCCL work: N`` (2.3-2.5), ``failure detected by

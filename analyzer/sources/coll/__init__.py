@@ -7,7 +7,7 @@
   extra), built ahead of time and loaded safely by ``kernel_build``;
 - ``batch``: ``NcclCollBatch``, the rows as columns; ``timestamps``: NCCL's timestamps as seconds.
 
-The contract, held by ``tests/test_coll_columns.py``: for any block, ``scan_coll_block`` with either
+The contract, held by ``tests/sources/test_coll_columns.py``: for any block, ``scan_coll_block`` with either
 fast reader gives exactly the rows and other lines of ``scan_coll_block_regex``.
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@ then cut into parts that are checked against the grammar of ``grammar.LINE_RE`` 
   and read 8 bytes at a time with SWAR arithmetic on uint64 arrays.
 
 A line that fails any check is not taken: the caller hands it to the regex, so this reader only
-narrows the regex's work and never changes a result (``tests/test_coll_columns.py`` holds it to
+narrows the regex's work and never changes a result (``tests/sources/test_coll_columns.py`` holds it to
 that). No Python object is made per line.
 """
 from __future__ import annotations

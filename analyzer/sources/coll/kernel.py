@@ -2,7 +2,7 @@
 
 The same contract as ``columns.read_coll_columns``: a line is taken only when it has the common
 shape exactly (see that module), its values are read here, and anything else is left to the regex,
-so this reader never changes a result (``tests/test_coll_columns.py`` holds all three readers to
+so this reader never changes a result (``tests/sources/test_coll_columns.py`` holds all three readers to
 the regex's rows). One loop per line finds its first 24 tokens, checks the fixed words, reads
 opCount, count and the timestamp, and gives each of the three parts with few distinct values
 (``host:pid:tid [dev] NCCL INFO Op: ``, ``datatype N op N root N ``, ``comm 0x.. [nranks=N]``) a
