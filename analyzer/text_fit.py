@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 ELLIPSIS = "\u2026"
@@ -90,3 +91,17 @@ def evidence_line(text: str, width: int = 200) -> str:
         if said:
             s = said
     return shorten(s, width)
+
+
+def rank_runs(ranks: Iterable[int]) -> list[str]:
+    """Sorted distinct ranks as runs: ``[0, 1, 2, 3, 5, 7, 8]`` -> ``["0-3", "5", "7-8"]``."""
+    rs = sorted(set(ranks))
+    runs: list[str] = []
+    i = 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        runs.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
+        i = j + 1
+    return runs

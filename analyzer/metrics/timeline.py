@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Run, Stuck
+from ..text_fit import rank_runs
 from .progress import NEVER_JOINED, WAITING, pg_status_by_rank
 from .records import best_records, strs
 
@@ -95,14 +96,7 @@ def progress_matrix(view: pd.DataFrame, ranks: Sequence[int], stuck: Stuck | Non
 
 
 def _group_label(members: list[int], limit: int = 6) -> str:
-    runs: list[str] = []
-    i = 0
-    while i < len(members):
-        j = i
-        while j + 1 < len(members) and members[j + 1] == members[j] + 1:
-            j += 1
-        runs.append(str(members[i]) if i == j else f"{members[i]}-{members[j]}")
-        i = j + 1
+    runs = rank_runs(members)
     text = ", ".join(runs[:limit]) + (", ..." if len(runs) > limit else "")
     return f"rank {text}" if len(members) == 1 else f"ranks {text} ({len(members)})"
 

@@ -5,6 +5,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..model import RankState
+from ..text_fit import rank_runs
 from .cause import Failure
 from .exits import FailureKind
 
@@ -62,15 +63,8 @@ def _state(r: int, facts: Facts, fs: list[Failure]) -> tuple[RankState, str | No
 
 def fmt_ranks(ranks: Iterable[int], limit: int = 12) -> str:
     """``[0, 1, 2, 3, 5, 7, 8]`` -> ``0-3, 5, 7-8``; long lists are cut after ``limit`` runs."""
-    rs = sorted(set(ranks))
-    runs: list[str] = []
-    i = 0
-    while i < len(rs):
-        j = i
-        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
-            j += 1
-        runs.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
-        i = j + 1
+    rs = set(ranks)
+    runs = rank_runs(rs)
     if len(runs) > limit:
         return ", ".join(runs[:limit]) + f", ... ({len(rs)} ranks)"
     return ", ".join(runs)

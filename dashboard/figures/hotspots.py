@@ -29,16 +29,10 @@ def time_share_figure(share: pd.DataFrame, by: str = "op") -> go.Figure:
     """Bars of ``metrics.share.time_share``: % of summed collective time, with seconds and calls."""
     if not len(share):
         return empty_figure(NO_DURATIONS)
-    fig = go.Figure(go.Bar(
-        x=share["share"] * 100, y=share["group"], orientation="h",
-        text=[f"{s * 100:.1f}% ({fmt_ms(ms)}, {calls(c)})" for s, ms, c in
-              zip(share["share"], share["time_ms"], share["calls"], strict=False)],
-        textposition="auto", marker={"color": _bar_colors(share, by)}))
-    fig.update_layout(template="plotly_white", title=f"share of collective time by {BY_NAMES.get(by, by)}",
-                      xaxis={"title": "% of summed collective time (each collective timed by its shortest rank)"},
-                      yaxis={"autorange": "reversed", "type": "category"},
-                      height=max(260, 60 + 34 * len(share)), margin={"l": 260, "r": 20, "t": 50, "b": 50})
-    return fig
+    text = [f"{s * 100:.1f}% ({fmt_ms(ms)}, {calls(c)})" for s, ms, c in
+            zip(share["share"], share["time_ms"], share["calls"], strict=False)]
+    return _share_bars(share, by, text, f"share of collective time by {BY_NAMES.get(by, by)}",
+                       "% of summed collective time (each collective timed by its shortest rank)")
 
 
 def volume_figure(vol: pd.DataFrame, by: str = "op") -> go.Figure:
@@ -46,15 +40,19 @@ def volume_figure(vol: pd.DataFrame, by: str = "op") -> go.Figure:
     if not len(vol):
         return empty_figure("no collective sizes recorded: NCCL's COLL lines (NCCL_DEBUG=INFO with "
                             "NCCL_DEBUG_SUBSYS=COLL), the hook or Flight Recorder give them")
-    fig = go.Figure(go.Bar(
-        x=vol["share"] * 100, y=vol["group"], orientation="h",
-        text=[f"{s * 100:.1f}% ({b / 2**20:,.1f} MiB, {calls(c)})" for s, b, c in
-              zip(vol["share"], vol["bytes"], vol["calls"], strict=False)],
-        textposition="auto", marker={"color": _bar_colors(vol, by)}))
-    fig.update_layout(template="plotly_white", title=f"communication volume by {BY_NAMES.get(by, by)}",
-                      xaxis={"title": "% of bytes moved by collectives (one call counted once, not per rank)"},
+    text = [f"{s * 100:.1f}% ({b / 2**20:,.1f} MiB, {calls(c)})" for s, b, c in
+            zip(vol["share"], vol["bytes"], vol["calls"], strict=False)]
+    return _share_bars(vol, by, text, f"communication volume by {BY_NAMES.get(by, by)}",
+                       "% of bytes moved by collectives (one call counted once, not per rank)")
+
+
+def _share_bars(df: pd.DataFrame, by: str, text: list[str], title: str, xtitle: str) -> go.Figure:
+    """Horizontal bars of ``df["share"]`` per ``df["group"]``, largest first, one colour per op."""
+    fig = go.Figure(go.Bar(x=df["share"] * 100, y=df["group"], orientation="h", text=text,
+                           textposition="auto", marker={"color": _bar_colors(df, by)}))
+    fig.update_layout(template="plotly_white", title=title, xaxis={"title": xtitle},
                       yaxis={"autorange": "reversed", "type": "category"},
-                      height=max(260, 60 + 34 * len(vol)), margin={"l": 260, "r": 20, "t": 50, "b": 50})
+                      height=max(260, 60 + 34 * len(df)), margin={"l": 260, "r": 20, "t": 50, "b": 50})
     return fig
 
 
