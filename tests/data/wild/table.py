@@ -4,6 +4,7 @@ run as a script, the accuracy tables the README shows (by NCCL release, by launc
     .venv/bin/python tests/data/wild/table.py          # markdown tables on stdout
     .venv/bin/python tests/data/wild/table.py --cases  # plus one line per case that is wrong today
     .venv/bin/python tests/data/wild/table.py --gaps   # plus the misreadings grouped by kind, most cases first
+    .venv/bin/python tests/data/wild/table.py --dir tests/data/heldout   # the same tables for another case folder
 
 A case is every file in its folder but SOURCE.md (the citation), analysed in-process as
 `ncclscope analyze --json` would analyse them. Facts are those EXPECTED.jsonl lists for the case (nccl_version,
@@ -25,21 +26,22 @@ EXPECTED = WILD / "EXPECTED.jsonl"
 NOT_INPUT = {"SOURCE.md"}
 
 
-def load_expected() -> list[dict[str, Any]]:
-    """One dict per line of EXPECTED.jsonl, in file order; blank lines skipped."""
+def load_expected(root: Path = WILD) -> list[dict[str, Any]]:
+    """One dict per line of root/EXPECTED.jsonl, in file order; blank lines skipped. Each dict remembers its
+    folder under the key `root`, so that a held-out set in another folder is evaluated the same way."""
     out = []
-    for n, line in enumerate(EXPECTED.read_text().splitlines(), 1):
+    for n, line in enumerate((root / "EXPECTED.jsonl").read_text().splitlines(), 1):
         if line.strip():
             try:
-                out.append(json.loads(line))
+                out.append({**json.loads(line), "root": str(root)})
             except json.JSONDecodeError as e:
                 raise ValueError(f"EXPECTED.jsonl line {n}: {e}") from None
     return out
 
 
-def case_inputs(case: str) -> list[Path]:
+def case_inputs(case: str, root: Path = WILD) -> list[Path]:
     """The files of a case the analysis reads: all but its citation."""
-    folder = WILD / case
+    folder = root / case
     return sorted(p for p in folder.iterdir() if p.is_file() and p.name not in NOT_INPUT)
 
 
@@ -111,7 +113,7 @@ def evaluate(want: dict[str, Any]) -> Outcome:
 
     out = Outcome(want["case"])
     try:
-        a = analyze_paths(case_inputs(want["case"]), cache=False)
+        a = analyze_paths(case_inputs(want["case"], Path(want.get("root", WILD))), cache=False)
     except InputError as e:
         out.error = str(e)
         out.facts = {k: (v, None) for k, v in want.get("facts", {}).items()}
@@ -191,7 +193,8 @@ def gap_groups(results: list[tuple[dict[str, Any], Outcome]]) -> list[tuple[str,
 
 
 def main(argv: list[str]) -> int:
-    results = [(w, evaluate(w)) for w in load_expected()]
+    root = Path(argv[argv.index("--dir") + 1]).resolve() if "--dir" in argv else WILD
+    results = [(w, evaluate(w)) for w in load_expected(root)]
     print(tables(results))
     if "--cases" in argv:
         for want, o in results:
