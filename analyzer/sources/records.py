@@ -241,10 +241,16 @@ class DesyncReport(TorchRec):
 
 @dataclass(slots=True)
 class CollectiveMismatch(TorchRec):
-    """``Detected mismatch between collectives on ranks`` (TORCH_DISTRIBUTED_DEBUG=DETAIL)."""
+    """``Detected mismatch between collectives on ranks`` (TORCH_DISTRIBUTED_DEBUG=DETAIL). ``seqs``: each
+    fingerprint's ``SequenceNumber=N`` (None where torch < 1.13 printed none), in the order of ``ranks``;
+    ``seq``: the reporting rank's own, the collective it stopped at (the first rank named is the one that
+    printed the line: torch writes ``Rank <self> is running collective: ..., but Rank <peer> is running ...``;
+    a peer's print can be cut short, ``SequenceNumber=13OpType=ALLREDUCE``)."""
 
     ranks: list[int]
     fingerprints: list[str]
+    seqs: list[int | None] = field(default_factory=list)
+    seq: int | None = None
 
 
 @dataclass(slots=True)

@@ -72,6 +72,7 @@ DUMP_SIGNAL_RE = re.compile(
 DESYNC_LAG_RE = re.compile(r"ranks \[(?P<ranks>[\d, ]*)\] are the lagging ranks")
 DESYNC_AT_RE = re.compile(r"Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)")
 MISMATCH_RE = re.compile(r"Rank (?P<rank>\d+) is running collective: (?P<fp>CollectiveFingerPrint\([^)]{0,4000}\))")
+MISMATCH_SEQ_RE = re.compile(r"CollectiveFingerPrint\(SequenceNumber=(\d{1,19})")
 BACKEND_MISMATCH_RE = re.compile(r"Is there a distributed collective mismatch|Mismatched collective detected")
 BARRIER_RE = re.compile(r"Ranks? (?P<ranks>[\d, ]+) failed to pass monitoredBarrier in (?P<ms>\d+) ms")
 EXC_RE = re.compile(
@@ -308,8 +309,7 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
         yield DesyncReport(*head, ranks, int(at.group("seq")) if at else None, at.group("op") if at else None)
         return
     if "Detected mismatch between collectives on ranks" in body:
-        fps = MISMATCH_RE.findall(body)
-        yield CollectiveMismatch(*head, [int(r) for r, _ in fps], [fp for _, fp in fps])
+        yield _mismatch(head, body, rank)
         return
     if "failed to pass monitoredBarrier" in body:
         m = BARRIER_RE.search(body)
@@ -327,6 +327,20 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
             return
     yield from _versions_and_world(st, head, body, rank)
     yield from _traceback(st, head, body, rank)
+
+
+def _mismatch(head: Head, body: str, rank: int | None) -> CollectiveMismatch:
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL's ``Detected mismatch between collectives on ranks. Rank 1 is running
+    collective: CollectiveFingerPrint(SequenceNumber=731, OpType=ALLREDUCE, ...), but Rank 0 is running
+    collective: CollectiveFingerPrint(SequenceNumber=731, OpType=BROADCAST, ...)``: the ranks, their
+    fingerprints and sequence numbers. A line no prefix or ``[Rank N]`` tag gives a rank to is the first
+    named rank's (torch names its own rank first)."""
+    fps = MISMATCH_RE.findall(body)
+    ranks = [int(r) for r, _ in fps]
+    seqs = [int(m.group(1)) if (m := MISMATCH_SEQ_RE.match(fp)) else None for _, fp in fps]
+    if rank is None and ranks and head[6] is None:
+        head = (head[0], head[1], head[2], ranks[0], head[4], head[5], head[6])
+    return CollectiveMismatch(*head, ranks, [fp for _, fp in fps], seqs, seqs[0] if seqs else None)
 
 
 def _backend_mismatch(st: _State, head: Head, body: str, rank: int | None, m: re.Match[str]) -> Iterator[Rec]:
@@ -450,13 +464,29 @@ def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[
     if "NCCL version" in body and ", NCCL version" in body:
         m = nccl_error_match(body)
         if m and not NCCL_CODE_RE.match(body):  # an NCCL error quoted without its exception type
-            msg = body[m.start():].strip()
+            what = body.rfind("what():", 0, m.end())
+            msg, last = split_last_error(body[max(m.start(), what + len("what():") if what >= 0 else 0):].strip())
             yield from _version(st, head, None, normalize_nccl_version(m.group("v")))
             if (rank, msg) not in st.errors:
                 st.errors.add((rank, msg))
-                err = DistError(*head, "NCCL error", msg, None, list(st.frames.pop(rank, [])))
+                err = DistError(*head, "NCCL error", msg, last, list(st.frames.pop(rank, [])))
                 yield err
-                st.pending_last_error[rank] = err
+                if last is None:
+                    st.pending_last_error[rank] = err
+
+
+def split_last_error(msg: str) -> tuple[str, str | None]:
+    """An exception's message and the ``Last error:`` NCCL gave, when one pasted line holds both (the
+    watchdog's lines, ``what():`` and ``Last error: NET/IB : Got completion ...`` joined by a copy from a
+    terminal or a log collector): (message, last error), else (message, None)."""
+    i = msg.find("Last error:")
+    if i < 0:
+        return msg, None
+    last = msg[i + len("Last error:"):].strip()
+    head = msg[:i]
+    m = nccl_error_match(head)  # "..., NCCL version 2.14.3 ncclRemoteError: A call failed ...": the code's
+    # explanation between the error and its last error is a line of its own when nothing is glued
+    return (head[:m.end()] if m else head).strip(), last or None
 
 
 def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match[str]) -> Iterator[Rec]:
@@ -476,10 +506,11 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
     if (rank, msg) in st.errors and not st.frames.get(rank):
         return  # the same error already read (a watchdog echo, a wrapper printing it again)
     st.errors.add((rank, msg))
-    err = DistError(*head, etype, msg, None, list(st.frames.pop(rank, [])))
+    msg, last = split_last_error(msg)
+    err = DistError(*head, etype, msg, last, list(st.frames.pop(rank, [])))
     yield err
     yield from _nccl_version_of(st, head, msg)
-    if "NCCL error" in body or "DistBackendError" in etype:
+    if last is None and ("NCCL error" in body or "DistBackendError" in etype):
         st.pending_last_error[rank] = err
 
 

@@ -89,3 +89,59 @@ def test_gloo_mismatch_abort_is_an_error_of_its_kind():
     e = recs[0]
     assert e.rank is None and e.line == 2 and e.exc_type == "gloo::EnforceNotMet"
     assert e.message.startswith("[enforce fail at") and e.message.endswith("collective mismatch in your code?")
+
+
+FP_OPTS = ("TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), "
+           "requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))")
+
+
+def test_detail_mismatch_gives_each_fingerprints_sequence_number_and_the_reporters_own():
+    """torch >= 2.0's DETAIL line: SequenceNumber per fingerprint; the reporter's own is the record's seq,
+    and a line with no rank tag is the first named rank's (torch names itself first)."""
+    (rec,) = parse(
+        "RuntimeError: Detected mismatch between collectives on ranks. Rank 3 is running collective: "
+        f"CollectiveFingerPrint(SequenceNumber=412, OpType=ALLGATHER, TensorShape=[64, 7], TensorDtypes=Half, {FP_OPTS}, "
+        "but Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=412, OpType=REDUCE_SCATTER, "
+        f"TensorShape=[64, 7], TensorDtypes=Half, {FP_OPTS}.Collectives differ in the following aspects: "
+        "\tOp type: ALLGATHERvs REDUCE_SCATTER\n")
+    assert isinstance(rec, R.CollectiveMismatch)
+    assert rec.ranks == [3, 0] and rec.seqs == [412, 412] and rec.seq == 412
+    assert rec.rank == 3
+
+
+def test_detail_mismatch_prefix_rank_kept_and_cut_short_peer_seq():
+    """A launcher's tag keeps its rank; a peer printed cut short (``SequenceNumber=9OpType=``) still gives
+    its number, and the reporter's own stays the record's; torch 1.x's print has no sequence number."""
+    (rec,) = parse("[rank5]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running "
+                   f"collective: CollectiveFingerPrint(SequenceNumber=20, OpType=BROADCAST, TensorShape=[1], "
+                   f"TensorDtypes=Long, {FP_OPTS}, but Rank 2 is running collective: "
+                   "CollectiveFingerPrint(SequenceNumber=9OpType=BARRIER).\n")
+    assert rec.rank == 5 and rec.seqs == [20, 9] and rec.seq == 20
+    (old,) = parse("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: "
+                   "CollectiveFingerPrint(OpType=ALLREDUCE, TensorShape=[20, 10], TensorDtypes=Float), "
+                   "but Rank 1 is running collective: CollectiveFingerPrint(OpType=REDUCE).\n")
+    assert old.ranks == [0, 1] and old.seqs == [None, None] and old.seq is None
+
+
+def test_one_pasted_line_holding_the_error_and_its_last_error():
+    """The watchdog's lines, what() and 'Last error:' copied as ONE line: the message is the NCCL error from
+    what() on, the last error is split off (not left in the message), whatever the code's explanation between."""
+    recs = parse(
+        "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous "
+        "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data. "
+        "[E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire process down. "
+        "terminate called after throwing an instance of 'std::runtime_error' what(): NCCL error: remote process "
+        "exited or there was a network error, NCCL version 2.15.5 ncclRemoteError: A call failed possibly due to "
+        "a network error or a remote process exiting prematurely. Last error: NET/IB : Got completion from peer "
+        "10.1.2.3<41234> with error 12, opcode 0, len 0, vendor err 129\n")
+    (err,) = [r for r in recs if isinstance(r, R.DistError)]
+    assert err.message == "NCCL error: remote process exited or there was a network error, NCCL version 2.15.5"
+    assert err.last_error == "NET/IB : Got completion from peer 10.1.2.3<41234> with error 12, opcode 0, len 0, vendor err 129"
+    recs = parse("[rank2]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                 "NCCLUtils.hpp:275, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version "
+                 "2.19.3 ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+                 "device error. Last error: socketStartConnect: Connect to 10.0.0.2<43211> failed : "
+                 "Connection refused\n")
+    (err,) = [r for r in recs if isinstance(r, R.DistError)]
+    assert err.rank == 2 and err.message.endswith("NCCL version 2.19.3")
+    assert err.last_error == "socketStartConnect: Connect to 10.0.0.2<43211> failed : Connection refused"
