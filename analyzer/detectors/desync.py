@@ -7,6 +7,7 @@ by ``rules.odd_ranks`` (a majority, else the one novel call). Coalesced groups a
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -15,11 +16,12 @@ import pandas as pd
 from .. import rules
 from ..model import Evidence, Finding, FindingKind, Run, Severity, Stuck, Verdict
 from ..metrics.progress import _from_table, pg_status_by_rank
-from ..rules.desync import call_of, last_call_culprits, mismatch_collective
+from ..rules.desync import call_of, detail_verdict, last_call_culprits, mismatch_collective
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run
 from .common import dense_groups, entries_at, group_key, not_p2p, rows_where
 
+NCCL_CHECK_RE = re.compile(r"Mismatched collective detected.{0,120}?\baround rank (\d{1,7})")
 HINT = ("Ranks must call the same collectives in the same order with the same sizes and dtypes. Look for "
         "rank-dependent branches (if rank == 0: ...), data-dependent sizes (the last batch, variable-length "
         "tensors), or a collective skipped on an exception path. The call sites below show where each side is.")
@@ -152,15 +154,57 @@ def detect(run: Run) -> list[Finding]:
                   "t": _first_t(rows)}))
     if not findings:
         findings += _backend_report(run)
-    for e in run.events:
-        if e.kind == "collective_mismatch":
-            ranks = e.data.get("ranks") or []
-            findings.append(Finding(
-                kind=FindingKind.DESYNC, severity=Severity.CRITICAL, message="PyTorch (TORCH_DISTRIBUTED_DEBUG=DETAIL) saw different collectives: "
-                + "; ".join(e.data.get("fingerprints") or [])[:400], ranks=tuple(ranks[1:2]) if len(ranks) == 2 else (),
-                hint=HINT, evidence=(e.evidence,), verdict=Verdict.DESYNC, data={}))
-            break
+    if not findings:
+        findings += _nccl_check(run)
+    findings += _detail_reports(run)
     return findings
+
+
+def _nccl_check(run: Run) -> list[Finding]:
+    """NCCL's own check (``Mismatched collective detected, please check your collective calls at and around
+    rank N``, NCCL 2.4-2.5): a desync whose culprit is the rank NCCL names, the reporting ranks the other
+    side; when the named rank failed of its own (an IB error on it, then its peers' check), the verdict's
+    time line makes it that failure's echo (``rules.mismatch_is_echo``)."""
+    warns = [(e, m) for e in run.events if e.kind == "nccl_warn" and (m := NCCL_CHECK_RE.search(e.text))]
+    if not warns:
+        return []
+    named = sorted({int(m.group(1)) for _, m in warns})
+    reporters = sorted({e.rank for e, _ in warns if e.rank is not None} - set(named))
+    e0 = warns[0][0]
+    return [Finding(
+        kind=FindingKind.DESYNC, severity=Severity.CRITICAL,
+        message=f"NCCL saw a collective mismatch at and around rank{'s' if len(named) > 1 else ''} "
+        f"{', '.join(map(str, named))}: {e0.text.strip()}"[:500], ranks=tuple(named), hint=HINT,
+        evidence=tuple(e.evidence for e, _ in warns[:4]), verdict=Verdict.DESYNC,
+        data={"sides": [{"ranks": [r]} for r in named] + ([{"ranks": reporters}] if reporters else []), "mismatch": ["nccl"],
+              "odd_ranks": named, "culprit_by": "named by NCCL", "t": e0.ts})]
+
+
+def _detail_reports(run: Run) -> list[Finding]:
+    """PyTorch's DETAIL check (``Detected mismatch between collectives``), every report read together
+    (``rules.desync.detail_verdict``): the ranks a majority disagrees with, else nobody; the mismatched
+    collective at the reports' SequenceNumber. The check does not name the process group: the default
+    group when the run knows no other."""
+    events = [e for e in run.events if e.kind == "collective_mismatch"]
+    if not events:
+        return []
+    dv = detail_verdict((e.data.get("ranks") or [], e.data.get("fingerprints") or []) for e in events)
+    culprits, how, sides, seq, op = (dv.culprits, dv.how, dv.sides, dv.seq, dv.op) if dv else ((), None, (), None, None)
+    stuck = Stuck(_detail_pg(run), seq, op.lower() if op else None) if seq is not None else None
+    return [Finding(
+        kind=FindingKind.DESYNC, severity=Severity.CRITICAL, message="PyTorch (TORCH_DISTRIBUTED_DEBUG=DETAIL) saw "
+        "different collectives: " + "; ".join(events[0].data.get("fingerprints") or [])[:400], ranks=culprits,
+        hint=HINT, evidence=tuple(e.evidence for e in events[:4]), stuck=stuck, verdict=Verdict.DESYNC,
+        data={"sides": [{"ranks": list(s.ranks), "op": s.sig[0], "shape": s.sig[1], "dtype": s.sig[2],  # type: ignore[index]
+                         "seq": s.sig[3]} for s in sides],  # type: ignore[index]
+              "mismatch": ["detail"], "odd_ranks": list(culprits), "culprit_by": how, "reports": len(events)})]
+
+
+def _detail_pg(run: Run) -> str:
+    pgs = {str(p) for p in run.collectives["pg"].unique()} if len(run.collectives) else set()
+    pgs |= {s.pg for s in run.pg_status}
+    pgs = {p for p in pgs if not p.endswith(":p2p") and not p.startswith("nccl:")}
+    return "0" if pgs <= {"0"} else "?"
 
 
 def _backend_report(run: Run) -> list[Finding]:

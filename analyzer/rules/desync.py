@@ -1,7 +1,8 @@
 """Who is the odd one out of a mismatched collective."""
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+import re
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .hang import stuck_collective
@@ -80,3 +81,69 @@ def last_call_culprits(last: Mapping[int, tuple[Hashable, str | None]],
     if len(by) < 2:
         return (), None
     return odd_ranks([Side(tuple(rs), sig, where) for (sig, where), rs in by.items()], used_by)
+
+
+# PyTorch's DETAIL check (TORCH_DISTRIBUTED_DEBUG=DETAIL): "Rank A is running collective:
+# CollectiveFingerPrint(SequenceNumber=N, OpType=X, TensorShape=[..], TensorDtypes=T, ...), but Rank B is
+# running collective: CollectiveFingerPrint(...)". The peer's print may be cut short ("SequenceNumber=0OpType=REDUCE").
+FP_SEQ_RE = re.compile(r"SequenceNumber=(\d{1,19})")
+FP_OP_RE = re.compile(r"OpType=([A-Za-z_]{1,40})")
+FP_SHAPE_RE = re.compile(r"TensorShape=\[([^\]]{0,400})\]")
+FP_DTYPE_RE = re.compile(r"TensorDtypes=([A-Za-z0-9_]{1,40})")
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """One rank's collective as PyTorch's DETAIL check printed it (fields it did not print are None)."""
+
+    seq: int | None
+    op: str | None
+    shape: str | None
+    dtype: str | None
+
+
+def fingerprint(text: str) -> Fingerprint:
+    seq, op = FP_SEQ_RE.search(text), FP_OP_RE.search(text)
+    shape, dtype = FP_SHAPE_RE.search(text), FP_DTYPE_RE.search(text)
+    return Fingerprint(int(seq.group(1)) if seq else None, op.group(1).upper() if op else None,
+                       shape.group(1).replace(" ", "") if shape else None, dtype.group(1) if dtype else None)
+
+
+@dataclass(frozen=True, slots=True)
+class DetailVerdict:
+    """What the DETAIL reports say together: the ranks out of step (a majority of ranks against them, else
+    nobody: two ranks that disagree do not say which one is wrong), the sides, and the mismatched call's
+    sequence number (the majority's, else the reporting ranks' own when they agree)."""
+
+    culprits: tuple[int, ...]
+    how: str | None
+    sides: tuple[Side, ...]
+    seq: int | None
+    op: str | None  # the mismatched call's op, on the same terms as ``seq``
+
+
+def detail_verdict(reports: Iterable[tuple[Sequence[int], Sequence[str]]]) -> DetailVerdict | None:
+    """``reports``: (ranks, fingerprints) of each ``Detected mismatch between collectives`` line, the
+    reporting rank and its fingerprint first, the peer it compared with second. A rank's own print of its
+    fingerprint stands over a peer's print of it. None when no report names two ranks."""
+    own: dict[int, Fingerprint] = {}
+    told: dict[int, Fingerprint] = {}
+    first: Fingerprint | None = None
+    for ranks, fps in reports:
+        if len(ranks) < 2 or len(fps) < 2:
+            continue
+        mine = fingerprint(fps[0])
+        own.setdefault(ranks[0], mine)
+        told.setdefault(ranks[1], fingerprint(fps[1]))
+        first = mine if first is None else first
+    of = {**told, **own}
+    if len(of) < 2 or first is None:
+        return None
+    by: dict[Fingerprint, list[int]] = {}
+    for r in sorted(of):
+        by.setdefault(of[r], []).append(r)
+    sides = [Side(tuple(rs), (fp.op, fp.shape, fp.dtype, fp.seq)) for fp, rs in by.items()]
+    culprits, how = odd_ranks(sides, {})
+    big = max(by.items(), key=lambda kv: len(kv[1]))
+    at = big[0] if how == "majority" else first
+    return DetailVerdict(culprits, how, tuple(sorted(sides, key=lambda s: -len(s.ranks))), at.seq, at.op)
