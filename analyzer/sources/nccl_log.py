@@ -214,10 +214,16 @@ def _other_head(text: str, file: str, lineno: int) -> NcclRec | None:
         src = m.group("src") or m.group("src2")
     else:
         m = HEADLESS_RE.match(text)
-        if m is None:
-            return None
+        body = text
+        if m is None:  # behind a tool's prefix or NCCL's own [dev] without its host:pid:tid ("[3] include/shm.h:28
+            # NCCL WARN ...", "[1,0]<stdout>:[0] NCCL INFO ...": a log collector that cut the head)
+            body = strip_tool_prefixes(text)[1]
+            m = HEADLESS_RE.match(body) if body is not text else None
+            if m is None:
+                return None
         level, src = m.group("level"), m.group("src")
         base = (file, lineno, text, "", 0, 0, None)
+        text = body
     msg = text[m.end():].rstrip("\r\n").strip()
     if level == "WARN":
         return NcclWarn(*base, src, m.groupdict().get("func"), msg)

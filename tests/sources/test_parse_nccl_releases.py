@@ -68,6 +68,15 @@ CASES = [
      R.NcclWarn, {"source": "init.cc:1247", "message": "Cuda failure 'invalid device ordinal'", "pid": 0}),
     ("2.21", "NCCL INFO Channel 00/02 :    0   1   2   3",
      R.NcclRingOrder, {"channel": 0, "nchannels": 2, "ranks": [0, 1, 2, 3], "pid": 0}),
+    # a log collector that cut the host:pid:tid and kept NCCL's [dev] (Kubeflow's pod logs), or a launcher's tag in front
+    ("2.9", "[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+     R.NcclWarn, {"source": "include/shm.h:28", "message": "Call to posix_fallocate failed : No space left on device",
+                  "host": "", "pid": 0}),
+    ("2.9", "[0] NCCL INFO Channel 01/02 :    0   1   2   3",
+     R.NcclRingOrder, {"channel": 1, "nchannels": 2, "ranks": [0, 1, 2, 3], "pid": 0}),
+    ("2.18", "[1,2]<stderr>:[2] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.7.0.12<41022> "
+             "with error 12, opcode 0, len 0, vendor err 129",
+     R.NcclWarn, {"source": "transport/net_ib.cc:1295", "pid": 0}),
     ("2.26", f"{H} NCCL CALL ncclAllReduce(0x7f1c00000000,0x7f1c00000000,262144,7,0,0x5581c0a0,0x55d0)", type(None), {}),
     ("2.29", f"{H} NCCL INFO comm 0x5581c0a0 rank 3 nRanks 32 nNodes 4 localRanks 8 localRank 3 MNNVL 0",
      R.NcclCommInfo, {"nranks": 32, "nnodes": 4, "local_ranks": 8}),
