@@ -11,8 +11,16 @@ from __future__ import annotations
 from ..model import Evidence, Finding, FindingKind, Run, Severity, Stuck, Verdict
 from ..rules.exits import from_outside
 from ..rules.facts import failures_of_run
-from ..rules.hang import behind_by_counts, bounded_world, init_stall, stuck_collective
-from .common import entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
+from ..rules.hang import (
+    after_stall,
+    behind_by_counts,
+    bounded_world,
+    init_stall,
+    no_rows_after_init,
+    stuck_collective,
+    unique_id_wait,
+)
+from .common import RankPg, entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 
 HINT_NEVER_JOINED = (
     "Rank {r} stopped issuing collectives before #{seq}: look at what it runs between its last collective and "
@@ -39,7 +47,7 @@ def detect(run: Run) -> list[Finding]:
     if finished_ok(run):
         return []
     stalls = stall_events(run)
-    status = pg_status_by_rank(run)
+    status = _with_timeouts(pg_status_by_rank(run), run)
     findings: list[Finding] = []
     stall_ev = tuple(e.evidence for e in stalls[:3])
     world = {p.rank for p in run.job.processes if p.rank is not None} | {r for by in status.values() for r in by}
@@ -60,7 +68,7 @@ def detect(run: Run) -> list[Finding]:
         evidence += _ras_evidence(run, never)
         where = {r: run.stacks[r] for r in never + waiting if r in run.stacks}
         wait_desc = _wait_where(at, waiting)
-        died = _died_first(run, never)
+        died = _died_first(run, never, stalls)
         if never and died:
             r, code = died
             findings.append(Finding(
@@ -101,7 +109,28 @@ def detect(run: Run) -> list[Finding]:
         findings.extend(_init_hang(run, stalls))
     if not findings:
         findings.extend(_exit_hang(run, status))
+    if not findings:
+        findings.extend(_unique_id_hang(run))
+    if not findings:
+        findings.extend(_tests_hang(run))
+    if not findings:
+        findings.extend(_watchdog_stuck(run))
     return findings
+
+
+def _with_timeouts(status: dict[str, dict[int, RankPg]], run: Run) -> dict[str, dict[int, RankPg]]:
+    """A rank with no status of its own in a group that others report on, whose watchdog timed out in work N
+    of that group (``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=N``), is in work N with N-1
+    completed (a group's work completes in order): it joined, it is no culprit."""
+    out = {pg: dict(by) for pg, by in status.items()}
+    for e in run.events:
+        seq = e.data.get("seq")
+        pg = str(e.data.get("pg") or "0")
+        if e.kind != "watchdog_timeout" or e.rank is None or not isinstance(seq, int) or pg not in out:
+            continue
+        if e.rank not in out[pg]:
+            out[pg][e.rank] = RankPg(e.rank, pg, seq, seq, seq - 1, e.evidence, "watchdog_timeout")
+    return out
 
 
 def _exit_hang(run: Run, status: dict) -> list[Finding]:
@@ -131,11 +160,16 @@ def _exit_hang(run: Run, status: dict) -> list[Finding]:
         evidence=(), verdict=Verdict.HANG, data={"class": "exit", "where": where})]
 
 
-def _died_first(run: Run, ranks: list[int]) -> tuple[int, int | str] | None:
+def _died_first(run: Run, ranks: list[int], stalls: list) -> tuple[int, int | str] | None:
     """A culprit rank whose process failed of its own (``rules``: an exception, an OOM, an exit code of
-    its own; not the user's interrupt, a kill from outside, or an abort by the watchdog), with its exit
-    code or else what it failed of."""
-    causes = sorted((f for f in failures_of_run(run) if f.rank in ranks and f.is_cause),
+    its own; not the user's interrupt, a kill from outside, or an abort by the watchdog) before the stall
+    (``rules.hang.after_stall``: a failure printed after the others' timeouts is their echo), with its
+    exit code or else what it failed of."""
+    first = min(stalls, key=lambda e: (e.evidence.file, e.evidence.line), default=None)
+    stall_t = min((e.ts for e in stalls if isinstance(e.ts, (int, float))), default=None)
+    stall_at = (first.evidence.file, first.evidence.line) if first is not None else None
+    causes = sorted((f for f in failures_of_run(run) if f.rank in ranks and f.is_cause
+                     and not after_stall(f.t, f.order, stall_t, stall_at)),
                     key=lambda f: (f.t is None, f.t or 0.0, f.order))
     if not causes:
         return None
@@ -199,6 +233,81 @@ def _excerpt_init_stall(run: Run) -> list[Finding]:
             data={"class": "init", "suspects": suspects[:4096], "certainty": {"level": st.level, "why": st.why}}))
         break  # one communicator's stall is the story
     return out
+
+
+HINT_FIRST_COLLECTIVE = (
+    "A hang in the first collective after init is most often the path between the GPUs: PCI ACS or an IOMMU "
+    "on the PCIe switch drops P2P traffic (disable ACS, or try NCCL_P2P_DISABLE=1), P2P that the GPUs do not "
+    "support (consumer cards), a broken NVLink bridge, or a network path that init used but the data does not "
+    "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA). Run with NCCL_DEBUG=INFO and compare with nccl-tests on the same GPUs."
+)
+
+
+def _unique_id_hang(run: Run) -> list[Finding]:
+    """A rank timed out in the store waiting for the NCCL unique id of its group's first collective
+    (``rules.hang.unique_id_wait``): the group's root never reached that collective."""
+    for e in run.events:
+        if e.kind != "dist_error":
+            continue
+        w = unique_id_wait(str(e.data.get("message") or "")) or unique_id_wait(e.text)
+        if w is None:
+            continue
+        group = "the default process group" if w.default_group else "its process group (group ranks)"
+        certainty = ({"level": "likely", "why": f"rank {w.waiter} timed out waiting for rank {w.root}'s NCCL unique id "
+                      "in the store; rank's own records do not say where it is"} if w.default_group else
+                     {"level": "possible", "why": "the ranks the message names are ranks of a group whose members "
+                      "are not known here"})
+        return [Finding(
+            kind=FindingKind.HANG, severity=Severity.CRITICAL,
+            message=f"rank {w.waiter} timed out waiting for rank {w.root} to publish the NCCL unique id of the first "
+            f"collective of {group} ({w.error[:160]}): rank {w.root} never reached that collective",
+            ranks=(w.root,) if w.default_group else (), evidence=(e.evidence,), verdict=Verdict.HANG,
+            hint=f"Rank {w.root} creates the communicator's unique id when it reaches its first collective: look at "
+            f"what it runs before that collective (a data loader, a rank-conditional branch, a checkpoint load, an "
+            "exception in its own log), and check that every rank calls the same collectives in the same order.",
+            data={"class": "unique_id_wait", "waiting": [w.waiter] if w.default_group else [],
+                  "suspects": [w.root], "certainty": certainty})]
+    return []
+
+
+def _tests_hang(run: Run) -> list[Finding]:
+    """nccl-tests output with no result row after NCCL's init completed (``rules.hang.no_rows_after_init``)."""
+    files = no_rows_after_init(
+        (f for f, fmt in run.files if fmt == "nccl_tests"), (str(t.get("file")) for t in run.nccl_tests),
+        any(c.init_complete for c in run.communicators), bool(failures_of_run(run)),
+        run.job.exit_code is not None or bool(run.exits))
+    if not files:
+        return []
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL,
+        message=f"nccl-tests output {files[0]} ends after NCCL's Init COMPLETE with no result row: the benchmark's first "
+        "collective never completed (every rank in it, none at fault in the text)",
+        hint=HINT_FIRST_COLLECTIVE, evidence=(), verdict=Verdict.HANG,
+        data={"class": "first_collective", "certainty": {
+            "level": "possible", "why": "the output ends inside the first collective and the run's end is unknown: "
+            "a finished or failed benchmark prints its rows, its summary or its error"}})]
+
+
+def _watchdog_stuck(run: Run) -> list[Finding]:
+    """PyTorch's heartbeat monitor saw a rank's watchdog thread make no progress ('Heartbeat monitor timed
+    out', 'watchdog got stuck for N seconds'): the process is blocked in a CUDA or NCCL call; these lines do
+    not say which collective, so no rank is named."""
+    hb = [e for e in run.events if e.kind == "heartbeat_timeout"]
+    if not hb:
+        return []
+    ranks = sorted({e.rank for e in hb if e.rank is not None})
+    who = f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}" if ranks else "a rank"
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL,
+        message=f"the NCCL watchdog of {who} made no progress and PyTorch's heartbeat monitor gave up on it: the "
+        "process is blocked inside a CUDA or NCCL call (a collective that never completes, or a teardown that hangs)",
+        hint="Find the call it is blocked in: py-spy dump --native on a stuck rank, or the Flight Recorder dump the "
+        "monitor writes (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT=1); look at the NCCL WARN lines and "
+        "GPU health (Xid errors). At exit: call dist.destroy_process_group() once every collective has finished.",
+        evidence=tuple(_dedupe([e.evidence for e in hb]))[:3], verdict=Verdict.HANG,
+        data={"class": "watchdog_stuck", "waiting": ranks, "certainty": {
+            "level": "likely", "why": "the ranks' own heartbeat monitors say their watchdogs were stuck; which "
+            "collective each was in is not in these lines"}})]
 
 
 def _pg_desc(pg: str) -> str:

@@ -2,6 +2,7 @@
 completed sequence number (Flight Recorder, watchdog lines, the hook's records or heartbeats)."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -83,3 +84,54 @@ def init_stall(started: Iterable[int], complete: Iterable[int], failed: bool, ex
         return None
     return InitStall(stuck, "possible", "the log ends inside init (Init START with no Init COMPLETE) and the "
                      "job's exit is unknown: a healthy init goes on to Init COMPLETE")
+
+
+# PyTorch's ProcessGroupNCCL::broadcastUniqueNCCLID: "[1] is setting up NCCL communicator and retrieving
+# ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: ..." (1.x-2.x;
+# older releases spell it "retreiving"); both ranks are ranks of the group the communicator is made for
+UNIQUE_ID_WAIT_RE = re.compile(
+    r"\[(?P<me>\d{1,7})\] is setting up NCCL communicator and retr(?:ei|ie)ving ncclUniqueId from "
+    r"\[(?P<root>\d{1,7})\] via c10d key-value store by key '(?P<key>[^']{0,200})', but store->get\('[^']{0,200}'\) "
+    r"got error: (?P<error>.{0,300})")
+TIMED_OUT_RE = re.compile(r"[Tt]ime ?out|timed out")
+
+
+@dataclass(frozen=True, slots=True)
+class UniqueIdWait:
+    waiter: int  # the rank that waited (a rank of its group)
+    root: int  # the group's rank that creates the unique id and never published it
+    default_group: bool  # the store key is the default group's: group ranks are global ranks
+    error: str
+
+
+def unique_id_wait(message: str) -> UniqueIdWait | None:
+    """A rank that timed out waiting in the store for the NCCL unique id its group's root publishes when
+    the root reaches the group's first collective: the root never got there (a hang at that collective,
+    its root the one to look at). None when the message is not that, or the store failed otherwise (a
+    connection reset: the store's host went away, a crash, not a wait)."""
+    m = UNIQUE_ID_WAIT_RE.search(message)
+    if m is None or not TIMED_OUT_RE.search(m.group("error")):
+        return None
+    return UniqueIdWait(int(m.group("me")), int(m.group("root")), "default_pg" in m.group("error"),
+                        m.group("error").strip())
+
+
+def no_rows_after_init(test_files: Iterable[str], files_with_rows: Iterable[str], init_complete: bool,
+                       failed: bool, exit_known: bool) -> tuple[str, ...]:
+    """nccl-tests outputs that printed no result row although NCCL's init completed: the benchmark prints
+    a row as each size completes, the first right after init, so its first collective never completed.
+    The job's end unknown and nothing failed: a possible hang (the output ends inside that collective);
+    a failure or a known exit tells its own story instead."""
+    if failed or exit_known or not init_complete:
+        return ()
+    done = set(files_with_rows)
+    return tuple(sorted(f for f in set(test_files) if f not in done))
+
+
+def after_stall(t: float | None, order: tuple[str, int], stall_t: float | None,
+                stall_order: tuple[str, int] | None, skew_s: float = 1.0) -> bool:
+    """A failure came after the stall: by time when both are known, else by line in the same file (one
+    log's lines are in the order they were written). Unknown order is not after."""
+    if t is not None and stall_t is not None:
+        return t > stall_t + skew_s
+    return stall_order is not None and order[0] == stall_order[0] and order[1] > stall_order[1]

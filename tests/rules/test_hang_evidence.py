@@ -1,0 +1,156 @@
+"""Hangs told by what the user has: a rank's store wait for the unique id its root never published, PyTorch's
+heartbeat monitor on a stuck watchdog, an nccl-tests run whose first row never came, and a culprit's failure
+printed after the others' timeouts (an echo, not the cause). Each in the shape a pasted log has; each also
+with the near miss that must not become a hang."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ncclscope.analysis import analyze_paths
+from ncclscope.rules.hang import after_stall, no_rows_after_init, unique_id_wait
+
+
+def _judge(tmp_path: Path, name: str, text: str):
+    d = tmp_path / "in"
+    d.mkdir(exist_ok=True)
+    (d / name).write_text(text)
+    return analyze_paths([d / name], cache=False).decision
+
+
+UNIQUE_OLD = ("RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value "
+              "store by key '0', but store->get('0') got error: Timeout waiting for key: default_pg/0/0 after 1800000 ms")
+UNIQUE_NEW = ("torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] "
+              "via c10d key-value store by key '0', but store->get('0') got error: wait timeout after 600000ms, keys: "
+              "/default_pg/0//cuda//0")
+
+
+@pytest.mark.parametrize("text, waiter, root, default", [
+    (UNIQUE_OLD, 1, 0, True),
+    (UNIQUE_NEW, 3, 0, True),
+    (UNIQUE_NEW.replace("/default_pg/0//cuda//0", "/pg_2/0//cuda//0"), 3, 0, False),
+    (UNIQUE_OLD.replace("Timeout waiting for key: default_pg/0/0 after 1800000 ms", "Socket Timeout"), 1, 0, False),
+])
+def test_unique_id_wait_reads_both_spellings(text, waiter, root, default):
+    w = unique_id_wait(text)
+    assert w is not None and (w.waiter, w.root, w.default_group) == (waiter, root, default)
+
+
+def test_a_store_that_went_away_is_no_wait():
+    """The store's host reset the connection: the root's process is gone (a crash), not late."""
+    assert unique_id_wait(UNIQUE_OLD.replace("Timeout waiting for key: default_pg/0/0 after 1800000 ms",
+                                             "Connection reset by peer")) is None
+    assert unique_id_wait("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error") is None
+
+
+def test_unique_id_timeout_is_a_hang_of_the_root(tmp_path):
+    text = "".join(f"[default3]:[rank3]: {ln}\n" for ln in (
+        "Traceback (most recent call last):",
+        '  File "/opt/train.py", line 41, in <module>',
+        "    dist.broadcast(t, src=0)",
+        UNIQUE_NEW,
+        "Exception raised from doWait at /opt/pytorch/torch/csrc/distributed/c10d/TCPStore.cpp:578 (most recent call first):"))
+    d = _judge(tmp_path, "train.log", text)
+    assert (d.verdict.value, d.culprit_ranks) == ("hang", (0,)), d.headline
+    assert d.certainty == "likely" and "unique id" in d.headline
+
+
+def test_heartbeat_monitor_on_every_rank_is_a_hang_with_no_culprit(tmp_path):
+    text = "".join(
+        f"[rank{r}]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank {r}] Heartbeat monitor timed out! Process will be terminated "
+        f"after dumping debug info. workMetaList_.size()={40 + r}\n" for r in range(4))
+    d = _judge(tmp_path, "train.log", text)
+    assert (d.verdict.value, d.culprit_ranks, d.stuck) == ("hang", (), None), d.headline
+    assert d.certainty == "likely" and "watchdog" in d.headline
+    assert {s for _, s, _ in d.states} == {"stuck_in_collective"}
+
+
+def test_stuck_watchdog_at_teardown_after_the_work_is_a_hang(tmp_path):
+    text = ("[  PASSED  ] 12 tests.\n" + "".join(
+        f"[E1003 07:41:20.518330671 ProcessGroupNCCL.cpp:1487] [PG ID 0 PG GUID  Rank {r}] ProcessGroupNCCL's watchdog "
+        "got stuck for 10 seconds without making progress in monitoring enqueued collectives.\n" for r in (0, 1)))
+    d = _judge(tmp_path, "mpirun.log", text)
+    assert d.verdict.value == "hang" and d.culprit_ranks == ()
+
+
+def test_a_crash_before_a_stuck_watchdog_stays_the_crash(tmp_path):
+    text = ("[rank1]: Traceback (most recent call last):\n[rank1]:   File \"/opt/train.py\", line 9, in <module>\n"
+            "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+            "[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] Heartbeat monitor timed out! Process will be terminated "
+            "after dumping debug info. workMetaList_.size()=3\n")
+    d = _judge(tmp_path, "train.log", text)
+    assert (d.verdict.value, d.culprit_ranks) == ("crash", (1,)), d.headline
+
+
+HEADER = """# nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+# Using devices
+#   Rank  0 Pid   4410 on    bench07 device  0 [0x17] NVIDIA L40S
+#   Rank  1 Pid   4410 on    bench07 device  1 [0x31] NVIDIA L40S
+bench07:4410:4410 [0] NCCL INFO NCCL version 2.19.3+cuda12.3
+bench07:4410:4421 [0] NCCL INFO Channel 00/02 :    0   1
+bench07:4410:4421 [0] NCCL INFO Channel 00/0 : 0[17000] -> 1[31000] via P2P/IPC
+bench07:4410:4422 [1] NCCL INFO Channel 00/0 : 1[31000] -> 0[17000] via P2P/IPC
+bench07:4410:4421 [0] NCCL INFO comm 0x55e1c8a0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 17000 commId 0x9e2d41c07f3a55b1 - Init COMPLETE
+bench07:4410:4422 [1] NCCL INFO comm 0x55e1d920 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 31000 commId 0x9e2d41c07f3a55b1 - Init COMPLETE
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+"""
+ROW = "           8             2     float     sum      -1    10.21    0.00    0.00      0    10.02    0.00    0.00      0\n"
+
+
+def test_nccl_tests_with_no_row_after_init_is_a_possible_hang(tmp_path):
+    d = _judge(tmp_path, "all_reduce.txt", HEADER)
+    assert (d.verdict.value, d.culprit_ranks) == ("hang", ()), d.headline
+    assert d.certainty == "possible" and "no result row" in d.headline
+
+
+def test_nccl_tests_with_rows_is_no_hang(tmp_path):
+    """A sweep cut after its first rows is a benchmark that ran: not a hang."""
+    d = _judge(tmp_path, "all_reduce.txt", HEADER + ROW)
+    assert d.verdict.value != "hang", d.headline
+
+
+def test_nccl_tests_that_stop_before_init_completes_are_no_first_collective_hang(tmp_path):
+    head = "".join(ln + "\n" for ln in HEADER.splitlines() if "Init COMPLETE" not in ln)
+    d = _judge(tmp_path, "all_reduce.txt", head)
+    assert d.verdict.value != "hang" or "no result row" not in d.headline, d.headline
+
+
+def test_no_rows_after_init_rule():
+    assert no_rows_after_init(["a", "b"], ["a"], True, False, False) == ("b",)
+    assert no_rows_after_init(["a"], [], True, True, False) == ()  # something failed: its own story
+    assert no_rows_after_init(["a"], [], True, False, True) == ()  # the end is known
+    assert no_rows_after_init(["a"], [], False, False, False) == ()  # still in init: not the first collective
+
+
+def test_after_stall_by_time_then_by_line():
+    assert after_stall(20.0, ("f", 1), 10.0, ("f", 5))
+    assert not after_stall(10.5, ("f", 9), 10.0, ("f", 5))  # within the skew
+    assert after_stall(None, ("f", 9), None, ("f", 5))
+    assert not after_stall(None, ("g", 9), None, ("f", 5))  # another file: order unknown
+    assert not after_stall(None, ("f", 2), None, ("f", 5))
+    assert not after_stall(None, ("f", 9), None, None)
+
+
+def test_a_culprit_failure_after_the_others_timeouts_is_no_death_first(tmp_path):
+    """The OOM rank 0 prints after ranks 1-3 timed out in broadcast #77 does not make the hang a death of
+    rank 0: the hang finding stays a hang of the rank that never joined."""
+    lines = []
+    for r in (1, 2, 3):
+        lines.append(f"[rank{r}]:[E513 07:41:10.2041{r}8372 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
+                     "operation timeout: WorkNCCL(SeqNum=77, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) "
+                     "ran for 1800044 milliseconds before timing out.")
+    lines.append("[rank1]:[E513 07:41:10.204402117 ProcessGroupNCCL.cpp:1664] [PG 0 Rank 1] Exception (either an error or "
+                 "timeout) detected by watchdog at work: 77, last enqueued NCCL work: 77, last completed NCCL work: 76.")
+    lines += ["[rank0]: Traceback (most recent call last):", '[rank0]:   File "/opt/save.py", line 88, in consolidate',
+              "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory."]
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "train.log").write_text("\n".join(lines) + "\n")
+    a = analyze_paths([d / "train.log"], cache=False)
+    hang = [f for f in a.findings if f.kind == "hang"]
+    assert hang and hang[0].verdict.value == "hang" and hang[0].ranks == (0,), [f.message for f in hang]
+    assert 2 in hang[0].data["waiting"] and 3 in hang[0].data["waiting"]  # their own timeouts put them in #77
