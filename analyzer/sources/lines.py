@@ -51,6 +51,9 @@ _PLAIN = (
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: ?(?:Z|[+-]\d\d:?\d\d))? (?:(?:stdout|stderr) [FP] |\| )?"  # CI,
     # Kubernetes, log collectors ("2026-11-02 21:14:08.551 +08:00 ")
     r"|\[[\w.-]{1,255}:\d{1,7}\]:"  # SkyPilot's "[node:0]:"
+    # torchrun's --log-line-prefix-template / TorchX roles: "[trainer3]:", "[trainer0|3]:" (role and ranks as the
+    # template puts them: no rank taken from it)
+    r"|\[[A-Za-z_][\w.-]{0,100}(?:\|\d{1,7}){0,2}\]:\s?"
     r"|[\u2502\u2503|] "  # a terminal viewer's box bar (k9s, lazydocker): "\u2502 "
     r"|\s{0,8}\| (?=\d{4}-)"  # a log viewer's table: "  | 2026-08-23T22:22:51.874Z | "
     r"|[\w-]{1,100}(?:\.[\w-]{1,100}){1,4} \[(?:stdout|stderr)\]:? "  # <name>.<node> [stderr]

@@ -48,6 +48,9 @@ PREFIXES = [
     ("(head, rank=2, pid=40211) [ip-10-0-7-18:0]:", 2),  # SkyPilot (tests/data/wild/awsofi584_*)
     ("2026-11-02 21:14:08.551 +08:00 ", None),  # a log collector's time with its zone (NVIDIA/nccl#1905 shape)
     ("\u2502 ", None),  # k9s' box bar (NVIDIA/nccl#733 shape)
+    ("[trainer3]:", None),  # torchrun --log-line-prefix-template / TorchX roles (tests/data/wild/nccl1837_*)
+    ("[trainer0|3]:", None),
+    ("[worker_a.2|0|2]: ", None),
 ]
 
 
