@@ -20,6 +20,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,13 @@ from ..rules import desync as desync_rule
 from ..rules.cause import Failure
 from ..rules.exits import FailureKind
 from ..rules.facts import error_failure, exit_failure
+from ..rules.nodes import Heard, SilentNode, silent_nodes
+from ..rules.states import fmt_ranks
 from ..sources import records as R
 from ..sources.hook_jsonl import parse_jsonl
 from ..ingest import wrapped_join_known
-from ..sources.lines import maybe_nccl, nccl_only, rejoin_wrapped, strip_tool_prefixes
+from ..sources.lines import (MAX_WRAP_PIECES, WRAP_MAX, WRAP_MIN, maybe_nccl, nccl_only, rejoin_wrapped,
+                             strip_tool_prefixes)
 from ..sources.nccl_log import parse_nccl_line
 from ..sources.torch_log import parse_torch_lines
 from ..text_fit import shorten
@@ -55,6 +59,7 @@ VANISHED_S = 1.6  # heartbeats come every second: a rank silent this long before
 HEAD_BYTES = 65536  # what ``ingest.sniff`` reads of a file to tell its format
 MAX_FAILURES = 4096  # failure events kept for the root cause (the first ones are the ones that matter)
 TRACEBACK = "Traceback (most recent call last)"
+WRAP_HOLD_S = 1.0  # a read that ends in what may be a hard-wrapped line waits this long for its next pieces
 
 
 def wanted(name: str) -> bool:
@@ -135,6 +140,7 @@ class LiveMonitor:
         self._crash_new = False  # failures arrived since the root cause was last decided
         self._wd: dict[str, Any] = {}  # what PyTorch's watchdog lines said, gathered for CRASH_GRACE_S
         self._torch_carry: dict[str, list[tuple[int, str]]] = {}
+        self._wrap_hold: dict[str, tuple[float, list[tuple[int, str]]]] = {}  # path -> (since, open wrap)
         self._torch_seen: dict[str, set[tuple[int, str]]] = {}
         self.nccl_warns: deque[str] = deque(maxlen=20)
         self.backend: str | None = None  # the hook's start record: which default timeout applies
@@ -195,6 +201,9 @@ class LiveMonitor:
             paths = self.watcher.changed(force_scan=self._thread is None) | set(self.tailer.pending())
             for p in sorted(paths):
                 self._read(p)
+            for p, (since, _) in list(self._wrap_hold.items()):
+                if self._once or self._now - since >= WRAP_HOLD_S:
+                    self._feed_log(p, [], flush=True)  # no next piece came: the lines stand as they are
             raised = self._judge(self._now)
             for a in raised:
                 self.alerts.append(a)
@@ -250,10 +259,22 @@ class LiveMonitor:
         else:
             self._feed_log(path, lines)
 
-    def _feed_log(self, path: str, lines: list[tuple[int, str]]) -> None:
+    def _feed_log(self, path: str, lines: list[tuple[int, str]], flush: bool = False) -> None:
         """A text log, line by line as ``analyze`` reads it (``ingest``'s filter, ``sources.lines``): an
         NCCL line, 2.2's without the ``NCCL`` word too, goes to the NCCL parser (its WARN lines are kept),
-        every other line to the PyTorch / launcher parser."""
+        every other line to the PyTorch / launcher parser. A read that ends in lines that may be the first
+        pieces of a hard-wrapped line keeps them back (``open_wrap``) until the next read, or ``WRAP_HOLD_S``,
+        so that the pieces are joined as ``analyze`` joins them in the whole file."""
+        held = self._wrap_hold.pop(path, None)
+        if held is not None:
+            lines = held[1] + lines
+        if not flush and not self._once:
+            k = open_wrap(lines)
+            if k < len(lines):
+                self._wrap_hold[path] = (self._now, lines[k:])
+                lines = lines[:k]
+        if not lines:
+            return
         rest = []
         for lineno, text in rejoin_wrapped(lines, wrapped_join_known):  # a line a terminal hard-wrapped
             if maybe_nccl(text):
@@ -273,6 +294,7 @@ class LiveMonitor:
             if not isinstance(rec, R.HookRec) or not isinstance(rec.rank, int):
                 continue
             touched = stall.apply(self.state, rec.rank, rec.type, rec.data)
+            self.state.ranks[rec.rank].last_line = f"{rec.file.rsplit('/', 1)[-1]}:{rec.line}"
             if rec.type == "start" and isinstance(rec.data.get("backend"), str):
                 self.backend = rec.data["backend"]
             if rec.type == "fr" and isinstance(rec.data.get("path"), str):
@@ -388,6 +410,11 @@ class LiveMonitor:
                 w.setdefault("seq", rec.seq)
         if rec.rank is not None:
             w.setdefault("ranks", set()).add(rec.rank)
+            src = w.setdefault("src", {})
+            if isinstance(rec, (R.WatchdogFailure, R.DumpSignal)) and rec.last_enqueued is not None:
+                src[rec.rank] = "watchdog_failure"  # its own last enqueued: a status of its own
+            else:
+                src.setdefault(rec.rank, "watchdog_timeout")
         w.setdefault("first", self._now)
         w.setdefault("evidence", f"{rec.file.rsplit('/', 1)[-1]}:{rec.line}")
 
@@ -404,9 +431,13 @@ class LiveMonitor:
         self.hang = _Hang(h, now, None, None, set(), detail_sent=True, killed=True)
         who = (f"{_plural(culprits)} never joined {op or 'collective'} #{seq} of process group {pg}"
                if culprits else f"{op or 'collective'} #{seq} of process group {pg} did not complete")
+        from ..detectors.hang import _unseen_certainty
+
+        src: dict[int, str] = w.get("src", {})
+        certainty = _unseen_certainty(list(culprits), {r: _Status(v) for r, v in src.items()})
         return make_alert("hang", "hang", culprits, _stuck(h),
                           f"PyTorch's watchdog timed out ({w['evidence']}): {who}", self._hang_where(h), ts=now,
-                          source="pytorch_watchdog", waiting_ranks=list(waiters))
+                          source="pytorch_watchdog", waiting_ranks=list(waiters), certainty=certainty)
 
     def _crash(self, rank: int | None, info: dict[str, Any], failure: Failure) -> None:
         """A failure event on the time line; the first cause opens the grace period of the crash alert."""
@@ -533,11 +564,34 @@ class LiveMonitor:
     def _open_hang(self, h: stall.Hang, now: float) -> dict[str, Any]:
         req_t, req_id = self._request_dump(now)
         self.hang = _Hang(h, now, req_t, req_id, set())
-        return make_alert("hang", "hang", h.culprits, _stuck(h), _hang_message(h, self.nccl_warns),
+        nodes = self._silent_nodes(now, h.threshold_s)
+        extra: dict[str, Any] = {}
+        if nodes:
+            extra["nodes"] = [{"host": n.host, "ranks": list(n.ranks), "last_t": round(n.last_t, 3),
+                               "last_line": n.last_line, "silent_s": round(n.silent_s, 2)} for n in nodes]
+        return make_alert("hang", "hang", h.culprits, _stuck(h), _hang_message(h, self.nccl_warns, nodes),
                           self._hang_where(h), ts=now, threshold_s=round(h.threshold_s, 2),
                           stalled_s=round(h.age_s, 2), waiting_ranks=list(h.waiters),
-                          stacks_requested=req_t is not None,
+                          stacks_requested=req_t is not None, certainty=self._certainty(h, now), **extra,
                           watchdog=self._watchdog_eta(h, StuckFacts(), now))
+
+    def _silent_nodes(self, now: float, silent_s: float) -> tuple[SilentNode, ...]:
+        """The hosts every rank of which fell silent (``rules.nodes``), from the hook's records."""
+        return silent_nodes((Heard(r, rs.host, rs.last_seen, rs.last_line, rs.exit_code is not None)
+                             for r, rs in self.state.ranks.items()), now, silent_s)
+
+    def _certainty(self, h: stall.Hang, now: float, source: str = "hook") -> dict[str, str]:
+        """How sure the hang is, by the rule ``analyze`` applies to process-group status: culprits with
+        status of their own (records still coming) confirmed; culprits with none (never seen, or silent
+        for longer than the threshold: what they last wrote is not where they are) likely; watchdog timeout
+        lines alone possible."""
+        from ..detectors.hang import _unseen_certainty
+
+        gone = stall.stale(self.state, now, h.threshold_s) if source == "hook" else frozenset()
+        by_rank = {r: _Status(source) for r in (*h.waiters, *h.culprits)
+                   if r in self.state.ranks and r not in gone} if source == "hook" else \
+            {r: _Status(source) for r in h.waiters}
+        return _unseen_certainty(list(h.culprits), by_rank)
 
     def _watchdog_eta(self, h: stall.Hang, facts: StuckFacts, now: float) -> dict[str, Any] | None:
         """When PyTorch's timeout ends the job (``next_step.watchdog``); None once every rank has exited or
@@ -682,20 +736,47 @@ def _plural(ranks: tuple[int, ...] | list[int]) -> str:
     return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
 
 
-def _hang_message(h: stall.Hang, warns: deque[str]) -> str:
+def _hang_message(h: stall.Hang, warns: deque[str], nodes: tuple[SilentNode, ...] = ()) -> str:
     op = h.op or "collective"
+    if nodes and set(h.culprits) <= {r for n in nodes for r in n.ranks}:
+        return _node_message(h, nodes)
     if h.culprits:
         msg = (f"{_plural(h.culprits)} never joined {op} #{h.seq} of process group {h.pg}; "
                f"{_plural(h.waiters) if h.waiters else 'no rank'} wait{'' if len(h.waiters) > 1 else 's'} in it; "
                f"no progress for {h.age_s:.1f} s (threshold {h.threshold_s:.1f} s)")
         if h.silent:
             msg += f"; {_plural(h.silent)} also stopped writing heartbeats (process gone or frozen)"
-        return msg
-    msg = (f"every rank joined {op} #{h.seq} of process group {h.pg} but it has not completed for "
-           f"{h.age_s:.1f} s (threshold {h.threshold_s:.1f} s): NCCL or network side")
-    if warns:
-        msg += f"; last NCCL warning: {warns[-1]}"
+    else:
+        msg = (f"every rank joined {op} #{h.seq} of process group {h.pg} but it has not completed for "
+               f"{h.age_s:.1f} s (threshold {h.threshold_s:.1f} s): NCCL or network side")
+        if warns:
+            msg += f"; last NCCL warning: {warns[-1]}"
+    if nodes:
+        msg += "; " + "; ".join(_node_text(n) for n in nodes)
     return msg
+
+
+def _node_text(n: SilentNode) -> str:
+    when = datetime.fromtimestamp(n.last_t, UTC).strftime("%H:%M:%S")
+    return (f"node {n.host} (rank{'s' if len(n.ranks) > 1 else ''} {fmt_ranks(n.ranks)}) went silent: no record "
+            f"from any of its ranks for {n.silent_s:.1f} s, the last {n.last_line or '?'} at {when} UTC")
+
+
+def _node_message(h: stall.Hang, nodes: tuple[SilentNode, ...]) -> str:
+    """A node problem: which hosts, their ranks as ranges, their last line and when; who waits where."""
+    waiters = f"rank{'s' if len(h.waiters) > 1 else ''} {fmt_ranks(h.waiters)}" if h.waiters else "no rank"
+    return ("; ".join(_node_text(n) for n in nodes)
+            + f" (dead, frozen, or its files no longer reach this folder); {waiters} "
+            f"wait{'' if len(h.waiters) > 1 else 's'} in "
+            f"{h.op or 'collective'} #{h.seq} of process group {h.pg}; no progress for {h.age_s:.1f} s "
+            f"(threshold {h.threshold_s:.1f} s)")
+
+
+@dataclass(frozen=True, slots=True)
+class _Status:
+    """What the certainty rule asks of a rank's status: where it came from."""
+
+    source: str
 
 
 def crash_failures(state: stall.JobState, failures: Iterable[Failure]) -> list[Failure]:
@@ -704,6 +785,23 @@ def crash_failures(state: stall.JobState, failures: Iterable[Failure]) -> list[F
     seen = {r: rs.last_seen for r, rs in state.ranks.items() if rs.last_seen is not None}
     ended = [r for r, rs in state.ranks.items() if rs.exit_code is not None]
     return fs + rules.cause.vanished(seen, ended, fs, state.last_t)
+
+
+def open_wrap(lines: list[tuple[int, str]]) -> int:
+    """Where the lines that may still continue begin: the trailing run of consecutive lines of one width a
+    terminal wraps at (``sources.lines.rejoin_wrapped``), at most ``MAX_WRAP_PIECES``; ``len(lines)`` when the
+    last line cannot be a piece that more pieces follow (a shorter line ends a wrapped one)."""
+    n = len(lines)
+    if not n:
+        return 0
+    w = len(lines[-1][1])
+    if not WRAP_MIN <= w <= WRAP_MAX:
+        return n
+    k = n - 1
+    while (k > 0 and n - k < MAX_WRAP_PIECES and len(lines[k - 1][1]) == w
+           and lines[k - 1][0] == lines[k][0] - 1):
+        k -= 1
+    return k
 
 
 def _open_traceback(batch: list[tuple[int, str]]) -> list[tuple[int, str]]:

@@ -59,6 +59,7 @@ class RankState:
     host: str | None = None
     pid: int | None = None
     exception: str | None = None
+    last_line: str | None = None  # "ncclscope-rank3.jsonl:812": where its last record is (set by the monitor)
 
 
 @dataclass(slots=True)
@@ -255,8 +256,24 @@ def started(state: JobState) -> bool:
                                for r in ranks)
 
 
-def pending(state: JobState) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...]]]:
-    """Per process group with work not completed everywhere: (pg, N, never joined, waiting in it)."""
+def stale(state: JobState, now: float, silent_s: float) -> frozenset[int]:
+    """Ranks whose records stopped coming: not exited and silent for longer than ``silent_s``, while
+    another rank that has not exited was heard within it. Their records are the job's past: a frozen or
+    dead process (or its host) could not write what it did last (the hook writes every 0.2 s; the done
+    lines of GPU collectives come with the heartbeat), so their counts are lower bounds, not where they
+    are. None when no rank is heard any more (a finished folder read later: every record is the past)."""
+    alive = [(r, s.last_seen) for r, s in state.ranks.items() if s.exit_code is None]
+    fresh = {r for r, t in alive if t is not None and now - t <= silent_s}
+    if not fresh:
+        return frozenset()
+    return frozenset(r for r, _ in alive if r not in fresh)
+
+
+def pending(state: JobState, stale_ranks: frozenset[int] = frozenset()
+            ) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...]]]:
+    """Per process group with work not completed everywhere: (pg, N, never joined, waiting in it).
+    ``stale_ranks`` count as members never seen (``hang.stuck_collective``): N is where the ranks still
+    heard are, and the stale ones are the culprits when none of those is behind."""
     out = []
     world = state.all_ranks()
     for pg in sorted(state.colls.keys() | {p for s in state.ranks.values() for p in s.enq},
@@ -264,8 +281,9 @@ def pending(state: JobState) -> list[tuple[str, int, tuple[int, ...], tuple[int,
         members = world if pg == "0" else sorted(r for r, s in state.ranks.items() if pg in s.enq)
         if not members:
             continue
-        enq = {r: (state.ranks[r].enq.get(pg) if r in state.ranks else None) for r in members}
-        done = {r: (state.ranks[r].done.get(pg) if r in state.ranks else None) for r in members}
+        seen = [r for r in members if r in state.ranks and r not in stale_ranks]
+        enq = {r: (state.ranks[r].enq.get(pg) if r in seen else None) for r in members}
+        done = {r: (state.ranks[r].done.get(pg) if r in seen else None) for r in members}
         st = stuck_collective(enq, done)
         if st is not None:
             out.append((pg, st.seq, st.never, st.waiting))
@@ -291,7 +309,8 @@ def judge_hang(state: JobState, now: float, stall_seconds: float | None = None,
     age = now - last
     if age <= thr:
         return None
-    cands = pending(state)
+    gone = stale(state, now, thr)
+    cands = pending(state, gone)
     if not cands:
         return None  # every rank paused with nothing pending: a healthy pause
 
@@ -301,7 +320,7 @@ def judge_hang(state: JobState, now: float, stall_seconds: float | None = None,
 
     cands.sort(key=lambda c: (not c[2], first_t(c)))  # a never-joined story first, then the oldest
     pg, n, never, waiting = cands[0]
-    silent = tuple(r for r in never if r not in state.ranks or state.ranks[r].last_seen is None
+    silent = tuple(r for r in never if r in gone or r not in state.ranks or state.ranks[r].last_seen is None
                    or now - (state.ranks[r].last_seen or 0.0) > thr)
     return Hang(pg, n, op_of(state, pg, n), never, waiting, age, thr, silent)
 
