@@ -6,6 +6,6 @@ plus the launcher's ``stderr.log``. The returned ``SynthTruth`` says what an ana
 """
 from __future__ import annotations
 
-from .generator import FAULTS, SynthTruth, generate_run, ring_orders, tree_parents
+from .generator import EVIDENCE, EVIDENCE_FAULTS, FAULTS, SynthTruth, generate_run, ring_orders, tree_parents
 
-__all__ = ["FAULTS", "SynthTruth", "generate_run", "ring_orders", "tree_parents"]
+__all__ = ["EVIDENCE", "EVIDENCE_FAULTS", "FAULTS", "SynthTruth", "generate_run", "ring_orders", "tree_parents"]

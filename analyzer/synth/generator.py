@@ -37,6 +37,19 @@ from typing import cast
 import numpy as np
 
 FAULTS = (None, "hang", "crash", "desync", "straggler")
+# what the user has, as keyword presets of generate_run: everything; NCCL logs only (the job killed from
+# outside: no watchdog line, no launcher summary, no time; a fault-free one cut at a random moment); stderr
+# only, with older PyTorch's watchdog lines (no sizes, no PG status, no rank prefix) and torchrun's summary
+EVIDENCE: dict[str, dict[str, object]] = {
+    "full": {},
+    "nccl_only": {"stderr": False, "timestamps": False},
+    "watchdog_only": {"nccl_logs": False, "old_watchdog": True},
+}
+# the faults each kind of evidence can show at all (a straggler needs times; a crash or a desync without
+# stderr leaves NCCL logs that stop like a hang's)
+EVIDENCE_FAULTS: dict[str, tuple[str | None, ...]] = {
+    "full": FAULTS, "nccl_only": (None, "hang"), "watchdog_only": (None, "hang"),
+}
 BUS_IDS = ("18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000")
 FLOAT32 = 7
 NCCL_VERSION = "2.28.9+cuda12.9"

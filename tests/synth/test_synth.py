@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import pytest
-
 from ncclscope.analysis import analyze_paths
-from ncclscope.model_build import build_run
 from ncclscope.ingest import ingest
+from ncclscope.model_build import build_run
 from ncclscope.sources import records as R
 from ncclscope.sources.nccl_log import parse_nccl_line
 from ncclscope.synth import generate_run, ring_orders, tree_parents
@@ -85,3 +84,46 @@ def test_same_seed_same_bytes(tmp_path):
     assert a.bytes == b.bytes and a.lines == b.lines
     for f in (tmp_path / "a").iterdir():
         assert f.read_bytes() == (tmp_path / "b" / f.name).read_bytes()
+
+
+def _matrix():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "synth_matrix.py"
+    spec = importlib.util.spec_from_file_location("synth_matrix", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["synth_matrix"] = mod  # its dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_matrix_over_every_kind_of_evidence_has_no_false_alarm():
+    """Everything, NCCL logs only (killed from outside; fault-free ones cut at a random moment), older
+    watchdog lines only: every verdict and culprit right at 16 ranks, and no fault-free run an incident."""
+    from ncclscope.synth import EVIDENCE
+
+    m = _matrix()
+    outcomes = m.run_matrix([16], 1, 6, list(EVIDENCE))
+    assert {o.evidence for o in outcomes} == set(EVIDENCE)
+    wrong = [(o.evidence, o.truth, o.got, o.want_culprits, o.got_culprits) for o in outcomes if not o.culprit_ok]
+    assert not wrong, wrong
+    scores = m.class_scores(outcomes)
+    assert all(s["false_alarms"][0] == 0 for s in scores.values() if "false_alarms" in s)
+    assert scores[("nccl_only", "hang")]["verdict_recall"] == (1, 1)
+    assert scores[("watchdog_only", "unknown")]["false_alarms"] == (0, 1)
+
+
+def test_class_scores_count_precision_recall_and_false_alarms():
+    m = _matrix()
+    O = m.Outcome
+    outs = [O("full", 8, "hang", "hang", (3,), (3,), 0.1), O("full", 8, "hang", "crash", (5,), (5,), 0.1),
+            O("full", 8, "healthy", "hang", (), (2,), 0.1, True), O("full", 8, "healthy", "healthy", (), (), 0.1, True),
+            O("full", 8, "crash", "crash", (1,), (1, 2), 0.1)]
+    s = m.class_scores(outs)
+    assert s[("full", "hang")]["verdict_precision"] == (1, 2) and s[("full", "hang")]["verdict_recall"] == (1, 2)
+    assert s[("full", "crash")]["culprit_precision"] == (1, 2) and s[("full", "crash")]["culprit_recall"] == (1, 1)
+    assert s[("full", "healthy")]["false_alarms"] == (1, 2)
+    assert "| full | hang | 1/2 | 1/2 |" in m.tables(outs)
