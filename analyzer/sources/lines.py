@@ -54,6 +54,7 @@ _PLAIN = (
     # torchrun's --log-line-prefix-template / TorchX roles: "[trainer3]:", "[trainer0|3]:" (role and ranks as the
     # template puts them: no rank taken from it)
     r"|\[[A-Za-z_][\w.-]{0,100}(?:\|\d{1,7}){0,2}\]:\s?"
+    r"|[A-Za-z_][\w.-]{0,100}/\d{1,7} (?=\[)"  # NeMo-Run's "<job>/<replica> " before torchrun's "[default1]:[rank1]:"
     r"|[\u2502\u2503|] "  # a terminal viewer's box bar (k9s, lazydocker): "\u2502 "
     r"|\s{0,8}\| (?=\d{4}-)"  # a log viewer's table: "  | 2026-08-23T22:22:51.874Z | "
     r"|[\w-]{1,100}(?:\.[\w-]{1,100}){1,4} \[(?:stdout|stderr)\]:? "  # <name>.<node> [stderr]

@@ -254,6 +254,25 @@ class CollectiveMismatch(TorchRec):
 
 
 @dataclass(slots=True)
+class StoreBarrierWait(TorchRec):
+    """torch <= 2.0's store-based init barrier: ``Waiting in store based barrier to initialize process group for
+    rank: N, key: store_based_barrier_key:K (world_size=W, worker_count=C, timeout=...)`` (``timed_out`` False) and
+    ``Timed out initializing process group in store based barrier on rank: N, for key: K (world_size=W,
+    worker_count=C, timeout=...)`` (True): C of the W ranks had arrived. The record's rank is N."""
+
+    key: str
+    world_size: int
+    worker_count: int
+    timed_out: bool
+
+
+@dataclass(slots=True)
+class ProgramExit(TorchRec):
+    """A rank reached the end of its program: torch's exit-time warnings ``process group has NOT been destroyed
+    before it is being destructed`` (2.4) and ``destroy_process_group() was not called before program exit`` (2.5+)."""
+
+
+@dataclass(slots=True)
 class MonitoredBarrierFailure(TorchRec):
     failed_ranks: list[int]
     timeout_ms: int | None

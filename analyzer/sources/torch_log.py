@@ -34,7 +34,9 @@ from .records import (
     LauncherExit,
     LauncherSignal,
     MonitoredBarrierFailure,
+    ProgramExit,
     Rec,
+    StoreBarrierWait,
     TorchRec,
     TorchVersionLine,
     WatchdogFailure,
@@ -74,6 +76,14 @@ DESYNC_AT_RE = re.compile(r"Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)")
 MISMATCH_RE = re.compile(r"Rank (?P<rank>\d+) is running collective: (?P<fp>CollectiveFingerPrint\([^)]{0,4000}\))")
 MISMATCH_SEQ_RE = re.compile(r"CollectiveFingerPrint\(SequenceNumber=(\d{1,19})")
 BACKEND_MISMATCH_RE = re.compile(r"Is there a distributed collective mismatch|Mismatched collective detected")
+STORE_BARRIER_RE = re.compile(
+    r"(?P<what>Waiting in store based barrier to initialize process group for rank|Timed out initializing process "
+    r"group in store based barrier on rank): (?P<rank>\d{1,7}), (?:for )?key: (?P<key>\S{1,200}) "
+    r"\(world_size=(?P<w>\d{1,7}), worker_count=(?P<c>\d{1,7})"
+)
+PROGRAM_EXIT_WORDS = ("process group has NOT been destroyed before it is being destructed",
+                      "destroy_process_group() was not called before program exit")
+UNIQUEID_RANK_RE = re.compile(r"^\[(?P<rank>\d{1,7})\] is setting up NCCL communicator")  # torch 1.12's store wait
 BARRIER_RE = re.compile(r"Ranks? (?P<ranks>[\d, ]+) failed to pass monitoredBarrier in (?P<ms>\d+) ms")
 EXC_RE = re.compile(
     r"^(?P<type>(?:[\w.]+\.)?(?:\w*Error|\w*Exception|KeyboardInterrupt|SystemExit))(?::\s?(?P<msg>.*))?$"
@@ -317,6 +327,16 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
             ranks = [int(x) for x in m.group("ranks").replace(" ", "").split(",") if x]
             yield MonitoredBarrierFailure(*head, ranks, int(m.group("ms")))
         return
+    if "store based barrier" in body:
+        m = STORE_BARRIER_RE.search(body)
+        if m:
+            r = int(m.group("rank"))
+            yield StoreBarrierWait(head[0], head[1], head[2], rank if rank is not None else r, head[4], head[5],
+                                   head[6], m.group("key"), int(m.group("w")), int(m.group("c")),
+                                   m.group("what").startswith("Timed out"))
+    if "destroy" in body and any(w in body for w in PROGRAM_EXIT_WORDS):
+        yield ProgramExit(*head)
+        return
     if "Heartbeat monitor timed out" in body or "watchdog got stuck for" in body:
         yield HeartbeatTimeout(*head)
         return
@@ -506,6 +526,9 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
     if (rank, msg) in st.errors and not st.frames.get(rank):
         return  # the same error already read (a watchdog echo, a wrapper printing it again)
     st.errors.add((rank, msg))
+    if rank is None and msg.startswith("[") and (u := UNIQUEID_RANK_RE.match(msg)):
+        rank = int(u.group("rank"))  # "[1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] ..."
+        head = (head[0], head[1], head[2], rank, head[4], head[5], head[6])
     msg, last = split_last_error(msg)
     err = DistError(*head, etype, msg, last, list(st.frames.pop(rank, [])))
     yield err

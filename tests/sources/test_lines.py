@@ -51,6 +51,7 @@ PREFIXES = [
     ("[trainer3]:", None),  # torchrun --log-line-prefix-template / TorchX roles (tests/data/wild/nccl1837_*)
     ("[trainer0|3]:", None),
     ("[worker_a.2|0|2]: ", None),
+    ("prune-llama-ft/0 [default1]:[rank1]:", 1),  # NeMo-Run's job/replica head (tests/data/wild/nemo14399_*)
 ]
 
 

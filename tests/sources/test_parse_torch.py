@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ncclscope.sources import records as R
+from ncclscope.sources import torch_log
 from ncclscope.sources.torch_log import parse_torch_lines
 
 
@@ -145,3 +146,35 @@ def test_one_pasted_line_holding_the_error_and_its_last_error():
     (err,) = [r for r in recs if isinstance(r, R.DistError)]
     assert err.rank == 2 and err.message.endswith("NCCL version 2.19.3")
     assert err.last_error == "socketStartConnect: Connect to 10.0.0.2<43211> failed : Connection refused"
+
+
+def test_store_based_barrier_wait_and_timeout_give_rank_world_and_arrived_count():
+    """torch <= 2.0's init barrier (PyTorch Lightning#4420 shape): the rank waiting, its world and how many arrived."""
+    recs = parse("INFO:root:Waiting in store based barrier to initialize process group for rank: 5, key: "
+                 "store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)\n"
+                 "RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
+                 "store_based_barrier_key:1 (world_size=4, worker_count=2, timeout=0:30:00)\n")
+    waits = [r for r in recs if isinstance(r, R.StoreBarrierWait)]
+    assert [(w.rank, w.world_size, w.worker_count, w.key, w.timed_out) for w in waits] == [
+        (5, 8, 7, "store_based_barrier_key:1", False), (3, 4, 2, "store_based_barrier_key:1", True)]
+    assert any(isinstance(r, R.WorldSize) and r.world_size == 8 for r in recs)  # the world is still read
+
+
+def test_exit_time_process_group_warnings_are_a_program_exit_of_their_rank():
+    recs = parse("[rank3]:[W611 16:40:12.118000331 ProcessGroupNCCL.cpp:1117] WARNING: process group has NOT been "
+                 "destroyed before it is being destructed. On normal program exit, the application should call "
+                 "destroy_process_group to ensure that any pending NCCL data transfers have finished in this process.\n"
+                 "[rank1]:[W912 08:05:51.614092277 ProcessGroupNCCL.cpp:1479] Warning: WARNING: destroy_process_group() "
+                 "was not called before program exit, which can leak resources.\n"
+                 "[rank2]:[W912 08:05:51.6 ProcessGroupNCCL.cpp:1479] the group will be destroyed later\n")
+    assert [(type(r), r.rank) for r in recs] == [(R.ProgramExit, 3), (R.ProgramExit, 1), (torch_log.RankTagged, 2)]
+
+
+def test_unique_id_store_wait_error_is_the_rank_it_names_first():
+    """torch 1.12's '[1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] ...' with no launcher
+    tag: the error is rank 1's (it waits for rank 0)."""
+    (err,) = [r for r in parse(
+        "RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value "
+        "store by key '0', but store->get('0') got error: Timeout waiting for key: default_pg/0/0 after 1800000 ms\n")
+        if isinstance(r, R.DistError)]
+    assert err.rank == 1
