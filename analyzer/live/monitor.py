@@ -37,12 +37,13 @@ from ..sources import records as R
 from ..sources.hook_jsonl import parse_jsonl
 from ..ingest import wrapped_join_known
 from ..sources.lines import (MAX_WRAP_PIECES, WRAP_MAX, WRAP_MIN, maybe_nccl, nccl_only, rejoin_wrapped,
-                             strip_tool_prefixes)
+                             starts_a_line, strip_tool_prefixes)
 from ..sources.nccl_log import parse_nccl_line
 from ..sources.torch_log import parse_torch_lines
 from ..text_fit import shorten
 from ..verdict import of_alerts
 from . import stall
+from .nccl_counts import Behind, NcclCounts
 from .alerts import CommandSink, ConsoleSink, FileSink, Sinks, WebhookSink, make_alert
 from .next_step import StuckFacts, kill_notice, stuck_facts, watchdog
 from .tailer import Tailer
@@ -143,6 +144,8 @@ class LiveMonitor:
         self._wrap_hold: dict[str, tuple[float, list[tuple[int, str]]]] = {}  # path -> (since, open wrap)
         self._torch_seen: dict[str, set[tuple[int, str]]] = {}
         self.nccl_warns: deque[str] = deque(maxlen=20)
+        self.nccl = NcclCounts()  # NCCL's own call counts (COLL lines), for a job without the hook
+        self._nccl_open: Behind | None = None  # the hang claimed from them, until the ranks move again
         self.backend: str | None = None  # the hook's start record: which default timeout applies
         self.fr_files: dict[str, float] = {}  # path -> when first seen
         self.dump_id = 0
@@ -266,12 +269,13 @@ class LiveMonitor:
         pieces of a hard-wrapped line keeps them back (``open_wrap``) until the next read, or ``WRAP_HOLD_S``,
         so that the pieces are joined as ``analyze`` joins them in the whole file."""
         held = self._wrap_hold.pop(path, None)
+        arrived = self._now if held is None else held[0]  # when the first of these lines was read
         if held is not None:
             lines = held[1] + lines
         if not flush and not self._once:
             k = open_wrap(lines)
             if k < len(lines):
-                self._wrap_hold[path] = (self._now, lines[k:])
+                self._wrap_hold[path] = (self._now if k else arrived, lines[k:])
                 lines = lines[:k]
         if not lines:
             return
@@ -282,6 +286,10 @@ class LiveMonitor:
                 if rec is not None:
                     if isinstance(rec, R.NcclWarn):
                         self.nccl_warns.append(f"{rec.host}:{rec.pid}: {rec.message}"[:300])
+                    elif isinstance(rec, R.NcclColl):
+                        self.nccl.coll(rec, arrived)
+                    elif isinstance(rec, R.NcclInit):
+                        self.nccl.init(rec)
                     continue
                 if nccl_only(text):
                     continue
@@ -469,6 +477,8 @@ class LiveMonitor:
             h = self._judge_hang(now) if not self.crash_sent and not self.desync_pgs else None
             if h is not None:
                 out.append(self._open_hang(h, now))
+            elif not self.crash_sent and not self.desync_pgs and not self.state.ranks and not self._wd:
+                out.extend(self._nccl_counts_hang(now))
         else:
             inc = self.hang
             if stall.cleared(st, inc.h.pg, inc.h.seq):
@@ -481,6 +491,38 @@ class LiveMonitor:
             else:
                 out.extend(self._follow_hang(inc, now))
         return out
+
+    def _nccl_counts_hang(self, now: float) -> list[dict[str, Any]]:
+        """No hook: NCCL's call counts, once no new call came for the stall time (judged from the arrivals'
+        own rhythm), with ranks behind a unanimous majority (``rules.hang.behind_by_counts``): a likely hang,
+        as ``analyze`` says of the counts at the end of the logs; ``cleared`` when they move again."""
+        c = self.nccl
+        if c.last_t is None:
+            return []
+        quiet = now - c.last_t
+        if self._nccl_open is not None:
+            b = c.behind()
+            if b is not None and b.ranks == self._nccl_open.ranks and b.low == self._nccl_open.low:
+                return []
+            was, self._nccl_open = self._nccl_open, None
+            return [make_alert("cleared", "healthy", was.ranks, None,
+                               f"{_plural(was.ranks)} issued NCCL calls again after {was.low} on communicator "
+                               f"{was.comm}: the job moves again", ts=now, incident="hang")]
+        thr = stall.threshold(c.gaps, self.config.stall_seconds, c.started())
+        if not self._once and quiet <= thr:
+            return []
+        b = c.behind()
+        if b is None:
+            return []
+        self._nccl_open = b
+        why = (f"NCCL call counts {'at the end of the logs' if self._once else f'after {quiet:.1f} s without a new call'}: "
+               f"{b.agree} ranks agree on {b.top} calls, these are behind; no stall signal")
+        return [make_alert("hang", "hang", b.ranks, None,
+                           f"{_plural(b.ranks)} issued {b.low} NCCL calls on communicator {b.comm}, others up to "
+                           f"{b.top}: {'it' if len(b.ranks) == 1 else 'they'} stopped first"
+                           + ("" if self._once else f"; no new NCCL call for {quiet:.1f} s (threshold {thr:.1f} s)"),
+                           ts=now, source="nccl_counts",
+                           certainty={"level": "likely", "why": why})]
 
     def _judge_hang(self, now: float) -> stall.Hang | None:
         """While ranks run: judged now. Once every rank exited, on the final pass (``--once``, stop):
@@ -799,8 +841,8 @@ def open_wrap(lines: list[tuple[int, str]]) -> int:
         return n
     k = n - 1
     while (k > 0 and n - k < MAX_WRAP_PIECES and len(lines[k - 1][1]) == w
-           and lines[k - 1][0] == lines[k][0] - 1):
-        k -= 1
+           and lines[k - 1][0] == lines[k][0] - 1 and not starts_a_line(lines[k][1])):
+        k -= 1  # a piece after the first never starts like a line of its own (an NCCL head, a frame)
     return k
 
 

@@ -79,4 +79,6 @@ def test_open_wrap_holds_only_what_may_continue() -> None:
     assert open_wrap([(1, w), (3, w)]) == 1  # not consecutive: only the last may continue
     assert open_wrap([(1, "y" * 300)]) == 1  # wider than any terminal: a line of its own
     assert open_wrap([(i, w) for i in range(1, 40)]) == 39 - 12  # at most MAX_WRAP_PIECES held
+    nccl = "gpu-a17:40211:40230 [0] NCCL INFO " + "y" * (WIDTH - 34)
+    assert len(nccl) == WIDTH and open_wrap([(1, nccl), (2, nccl), (3, nccl)]) == 2  # each line starts a line: only the last may be a first piece
     assert open_wrap([]) == 0
