@@ -109,6 +109,9 @@ class ConsoleSink:
             from ..rules.states import fmt_ranks
 
             body.append(escape(f"culprit rank(s): {fmt_ranks(int(r) for r in alert['culprit_ranks'])}"))
+        cert = alert.get("certainty")
+        if isinstance(cert, dict) and cert.get("level") not in (None, "confirmed"):  # a claim from partial evidence
+            body.append(escape(shorten(f"certainty: {cert.get('level')} ({cert.get('why') or ''})", self.MESSAGE_WIDTH)))
         stacks = alert.get("stacks") if kind == "hang_detail" else None
         culprits = {str(r) for r in alert.get("culprit_ranks") or []}
         body += self._rank_lines(stacks if isinstance(stacks, dict) else {}, alert.get("where") or {}, culprits)

@@ -141,3 +141,10 @@ def test_a_hang_of_1024_ranks_stays_one_screen() -> None:
     text = "\n".join(lines)
     assert text.index("rank 37: train.py:77 in main (time.sleep)") < text.index("ranks 0-36, 38-899, 920-1023: train.py:30")
     assert "14 more place(s), ranks 906-919: in alerts.jsonl" in text
+
+
+def test_a_claim_from_partial_evidence_says_how_sure_it_is() -> None:
+    hang = recorded()[0]
+    likely = {**hang, "certainty": {"level": "likely", "why": "NCCL call counts at the end of the logs"}}
+    assert "certainty: likely (NCCL call counts at the end of the logs)" in shown([likely])
+    assert "certainty" not in shown([{**hang, "certainty": {"level": "confirmed", "why": "own records"}}])
