@@ -93,6 +93,11 @@ SIGNAL_RE = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>\w+
 SPAWN_SIGNAL_RE = re.compile(r"Terminating process (?P<pid>\d+) via signal (?P<sig>SIG\w+)")
 SPAWN_ERROR_RE = re.compile(r"^-- Process (?P<i>\d+) terminated with the following error:")
 SPAWN_EXIT_RE = re.compile(r"process (?P<i>\d+) terminated with (?:exit code (?P<code>-?\d+)|signal (?P<sig>SIG\w+))")
+# OpenMPI's (mpirun) and PRRTE's (prterun, OpenMPI 5) report of the process that ended the job
+MPI_NOTICED_RE = re.compile(
+    r"\b(?:mpirun|prterun|orterun|mpiexec) noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\d{1,10}) on "
+    r"node (?P<host>\S{1,255}) exited on signal (?P<sig>\d{1,3})(?: \((?P<name>[^)]{1,60})\))?"
+)
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
 WATCHDOG_EXC_RE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<err>.*)$")
@@ -250,6 +255,11 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         if m:
             yield LauncherExit(st.file, lineno, text, None, int(m.group("lr")), int(m.group("code")),
                                int(m.group("pid")), None, None, None, False)
+            return
+    if "noticed that process rank" in body:
+        x = mpi_exit(text, st.file, lineno)
+        if x is not None:
+            yield x
             return
     if body.startswith("-- Process"):
         m = SPAWN_ERROR_RE.match(body)
@@ -537,8 +547,22 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
         st.pending_last_error[rank] = err
 
 
+def mpi_exit(text: str, file: str, lineno: int) -> LauncherExit | None:
+    """``mpirun noticed that process rank 37 with PID 71120 on node h exited on signal 6 (Aborted).`` (and PRRTE's
+    ``prterun noticed ...``): the process that ended the job (the launcher's root cause), its exit as a signal in
+    torchrun's terms (code -6, SIGABRT). Public: the nccl-tests parser reads the same line under mpirun."""
+    m = MPI_NOTICED_RE.search(text) if "noticed that process rank" in text else None
+    if m is None:
+        return None
+    sig = int(m.group("sig"))
+    name = _SIGNAL_NAMES.get(sig, f"signal {sig}")
+    return LauncherExit(file, lineno, text, int(m.group("rank")), None, -sig, int(m.group("pid")),
+                        m.group("host"), None, f"Signal {sig} ({name}) received by PID {m.group('pid')}", True)
+
+
 _SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGABRT": 6, "SIGBUS": 7, "SIGFPE": 8,
             "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15}
+_SIGNAL_NAMES = {n: name for name, n in _SIGNALS.items()}
 
 
 FACT_RES = (WORK_RE, FAILURE_RE, OLD_FAILURE_RE, DUMP_SIGNAL_RE, WATCHDOG_EXC_RE, ASYNC_EXC_RE, DESYNC_LAG_RE,

@@ -178,3 +178,17 @@ def test_unique_id_store_wait_error_is_the_rank_it_names_first():
         "store by key '0', but store->get('0') got error: Timeout waiting for key: default_pg/0/0 after 1800000 ms\n")
         if isinstance(r, R.DistError)]
     assert err.rank == 1
+
+
+def test_mpirun_and_prterun_name_the_process_that_ended_the_job():
+    """OpenMPI's 'mpirun noticed that process rank N with PID P on node H exited on signal S (Name).' and OpenMPI 5's
+    prterun: that rank's exit, a signal in torchrun's terms, the launcher's root cause."""
+    recs = parse("--------------------------------------------------------------------------\n"
+                 "mpirun noticed that process rank 37 with PID 71120 on node rk2-11-s4 exited on signal 6 (Aborted).\n"
+                 "prterun noticed that process rank 5 with PID 613162 on node gpu-node07 exited on signal 11 "
+                 "(Segmentation fault).\n")
+    exits = [r for r in recs if isinstance(r, R.LauncherExit)]
+    assert [(x.rank, x.exitcode, x.pid, x.host, x.root_cause) for x in exits] == [
+        (37, -6, 71120, "rk2-11-s4", True), (5, -11, 613162, "gpu-node07", True)]
+    assert exits[0].traceback == "Signal 6 (SIGABRT) received by PID 71120"
+    assert torch_log.mpi_exit("mpirun noticed that the job aborted, but has no info as to the process", "f", 1) is None
