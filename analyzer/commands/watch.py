@@ -18,10 +18,11 @@ def render_state(snap: dict[str, Any], console: Any) -> None:
     from ..text_safety import clean, markup
 
     t = Table(title=markup(f"ncclscope: {snap['run_dir']}"), title_justify="left")
-    for col in ("rank", "step", "enqueued", "completed", "idle s", "exit", "where"):
+    hosts = len({r.get("host") for r in snap["ranks"] if r.get("host")}) > 1  # one column per host only when several
+    for col in ("rank", *(("host",) if hosts else ()), "step", "enqueued", "completed", "idle s", "exit", "where"):
         t.add_column(col, overflow="fold")
     for r in snap["ranks"]:
-        cells = (str(r["rank"]), "" if r["step"] is None else str(r["step"]),
+        cells = (str(r["rank"]), *((r.get("host") or "",) if hosts else ()), "" if r["step"] is None else str(r["step"]),
                  " ".join(f"pg{k}:{v}" for k, v in sorted(r["enqueued"].items())),
                  " ".join(f"pg{k}:{v}" for k, v in sorted(r["completed"].items())),
                  "" if r["idle_s"] is None else f"{r['idle_s']:.1f}",
@@ -35,6 +36,11 @@ def render_state(snap: dict[str, Any], console: Any) -> None:
     for p in snap["pending"]:
         console.print(Text(clean(f"pending: {p['op'] or 'collective'} #{p['seq']} of process group {p['pg']}; "
                                  f"never joined: {p['never_joined'] or '-'}; waiting: {p['waiting'] or '-'}")))
+    from ..rules.states import fmt_ranks
+
+    for n in snap.get("silent_nodes") or []:
+        console.print(Text(clean(f"silent node: {n['host']} (ranks {fmt_ranks(n['ranks'])}): nothing for "
+                                 f"{n['silent_s']:.1f} s, the last {n['last_line'] or '?'}")))
     if snap["exited"]:
         console.print("every rank has exited")
     for e in snap["problems"]:

@@ -747,6 +747,7 @@ class LiveMonitor:
             ranks.append({
                 "state": states.get(r, (None, None))[0], "detail": states.get(r, (None, None))[1],
                 "rank": r,
+                "host": rs.host if rs else None,
                 "step": rs.step if rs else None,
                 "enqueued": dict(rs.enq) if rs else {},
                 "completed": dict(rs.done) if rs else {},
@@ -756,9 +757,12 @@ class LiveMonitor:
             })
         pend = [{"pg": pg, "seq": n, "op": stall.op_of(st, pg, n), "never_joined": list(never),
                  "waiting": list(waiting)} for pg, n, never, waiting in stall.pending(st)]
+        thr = stall.threshold(st.gaps, self.config.stall_seconds, stall.started(st))
+        silent = [{"host": n.host, "ranks": list(n.ranks), "last_line": n.last_line, "silent_s": round(n.silent_s, 1)}
+                  for n in self._silent_nodes(now, thr)]
         return {
             "run_dir": str(self.run_dir), "world_size": st.world, "ranks": ranks, "pending": pend,
-            "threshold_s": round(stall.threshold(st.gaps, self.config.stall_seconds, stall.started(st)), 2),
+            "silent_nodes": silent, "threshold_s": round(thr, 2),
             "rhythm": stall.rhythm(st), "exited": st.exited(),
             "open_hang": _stuck(self.hang.h) if self.hang else None,
             "verdict": verdict,

@@ -160,3 +160,25 @@ def test_fault_free_pauses_of_a_whole_job_and_a_slow_node_raise_nothing(tmp_path
         for rk in ranks:
             rk.step(t + 60 + s)
         assert mon.poll_once(now=t + 60 + s + 0.1) == []
+
+
+def test_state_view_shows_each_ranks_host_and_the_silent_node(tmp_path: Path) -> None:
+    from ncclscope.commands.watch import render_state
+    from rich.console import Console
+
+    ranks, t = _job(tmp_path)
+    for rk in ranks[:4]:
+        rk.step(t + 1)
+        rk.enqueue(t + 1.01)
+        rk.heartbeat(t + 7, 30, rk.seq - 1)
+    mon = LiveMonitor(tmp_path, LiveConfig(console=False, write=False))
+    mon.poll_once(now=t + 7.2)
+    snap = mon.snapshot(now=t + 7.2)
+    assert snap["silent_nodes"] == [{"host": "gpu-node-01", "ranks": [4, 5, 6, 7],
+                                     "last_line": f"ncclscope-rank7.jsonl:{len(ranks[7].path.read_text().splitlines())}",
+                                     "silent_s": 6.7}]
+    console = Console(width=160, record=True, color_system=None)
+    render_state(snap, console)
+    text = console.export_text()
+    assert "gpu-node-00" in text and "silent node: gpu-node-01 (ranks 4-7): nothing for 6.7 s" in text
+    assert mon.snapshot(now=t + 300)["silent_nodes"] == []  # nobody heard any more: no node to single out
