@@ -302,7 +302,8 @@ class LiveMonitor:
             if not isinstance(rec, R.HookRec) or not isinstance(rec.rank, int):
                 continue
             touched = stall.apply(self.state, rec.rank, rec.type, rec.data)
-            self.state.ranks[rec.rank].last_line = f"{rec.file.rsplit('/', 1)[-1]}:{rec.line}"
+            rs = self.state.ranks[rec.rank]
+            rs.last_file, rs.last_lineno = rec.file, rec.line
             if rec.type == "start" and isinstance(rec.data.get("backend"), str):
                 self.backend = rec.data["backend"]
             if rec.type == "fr" and isinstance(rec.data.get("path"), str):
@@ -619,7 +620,7 @@ class LiveMonitor:
 
     def _silent_nodes(self, now: float, silent_s: float) -> tuple[SilentNode, ...]:
         """The hosts every rank of which fell silent (``rules.nodes``), from the hook's records."""
-        return silent_nodes((Heard(r, rs.host, rs.last_seen, rs.last_line, rs.exit_code is not None)
+        return silent_nodes((Heard(r, rs.host, rs.last_seen, rs.last_line(), rs.exit_code is not None)
                              for r, rs in self.state.ranks.items()), now, silent_s)
 
     def _certainty(self, h: stall.Hang, now: float, source: str = "hook") -> dict[str, str]:

@@ -59,7 +59,12 @@ class RankState:
     host: str | None = None
     pid: int | None = None
     exception: str | None = None
-    last_line: str | None = None  # "ncclscope-rank3.jsonl:812": where its last record is (set by the monitor)
+    last_file: str | None = None  # where its last record is (set by the monitor)
+    last_lineno: int = 0
+
+    def last_line(self) -> str | None:
+        """``ncclscope-rank3.jsonl:812``: the file and line of its last record."""
+        return f"{self.last_file.rsplit('/', 1)[-1]}:{self.last_lineno}" if self.last_file else None
 
 
 @dataclass(slots=True)
