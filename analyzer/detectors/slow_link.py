@@ -1,4 +1,9 @@
-"""Slow links: achieved bus bandwidth per collective against the fabric's own sweep.
+"""Slow links: a sweep below what its own path should reach, and collectives below the sweep.
+
+A completed nccl-tests / ``ncclscope perf`` sweep whose best large-message busbw stays under the floor
+of the transport and hardware its log names (``metrics.link_floor``: InfiniBand per NIC by GPU class,
+RoCE, NVLink on one host of SXM GPUs) is degraded, with the measured busbw per size and the floor as
+evidence and the fix the path suggests (GPU Direct RDMA off: nvidia-peermem, ACS, NCCL_NET_GDR_LEVEL).
 
 busbw per collective comes from ``metrics.busbw`` (nccl-tests' factors, each collective timed by
 its shortest rank: the numbers the dashboard plots). Compared with nccl-tests / ``ncclscope perf`` rows of the same size class when the run
@@ -11,19 +16,35 @@ import math
 import pandas as pd
 
 from ..metrics.busbw import busbw_table
+from ..metrics.link_floor import LinkFacts, SlowSweep, link_facts, per_size, slow_sweeps
 from ..metrics.share import run_busbw
-from ..model import Finding, FindingKind, Run, Severity, Verdict
+from ..model import Evidence, Finding, FindingKind, Run, Severity, Verdict
 
 __all__ = ["busbw_table", "detect"]
 
 MIN_BYTES = 1 << 20
 FAR_BELOW = 0.5
+FLOOR_PCT = 40
+
+
+GDR_OFF_HINT = (
+    "The network channels carry no /GDRDMA: GPU Direct RDMA is not in use, so every transfer is staged through "
+    "host memory. Load nvidia-peermem (or use a DMA-BUF capable driver and kernel), turn PCIe ACS off on bare "
+    "metal, and where NCCL keeps GDR off for the GPU-NIC distance try NCCL_NET_GDR_LEVEL=SYS (or PHB).")
+NET_HINT = ("Check each NIC's link rate and width (ibstat, ib_write_bw between the hosts), that NCCL_IB_HCA names "
+            "the NICs next to the GPUs, and that the channel lines show /GDRDMA (GPU Direct RDMA in use).")
+NVLINK_HINT = ("These SXM GPUs are joined by NVLink, yet the sweep stays at PCIe speed: check NCCL_P2P_DISABLE and "
+               "NCCL_P2P_LEVEL, that nvidia-fabricmanager runs on NVSwitch systems, `nvidia-smi nvlink -s`, and the "
+               "channel lines (SHM means P2P between the GPUs is off).")
+SETTINGS = ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",
+            "NCCL_SHM_DISABLE", "NCCL_IB_HCA", "NCCL_ALGO", "NCCL_MAX_NCHANNELS")
 
 
 def detect(run: Run) -> list[Finding]:
+    findings = sweep_findings(run)
     tab = run_busbw(run)
     if not len(tab) or not run.nccl_tests:
-        return []
+        return findings
     sweep = pd.DataFrame(run.nccl_tests)
     sweep = sweep[sweep["size"] > 0]
     if not len(sweep):
@@ -43,6 +64,41 @@ def detect(run: Run) -> list[Finding]:
                 "and for stragglers inflating collective time.", evidence=(), verdict=Verdict.DEGRADED,
                 data={"bucket_bytes": 2 ** bucket, "busbw": bw, "sweep_busbw": float(ref[bucket])}))
     return findings
+
+
+def sweep_findings(run: Run) -> list[Finding]:
+    """A completed sweep below the floor of its path: one degraded finding per test."""
+    if not run.nccl_tests:
+        return []
+    facts = link_facts(run)
+    return [_sweep_finding(run, facts, s) for s in slow_sweeps(run.nccl_tests, facts)]
+
+
+def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
+    f = s.floor
+    sizes = per_size(s.rows)
+    test = s.rows[-1].get("test") or "the benchmark"
+    links = f"{f.links} {f.path} NIC{'s' if f.links > 1 else ''} per node" if f.path != "NVLink" else "NVLink"
+    gdr = {True: "GDRDMA on", False: "no GDRDMA on the network channels", None: None}[facts.gdr]
+    said = "; ".join(x for x in (f"{facts.nnodes} node{'s' if facts.nnodes > 1 else ''}",
+                                  ", ".join(facts.gpus[:2]) or None, gdr) if x)
+    per = ", ".join(f"{_human(size)} {bw:.2f}" for size, bw in sizes[-4:])
+    hint = NVLINK_HINT if f.path == "NVLink" else (GDR_OFF_HINT if facts.gdr is False else NET_HINT)
+    set_ = [f"{k}={run.job.settings[k].value}" for k in SETTINGS if k in run.job.settings]
+    if set_:
+        hint += " Set in this run: " + ", ".join(set_) + "."
+    rows = {(r["file"], r["line"]): r for r in s.rows}
+    ev = [Evidence(str(file), int(line), f"size {int(r['size'])} B: busbw {float(r['busbw']):.2f} GB/s")
+          for (file, line), r in list(rows.items())[-4:]]
+    return Finding(
+        kind=FindingKind.SLOW_LINK, severity=Severity.WARNING, verdict=Verdict.DEGRADED,
+        message=f"{test} completed but reached at most {s.best:.2f} GB/s bus bandwidth from {_human(sizes[0][0])} up "
+        f"(busbw GB/s by size: {per}), under the {f.gbs:g} GB/s floor of {links} ({said}): "
+        f"{FLOOR_PCT}% of {f.reference} at {f.link_gbs:g} GB/s each",
+        hint=hint, evidence=tuple(ev) + facts.evidence,
+        data={"culprits": [], "floor_gbs": f.gbs, "best_busbw": s.best, "path": f.path, "links": f.links,
+              "link_gbs": f.link_gbs, "reference": f.reference, "gdr": facts.gdr, "gpus": list(facts.gpus),
+              "nnodes": facts.nnodes, "busbw_by_size": [[size, bw] for size, bw in sizes]})
 
 
 def _human(n: float) -> str:

@@ -3,6 +3,11 @@
 Row: ``size count type redop root  time algbw busbw #wrong  time algbw busbw #wrong`` (out of
 place, then in place). ``ncclscope perf`` prints the same layout, so it is read back here too.
 A run with ``NCCL_DEBUG=INFO`` interleaves NCCL's lines with the table: those are read as NCCL lines.
+
+What the benchmark's bandwidth is judged against (``metrics.link_floor``) needs two facts the
+connection records drop: whether a network channel uses GPU Direct RDMA (``via NET/IB/0/GDRDMA`` or
+plain ``via NET/IB/0``), kept as one ``NcclNet(kind="gdr", value=<the transport as printed>)`` per
+process and transport, and the GPU of each rank, which ``device_gpu`` reads from its device line.
 """
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from collections.abc import Iterable, Iterator
 
 from .lines import prefix_rank
 from .nccl_log import parse_nccl_line
-from .records import DistError, ExitCode, NcclRec, NcclTestsRow, Rec, WorldSize
+from .records import DistError, ExitCode, NcclConnection, NcclNet, NcclRec, NcclTestsRow, Rec, WorldSize
 from .torch_log import RankTagged
 
 ROW_RE = re.compile(
@@ -26,6 +31,33 @@ TEST_FAILURE_RE = re.compile(r"(?:^|: )(?:Test )?(?P<lib>NCCL|CUDA) failure (?P<
 OOB_OK_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*0\s+OK\b")  # the run's last check passed: it ends here
 # "#  Rank  3 Group  0 Pid 4121 on node-b2 device  3 [0x4e] NVIDIA A100" (no Group before 2.13)
 DEVICE_LINE_RE = re.compile(r"^#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d{1,10})\s+on\s+(?P<host>[^\s:]{1,255})\s")
+# the GPU after the device's bus id: "device  0 [0x81] NVIDIA A100-PCIE-40GB", "[0000:01:00] NVIDIA RTX PRO 6000 ..."
+DEVICE_GPU_RE = re.compile(r"\sdevice\s+\d{1,4}\s+\[[0-9A-Fa-fx:.]{1,20}\]\s+(?P<gpu>\S[^\r\n]{0,120}?)\s*$")
+VIA_RE = re.compile(r" via (NET/\S{1,100})")  # the network transport as printed, with its /GDRDMA flag if any
+MAX_GDR_SEEN = 4096  # (process, transport) pairs remembered per file: nothing from the input sizes it
+
+
+def device_gpu(text: str) -> str | None:
+    """The GPU a ``#  Rank N ... device D [bus] NAME`` line names (``NVIDIA A100-SXM4-80GB``), or None."""
+    if not RANK_DEV_RE.match(text):
+        return None
+    m = DEVICE_GPU_RE.search(text)
+    return m.group("gpu") if m else None
+
+
+def _gdr_record(rec: NcclConnection, seen: set[tuple[str, int, str]]) -> NcclNet | None:
+    """A network connection's path as printed, once per process and transport: the GDRDMA flag it carries
+    or lacks is what tells whether GPU Direct RDMA is in use."""
+    if not rec.transport.startswith("NET/"):
+        return None
+    m = VIA_RE.search(rec.text)
+    if m is None:
+        return None
+    key = (rec.host, rec.pid, m.group(1))
+    if key in seen or len(seen) >= MAX_GDR_SEEN:
+        return None
+    seen.add(key)
+    return NcclNet(rec.file, rec.line, rec.text, rec.host, rec.pid, rec.tid, rec.ts, "gdr", m.group(1))
 
 
 def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
@@ -34,11 +66,14 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
     nranks_seen = 0
     nranks: int | None = None
     said_world = False
+    gdr_seen: set[tuple[str, int, str]] = set()
     for lineno, text in lines:
         if "NCCL " in text or "] INFO " in text or " WARN " in text:
             rec = parse_nccl_line(text, file, lineno)
             if rec is not None:
                 yield rec
+                if isinstance(rec, NcclConnection) and (gdr := _gdr_record(rec, gdr_seen)) is not None:
+                    yield gdr
                 continue
         if nranks_seen and not said_world and not RANK_DEV_RE.match(text):
             said_world = True  # the device block has ended: its lines are the ranks of the test

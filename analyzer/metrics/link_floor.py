@@ -1,0 +1,189 @@
+"""What a benchmark's bus bandwidth should at least reach over the path its own log names.
+
+A completed nccl-tests sweep is slow, not healthy, when even its best large-message busbw stays below
+a conservative floor for the transport and hardware the same log shows. The facts come from the log
+alone: the transport of the channels (``via NET/IB/0[/GDRDMA]``, ``P2P``, ``SHM``), ``Using network``,
+the NICs NCCL lists (``NET/IB : Using [0]mlx5_0:1/IB ...``), the node count and the GPU of each rank's
+device line. No floor is given where the log does not say enough (sockets, plugins such as AWS OFI,
+no transport printed, PCIe GPUs on one host).
+
+Floors are 40% of a reference link rate, per NIC in use (``FLOOR_SHARE``). NCCL's maintainers count
+about 24 GB/s busbw per 200 Gb/s NIC and 12 GB/s per 100 Gb/s NIC as the peak (NVIDIA/nccl-tests#119);
+the reference rates are the slowest link each GPU class ships with:
+
+- InfiniBand with an HGX-class GPU (A100/A800 SXM, H100/H800/H200/H20 SXM, B200/GB200): HDR 200 Gb/s,
+  25 GB/s (DGX/HGX A100 and later carry HDR or faster NICs), so the floor is 10 GB/s per NIC;
+- InfiniBand with a V100 SXM2: EDR 100 Gb/s, 12.5 GB/s (DGX-1V), floor 5 GB/s per NIC;
+- InfiniBand with any other or unknown GPU: QDR 4x, 32 Gb/s of data, 4 GB/s, floor 1.6 GB/s per NIC;
+- RoCE, or an IB-verbs network whose link layer is not printed: 10 GbE, 1.25 GB/s, floor 0.5 GB/s;
+- NVLink on one host of SXM GPUs: 40 GB/s busbw for A100/A800 (40% of the 100 GB/s a pair of 4-GPU
+  HGX A100 boards share), 60 GB/s for H100 and later. PCIe Gen4/Gen5 P2P and SHM stay below these.
+
+A collective that rings through every NIC of a node (all-reduce, all-gather, reduce-scatter: the row's
+busbw/algbw factor is not 1; all-to-all left out, its busbw is bound by the fabric's congestion) is held to
+the NICs a node uses: the distinct NICs its channel lines name,
+or the NICs NCCL lists when a node has at least as many GPUs; any other row is held to one NIC.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import Evidence, LogEvent, Run
+from ..sources.nccl_tests import device_gpu
+
+FLOOR_SHARE = 0.4
+LARGE_BYTES = 32 << 20  # rows from 32 MiB up are bandwidth-bound on every fabric the floors cover
+HGX_GPU_RE = re.compile(r"A100-SXM|A800-SXM|H100 80GB HBM3|H100-SXM|H800(?! PCIe)|H200(?! NVL)|\bH20\b|B200|GB200|B300|GB300")
+H_CLASS_RE = re.compile(r"H100|H800|H200|H20\b|B200|GB200|B300|GB300")
+V100_SXM_RE = re.compile(r"V100-SXM")
+NIC_RE = re.compile(r"\[\d{1,3}\]")  # "[0]mlx5_0:1/IB": one listed NIC ("[RO]" is a flag)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkFacts:
+    """What one run's log says about the path its collectives take."""
+
+    nnodes: int
+    world: int
+    gpus: tuple[str, ...]
+    network: str | None  # "IB" (any IB-verbs transport: NET/IB, NET/IBext_v8), "Socket", another plugin's name
+    link_layer: str | None  # "IB", "RoCE" or None (not printed)
+    nics_listed: int
+    nics_used: int
+    gdr: bool | None  # a network channel with /GDRDMA: True; network channels, none with it: False
+    intra: tuple[str, ...]  # transports of channels inside one node (P2P/..., SHM)
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    path: str  # "InfiniBand", "RoCE", "NVLink"
+    link_gbs: float  # reference rate of one link, GB/s
+    links: int
+    gbs: float  # the floor itself
+    reference: str
+
+
+def link_facts(run: Run) -> LinkFacts:
+    """The facts of ``run`` the floors are judged from (pure; events and communicators only)."""
+    hosts_of = {p.rank: p.host for p in run.job.processes if p.rank is not None}
+    gpus: dict[str, Evidence] = {}
+    gdr_vias: list[LogEvent] = []
+    listed, network = 0, None
+    layers: set[str] = set()
+    ev: list[Evidence] = []
+    for e in run.events:
+        if e.kind == "RankTagged" and (gpu := device_gpu(e.text)) is not None:
+            gpus.setdefault(gpu, e.evidence)
+        elif e.kind == "nccl_net_gdr":
+            gdr_vias.append(e)
+        elif e.kind == "nccl_net_ib":
+            listed = max(listed, len(NIC_RE.findall(e.text.split(";", 1)[0])))
+            layers |= {x for x in ("IB", "RoCE") if f"/{x}" in e.text}
+            ev.append(e.evidence)
+        elif e.kind == "nccl_net_network" and network is None:
+            network = e.text.strip()
+    transports = sorted({t for c in run.communicators for t in c.transports})
+    net = next((t[4:] for t in transports if t.startswith("NET/")), network)
+    used: dict[str | None, set[str]] = defaultdict(set)
+    for e in gdr_vias:
+        parts = e.text.split("/")
+        if len(parts) > 2:
+            used[hosts_of.get(e.rank) if e.rank is not None else None].add(parts[2])
+    gdr = any(e.text.endswith("/GDRDMA") for e in gdr_vias) if gdr_vias else None
+    ev += [e.evidence for e in gdr_vias[:2]] + list(gpus.values())[:1]
+    nnodes = max([run.job.nnodes or 0, len(run.job.hosts)] + [c.nnodes or 0 for c in run.communicators]) or 1
+    world = run.job.world_size or len(hosts_of) or 1
+    return LinkFacts(nnodes, world, tuple(sorted(gpus)), _network_kind(net), "RoCE" if "RoCE" in layers else (
+        "IB" if layers else None), listed, max((len(v) for v in used.values()), default=0), gdr,
+        tuple(t for t in transports if not t.startswith("NET/")), tuple(ev))
+
+
+def _network_kind(net: str | None) -> str | None:
+    if net is None:
+        return None
+    if net.upper().startswith("IB"):  # IB, IBext, IBext_v8: NCCL's and the HPC-X plugin's verbs transport
+        return "IB"
+    return net.split("/", 1)[0]
+
+
+def expected_floor(f: LinkFacts, ring: bool) -> Floor | None:
+    """The floor for one row of the sweep (``ring``: its collective rings through every NIC of a node),
+    or None where the log does not say enough to hold it to any."""
+    if f.nnodes >= 2:
+        return _net_floor(f, ring)
+    return _nvlink_floor(f)
+
+
+def _net_floor(f: LinkFacts, ring: bool) -> Floor | None:
+    if f.network != "IB":
+        return None
+    per_node = max(1, math.ceil(f.world / f.nnodes))
+    links = max(f.nics_used, min(f.nics_listed, per_node), 1) if ring else 1
+    if f.link_layer == "IB" and f.gpus and all(HGX_GPU_RE.search(g) for g in f.gpus):
+        rate, path, why = 25.0, "InfiniBand", "HDR 200 Gb/s, the slowest NIC of HGX-class systems"
+    elif f.link_layer == "IB" and f.gpus and all(V100_SXM_RE.search(g) for g in f.gpus):
+        rate, path, why = 12.5, "InfiniBand", "EDR 100 Gb/s, the NIC of V100 SXM2 systems"
+    elif f.link_layer == "IB":
+        rate, path, why = 4.0, "InfiniBand", "QDR 4x (32 Gb/s of data), the slowest InfiniBand in use"
+    else:
+        rate, path, why = 1.25, "RoCE" if f.link_layer == "RoCE" else "an IB-verbs network", "10 GbE"
+    return Floor(path, rate, links, round(FLOOR_SHARE * rate * links, 2), why)
+
+
+def _nvlink_floor(f: LinkFacts) -> Floor | None:
+    if f.world < 2 or not f.gpus or not all(HGX_GPU_RE.search(g) for g in f.gpus):
+        return None
+    if any(t.startswith("NET/") for t in f.intra):
+        return None  # the transport detector's finding: the network between GPUs of one host
+    if all(H_CLASS_RE.search(g) for g in f.gpus):
+        return Floor("NVLink", 150.0, 1, 60.0, "NVLink 4 or later between SXM GPUs of one host")
+    return Floor("NVLink", 100.0, 1, 40.0, "NVLink 3 between A100/A800 SXM GPUs of one host")
+
+
+def is_ring_row(row: dict[str, Any]) -> bool:
+    """All-reduce, all-gather, reduce-scatter: nccl-tests' busbw factor (busbw / algbw) is not 1."""
+    a, b = float(row.get("algbw") or 0), float(row.get("busbw") or 0)
+    return a > 0 and abs(b / a - 1.0) > 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class SlowSweep:
+    """A sweep whose best large-message busbw stays under its floor."""
+
+    floor: Floor
+    best: float
+    rows: tuple[dict[str, Any], ...]  # the large rows, largest last
+
+
+def slow_sweeps(rows: Sequence[dict[str, Any]], facts: LinkFacts) -> list[SlowSweep]:
+    """Each test of the sweep (by name; an unnamed table is one test) whose large rows all stay below the
+    floor of their path; tests without rows of ``LARGE_BYTES`` or more are not judged."""
+    by_test: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if int(r.get("size") or 0) >= LARGE_BYTES:
+            by_test[r.get("test")].append(r)
+    out = []
+    for test, large in by_test.items():
+        ring = "alltoall" not in str(test or "") and any(is_ring_row(r) for r in large)  # all-to-all: congestion-bound
+        floor = expected_floor(facts, ring)
+        if floor is None:
+            continue
+        best = max(float(r.get("busbw") or 0) for r in large)
+        if best < floor.gbs:
+            out.append(SlowSweep(floor, best, tuple(sorted(large, key=lambda r: int(r["size"])))))
+    return out
+
+
+def per_size(rows: Iterable[dict[str, Any]]) -> list[tuple[int, float]]:
+    """(size, best busbw of its out-of-place and in-place rows), by size."""
+    best: dict[int, float] = {}
+    for r in rows:
+        s = int(r["size"])
+        best[s] = max(best.get(s, 0.0), float(r.get("busbw") or 0))
+    return sorted(best.items())
