@@ -81,7 +81,13 @@ def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
     elif isinstance(rec, R.DesyncReport):
         kind, data = "desync_report", {"lagging": rec.lagging_ranks, "seq": rec.seq, "op": rec.op}
     elif isinstance(rec, R.CollectiveMismatch):
-        kind, data = "collective_mismatch", {"ranks": rec.ranks, "fingerprints": rec.fingerprints}
+        kind, data = "collective_mismatch", {"ranks": rec.ranks, "fingerprints": rec.fingerprints,
+                                             "seqs": rec.seqs, "seq": rec.seq}
+    elif isinstance(rec, R.StoreBarrierWait):
+        kind, data = "store_barrier_wait", {"world_size": rec.world_size, "worker_count": rec.worker_count,
+                                            "key": rec.key, "timed_out": rec.timed_out}
+    elif isinstance(rec, R.ProgramExit):
+        kind = "program_exit"
     elif isinstance(rec, R.MonitoredBarrierFailure):
         kind, data = "barrier_failure", {"failed": rec.failed_ranks}
     elif isinstance(rec, R.HeartbeatTimeout):
