@@ -19,29 +19,34 @@ from ..sources.coll import NcclCollBatch
 from .values import ProcKey
 
 
-def _small_factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pd.factorize(values, sort=True)`` for small non-negative ints (NCCL datatypes): a bincount, no hash."""
-    if len(values) and values.min() >= 0 and values.max() < 1 << 16:
-        present = np.flatnonzero(np.bincount(values))
-        lookup = np.zeros(int(present[-1]) + 1, dtype=np.int32)
-        lookup[present] = np.arange(len(present))
-        return lookup[values], present
-    return pd.factorize(values, sort=True)
+def _run_heads(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal neighbours starts."""
+    n = len(values)
+    change = np.empty(n, dtype=bool)
+    if n:
+        change[0] = True
+        np.not_equal(values[1:], values[:-1], out=change[1:])
+    return np.flatnonzero(change)
 
 
-def _cumcount(codes: np.ndarray, ngroups: int) -> np.ndarray:
-    """1, 2, 3, ... within each code, in row order. Each process's rows of a communicator are
-    nearly always one contiguous run (one file per process): then it is arange minus the run's
-    start, O(n); otherwise pandas' groupby."""
-    n = len(codes)
+def _code_dtype(ncategories: int) -> type[np.signedinteger]:
+    """The integer type pandas keeps the codes of that many categories in (``coerce_indexer_dtype``):
+    codes made in it are taken as they are, not copied into it."""
+    for t in (np.int8, np.int16, np.int32):
+        if ncategories < np.iinfo(t).max:
+            return t
+    return np.int64
+
+
+def _runs_cumcount(run_codes: np.ndarray, ngroups: int, heads: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """1, 2, 3, ... within each code, in row order, for rows given as runs of equal codes (``run_codes[i]``
+    from row ``heads[i]`` for ``lengths[i]`` rows). Each process's rows of a communicator are nearly
+    always one contiguous run (one file per process): then it is arange minus the run's start, O(n);
+    otherwise pandas' groupby over the rows' codes."""
+    n = int(lengths.sum())
     if not n:
         return np.zeros(0, dtype=np.int64)
-    change = np.empty(n, dtype=bool)
-    change[0] = True
-    np.not_equal(codes[1:], codes[:-1], out=change[1:])
-    heads = np.flatnonzero(change)
     if len(heads) == ngroups:  # every group is one run
-        lengths = np.diff(heads, append=n)
         if len(heads) * 64 > n:  # short runs: vectorised (two temporaries of n)
             return np.arange(1, n + 1, dtype=np.int64) - np.repeat(heads, lengths)
         base = np.arange(1, int(lengths.max()) + 1, dtype=np.int64)  # long runs: each a slice of one arange
@@ -49,7 +54,30 @@ def _cumcount(codes: np.ndarray, ngroups: int) -> np.ndarray:
         for h, m in zip(heads.tolist(), lengths.tolist()):
             out[h:h + m] = base[:m]
         return out
+    codes = np.repeat(run_codes, lengths)
     return pd.Series(codes).groupby(codes, sort=False).cumcount().to_numpy() + 1
+
+
+def _dtype_columns(dt: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(name codes, names, itemsizes) of NCCL datatype numbers: names in the order of the numbers'
+    sorted values (as ``pd.factorize(sort=True)`` gives them), codes in pandas' own code type, itemsizes
+    in 1 byte. Small non-negative numbers (all NCCL has) are looked up in one table each: a bincount
+    and two gathers, no hash."""
+    if len(dt) and dt.min() >= 0 and dt.max() < 1 << 16:
+        present = np.flatnonzero(np.bincount(dt))
+        codes, uniq = None, present
+    else:
+        codes, uniq = pd.factorize(dt, sort=True)
+    info = [NCCL_DTYPES.get(int(d), (str(int(d)), 0)) for d in uniq]
+    cat = {name: i for i, name in enumerate(dict.fromkeys(name for name, _ in info))}
+    name_of = np.array([cat[name] for name, _ in info], dtype=_code_dtype(len(cat)))
+    size_of = np.array([size for _, size in info], dtype=np.int8)
+    if codes is None:  # tables indexed by the number itself
+        names = np.zeros(int(present[-1]) + 1, dtype=name_of.dtype)
+        sizes = np.zeros(int(present[-1]) + 1, dtype=np.int8)
+        names[present], sizes[present] = name_of, size_of
+        return names[dt], list(cat), sizes[dt]
+    return name_of[codes], list(cat), size_of[codes]
 
 
 class _Joined:
@@ -134,36 +162,31 @@ def _frame(j: _Joined, proc_rank: dict[ProcKey, int], ident: dict[tuple[ProcKey,
     n = len(col["line"])
     proc_list = list(procs)
     comm_list = list(comms)
+    # (process, comm) pairs come in long runs: each run's first key is hashed, its code stands for the run
     key = col["proc"].astype(np.int64) * len(comm_list) + col["comm"]
-    pair_codes, pair_uniq = pd.factorize(key, sort=False)
+    heads = _run_heads(key)
+    lengths = np.diff(heads, append=n)
+    run_codes, pair_uniq = pd.factorize(key[heads], sort=False)  # the codes pd.factorize(key) gives, run by run
     del key
-    seq = _cumcount(pair_codes, len(pair_uniq))
+    seq = _runs_cumcount(run_codes, len(pair_uniq), heads, lengths)
     # pg label per (process, comm) pair; many pairs share a label (one communicator, many ranks)
     labels: dict[str, int] = {}
-    pair_label = np.array([code(labels, "nccl:" + ident.get((proc_list[int(k) // len(comm_list)],
-                                                              comm_list[int(k) % len(comm_list)]),
-                                                             comm_list[int(k) % len(comm_list)]))
-                           for k in pair_uniq], dtype=np.int32)
+    pair_label = [code(labels, "nccl:" + ident.get((proc_list[int(k) // len(comm_list)], comm_list[int(k) % len(comm_list)]),
+                                                   comm_list[int(k) % len(comm_list)])) for k in pair_uniq]
+    pg_codes = np.repeat(np.array(pair_label, dtype=_code_dtype(len(labels)))[run_codes], lengths)
     rank_of = np.array([proc_rank.get(p, -1) for p in proc_list], dtype=np.int64)
     op_names = [NCCL_OPS.get(o, o.lower()) for o in ops]
     op_cat = {name: i for i, name in enumerate(dict.fromkeys(op_names))}
-    op_map = np.array([op_cat[name] for name in op_names], dtype=np.int32)
-    dt_codes, dt_uniq = _small_factorize(col["dt"])
-    dt_info = [NCCL_DTYPES.get(int(d), (str(int(d)), 0)) for d in dt_uniq]
-    dt_names = [x[0] for x in dt_info]
-    dt_name_cat = {name: i for i, name in enumerate(dict.fromkeys(dt_names))}
-    dt_map = np.array([dt_name_cat[name] for name in dt_names], dtype=np.int32)
-    sizes = np.array([x[1] for x in dt_info], dtype=np.int8)[dt_codes]  # itemsizes: 1 byte a row, not 8
+    op_map = np.array([op_cat[name] for name in op_names], dtype=_code_dtype(len(op_cat)))
+    dt_codes, dt_names, sizes = _dtype_columns(col["dt"])  # itemsizes: 1 byte a row, not 8
     nan = np.full(n, np.nan, dtype=np.float32)  # NCCL lines carry no start/completion/duration: 4 bytes a row
-    pg = pd.Categorical.from_codes(pair_label[pair_codes], list(labels))
-    del pair_codes
     df = pd.DataFrame({
         "rank": rank_of[col.pop("proc")],
-        "pg": pg,
+        "pg": pd.Categorical.from_codes(pg_codes, list(labels)),
         "seq": seq.astype(np.int64, copy=False),
         "op": pd.Categorical.from_codes(op_map[col["op"]], list(op_cat)),
         "count": col["count"],
-        "dtype": pd.Categorical.from_codes(dt_map[dt_codes], list(dt_name_cat)),
+        "dtype": pd.Categorical.from_codes(dt_codes, dt_names),
         "bytes": np.multiply(col["count"], sizes, dtype=np.int64),
         "state": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), ["enqueued"]),
         "t_created": col["ts"],
@@ -171,7 +194,7 @@ def _frame(j: _Joined, proc_rank: dict[ProcKey, int], ident: dict[tuple[ProcKey,
         "t_completed": nan.copy(),
         "duration_ms": nan.copy(),
         "source": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), ["nccl"]),
-        "file": pd.Categorical.from_codes(col["file"], list(files)),
+        "file": pd.Categorical.from_codes(col["file"].astype(_code_dtype(len(files)), copy=False), list(files)),
         "line": col["line"],
         "where": pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8), []),  # unknown for NCCL lines
     }, columns=COLLECTIVE_COLUMNS, copy=False)
