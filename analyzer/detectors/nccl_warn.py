@@ -17,6 +17,9 @@ the settings (those the knowledge base calls traps), and the NCCL version each p
   echoes after it (timeouts, aborts, "remote process exited") do not.
 - A socket connection that failed (refused, timed out) in a multi-host job that chose lo or docker0:
   the interface choice is the cause (config_error, ``data["explained_by"]``).
+- A warning of torch or CUDA the knowledge base knows as a cause (``TorchWarning`` events: a GPU whose CUDA
+  capability the installed torch build has no kernels for): one finding per entry, arguing for the entry's
+  verdict when the job failed.
 - A WARN whose entry names settings that cause it (``Entry.settings``: NCCL_TOPO_FILE before
   "Attribute arch of node cpu not found"), after the job set one: a config error naming the setting.
 Other findings argue for no verdict: the crash and hang detectors decide what happened; these say why.
@@ -78,7 +81,33 @@ def detect(run: Run) -> list[Finding]:
     chosen = _environment(run)
     if chosen:
         findings = [_explained_by(f, chosen[0]) for f in findings]
-    return findings + chosen + _settings(run) + _releases(run)
+    return findings + chosen + _warnings(run, failed) + _settings(run) + _releases(run)
+
+
+def _warnings(run: Run, failed: bool) -> list[Finding]:
+    """Warnings torch or CUDA printed that the knowledge base knows as a cause (``TorchWarning`` events: torch's
+    'GPU with CUDA capability sm_89 is not compatible with the current PyTorch installation'): one finding per
+    entry, with the entry's verdict (no culprit rank) when the job failed, else a note of what will fail."""
+    groups: dict[str, _Group] = {}
+    for e in run.events:
+        if e.kind == "TorchWarning":
+            entry = classify(e.text)
+            if entry is not None and entry.kind != "note":
+                _add(groups, entry.id, entry, e, ())
+    out = []
+    for g in groups.values():
+        e = g.entry
+        assert e is not None
+        verdict = Verdict(e.verdict) if failed and e.verdict else None
+        out.append(Finding(
+            kind=FindingKind.CONFIG if e.verdict == "config_error" else FindingKind.ERROR,
+            severity=SEVERITY[e.severity] if failed else Severity.WARNING,
+            message=f"warning {_who(g.ranks, g.count)}: \"{_quote(g.first.text)}\": {e.cause}",
+            ranks=tuple(sorted(g.ranks)), hint=f"{e.fix} ({e.link})", evidence=tuple(g.evidence), verdict=verdict,
+            data={"entry": e.id, "area": e.area, **({"culprits": []} if verdict else {}), "cause": e.cause,
+                  "fix": e.fix, "link": e.link, "releases": list(e.releases), "warn": _quote(g.first.text),
+                  "count": g.count}))
+    return out
 
 
 def _explained_by(f: Finding, chosen: Finding) -> Finding:

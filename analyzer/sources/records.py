@@ -267,6 +267,14 @@ class StoreBarrierWait(TorchRec):
 
 
 @dataclass(slots=True)
+class TorchWarning(TorchRec):
+    """A warning torch or CUDA prints that names a cause by itself (the knowledge base reads ``message``): torch's
+    ``NVIDIA GeForce RTX 4090 with CUDA capability sm_89 is not compatible with the current PyTorch installation.``"""
+
+    message: str
+
+
+@dataclass(slots=True)
 class ProgramExit(TorchRec):
     """A rank reached the end of its program: torch's exit-time warnings ``process group has NOT been destroyed
     before it is being destructed`` (2.4) and ``destroy_process_group() was not called before program exit`` (2.5+)."""

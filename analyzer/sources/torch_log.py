@@ -37,6 +37,7 @@ from .records import (
     ProgramExit,
     Rec,
     StoreBarrierWait,
+    TorchWarning,
     TorchRec,
     TorchVersionLine,
     WatchdogFailure,
@@ -98,6 +99,11 @@ MPI_NOTICED_RE = re.compile(
     r"\b(?:mpirun|prterun|orterun|mpiexec) noticed that process rank (?P<rank>\d{1,7}) with PID (?P<pid>\d{1,10}) on "
     r"node (?P<host>\S{1,255}) exited on signal (?P<sig>\d{1,3})(?: \((?P<name>[^)]{1,60})\))?"
 )
+# torch's multi-process test harness (torch.testing._internal.common_distributed), as in PyTorch's own test logs
+HARNESS_EXIT_RE = re.compile(r"\bProcess (?P<i>\d{1,7}) exited with error code (?P<code>-?\d{1,4})")
+TERMINATE_RE = re.compile(r"terminate called after throwing an instance of '(?P<type>[\w:<>, ]{1,200})'")
+# warnings that name their cause (sources.records.TorchWarning); a substring each, tested before any regex
+WARNING_WORDS = ("is not compatible with the current PyTorch installation",)
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
 WATCHDOG_EXC_RE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<err>.*)$")
@@ -186,6 +192,8 @@ class _State:
     worlds: set[tuple[int | None, int]] = field(default_factory=set)
     nodes: set[int] = field(default_factory=set)  # node counts a launcher printed, given once each
     tagged: set[int] = field(default_factory=set)  # ranks a launcher's tag has named (RankTagged given)
+    terminate: dict[int | None, str] = field(default_factory=dict)  # "terminate called after throwing 'T'", by rank
+    last_error: DistError | None = None  # the last C++ abort read (what():), for the harness line that names it
 
 
 def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
@@ -255,6 +263,22 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         if m:
             yield LauncherExit(st.file, lineno, text, None, int(m.group("lr")), int(m.group("code")),
                                int(m.group("pid")), None, None, None, False)
+            return
+    if "exited with error code" in body:
+        h = HARNESS_EXIT_RE.search(body)
+        if h:
+            i = int(h.group("i"))
+            if st.last_error is not None and st.last_error.rank is None:
+                st.last_error.rank = i  # the harness names the process whose C++ abort it printed just before
+            yield LauncherExit(st.file, lineno, text, i, i, int(h.group("code")), None, None, None, None, False)
+            return
+    if any(w in body for w in WARNING_WORDS):
+        yield TorchWarning(st.file, lineno, text, prefix_rank, None, None, None, body.strip()[:500])
+        return
+    if "terminate called after throwing an instance of" in body and "what():" not in body:
+        t = TERMINATE_RE.search(body)
+        if t:
+            st.terminate[prefix_rank] = t.group("type")
             return
     if "noticed that process rank" in body:
         x = mpi_exit(text, st.file, lineno)
@@ -491,6 +515,9 @@ def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[
     if em:
         yield from _exception(st, head, body, rank, em)
         return
+    if rank in st.terminate and stripped.startswith("what():") and ", NCCL version" not in body:
+        yield from _what(st, head, stripped[len("what():"):].strip(), rank)
+        return
     if "NCCL version" in body and ", NCCL version" in body:
         m = nccl_error_match(body)
         if m and not NCCL_CODE_RE.match(body):  # an NCCL error quoted without its exception type
@@ -503,6 +530,16 @@ def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[
                 yield err
                 if last is None:
                     st.pending_last_error[rank] = err
+
+
+def _what(st: _State, head: Head, msg: str, rank: int | None) -> Iterator[Rec]:
+    """The C++ runtime's ``terminate called after throwing an instance of 'c10::CUDAError'`` and, on the next line,
+    ``what():  CUDA error: uncorrectable NVLink error detected ...``: the process's error, of that type."""
+    etype = st.terminate.pop(rank)
+    if msg and (rank, msg) not in st.errors:
+        st.errors.add((rank, msg))
+        st.last_error = DistError(*head, etype, msg[:2000], None, list(st.frames.pop(rank, [])))
+        yield st.last_error
 
 
 def split_last_error(msg: str) -> tuple[str, str | None]:

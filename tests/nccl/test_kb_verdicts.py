@@ -114,3 +114,48 @@ def test_connect_refused_after_loopback_chosen_on_two_hosts_is_a_config_error():
     assert a.decision.verdict.value == "config_error"
     assert a.decision.culprit_ranks == ()
     assert "NCCL_SOCKET_IFNAME" in (a.decision.headline + " ".join(f.hint or "" for f in a.findings))
+
+
+def test_torch_capability_warning_before_an_nccl_cuda_error_is_a_config_error(tmp_path):
+    """torch's start-up warning that the build has no kernels for the GPU (YijinHuang/SSiT#19 shape, mp.spawn):
+    the NCCL 'unhandled cuda error' after it is its consequence; a config error naming the capability, no culprit."""
+    (tmp_path / "train.log").write_text(
+        "/opt/conda/lib/python3.8/site-packages/torch/cuda/__init__.py:143: UserWarning: \n"
+        "NVIDIA GeForce RTX 4080 with CUDA capability sm_89 is not compatible with the current PyTorch installation.\n"
+        "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70 sm_75 compute_37.\n"
+        "-- Process 1 terminated with the following error:\n"
+        "Traceback (most recent call last):\n"
+        '  File "/work/train.py", line 88, in worker\n'
+        "    dist.barrier()\n"
+        "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:47, unhandled cuda error, "
+        "NCCL version 21.0.3\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\n")
+    a = analyze_paths([tmp_path / "train.log"], cache=False)
+    assert a.decision.verdict.value == "config_error" and a.decision.culprit_ranks == ()
+    f = next(f for f in a.findings if f.data.get("entry") == "torch-arch-unsupported")
+    assert "sm_89" in f.message and "torch" in (f.hint or "")
+
+
+def test_capability_warning_in_a_job_that_did_not_fail_is_only_a_warning(tmp_path):
+    (tmp_path / "run.log").write_text(
+        "NVIDIA GeForce RTX 4080 with CUDA capability sm_89 is not compatible with the current PyTorch installation.\n"
+        "[rank0]:[I611 16:40:12.118 ProcessGroupNCCL.cpp:1003] [PG ID 0 PG GUID 0(default_pg) Rank 0] Using non-blocking mode: 0\n")
+    a = analyze_paths([tmp_path / "run.log"], cache=False)
+    f = next(f for f in a.findings if f.data.get("entry") == "torch-arch-unsupported")
+    assert f.verdict is None and f.severity.value == "warning"
+
+
+def test_uncorrectable_nvlink_abort_named_by_the_test_harness_is_that_process_crash(tmp_path):
+    """PyTorch's own multi-process tests (easybuilders/easybuild-easyconfigs#13237 shape): the C++ runtime's abort
+    ('terminate called ... c10::CUDAError' / 'what(): CUDA error: uncorrectable NVLink error ...'), then the harness's
+    'Process N exited with error code C': rank N crashed on a hardware link fault."""
+    (tmp_path / "test.log").write_text(
+        "INFO:torch.testing._internal.common_distributed:Started process 0 with pid 5101\n"
+        "INFO:torch.testing._internal.common_distributed:Started process 1 with pid 5102\n"
+        "terminate called after throwing an instance of 'c10::CUDAError'\n"
+        "  what():  CUDA error: uncorrectable NVLink error detected during the execution\n"
+        "Exception raised from create_event_internal at ../c10/cuda/CUDACachingAllocator.cpp:1055 (most recent call first):\n"
+        "ERROR:torch.testing._internal.common_distributed:Process 1 exited with error code 10 and exception:\n")
+    a = analyze_paths([tmp_path / "test.log"], cache=False)
+    assert a.decision.verdict.value == "crash" and a.decision.culprit_ranks == (1,)
+    assert any("NVLink" in f.message and "nvlink" in (f.hint or "") for f in a.findings)

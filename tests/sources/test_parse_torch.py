@@ -192,3 +192,21 @@ def test_mpirun_and_prterun_name_the_process_that_ended_the_job():
         (37, -6, 71120, "rk2-11-s4", True), (5, -11, 613162, "gpu-node07", True)]
     assert exits[0].traceback == "Signal 6 (SIGABRT) received by PID 71120"
     assert torch_log.mpi_exit("mpirun noticed that the job aborted, but has no info as to the process", "f", 1) is None
+
+
+def test_cpp_abort_what_line_is_an_error_of_the_thrown_type_and_the_harness_names_its_process():
+    recs = parse("terminate called after throwing an instance of 'c10::CUDAError'\n"
+                 "  what():  CUDA error: uncorrectable NVLink error detected during the execution\n"
+                 "ERROR:torch.testing._internal.common_distributed:Process 2 exited with error code 10 and exception:\n")
+    err, ex = recs
+    assert isinstance(err, R.DistError) and err.exc_type == "c10::CUDAError" and err.rank == 2
+    assert err.message == "CUDA error: uncorrectable NVLink error detected during the execution"
+    assert isinstance(ex, R.LauncherExit) and (ex.rank, ex.exitcode) == (2, 10)
+    # a what() with no 'terminate called' before it is no error of its own (the NCCL error path reads those)
+    assert parse("  what():  something else\n") == []
+
+
+def test_torch_capability_warning_is_a_warning_record_with_its_tag_rank():
+    (w,) = parse("[rank3]: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current "
+                 "PyTorch installation.\n")
+    assert isinstance(w, R.TorchWarning) and w.rank == 3 and w.message.startswith("NVIDIA GeForce RTX 5090")
