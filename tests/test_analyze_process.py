@@ -73,3 +73,66 @@ def test_a_job_closed_early_stops_its_pool_and_removes_its_folder(tmp_path, monk
     assert job._pool is None
     with pytest.raises(RuntimeError):
         pool.submit(len, [])
+
+
+def _findings_text(findings) -> list[str]:
+    return [repr(f) for f in findings]
+
+
+@pytest.fixture(scope="module")
+def desync_run(tmp_path_factory):
+    from ncclscope.model_build import build_run
+
+    d = tmp_path_factory.mktemp("desync") / "run"
+    generate_run(d, nranks=8, steps=40, fault="desync", fault_step=30, seed=5)
+    return lambda: build_run(ingest.ingest([d]))
+
+
+def test_table_detectors_in_a_forked_child_give_the_serial_findings(desync_run, monkeypatch):
+    """analyze as a process shares the detectors out over two processes from PARALLEL_MIN_ROWS rows:
+    the child's findings come back in their detectors' places, the same list as one process gives."""
+    from ncclscope import analysis
+    from ncclscope.detectors import DETECTORS, run_detectors
+
+    assert set(analysis.CHILD_DETECTORS) <= set(DETECTORS)  # a renamed detector would end the sharing unseen
+    want = _findings_text(run_detectors(desync_run()))
+    monkeypatch.setattr(analysis, "PARALLEL_MIN_ROWS", 0)
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    assert _findings_text(analysis.run_findings(desync_run(), share=True)) == want
+    assert forks == [1]
+    assert _findings_text(analysis.run_findings(desync_run(), share=False)) == want and forks == [1]
+
+
+def test_a_child_that_fails_has_its_detectors_run_here(desync_run, monkeypatch):
+    from ncclscope import analysis
+    from ncclscope.detectors import run_detectors
+
+    want = _findings_text(run_detectors(desync_run()))
+    monkeypatch.setattr(analysis, "PARALLEL_MIN_ROWS", 0)
+
+    def broken(*a, **k):
+        raise RuntimeError("no pickle in the child")
+
+    monkeypatch.setattr(analysis.pickle, "dumps", broken)  # the forked child inherits it: exits 1, sends nothing
+    assert _findings_text(analysis.run_findings(desync_run(), share=True)) == want
+
+
+def test_no_fork_below_the_row_threshold_or_beside_another_thread(desync_run, monkeypatch):
+    import threading
+
+    from ncclscope import analysis
+
+    run = desync_run()
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
+    analysis.run_findings(run, share=True)  # a few hundred rows, under PARALLEL_MIN_ROWS
+    monkeypatch.setattr(analysis, "PARALLEL_MIN_ROWS", 0)
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        analysis.run_findings(run, share=True)
+    finally:
+        stop.set()
+        t.join()
