@@ -1,10 +1,25 @@
 """Transport and network notes: what each communicator uses, and NCCL's own guesses.
 
 Inputs: connection lines per communicator, ``Using network``, ``Defaulting to 10 Gbps``.
+
+"Over the network between GPUs of one host" is said only of a communicator known to sit on one host: NCCL's
+nNodes is 1, or no node count is printed and the input shows as many ranks as the communicator has (Init lines,
+or nccl-tests' device lines) on its only host. A pasted
+excerpt of one node of a multi-node job (rank 0 of 16, ``8[0] -> 0[0] via NET/IB/0``) shows one host but not a
+one-host communicator.
 """
 from __future__ import annotations
 
-from ..model import Finding, FindingKind, Run, Severity
+from ..model import Communicator, Finding, FindingKind, Run, Severity
+
+
+def _one_host(c: Communicator, run: Run) -> bool:
+    if c.nnodes is not None:
+        return c.nnodes == 1
+    if len(run.job.hosts) > 1 or (run.job.nnodes or 1) != 1:
+        return False
+    seen = {p.rank for p in run.job.processes if p.rank is not None}
+    return max(len(c.members), len(seen)) >= c.nranks
 
 
 def detect(run: Run) -> list[Finding]:
@@ -13,8 +28,7 @@ def detect(run: Run) -> list[Finding]:
         ts = c.transports
         if not ts:
             continue
-        single_node = (c.nnodes or len(run.job.hosts) or 1) == 1
-        if single_node and any(t.startswith("NET/") for t in ts) and not any(t.startswith("P2P") for t in ts):
+        if _one_host(c, run) and any(t.startswith("NET/") for t in ts) and not any(t.startswith("P2P") for t in ts):
             findings.append(Finding(
                 kind=FindingKind.TRANSPORT, severity=Severity.WARNING,
                 message=f"communicator {c.id} runs over the network ({', '.join(ts)}) between GPUs of one host",
