@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import rules
-from .model import Certainty, Finding, Run, Severity, Stuck, Verdict
+from .model import Certainty, Finding, FindingKind, Run, Severity, Stuck, Verdict
 from .rules.facts import failures_of_run, stall_time
 
 PRIORITY = [Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH, Verdict.DEGRADED]
@@ -139,13 +139,13 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
     desyncs = by[Verdict.DESYNC]
     if desyncs and not _desync_is_echo(desyncs, failures):
         return _from(Verdict.DESYNC, desyncs)
-    crash = [f for f in by[Verdict.CRASH] + by[Verdict.HANG] if f.verdict == Verdict.CRASH
-             and set(f.ranks) == set(cause.ranks)]
+    # the headline tells the cause (the crash detector's finding), before what it did to a collective
+    crash = sorted((f for f in by[Verdict.CRASH] + by[Verdict.HANG] if f.verdict == Verdict.CRASH
+                    and set(f.ranks) == set(cause.ranks)), key=lambda f: f.kind == FindingKind.HANG)
     headline = crash[0].message if crash else f"rank {cause.first.rank} failed first: {cause.first.text}"[:500]
     stuck = next((f.stuck for f in by[Verdict.HANG] + by[Verdict.CRASH] if f.stuck), None)
-    # a network failure first (an IB completion error, a fatal QP event): the link failed, no rank's code
-    ranks = () if cause.first.kind is rules.FailureKind.NETWORK else cause.ranks
-    return Decision(Verdict.CRASH, ranks, stuck, headline)
+    # a network failure or NCCL's own error first: the link, the library or the setup failed, no rank's code
+    return Decision(Verdict.CRASH, cause.culprits, stuck, headline)
 
 
 def _desync_is_echo(desyncs: list[Finding], failures: list[rules.Failure]) -> bool:

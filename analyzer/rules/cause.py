@@ -43,6 +43,19 @@ class Cause:
     echoes: tuple[Failure, ...]
     why: str
 
+    @property
+    def culprits(self) -> tuple[int, ...]:
+        """The ranks at fault: ``ranks``, but none when the first failure is the link's (an IB completion
+        error, a fatal QP event) or NCCL's own error (internal error, unhandled system or CUDA error inside
+        NCCL, invalid usage, a truncated bootstrap message): the network, the library, the driver or the
+        setup failed on the rank that reported it, not that rank's code."""
+        if self.first is not None and self.first.kind in NO_CULPRIT:
+            return ()
+        return self.ranks
+
+
+NO_CULPRIT = frozenset({FailureKind.NETWORK, FailureKind.NCCL})
+
 
 def _key(f: Failure) -> tuple[float, str, int]:
     return (f.t if f.t is not None else math.inf, f.order[0], f.order[1])
