@@ -161,6 +161,7 @@ MAX_WRAP_PIECES = 12  # a wrapped line is joined from this many pieces at most (
 LINE_START_RE = re.compile(
     r"\[?\d{4}-\d\d-\d\d[ T]|[^\s:\[\]<>(),=]{1,255}:\d{1,10}:\d{1,10} |\[(?:rank|default)\d+\]:|\[\d+,\d+\]<"
     r"|\[?[EWIF]\d{4} |\[[EWIF] [\w./-]+:\d+\]|Traceback \(|\s{1,40}File \"|\(\w[\w.:-]* (?:rank=\d+ )?pid=|frame #\d"
+    r"|terminate called after throwing |\s{0,4}what\(\): |Exception raised from "  # the C++ runtime's abort
     r"|(?:\[[\d,]{1,24}\](?:<std(?:out|err)>)?:? ?)?NCCL version \d"  # NCCL <= 2.21's bare version line, often
     # right after an 80-200 column NET line, alone or behind "[3] " / "[1,0]<stdout>:"
 )

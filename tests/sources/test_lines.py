@@ -121,6 +121,18 @@ def test_rejoin_wrapped_joins_only_a_known_join():
     assert kept == lines
 
 
+def test_a_cpp_abort_after_a_complete_nccl_line_is_no_wrapped_tail():
+    """An 80-200 column NCCL line followed by the C++ runtime's shorter abort line (pytorch/pytorch#58155 shape):
+    the abort begins a line of its own and is never joined to the NCCL line as its wrapped tail."""
+    init = "taurus-g17:124031:124053 [2] NCCL INFO comm 0x7f3d48000e00 rank 2 nranks 3 cudaDev 2 busId 3b000 - Init COMPLETE\n"
+    for tail in ("terminate called after throwing an instance of 'c10::CUDAError'\n",
+                 "  what():  CUDA error: an illegal memory access was encountered\n",
+                 "Exception raised from query at ../aten/src/ATen/cuda/CUDAEvent.h:95 (most recent call first):\n"):
+        assert starts_a_line(tail)
+        out = list(rejoin_wrapped([(1, init), (2, tail)], lambda first, joined: True))
+        assert out == [(1, init), (2, tail)]
+
+
 def test_cr_only_log_reads_like_the_lf_log(tmp_path):
     """A CR-only log (tqdm's redraws, a Mac editor) was one 64 KB line: everything after it was skipped."""
     body = "\n".join([NCCL.replace("Init COMPLETE", "Init START"), "epoch 1", NCCL, "[rank3]:" + TIMEOUT]) + "\n"
