@@ -11,7 +11,8 @@ rank and a random time after the warm-up:
   every other rank enqueues the next collective and waits in it;
 - ``desync``: the rank calls the next collective with another element count; all wait in it;
 - ``crash``: the rank writes a non-zero exit record and an NCCL WARN line, then nothing;
-- ``dead_node``: the rank's whole host (8 ranks) stops writing anything;
+- ``dead_node``: the rank's whole host (8 ranks) stops writing anything; the done lines of its last
+  step's collectives are lost with it (the hook writes those of GPU collectives with the heartbeat);
 - ``pause`` (fault-free): every rank completes its step, then all pause 5 to 60 s (heartbeats go
   on, nothing pending), then carry on: any alert is a false alarm.
 
@@ -76,6 +77,9 @@ class Result:
     alert_kind: str | None = None
     culprits: list[int] = field(default_factory=list)
     named_right: bool | None = None
+    classified_right: bool | None = None  # the alert's kind, and for dead_node the node (host and its ranks) only
+    seq_right: bool | None = None  # hang / dead_node / desync: the collective the waiting ranks are in
+    node: dict[str, Any] | None = None
     false_alarms: int = 0
     cpu_pct: float = 0.0
     rss_mb: float = 0.0
@@ -124,13 +128,17 @@ class RankFile:
         os.write(self.nccl, data)
         self.written += len(data)
 
-    def step(self, n: int, t: float, dur_ms: float) -> None:
+    def step(self, n: int, t: float, dur_ms: float, done: bool = True) -> None:
+        """``done=False``: the collectives' coll lines only (their done lines, which the hook writes with the
+        heartbeat for GPU collectives, never made it out)."""
         parts = []
         for _ in range(n):
             self.seq += 1
             parts.append(self.coll % (t, self.seq, 4096, 8192))
-            parts.append(self.done % (t + dur_ms / 1000.0, self.seq, dur_ms))
-        self.done_seq = self.seq
+            if done:
+                parts.append(self.done % (t + dur_ms / 1000.0, self.seq, dur_ms))
+        if done:
+            self.done_seq = self.seq
         self.write("".join(parts))
 
     def enqueue(self, t: float, numel: int = 4096) -> None:
@@ -183,8 +191,9 @@ def host_writer(d: str, hosts: list[int], plan: Plan, counter: Any) -> None:
         paused = plan.fault == "pause" and held
         if not stalled and not held and now >= next_step:
             step += 1
-            for rf in ranks:
-                rf.step(plan.colls, now, 0.4)
+            for rf in ranks:  # a dead node's last step: its done lines lost with it (they come with the heartbeat)
+                rf.step(plan.colls, now, 0.4, done=not (plan.fault == "dead_node" and step == fault_step
+                                                        and rf.rank // PER_HOST == fault_host))
             next_step += plan.step_s  # no reset: a writer that fell behind catches up
             if plan.fault == "pause" and step == fault_step:
                 next_step = resume_t  # every writer resumes at the same time
@@ -319,6 +328,8 @@ def one_run(ranks: int, mode: str, fault: str, args: argparse.Namespace, rng: ra
             want = set(range(plan.fault_rank // PER_HOST * PER_HOST, plan.fault_rank // PER_HOST * PER_HOST + PER_HOST)) \
                 if fault == "dead_node" else {plan.fault_rank}
             res.named_right = bool(want & set(res.culprits))
+            res.classified_right, res.seq_right = judge_first(first, plan)
+            res.node = (first.get("nodes") or [None])[0]
         if lags:
             res.lag_p50_s = round(statistics.median(lags), 2)
             res.lag_max_s = round(max(lags), 2)
@@ -334,6 +345,24 @@ def one_run(ranks: int, mode: str, fault: str, args: argparse.Namespace, rng: ra
             subprocess.run(["rm", "-rf", str(d)], check=False)
 
 
+def judge_first(alert: dict[str, Any], plan: Plan) -> tuple[bool, bool | None]:
+    """Whether the first alert after the fault classifies it right, and names the collective the others wait
+    in (the same on every writer: ``fault_step`` steps of ``colls`` collectives, then the next one)."""
+    host = plan.fault_rank // PER_HOST
+    nodes = alert.get("nodes") or []
+    kind = {"hang": "hang", "dead_node": "hang", "desync": "desync", "crash": "crash"}[plan.fault]
+    ok = alert.get("kind") == kind
+    if plan.fault == "dead_node":
+        ranks = [r for r in range(host * PER_HOST, host * PER_HOST + PER_HOST) if r < plan.ranks]
+        ok = ok and [(n.get("host"), n.get("ranks")) for n in nodes] == [(f"node{host:04d}", ranks)]
+    elif plan.fault == "hang":
+        ok = ok and not nodes and alert.get("culprit_ranks") == [plan.fault_rank]
+    if plan.fault == "crash":
+        return ok, None
+    fault_step = int((plan.fault_t - plan.t0) / plan.step_s) + 1
+    return ok, (alert.get("stuck") or {}).get("seq") == fault_step * plan.colls + 1
+
+
 def summarize(results: list[Result]) -> list[dict[str, Any]]:
     """One row per (ranks, mode): latency p50 / p90 over the faults, false alarms, CPU, RSS, lag."""
     rows = []
@@ -346,7 +375,10 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
             return lat[min(len(lat) - 1, int(p * len(lat)))] if lat else None
 
         rows.append({"ranks": key[0], "mode": key[1], "alerts": f"{len(lat)}/{len(faults)}",
-                     "named_right": sum(1 for r in faults if r.named_right), "p50_s": q(0.5), "p90_s": q(0.9),
+                     "named_right": sum(1 for r in faults if r.named_right),
+                     "classified_right": sum(1 for r in faults if r.classified_right),
+                     "seq_right": f"{sum(1 for r in faults if r.seq_right)}/{sum(1 for r in faults if r.seq_right is not None)}",
+                     "p50_s": q(0.5), "p90_s": q(0.9),
                      "false_alarms": sum(r.false_alarms for r in rs),
                      "fault_free_runs": sum(1 for r in rs if r.fault == "pause"),
                      "cpu_pct_max": max(r.cpu_pct for r in rs), "rss_mb_max": max(r.rss_mb for r in rs),
@@ -387,10 +419,11 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(r)
                 print(json.dumps(asdict(r)), flush=True)
     rows = summarize(results)
-    print(f"{'ranks':>6} {'mode':8} {'alerts':>6} {'named':>5} {'p50 s':>6} {'p90 s':>6} {'false':>5} "
+    print(f"{'ranks':>6} {'mode':8} {'alerts':>6} {'named':>5} {'class':>5} {'seq':>5} {'p50 s':>6} {'p90 s':>6} {'false':>5} "
           f"{'CPU %':>6} {'RSS MB':>7} {'lag p50':>7} {'lag max':>7} {'KB/s':>8}")
     for row in rows:
-        print(f"{row['ranks']:>6} {row['mode']:8} {row['alerts']:>6} {row['named_right']:>5} {row['p50_s']!s:>6} "
+        print(f"{row['ranks']:>6} {row['mode']:8} {row['alerts']:>6} {row['named_right']:>5} "
+              f"{row['classified_right']:>5} {row['seq_right']:>5} {row['p50_s']!s:>6} "
               f"{row['p90_s']!s:>6} {row['false_alarms']:>5} {row['cpu_pct_max']:>6} {row['rss_mb_max']:>7} "
               f"{row['lag_p50_s']:>7} {row['lag_max_s']:>7} {row['write_kb_s']:>8}")
     if args.out:
