@@ -16,13 +16,27 @@ __all__ = ["binom_tail", "detect", "late_arrivals", "run_late_arrivals"]
 MIN_EVENTS = 5
 ALPHA = 1e-3
 MIN_TOTAL_WAIT_MS = 200.0
+EXACT_UP_TO = 2000  # events summed term by term; above, the Chernoff bound (work bounded whatever the run's length)
 
 
 def binom_tail(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p)."""
-    if k <= 0:
+    """P(X >= k) for X ~ Binomial(n, p): the exact sum (in logs, so that no term overflows a float) up to
+    ``EXACT_UP_TO`` events, else the Chernoff bound exp(-n KL(k/n || p)), which is never below the exact tail:
+    a rank flagged on it is flagged on the exact value too."""
+    if k <= 0 or p >= 1.0:
         return 1.0
-    return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k, n + 1))
+    if k > n or p <= 0.0:
+        return 0.0
+    if n > EXACT_UP_TO:
+        q = k / n
+        if q <= p:
+            return 1.0
+        kl = q * math.log(q / p) + ((1 - q) * math.log((1 - q) / (1 - p)) if q < 1 else 0.0)
+        return math.exp(-n * kl)
+    lp, lq, lg = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    logs = [lg - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq for i in range(k, n + 1)]
+    top = max(logs)
+    return min(1.0, math.exp(top) * sum(math.exp(x - top) for x in logs))
 
 
 def detect(run: Run, alpha: float = ALPHA, min_total_wait_ms: float = MIN_TOTAL_WAIT_MS) -> list[Finding]:
