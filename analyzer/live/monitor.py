@@ -623,18 +623,15 @@ class LiveMonitor:
         return silent_nodes((Heard(r, rs.host, rs.last_seen, rs.last_line(), rs.exit_code is not None)
                              for r, rs in self.state.ranks.items()), now, silent_s)
 
-    def _certainty(self, h: stall.Hang, now: float, source: str = "hook") -> dict[str, str]:
+    def _certainty(self, h: stall.Hang, now: float) -> dict[str, str]:
         """How sure the hang is, by the rule ``analyze`` applies to process-group status: culprits with
         status of their own (records still coming) confirmed; culprits with none (never seen, or silent
-        for longer than the threshold: what they last wrote is not where they are) likely; watchdog timeout
-        lines alone possible."""
+        for longer than the threshold: what they last wrote is not where they are) likely."""
         from ..detectors.hang import _unseen_certainty
 
-        gone = stall.stale(self.state, now, h.threshold_s) if source == "hook" else frozenset()
-        by_rank = {r: _Status(source) for r in (*h.waiters, *h.culprits)
-                   if r in self.state.ranks and r not in gone} if source == "hook" else \
-            {r: _Status(source) for r in h.waiters}
-        return _unseen_certainty(list(h.culprits), by_rank)
+        gone = stall.stale(self.state, now, h.threshold_s)
+        return _unseen_certainty(list(h.culprits), {r: _Status("hook") for r in (*h.waiters, *h.culprits)
+                                                    if r in self.state.ranks and r not in gone})
 
     def _watchdog_eta(self, h: stall.Hang, facts: StuckFacts, now: float) -> dict[str, Any] | None:
         """When PyTorch's timeout ends the job (``next_step.watchdog``); None once every rank has exited or
@@ -756,9 +753,9 @@ class LiveMonitor:
                 "exit_code": rs.exit_code if rs else None,
                 "where": rs.where if rs else None,
             })
-        pend = [{"pg": pg, "seq": n, "op": stall.op_of(st, pg, n), "never_joined": list(never),
-                 "waiting": list(waiting)} for pg, n, never, waiting in stall.pending(st)]
         thr = stall.threshold(st.gaps, self.config.stall_seconds, stall.started(st))
+        pend = [{"pg": pg, "seq": n, "op": stall.op_of(st, pg, n), "never_joined": list(never),
+                 "waiting": list(waiting)} for pg, n, never, waiting in stall.pending(st, stall.stale(st, now, thr))]
         silent = [{"host": n.host, "ranks": list(n.ranks), "last_line": n.last_line, "silent_s": round(n.silent_s, 1)}
                   for n in self._silent_nodes(now, thr)]
         return {

@@ -177,6 +177,8 @@ def test_state_view_shows_each_ranks_host_and_the_silent_node(tmp_path: Path) ->
     assert snap["silent_nodes"] == [{"host": "gpu-node-01", "ranks": [4, 5, 6, 7],
                                      "last_line": f"ncclscope-rank7.jsonl:{len(ranks[7].path.read_text().splitlines())}",
                                      "silent_s": 6.7}]
+    assert [(p["seq"], p["never_joined"], p["waiting"]) for p in snap["pending"]] == [(ranks[0].seq, [4, 5, 6, 7],
+                                                                                      [0, 1, 2, 3])]
     console = Console(width=160, record=True, color_system=None)
     render_state(snap, console)
     text = console.export_text()
