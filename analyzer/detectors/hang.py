@@ -15,6 +15,7 @@ from ..rules.hang import (
     after_stall,
     behind_by_counts,
     bounded_world,
+    ends_after_init,
     init_stall,
     no_rows_after_init,
     stuck_collective,
@@ -115,6 +116,8 @@ def detect(run: Run) -> list[Finding]:
         findings.extend(_tests_hang(run))
     if not findings:
         findings.extend(_watchdog_stuck(run))
+    if not findings:
+        findings.extend(_after_init_hang(run))
     return findings
 
 
@@ -308,6 +311,27 @@ def _watchdog_stuck(run: Run) -> list[Finding]:
         data={"class": "watchdog_stuck", "waiting": ranks, "certainty": {
             "level": "likely", "why": "the ranks' own heartbeat monitors say their watchdogs were stuck; which "
             "collective each was in is not in these lines"}})]
+
+
+def _after_init_hang(run: Run) -> list[Finding]:
+    """Logs that stop right after NCCL's init (``rules.hang.ends_after_init``), from the ``file_end``
+    events the log reader gives (each file's non-NCCL lines after its last NCCL line)."""
+    ends = [e for e in run.events if e.kind == "file_end" and e.data.get("last_nccl_line") is not None]
+    comms = [c for c in run.communicators if c.init_started or c.init_complete]
+    complete = bool(comms) and all(c.init_complete and c.init_complete >= c.init_started for c in comms)
+    st = ends_after_init(
+        (int(e.data.get("text_after_nccl") or 0) for e in ends), complete, bool(len(run.collectives)),
+        bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events),
+        run.job.exit_code is not None or bool(run.exits),
+        not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files))
+    if st is None:
+        return []
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL,
+        message="the log ends right after NCCL's Init COMPLETE: no line of the application, no collective and no exit "
+        "after it; a possible hang in the first collective (no rank can be named from this text)",
+        hint=HINT_FIRST_COLLECTIVE, evidence=tuple(e.evidence for e in ends[:3]), verdict=Verdict.HANG,
+        data={"class": "after_init", "certainty": {"level": st.level, "why": st.why}})]
 
 
 def _pg_desc(pg: str) -> str:

@@ -135,3 +135,24 @@ def after_stall(t: float | None, order: tuple[str, int], stall_t: float | None,
     if t is not None and stall_t is not None:
         return t > stall_t + skew_s
     return stall_order is not None and order[0] == stall_order[0] and order[1] > stall_order[1]
+
+
+@dataclass(frozen=True, slots=True)
+class AfterInit:
+    level: str  # "possible": the log only stops; nothing says the job stopped
+    why: str
+
+
+def ends_after_init(text_after_nccl: Iterable[int], init_complete: bool, collectives: bool, failed: bool,
+                    exit_known: bool, excerpt: bool) -> AfterInit | None:
+    """Logs that end right after NCCL's init: every NCCL rank's Init COMPLETE, then no line of the
+    application in any file (``text_after_nccl``: per log file holding NCCL lines, the non-blank lines
+    after its last NCCL line), no collective recorded, nothing failed, the job's end unknown. A healthy
+    job goes on to print (its training, its result, its exit); one whose first collective hangs prints
+    nothing more: a possible hang there. Any application line after init, a collective, a failure or a
+    known exit: None (the log says more than where it stopped)."""
+    after = list(text_after_nccl)
+    if not after or any(n > 0 for n in after) or not init_complete or collectives or failed or exit_known or not excerpt:
+        return None
+    return AfterInit("possible", "every log ends right after NCCL's Init COMPLETE, with no line of the application, "
+                     "no collective and no exit after it: a running job goes on to print")

@@ -48,6 +48,11 @@ def _state(r: int, facts: Facts, fs: list[Failure]) -> tuple[RankState, str | No
             return RankState.NEVER_JOINED, f"never joined {facts.stuck}"
         if r in facts.waiting or not any(f.is_cause for f in fs):  # what ended it after is an echo
             return RankState.STUCK_IN_COLLECTIVE, f"in {facts.stuck}" + (f", called at {where}" if where else "")
+    if facts.verdict == "hang" and not facts.stuck and r in facts.culprits and not any(f.is_cause for f in fs):
+        # named by a hang whose collective is not known (NCCL call counts, a store wait for its unique id)
+        if where:
+            return RankState.STUCK_OUTSIDE_NCCL, f"at {where}; the others wait for it"
+        return RankState.NEVER_JOINED, "behind the others: the collective they wait in is not known"
     if fs:
         f = fs[0]
         state = STATE_OF_FAILURE.get(f.kind, RankState.DIED)

@@ -154,3 +154,53 @@ def test_a_culprit_failure_after_the_others_timeouts_is_no_death_first(tmp_path)
     hang = [f for f in a.findings if f.kind == "hang"]
     assert hang and hang[0].verdict.value == "hang" and hang[0].ranks == (0,), [f.message for f in hang]
     assert 2 in hang[0].data["waiting"] and 3 in hang[0].data["waiting"]  # their own timeouts put them in #77
+
+
+def test_ends_after_init_rule():
+    from ncclscope.rules.hang import ends_after_init
+
+    assert ends_after_init([0, 0], True, False, False, False, True).level == "possible"
+    assert ends_after_init([0, 3], True, False, False, False, True) is None  # training lines after init
+    assert ends_after_init([], True, False, False, False, True) is None  # no log end known
+    assert ends_after_init([0], False, False, False, False, True) is None  # init not complete: init_stall's
+    assert ends_after_init([0], True, True, False, False, True) is None  # collectives recorded
+    assert ends_after_init([0], True, False, True, False, True) is None  # something failed
+    assert ends_after_init([0], True, False, False, True, True) is None  # the end is known
+    assert ends_after_init([0], True, False, False, False, False) is None  # a run folder ncclscope wrote
+
+
+INIT_ONLY = """slurm-n0:3311:3311 [0] NCCL INFO NCCL version 2.7.8+cuda10.2
+slurm-n0:3311:3402 [0] NCCL INFO Channel 00/02 :    0   1
+slurm-n0:3311:3402 [0] NCCL INFO comm 0x7f2c64001060 rank 0 nranks 2 cudaDev 0 busId 4000 - Init COMPLETE
+slurm-n1:2870:2951 [1] NCCL INFO comm 0x7fb0dc001060 rank 1 nranks 2 cudaDev 1 busId 5000 - Init COMPLETE
+slurm-n0:3311:3311 [0] NCCL INFO Launch mode Parallel
+"""
+
+
+@pytest.mark.parametrize("after, verdict", [(0, "hang"), (3, "healthy")])
+def test_log_that_ends_after_init_is_a_possible_hang_only_with_nothing_after(tmp_path, after, verdict):
+    """The log reader's file_end event says how many application lines follow the last NCCL line: none, a
+    possible hang after init; some (a training loop printing), no claim."""
+    from dataclasses import replace
+
+    from ncclscope.detectors import run_detectors
+    from ncclscope.model import Evidence, LogEvent
+    from ncclscope.verdict import decide
+
+    (tmp_path / "slurm.out").write_text(INIT_ONLY + "".join(f"step {i} loss 2.1\n" for i in range(after)))
+    run = analyze_paths([tmp_path / "slurm.out"], cache=False).run
+    end = LogEvent("file_end", None, "", Evidence("slurm.out", 5 + after, ""), None,
+                   {"last_line": 5 + after, "last_nccl_line": 5, "text_after_nccl": after})
+    run = replace(run, events=[*run.events, end], memo={})
+    d = decide(run, run_detectors(run))
+    assert d.verdict.value == verdict, d.headline
+    if verdict == "hang":
+        assert d.certainty == "possible" and d.culprit_ranks == () and "Init COMPLETE" in d.headline
+
+
+def test_culprit_of_a_hang_with_no_known_collective_never_joined(tmp_path):
+    """The store wait names rank 0 and no collective number: rank 0 is never_joined, the waiter is stuck."""
+    text = f"[rank1]: {UNIQUE_OLD}\n"
+    d = _judge(tmp_path, "train.log", text)
+    states = {r: s for r, s, _ in d.states}
+    assert states.get(0) == "never_joined" and states.get(1) == "stuck_in_collective", d.states
