@@ -74,7 +74,7 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
         why = (f"rank {seen.rank}'s backend saw a collective mismatch first" if seen.rank is not None else
                "a backend saw a collective mismatch first") + "; what failed after it is its echo"
         return Cause("desync", (), seen, tuple(f for f in fs if f is not seen), why)
-    if stalled and (first is None or (stall_t is not None and first.t is not None and first.t > stall_t + SKEW_S)):
+    if stalled and (first is None or _after_stall(first, fs, stall_t)):
         why = "a stall came first; what failed after it was stopped or saw its peers go"
         return Cause("hang", (), None, tuple(fs), why)
     if first is None:
@@ -87,6 +87,17 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
     ranks = tuple(sorted({r for r in [first.rank] + [f.rank for f in same] if r is not None}))
     echoes = tuple(f for f in fs if f is not first and f not in same)
     return Cause("crash", ranks, first, echoes, f"rank {first.rank}'s {first.kind.value} came first")
+
+
+def _after_stall(first: Failure, fs: list[Failure], stall_t: float | None) -> bool:
+    """The first cause came after the stall: by the clock when both times are known; else by the order of
+    one file, where a stall symptom (a timeout) is printed before it (a rank's traceback after the others'
+    watchdog timeouts, none of them timed). Lines of different files have no order between them."""
+    if stall_t is not None and first.t is not None:
+        return first.t > stall_t + SKEW_S
+    return bool(first.order[0]) and any(
+        f.kind is FailureKind.TIMEOUT and f.order[0] == first.order[0] and f.order[1] < first.order[1]
+        and (f.t is None or first.t is None) for f in fs)
 
 
 def _close(a: Failure, b: Failure) -> bool:
