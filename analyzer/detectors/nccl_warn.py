@@ -87,22 +87,24 @@ def detect(run: Run) -> list[Finding]:
 def _warnings(run: Run, failed: bool) -> list[Finding]:
     """Warnings torch or CUDA printed that the knowledge base knows as a cause (``TorchWarning`` events: torch's
     'GPU with CUDA capability sm_89 is not compatible with the current PyTorch installation'): one finding per
-    entry, with the entry's verdict (no culprit rank) when the job failed, else a note of what will fail."""
+    entry, with the entry's verdict (no culprit rank) when the job failed, else a warning of what will fail; an
+    entry of kind note (torch 2.7.0's non-blocking mode, a release with a known hang) is a note, arguing for nothing."""
     groups: dict[str, _Group] = {}
     for e in run.events:
         if e.kind == "TorchWarning":
             entry = classify(e.text)
-            if entry is not None and entry.kind != "note":
+            if entry is not None:
                 _add(groups, entry.id, entry, e, ())
     out = []
     for g in groups.values():
         e = g.entry
         assert e is not None
         verdict = Verdict(e.verdict) if failed and e.verdict else None
+        kind = FindingKind.NOTE if e.kind == "note" else (
+            FindingKind.CONFIG if e.verdict == "config_error" else FindingKind.ERROR)
         out.append(Finding(
-            kind=FindingKind.CONFIG if e.verdict == "config_error" else FindingKind.ERROR,
-            severity=SEVERITY[e.severity] if failed else Severity.WARNING,
-            message=f"warning {_who(g.ranks, g.count)}: \"{_quote(g.first.text)}\": {e.cause}",
+            kind=kind, severity=SEVERITY[e.severity] if failed or e.kind == "note" else Severity.WARNING,
+            message=f"torch {'said' if e.kind == 'note' else 'warned'} {_who(g.ranks, g.count)}: \"{_quote(g.first.text)}\": {e.cause}",
             ranks=tuple(sorted(g.ranks)), hint=f"{e.fix} ({e.link})", evidence=tuple(g.evidence), verdict=verdict,
             data={"entry": e.id, "area": e.area, **({"culprits": []} if verdict else {}), "cause": e.cause,
                   "fix": e.fix, "link": e.link, "releases": list(e.releases), "warn": _quote(g.first.text),

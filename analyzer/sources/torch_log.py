@@ -103,7 +103,14 @@ MPI_NOTICED_RE = re.compile(
 HARNESS_EXIT_RE = re.compile(r"\bProcess (?P<i>\d{1,7}) exited with error code (?P<code>-?\d{1,4})")
 TERMINATE_RE = re.compile(r"terminate called after throwing an instance of '(?P<type>[\w:<>, ]{1,200})'")
 # warnings that name their cause (sources.records.TorchWarning); a substring each, tested before any regex
-WARNING_WORDS = ("is not compatible with the current PyTorch installation",)
+WARNING_WORDS = ("is not compatible with the current PyTorch installation", "] Using non-blocking mode: 1")
+# a process's own report of the signal that kills it: UCX's handler ("[host:pid:0:tid] Caught signal 11 (Segmentation
+# fault: ...)", also "[host:pid :0:tid]") and OpenMPI's ("[host:pid] Signal: Aborted (6)" under "*** Process received
+# signal ***")
+SIGNAL_REPORT_RE = re.compile(
+    r"^\[(?P<host>[^\s:\]]{1,255}):(?P<pid>\d{1,10})(?: ?:\d{1,6}:\d{1,10}\] {1,4}Caught signal (?P<sig>\d{1,3}) \("
+    r"|\] Signal: [\w ]{1,40} \((?P<sig2>\d{1,3})\)$)"
+)
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
 WATCHDOG_EXC_RE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<err>.*)$")
@@ -279,6 +286,11 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         t = TERMINATE_RE.search(body)
         if t:
             st.terminate[prefix_rank] = t.group("type")
+            return
+    if "Caught signal " in body or "] Signal: " in body:
+        x = signal_report(body.strip(), st.file, lineno, text)
+        if x is not None:
+            yield x
             return
     if "noticed that process rank" in body:
         x = mpi_exit(text, st.file, lineno)
@@ -582,6 +594,18 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
     yield from _nccl_version_of(st, head, msg)
     if last is None and ("NCCL error" in body or "DistBackendError" in etype):
         st.pending_last_error[rank] = err
+
+
+def signal_report(body: str, file: str, lineno: int, text: str) -> LauncherExit | None:
+    """UCX's ``[host:pid:0:tid] Caught signal 11 (Segmentation fault: ...)`` and OpenMPI's ``[host:pid] Signal: Aborted
+    (6)``: the process (host, pid) dies of that signal; its rank is the one its NCCL lines give (by pid)."""
+    m = SIGNAL_REPORT_RE.match(body)
+    if m is None:
+        return None
+    sig = int(m.group("sig") or m.group("sig2"))
+    name = _SIGNAL_NAMES.get(sig, f"signal {sig}")
+    return LauncherExit(file, lineno, text, None, None, -sig, int(m.group("pid")), m.group("host"), None,
+                        f"Signal {sig} ({name}) received by PID {m.group('pid')}", False)
 
 
 def mpi_exit(text: str, file: str, lineno: int) -> LauncherExit | None:

@@ -159,3 +159,19 @@ def test_uncorrectable_nvlink_abort_named_by_the_test_harness_is_that_process_cr
     a = analyze_paths([tmp_path / "test.log"], cache=False)
     assert a.decision.verdict.value == "crash" and a.decision.culprit_ranks == (1,)
     assert any("NVLink" in f.message and "nvlink" in (f.hint or "") for f in a.findings)
+
+
+def test_known_release_and_setting_traps_are_notes_naming_their_workaround(tmp_path):
+    """NCCL 2.27.7's RAS segfault (NVIDIA/nccl#1996), 2.22.3 with NCCL_IB_ROCE_VERSION_NUM (NVIDIA/nccl#1538), torch
+    2.7.0's non-blocking mode (pytorch/pytorch#153960): notes that name the workaround, arguing for no verdict."""
+    (tmp_path / "a.log").write_text(
+        "node7:4101:4101 [0] NCCL INFO NCCL version 2.27.7+cuda12.9\n"
+        "node7:4101:4101 [0] NCCL INFO NCCL_IB_ROCE_VERSION_NUM set by environment to 2.\n"
+        "[rank0]:[I519 11:02:45.207731190 ProcessGroupNCCL.cpp:1003] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+        "Using non-blocking mode: 1\n")
+    a = analyze_paths([tmp_path / "a.log"], cache=False)
+    notes = {f.data.get("entry"): f for f in a.findings if f.kind.value == "note"}
+    assert "NCCL_RAS_ENABLE=0" in notes["release-2.27.7-ras"].hint
+    assert "NCCL_IB_GID_INDEX" in notes["env-roce-version-num-2.22"].hint
+    assert "TORCH_NCCL_USE_COMM_NONBLOCKING=0" in notes["torch-2.7.0-nonblocking"].hint
+    assert all(f.verdict is None for f in notes.values())

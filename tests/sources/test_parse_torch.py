@@ -210,3 +210,26 @@ def test_torch_capability_warning_is_a_warning_record_with_its_tag_rank():
     (w,) = parse("[rank3]: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current "
                  "PyTorch installation.\n")
     assert isinstance(w, R.TorchWarning) and w.rank == 3 and w.message.startswith("NVIDIA GeForce RTX 5090")
+
+
+def test_a_process_report_of_its_fatal_signal_is_its_exit():
+    """UCX's handler (with or without the space before ':0:') and OpenMPI's 'Signal: Aborted (6)': the process (host,
+    pid) died of that signal; its rank comes from its NCCL lines, by pid."""
+    recs = parse("[gx-h100-0417:301122:0:309815] Caught signal 11 (Segmentation fault: address not mapped to object at "
+                 "address 0x48)\n"
+                 "[trn-worker-0:7802 :0:7802] Caught signal 7 (Bus error: nonexistent physical address)\n"
+                 "[rk2-11-s4:71120] *** Process received signal ***\n"
+                 "[rk2-11-s4:71120] Signal: Aborted (6)\n"
+                 "[rk2-11-s4:71120] Signal code:  (-6)\n")
+    exits = [r for r in recs if isinstance(r, R.LauncherExit)]
+    assert [(x.host, x.pid, x.exitcode, x.rank) for x in exits] == [
+        ("gx-h100-0417", 301122, -11, None), ("trn-worker-0", 7802, -7, None), ("rk2-11-s4", 71120, -6, None)]
+    assert exits[0].traceback == "Signal 11 (SIGSEGV) received by PID 301122"
+
+
+def test_torch_non_blocking_mode_line_is_a_torch_line_the_knowledge_base_reads():
+    (w,) = parse("[rank2]:[I519 11:02:45.209120554 ProcessGroupNCCL.cpp:1003] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
+                 "Using non-blocking mode: 1\n")
+    assert isinstance(w, R.TorchWarning) and w.rank == 2
+    assert parse("[rank2]:[I519 11:02:45.2 ProcessGroupNCCL.cpp:1003] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
+                 "Using non-blocking mode: 0\n")[0].__class__.__name__ == "RankTagged"
