@@ -13,11 +13,14 @@ from ..rules.exits import from_outside
 from ..rules.facts import failures_of_run
 from ..rules.hang import (
     after_stall,
+    barrier_stall,
     behind_by_counts,
     bounded_world,
     ends_after_init,
     init_stall,
+    lowest_at_stall,
     no_rows_after_init,
+    status_certainty,
     stuck_collective,
     unique_id_wait,
 )
@@ -110,6 +113,8 @@ def detect(run: Run) -> list[Finding]:
         findings.extend(_init_hang(run, stalls))
     if not findings:
         findings.extend(_exit_hang(run, status))
+    if not findings:
+        findings.extend(_barrier_hang(run))
     if not findings:
         findings.extend(_unique_id_hang(run))
     if not findings:
@@ -244,6 +249,35 @@ HINT_FIRST_COLLECTIVE = (
     "support (consumer cards), a broken NVLink bridge, or a network path that init used but the data does not "
     "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA). Run with NCCL_DEBUG=INFO and compare with nccl-tests on the same GPUs."
 )
+
+
+def _barrier_hang(run: Run) -> list[Finding]:
+    """The store-based barrier of init_process_group that not every worker reached (``rules.hang.barrier_stall``),
+    per barrier key; the first that stalled is the story."""
+    by_key: dict[str, list] = {}
+    for e in run.events:
+        if e.kind == "store_barrier_wait" and isinstance(e.data.get("world_size"), int) \
+                and isinstance(e.data.get("worker_count"), int):
+            by_key.setdefault(str(e.data.get("key")), []).append(e)
+    for key, evs in by_key.items():
+        st = barrier_stall((e.rank, e.data["world_size"], e.data["worker_count"], bool(e.data.get("timed_out")))
+                           for e in evs)
+        if st is None:
+            continue
+        who = f"rank{'s' if len(st.culprits) > 1 else ''} {fmt_ranks(st.culprits)} never reached it" if st.culprits \
+            else "the ranks that never reached it are not all shown"
+        waiting = sorted({e.rank for e in evs if e.rank is not None})
+        return [Finding(
+            kind=FindingKind.HANG, severity=Severity.CRITICAL,
+            message=f"init_process_group's store-based barrier ({key}) never completed "
+            f"({'it timed out' if st.level == 'confirmed' else 'the ranks kept waiting'}): {who}",
+            ranks=st.culprits, evidence=tuple(_dedupe([e.evidence for e in evs]))[:3], verdict=Verdict.HANG,
+            hint="Every rank must call init_process_group: look at what the missing rank runs before it (an exception "
+            "in its own log, a different WORLD_SIZE / RANK, a rank started on the wrong host, a slow or failed "
+            "launch), and that all ranks use the same MASTER_ADDR / MASTER_PORT.",
+            data={"class": "store_barrier", "waiting": waiting, "suspects": list(st.suspects),
+                  "certainty": {"level": st.level, "why": st.why}})]
+    return []
 
 
 def _unique_id_hang(run: Run) -> list[Finding]:
@@ -392,15 +426,8 @@ def _ras_evidence(run: Run, ranks: list[int]) -> list[Evidence]:
 
 
 def _unseen_certainty(never: list[int], by_rank: dict) -> dict[str, str]:
-    """confirmed: the culprits' own records say they are behind; likely: they left none, the others'
-    say where they wait; possible: watchdog timeout lines alone (older releases: no PG status)."""
-    if never and all(r not in by_rank for r in never):
-        if all(s.source == "watchdog_timeout" for s in by_rank.values()):
-            return {"level": "possible", "why": "watchdog timeout lines only: the ranks of the world missing from "
-                    "them are suspects, not seen stopped"}
-        return {"level": "likely", "why": "the culprits are the ranks of the world with no status of their own; the "
-                "others' records say where they wait"}
-    return {"level": "confirmed", "why": "every rank's own records: where it is and what it last issued"}
+    """``rules.hang.status_certainty`` over the members' status sources (the live monitor calls the same rule)."""
+    return status_certainty(never, {r: s.source for r, s in by_rank.items()})
 
 
 def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]:
@@ -419,8 +446,8 @@ def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]
         counts = counts.droplevel(0)
         per_rank = {int(r): int(n) for r, n in counts.items() if r >= 0}
         if stall_ev:
-            low = min(per_rank.values(), default=0)
-            behind = sorted(r for r, n in per_rank.items() if n == low) if len(set(per_rank.values())) > 1 else []
+            behind = list(lowest_at_stall(per_rank))
+            low = min((per_rank[r] for r in behind), default=0)
             certainty = {"level": "likely", "why": "NCCL call counts at a stall signal: the rank(s) with the fewest"}
         else:
             behind = list(behind_by_counts(per_rank))

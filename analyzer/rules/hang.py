@@ -156,3 +156,66 @@ def ends_after_init(text_after_nccl: Iterable[int], init_complete: bool, collect
         return None
     return AfterInit("possible", "every log ends right after NCCL's Init COMPLETE, with no line of the application, "
                      "no collective and no exit after it: a running job goes on to print")
+
+
+@dataclass(frozen=True, slots=True)
+class BarrierStall:
+    culprits: tuple[int, ...]  # the ranks that never reached the barrier, when the counts pin them down
+    suspects: tuple[int, ...]  # ranks of the world not seen waiting
+    level: str
+    why: str
+
+
+def barrier_stall(waits: Iterable[tuple[int | None, int, int, bool]]) -> BarrierStall | None:
+    """PyTorch's store-based barrier at init_process_group (``Waiting in store based barrier ... (world_size=W,
+    worker_count=C ...)``, repeated every few seconds while it waits, and ``Timed out initializing process
+    group in store based barrier``): ``waits`` are (rank, W, C, timed out) per line of one barrier. It
+    stalled when it timed out (confirmed) or when a rank waited more than once and the count never reached
+    the world (likely: the log stops inside the barrier). One round of waits is every start-up's: no claim.
+    The ranks of the world never seen waiting are the culprits when they are exactly the W - C missing."""
+    ws = list(waits)
+    if not ws:
+        return None
+    world = max(w for _, w, _, _ in ws)
+    count = max(c for _, w, c, _ in ws if w == world)
+    if world <= 0 or count >= world or world > 1 << 20:
+        return None
+    timed_out = any(t for *_, t in ws)
+    seen = [r for r, *_ in ws if r is not None]
+    repeated = len(seen) > len(set(seen))
+    if not (timed_out or repeated):
+        return None
+    waiting = set(seen)
+    suspects = tuple(r for r in range(world) if r not in waiting) if len(waiting) <= world else ()
+    culprits = suspects if len(suspects) == world - count else ()
+    level = "confirmed" if timed_out else "likely"
+    why = (f"{count} of {world} workers reached the store-based barrier" +
+           (" and it timed out" if timed_out else " and the ranks kept waiting") +
+           (f"; ranks {', '.join(map(str, culprits))} never reported waiting" if culprits else
+            "; which ranks are missing is not pinned down by the lines shown"))
+    return BarrierStall(culprits, suspects[:4096], level, why)
+
+
+def status_certainty(never: Iterable[int], sources: Mapping[int, str]) -> dict[str, str]:
+    """How sure a never-joined hang is, from where each member's process-group status came (``sources``:
+    rank -> "fr", "hook", "watchdog", "watchdog_timeout", "dump_signal" ...). confirmed: the culprits' own
+    records say they are behind; likely: they left none, the others' records say where they wait;
+    possible: the others' watchdog timeout lines alone (older releases: no PG status)."""
+    culprits = list(never)
+    if culprits and all(r not in sources for r in culprits):
+        if all(s == "watchdog_timeout" for s in sources.values()):
+            return {"level": "possible", "why": "watchdog timeout lines only: the ranks of the world missing from "
+                    "them are suspects, not seen stopped"}
+        return {"level": "likely", "why": "the culprits are the ranks of the world with no status of their own; the "
+                "others' records say where they wait"}
+    return {"level": "confirmed", "why": "every rank's own records: where it is and what it last issued"}
+
+
+def lowest_at_stall(counts: Mapping[int, int]) -> tuple[int, ...]:
+    """With a stall signal (a watchdog timeout, the hook's stall record) and no process-group status: the
+    ranks at the lowest NCCL call count of a communicator, when the counts differ at all (equal counts:
+    every rank is in the same collective, nobody is behind)."""
+    if len(set(counts.values())) <= 1:
+        return ()
+    low = min(counts.values())
+    return tuple(sorted(r for r, n in counts.items() if n == low))

@@ -204,3 +204,47 @@ def test_culprit_of_a_hang_with_no_known_collective_never_joined(tmp_path):
     d = _judge(tmp_path, "train.log", text)
     states = {r: s for r, s, _ in d.states}
     assert states.get(0) == "never_joined" and states.get(1) == "stuck_in_collective", d.states
+
+
+def _barrier_lines(ranks, world, count, rounds=2):
+    return "".join(
+        f"INFO:root:Waiting in store based barrier to initialize process group for rank: {r}, key: "
+        f"store_based_barrier_key:1 (world_size={world}, worker_count={count}, timeout=0:30:00)\n"
+        for _ in range(rounds) for r in ranks)
+
+
+def test_store_barrier_that_one_rank_never_reached_names_it(tmp_path):
+    d = _judge(tmp_path, "ddp.log", _barrier_lines([0, 1, 3], 4, 3))
+    assert (d.verdict.value, d.culprit_ranks, d.certainty) == ("hang", (2,), "likely"), d.headline
+
+
+def test_store_barrier_one_round_of_waits_is_every_start(tmp_path):
+    """Each rank waits once while the last ones arrive: a normal start-up, no hang."""
+    d = _judge(tmp_path, "ddp.log", _barrier_lines([0, 1, 3], 4, 3, rounds=1))
+    assert d.verdict.value != "hang", d.headline
+
+
+def test_store_barrier_missing_ranks_not_pinned_down_names_nobody(tmp_path):
+    """Only rank 0's lines: 5 of 8 arrived, which 3 did not is not shown."""
+    d = _judge(tmp_path, "ddp.log", _barrier_lines([0], 8, 5, rounds=3))
+    assert (d.verdict.value, d.culprit_ranks) == ("hang", ()), d.headline
+
+
+def test_barrier_stall_rule():
+    from ncclscope.rules.hang import barrier_stall
+
+    assert barrier_stall([(0, 4, 4, False), (0, 4, 4, False)]) is None  # everyone arrived
+    assert barrier_stall([(0, 4, 3, True)]).level == "confirmed"
+    st = barrier_stall([(0, 4, 2, False), (1, 4, 2, False), (0, 4, 2, False)])
+    assert st.level == "likely" and st.culprits == (2, 3)
+    assert barrier_stall([(0, 1 << 30, 2, True)]) is None  # a world no one believes: nothing sized by it
+
+
+def test_status_certainty_and_lowest_at_stall_rules():
+    from ncclscope.rules.hang import lowest_at_stall, status_certainty
+
+    assert status_certainty([3], {0: "fr", 3: "fr"})["level"] == "confirmed"
+    assert status_certainty([3], {0: "fr", 1: "watchdog"})["level"] == "likely"
+    assert status_certainty([3], {0: "watchdog_timeout", 1: "watchdog_timeout"})["level"] == "possible"
+    assert lowest_at_stall({0: 9, 1: 9, 2: 7, 3: 7}) == (2, 3)
+    assert lowest_at_stall({0: 9, 1: 9}) == ()
