@@ -16,7 +16,17 @@ from collections.abc import Iterable, Iterator
 
 from .lines import prefix_rank
 from .nccl_log import parse_nccl_line
-from .records import DistError, ExitCode, NcclConnection, NcclNet, NcclRec, NcclTestsRow, Rec, WorldSize
+from .records import (
+    DistError,
+    ExitCode,
+    NcclConnection,
+    NcclNet,
+    NcclRec,
+    NcclTestsRow,
+    NcclVersion,
+    Rec,
+    WorldSize,
+)
 from .torch_log import RankTagged
 
 ROW_RE = re.compile(
@@ -34,6 +44,8 @@ DEVICE_LINE_RE = re.compile(r"^#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid
 # the GPU after the device's bus id: "device  0 [0x81] NVIDIA A100-PCIE-40GB", "[0000:01:00] NVIDIA RTX PRO 6000 ..."
 DEVICE_GPU_RE = re.compile(r"\sdevice\s+\d{1,4}\s+\[[0-9A-Fa-fx:.]{1,20}\]\s+(?P<gpu>\S[^\r\n]{0,120}?)\s*$")
 VIA_RE = re.compile(r" via (NET/\S{1,100})")  # the network transport as printed, with its /GDRDMA flag if any
+# "# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21903": the NCCL the benchmark ran with, as a code
+LIBRARY_RE = re.compile(r"^#\s*nccl-tests version \S{1,20}\s+nccl-headers=\d{1,6}\s+nccl-library=(?P<code>\d{4,6})\b")
 MAX_GDR_SEEN = 4096  # (process, transport) pairs remembered per file: nothing from the input sizes it
 
 
@@ -43,6 +55,18 @@ def device_gpu(text: str) -> str | None:
         return None
     m = DEVICE_GPU_RE.search(text)
     return m.group("gpu") if m else None
+
+
+def library_version(code: int) -> str | None:
+    """NCCL_VERSION_CODE -> "2.19.3": major*10000 + minor*100 + patch since 2.9, major*1000 + minor*100 + patch
+    before; None for a code neither form gives."""
+    if code >= 20900:
+        major, minor, patch = code // 10000, code // 100 % 100, code % 100
+    elif 2000 <= code < 3000:
+        major, minor, patch = code // 1000, code // 100 % 10, code % 100
+    else:
+        return None
+    return f"{major}.{minor}.{patch}"
 
 
 def _gdr_record(rec: NcclConnection, seen: set[tuple[str, int, str]]) -> NcclNet | None:
@@ -86,6 +110,10 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                                 f.group("msg").strip(" /"))
                 continue
         if text.startswith("#"):
+            lib = LIBRARY_RE.match(text) if "nccl-library=" in text else None
+            if lib and (version := library_version(int(lib.group("code")))):  # given to the first process seen
+                yield NcclVersion(file, lineno, text, "", 0, 0, None, version, None)
+                continue
             if OOB_OK_RE.match(text):  # printed once, after every size of every test checked out
                 yield ExitCode(file, lineno, text, 0)
                 continue

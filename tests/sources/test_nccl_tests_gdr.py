@@ -1,9 +1,9 @@
-"""nccl-tests output: the network path of each process as printed (its /GDRDMA flag) and each rank's GPU,
-the two facts the bandwidth floors need that the connection records drop."""
+"""nccl-tests output: the network path of each process as printed (its /GDRDMA flag) and each rank's GPU, the two
+facts the bandwidth floors need that the connection records drop, and the NCCL library version of the header."""
 from __future__ import annotations
 
-from ncclscope.sources.nccl_tests import MAX_GDR_SEEN, device_gpu, parse_nccl_tests_lines
-from ncclscope.sources.records import NcclConnection, NcclNet
+from ncclscope.sources.nccl_tests import MAX_GDR_SEEN, device_gpu, library_version, parse_nccl_tests_lines
+from ncclscope.sources.records import NcclConnection, NcclNet, NcclVersion
 
 LINES = [
     "#  Rank  0 Group  0 Pid   4102 on     gpu-a1 device  0 [0x81] NVIDIA A100-PCIE-40GB",
@@ -36,3 +36,11 @@ def test_device_gpu_reads_the_name_after_the_bus_id() -> None:
         == "NVIDIA RTX PRO 6000 Blackwell"
     assert device_gpu("gpu-a1:4102:4117 [0] NCCL INFO cudaDriverVersion 12040") is None
     assert device_gpu("#  Rank  0 Group  0 Pid 1 on h device 0 [0x81]") is None
+
+
+def test_the_header_gives_the_nccl_library_version_to_the_first_rank() -> None:
+    head = ["# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21903", *LINES[:2]]
+    recs = list(parse_nccl_tests_lines(enumerate(head, 1), "t.log"))
+    (v,) = [r for r in recs if isinstance(r, NcclVersion)]
+    assert (v.version, v.pid, v.line) == ("2.19.3", 0, 1)
+    assert [library_version(c) for c in (22807, 21200, 2708, 123, 9999)] == ["2.28.7", "2.12.0", "2.7.8", None, None]
