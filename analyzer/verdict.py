@@ -149,8 +149,11 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
 
 
 def _desync_is_echo(desyncs: list[Finding], failures: list[rules.Failure]) -> bool:
-    """``rules.mismatch_is_echo`` for the first desync finding with sides."""
+    """``rules.mismatch_is_echo`` for the first desync finding with sides. PyTorch's DETAIL check is never an
+    echo: it compares the ranks' calls before any is issued, and the rank's end is the error it raised."""
     for f in desyncs:
+        if f.data.get("mismatch") == ["detail"]:
+            return False
         sides = [s.get("ranks") or [] for s in f.data.get("sides") or []]
         if sides:
             t = f.data.get("t")

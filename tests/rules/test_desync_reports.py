@@ -96,3 +96,35 @@ def test_nccl_check_after_the_named_rank_failed_is_its_echo(tmp_path):
     ]) + "\n"
     a = analyse(tmp_path, "mpirun.log", text)
     assert a.decision.verdict.value == "crash"
+
+
+def test_detail_report_inside_torchrun_s_summary_is_not_an_echo_of_the_exit(tmp_path):
+    # torchrun's root-cause entry (rank 1, exit code 1) comes first on the time line; the DETAIL error that
+    # ended rank 1 is quoted inside it: the exit is the mismatch's end, the verdict desync between ranks 1 and 2
+    text = "\n".join([
+        "E0311 18:33:20.931000 339990 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+        "local_rank: 1 (pid: 340055) of binary: /usr/bin/python3",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "============================================================",
+        "repro.py FAILED",
+        "------------------------------------------------------------",
+        "Failures:",
+        "  <NO_OTHER_FAILURES>",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2025-03-11_18:33:20",
+        "  host      : laptop",
+        "  rank      : 1 (local_rank: 1)",
+        "  exitcode  : 1 (pid: 340055)",
+        "  error_file: /tmp/torchelastic_q3k9x2/none_7fj2a/attempt_0/1/error.json",
+        "  traceback : Traceback (most recent call last):",
+        '    File "/home/user/work/repro.py", line 19, in main',
+        "      dist.barrier()",
+        "  " + detail(1, "CollectiveFingerPrint(SequenceNumber=1OpType=BARRIER)", 2,
+                      "CollectiveFingerPrint(SequenceNumber=0OpType=BARRIER)"),
+        "============================================================",
+    ]) + "\n"
+    a = analyse(tmp_path, "out.txt", text)
+    assert a.decision.verdict.value == "desync", a.decision.headline
+    assert a.decision.culprit_ranks == ()
