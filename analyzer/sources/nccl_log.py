@@ -169,6 +169,8 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
     msg = text[m.end():].rstrip("\r\n").strip()
     if msg in _NOTHING_MEMO:
         return None
+    if "NCCL " in msg and PREFIX_RE.match(msg) is not None:  # another process's line glued behind this head
+        return parse_nccl_line_regex(text, file, lineno)
     rec = _parse_info(msg, (file, lineno, text, host, int(pid), int(tid), ts))
     if rec is None and len(msg) <= _MEMO_TEXT:  # whether a message is modelled depends on it alone: every
         # rank prints these same few
@@ -190,6 +192,10 @@ def parse_nccl_line_regex(text: str, file: str = "", lineno: int = 0) -> NcclRec
         if v and strip_tool_prefixes(text)[1].lstrip().startswith("NCCL version"):  # also behind "[1,0]<stdout>:"
             return NcclVersion(file, lineno, text, "", 0, 0, None, v.group("v"), v.group("cuda"))
         return _other_head(text, file, lineno)
+    inner = PREFIX_RE.match(text, m.end()) if "NCCL " in text[m.end():m.end() + 300] else None
+    if inner is not None:  # another process's whole line glued behind this one's head (two processes writing one
+        # terminal): the inner line is whole, the outer one's message lands on a later line of its own
+        m = inner
     ts_text, host, pid, tid, level = m.group("ts", "host", "pid", "tid", "level")
     msg = text[m.end():].rstrip("\r\n")
     base: Base = (file, lineno, text, host, int(pid), int(tid), parse_ts(ts_text))

@@ -165,3 +165,15 @@ def test_irrelevant_lines_are_none():
     for line in ("hello world", "vm:1632:1632 [0] NCCL INFO UDS converted handle 0x7f to fd 71 on remote peer 1",
                  "[rank0]:[W1129 19:33:18.275893623 Utils.hpp:137] Warning: NCCL something", ""):
         assert p(line) is None
+
+
+def test_another_process_line_glued_behind_a_head_is_read_as_that_process_line():
+    """Two processes writing one terminal (NVIDIA/nccl#147 shape): one's head, then another's whole line. The inner
+    line is whole and is read as its own process's; the outer message is elsewhere (its own later line)."""
+    from ncclscope.sources.nccl_log import parse_nccl_line
+    rec = parse_nccl_line("dgx-b12:51215:51355 [6] NCCL INFO dgx-b12:51217:51331 [7] NCCL INFO Ring 04 : 7[7] -> 3[3] "
+                          "via P2P/IPC", "f", 1)
+    assert (type(rec).__name__, rec.pid, rec.tid, rec.src, rec.dst) == ("NcclConnection", 51217, 51331, 7, 3)
+    rec = parse_nccl_line("dgx-b12:51207:51344 [2] NCCL INFO dgx-b12:51215:51215 [6] NCCL INFO NCCL_SOCKET_IFNAME set "
+                          "by environment to ib0", "f", 2)
+    assert (type(rec).__name__, rec.pid, rec.name, rec.value) == ("NcclEnv", 51215, "NCCL_SOCKET_IFNAME", "ib0")
