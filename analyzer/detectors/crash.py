@@ -14,7 +14,8 @@ from typing import Any
 
 from .. import rules
 from ..model import ExitRecord, Finding, FindingKind, Run, Severity, Verdict
-from ..rules.exits import ExitClass, exit_class
+from ..rules.cause import NO_CULPRIT
+from ..rules.exits import ExitClass, FailureKind, exit_class
 from ..rules.facts import failures_of_run
 from .catalogue import classify
 
@@ -93,11 +94,15 @@ def _error_finding(run: Run, first: rules.Failure) -> Finding:
     text = ev.text + " " + str(ev.data.get("last_error") or "") if ev is not None else first.text
     k = classify(text)
     who = f"rank {first.rank}" if first.rank is not None else "a process"
+    data: dict[str, Any] = {"cause": first.kind.value}
+    if first.kind in NO_CULPRIT:  # the link or NCCL itself failed there: the rank only reported it
+        data["culprits"] = []
+        who = f"NCCL on {who}" if first.kind is FailureKind.NCCL else f"the network seen from {who}"
     return Finding(
         kind=FindingKind.ERROR, severity=Severity.ERROR, message=f"{who} failed first ({first.kind.value}): {first.text}"[:400],
         ranks=(first.rank,) if first.rank is not None else (),
         hint=k.hint if k else "Read the traceback of the first rank that failed.",
-        evidence=(ev.evidence,) if ev is not None else (), verdict=Verdict.CRASH, data={"cause": first.kind.value})
+        evidence=(ev.evidence,) if ev is not None else (), verdict=Verdict.CRASH, data=data)
 
 
 def _exit_hint(e: ExitRecord, sig: str | None) -> str:

@@ -57,3 +57,17 @@ def test_cause_culprits_by_first_kind():
     for first, culprits in ((nccl, ()), (net, ()), (exc, (0,))):
         cause = rules.root_cause([first])
         assert cause is not None and cause.ranks == (first.rank,) and cause.culprits == culprits
+
+
+def test_the_crash_finding_says_nccl_failed_on_the_rank(tmp_path):
+    text = "\n".join(traceback(7, [
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        "Cuda failure 1 'invalid argument'",
+    ])) + "\n"
+    a = analyse(tmp_path, text)
+    (f,) = [f for f in a.findings if f.kind == "error" and f.data.get("cause") == "nccl_error"]
+    assert f.message.startswith("NCCL on rank 7 failed first") and f.data["culprits"] == []
+    assert a.decision.culprit_ranks == ()
