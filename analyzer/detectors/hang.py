@@ -264,8 +264,8 @@ def _barrier_hang(run: Run) -> list[Finding]:
                            for e in evs)
         if st is None:
             continue
-        who = f"rank{'s' if len(st.culprits) > 1 else ''} {fmt_ranks(st.culprits)} never reached it" if st.culprits \
-            else "the ranks that never reached it are not all shown"
+        who = (f"rank{'s' if len(st.culprits) > 1 else ''} {fmt_ranks(st.culprits)} never reached it" if st.culprits
+               else st.why if not st.suspects else "the ranks that never reached it are not all shown")
         waiting = sorted({e.rank for e in evs if e.rank is not None})
         return [Finding(
             kind=FindingKind.HANG, severity=Severity.CRITICAL,

@@ -172,19 +172,25 @@ def barrier_stall(waits: Iterable[tuple[int | None, int, int, bool]]) -> Barrier
     group in store based barrier``): ``waits`` are (rank, W, C, timed out) per line of one barrier. It
     stalled when it timed out (confirmed) or when a rank waited more than once and the count never reached
     the world (likely: the log stops inside the barrier). One round of waits is every start-up's: no claim.
-    The ranks of the world never seen waiting are the culprits when they are exactly the W - C missing."""
+    The ranks of the world never seen waiting are the culprits when they are exactly the W - C missing. More
+    workers than the world (C > W) never complete it either: nobody is missing, too many came."""
     ws = list(waits)
     if not ws:
         return None
     world = max(w for _, w, _, _ in ws)
     count = max(c for _, w, c, _ in ws if w == world)
-    if world <= 0 or count >= world or world > 1 << 20:
+    if world <= 0 or count == world or world > 1 << 20:
         return None
     timed_out = any(t for *_, t in ws)
     seen = [r for r, *_ in ws if r is not None]
     repeated = len(seen) > len(set(seen))
     if not (timed_out or repeated):
         return None
+    if count > world:  # the barrier waits for the count to equal the world: it never will
+        return BarrierStall((), (), "confirmed" if timed_out else "likely",
+                            f"{count} workers joined the store-based barrier of a world of {world}: more processes than "
+                            "the world share this store (two jobs on one MASTER_ADDR:MASTER_PORT, a store a restarted job "
+                            "reused, or a launcher that started each process more than once), so it never completes")
     waiting = set(seen)
     suspects = tuple(r for r in range(world) if r not in waiting) if len(waiting) <= world else ()
     culprits = suspects if len(suspects) == world - count else ()
