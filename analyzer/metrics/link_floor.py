@@ -7,7 +7,8 @@ the NICs NCCL lists (``NET/IB : Using [0]mlx5_0:1/IB ...``), the node count and 
 device line. No floor is given where the log does not say enough (sockets, plugins such as AWS OFI,
 no transport printed, PCIe GPUs on one host).
 
-Floors are 40% of a reference link rate, per NIC in use (``FLOOR_SHARE``). NCCL's maintainers count
+Only rows from 32 MiB up, and from 1 MiB a rank up (a ring moves size/n a step), are judged: below that busbw
+is bound by latency. Floors are 40% of a reference link rate, per NIC in use (``FLOOR_SHARE``). NCCL's maintainers count
 about 24 GB/s busbw per 200 Gb/s NIC and 12 GB/s per 100 Gb/s NIC as the peak (NVIDIA/nccl-tests#119);
 the reference rates are the slowest link each GPU class ships with:
 
@@ -37,7 +38,8 @@ from ..model import Evidence, LogEvent, Run
 from ..sources.nccl_tests import device_gpu
 
 FLOOR_SHARE = 0.4
-LARGE_BYTES = 32 << 20  # rows from 32 MiB up are bandwidth-bound on every fabric the floors cover
+LARGE_BYTES = 32 << 20  # rows from 32 MiB up are bandwidth-bound on every fabric the floors cover ...
+PER_RANK_BYTES = 1 << 20  # ... once each rank's share of the buffer is 1 MiB or more (a ring moves size/n a step)
 HGX_GPU_RE = re.compile(r"A100-SXM|A800-SXM|H100 80GB HBM3|H100-SXM|H800(?! PCIe)|H200(?! NVL)|\bH20\b|B200|GB200|B300|GB300")
 H_CLASS_RE = re.compile(r"H100|H800|H200|H20\b|B200|GB200|B300|GB300")
 V100_SXM_RE = re.compile(r"V100-SXM")
@@ -163,10 +165,12 @@ class SlowSweep:
 
 def slow_sweeps(rows: Sequence[dict[str, Any]], facts: LinkFacts) -> list[SlowSweep]:
     """Each test of the sweep (by name; an unnamed table is one test) whose large rows all stay below the
-    floor of their path; tests without rows of ``LARGE_BYTES`` or more are not judged."""
+    floor of their path; tests without rows of ``LARGE_BYTES`` and ``PER_RANK_BYTES`` a rank or more (at 512
+    ranks: 512 MiB) are not judged, their busbw is still latency-bound."""
+    least = max(LARGE_BYTES, PER_RANK_BYTES * facts.world)
     by_test: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        if int(r.get("size") or 0) >= LARGE_BYTES:
+        if int(r.get("size") or 0) >= least:
             by_test[r.get("test")].append(r)
     out = []
     for test, large in by_test.items():

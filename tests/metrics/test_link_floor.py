@@ -129,3 +129,14 @@ def test_facts_come_from_the_log_alone(tmp_path: Path) -> None:
     assert (f.nnodes, f.world, f.gpus, f.network, f.link_layer, f.nics_listed, f.nics_used, f.gdr) == (
         2, 16, ("NVIDIA A100-SXM4-80GB",), "IB", "IB", 4, 4, True)
     assert expected_floor(f, ring=False).gbs == 10.0
+
+
+def test_a_large_job_is_judged_only_from_1_mib_a_rank(tmp_path: Path) -> None:
+    # 64 nodes x 8 GPUs: 256 MiB is half a MiB a rank, still latency-bound at this scale
+    args = {"gpu": "NVIDIA H100 80GB HBM3", "hosts": 64, "per_host": 8, "via": "NET/IB/{nic}/GDRDMA", "busbw": 9.0,
+            "nics": 8}
+    a = analyse(tmp_path, sweep_log(**args, sizes=(1 << 20, 64 << 20, 256 << 20)))
+    assert a.decision.verdict.value == "healthy" and not slow(a)
+    b = analyse(tmp_path, sweep_log(**args, sizes=(64 << 20, 256 << 20, 1 << 30)))  # 2 MiB a rank at 1 GiB
+    (f,) = slow(b)
+    assert f.data["busbw_by_size"] == [[1 << 30, 9.0]]
