@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 # a claimed world is believed while its unseen ranks are at most as many as those seen, plus this
 UNSEEN_SLACK = 8
+MAX_LISTED = 4096  # ranks a rule lists by walking a claimed world
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,14 +193,15 @@ def barrier_stall(waits: Iterable[tuple[int | None, int, int, bool]]) -> Barrier
                             "the world share this store (two jobs on one MASTER_ADDR:MASTER_PORT, a store a restarted job "
                             "reused, or a launcher that started each process more than once), so it never completes")
     waiting = set(seen)
-    suspects = tuple(r for r in range(world) if r not in waiting) if len(waiting) <= world else ()
+    # the ranks never seen waiting, listed only when few (a claimed world of millions is not walked)
+    suspects = tuple(r for r in range(world) if r not in waiting) if 0 <= world - len(waiting) <= MAX_LISTED else ()
     culprits = suspects if len(suspects) == world - count else ()
     level = "confirmed" if timed_out else "likely"
     why = (f"{count} of {world} workers reached the store-based barrier" +
            (" and it timed out" if timed_out else " and the ranks kept waiting") +
            (f"; ranks {', '.join(map(str, culprits))} never reported waiting" if culprits else
             "; which ranks are missing is not pinned down by the lines shown"))
-    return BarrierStall(culprits, suspects[:4096], level, why)
+    return BarrierStall(culprits, suspects, level, why)
 
 
 def status_certainty(never: Iterable[int], sources: Mapping[int, str]) -> dict[str, str]:

@@ -255,3 +255,10 @@ def test_store_barrier_with_more_workers_than_the_world_is_a_hang_with_no_culpri
     d = _judge(tmp_path, "train.log", _barrier_lines([0], 4, 8, rounds=4))
     assert (d.verdict.value, d.culprit_ranks) == ("hang", ()), d.headline
     assert "more processes than the world" in d.headline
+
+
+def test_barrier_stall_with_a_huge_claimed_world_lists_nobody():
+    from ncclscope.rules.hang import barrier_stall
+
+    st = barrier_stall([(0, 1 << 19, 5, True)])
+    assert st is not None and st.suspects == () and st.culprits == ()
