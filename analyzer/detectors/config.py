@@ -16,6 +16,8 @@ from .catalogue import KnownError, classify
 
 SETTING_IN_TEXT_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+|TORCH_[A-Z0-9_]+)\b")
 WAS_SET_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+) was set\b")
+SOCKET_IF_RE = re.compile(r"\[\d{1,3}\]([A-Za-z0-9_.@-]{1,40}):")  # NET/Socket : Using [0]eno1:10.0.0.1<0> [1]br0:...
+NCCL_FAILED_RE = re.compile(r"NCCL error|ncclSystemError|ncclRemoteError|ncclInternalError|unhandled system error")
 
 
 
@@ -44,6 +46,8 @@ def detect(run: Run) -> list[Finding]:
             break
     if not findings:
         findings += _setup_errors(run)
+    if not findings:
+        findings += _interfaces_chosen(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -101,6 +105,37 @@ def _setup_errors(run: Run) -> list[Finding]:
                     ranks=tuple(sorted({e.rank for e in hits if e.rank is not None})), hint=f"{first.hint} ({first.link})",
                     evidence=tuple(e.evidence for e in hits[:3]), verdict=Verdict.CONFIG_ERROR,
                     data={"entry": first.id, "area": first.area, "culprits": [], "count": len(hits)})]
+
+
+def _interfaces_chosen(run: Run) -> list[Finding]:
+    """A job across nodes whose NCCL picked several socket interfaces by itself (NCCL_SOCKET_IFNAME not set:
+    every interface but lo and docker*), then failed on a socket (a WARN the knowledge base files under
+    sockets, or NCCL's system / remote / internal error): not every interface it picked reaches the other
+    nodes (a second NIC on another subnet, a bridge, docker's own bridges). No culprit rank: the setup."""
+    if "NCCL_SOCKET_IFNAME" in run.job.settings or max(run.job.nnodes or 0, len(run.job.hosts)) < 2:
+        return []
+    chosen = next((e for e in run.events if e.kind == "nccl_net_socket" and len(SOCKET_IF_RE.findall(e.text)) > 1), None)
+    if chosen is None:
+        return []
+    failed = next((e for e in run.events if (e.kind == "nccl_warn" and _area(e.text) == "socket") or (
+        e.kind == "dist_error" and NCCL_FAILED_RE.search(f"{e.text} {e.data.get('last_error') or ''}"))), None)
+    if failed is None:
+        return []
+    names = list(dict.fromkeys(SOCKET_IF_RE.findall(chosen.text)))
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+        message=f"NCCL chose {len(names)} socket interfaces by itself ({', '.join(names[:6])}) in a job across "
+        f"nodes, then a connection failed: not every one of them reaches the other nodes "
+        f"(NCCL_SOCKET_IFNAME is not set): {failed.text.strip()[:200]}",
+        hint="Set NCCL_SOCKET_IFNAME to the interface that routes between the nodes, on every node (e.g. "
+             f"NCCL_SOCKET_IFNAME=={names[0]}; check with `ip route get <other node's address>`).",
+        evidence=(chosen.evidence, failed.evidence), data={"culprits": [], "interfaces": names,
+                                                           "settings": ["NCCL_SOCKET_IFNAME"]})]
+
+
+def _area(text: str) -> str | None:
+    k = classify(text)
+    return k.area if k is not None else None
 
 
 def _note(s: Setting, msg: str, hint: str, sev: Severity) -> Finding:

@@ -1,0 +1,56 @@
+"""A configuration failure before anything else is a config error, not a crash: NCCL choosing several socket
+interfaces by itself in a job across nodes, then failing on a socket. Whole analyses of logs in real shapes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ncclscope.analysis import analyze_paths
+
+
+def node(host: str, pid: int, rank: int, ifs: str, set_ifname: bool = False) -> list[str]:
+    head = f"{host}:{pid}:{pid} [0] NCCL INFO "
+    return ([head + "NCCL_SOCKET_IFNAME set by environment to bond0"] if set_ifname else []) + [
+        head + "NET/IB : No device found.",
+        head + f"NET/Socket : Using {ifs}",
+        head + "Using network Socket",
+        f"{host}:{pid}:{pid + 40} [0] NCCL INFO comm 0x7f6d2c002f70 rank {rank} nranks 2 cudaDev 0 busId 1a000 - Init START",
+    ]
+
+
+FAILURE = ["Traceback (most recent call last):",
+           '  File "train.py", line 77, in main',
+           "    model = DDP(model, device_ids=[local_rank])",
+           "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, unhandled system "
+           "error, NCCL version 21.0.3",
+           "ncclSystemError: System call (socket, malloc, munmap, etc) failed."]
+TWO = "[0]bond0:192.168.1.161<0> [1]br-05ab815fa14e:172.19.0.1<0>"
+ONE = "[0]bond0:192.168.1.162<0>"
+
+
+def analyse(tmp_path: Path, lines: list[str]):
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    return analyze_paths([tmp_path / "train.log"], cache=False)
+
+
+def test_several_interfaces_chosen_by_nccl_then_a_socket_failure_is_a_config_error(tmp_path):
+    a = analyse(tmp_path, ["NCCL version 2.10.3+cuda11.3"] + node("gpu-a", 30211, 0, TWO) + node("gpu-b", 18874, 1, ONE)
+                + FAILURE)
+    assert a.decision.verdict.value == "config_error", a.decision.headline
+    assert a.decision.culprit_ranks == ()
+    (f,) = [f for f in a.findings if f.data.get("interfaces")]
+    assert f.data["interfaces"] == ["bond0", "br-05ab815fa14e"] and "NCCL_SOCKET_IFNAME" in f.hint
+
+
+def test_one_interface_each_is_no_interface_choice(tmp_path):
+    a = analyse(tmp_path, node("gpu-a", 30211, 0, ONE) + node("gpu-b", 18874, 1, ONE) + FAILURE)
+    assert a.decision.verdict.value == "crash"
+
+
+def test_an_interface_the_user_named_is_not_nccl_s_choice(tmp_path):
+    a = analyse(tmp_path, node("gpu-a", 30211, 0, TWO, True) + node("gpu-b", 18874, 1, ONE, True) + FAILURE)
+    assert not [f for f in a.findings if f.data.get("interfaces")]
+
+
+def test_one_node_with_two_interfaces_is_no_interface_choice(tmp_path):
+    a = analyse(tmp_path, node("gpu-a", 30211, 0, TWO) + FAILURE)
+    assert a.decision.verdict.value != "config_error"
