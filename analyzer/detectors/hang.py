@@ -351,8 +351,9 @@ def _after_init_hang(run: Run) -> list[Finding]:
     """Logs that stop right after NCCL's init (``rules.hang.ends_after_init``), from the ``file_end``
     events the log reader gives (each file's non-NCCL lines after its last NCCL line)."""
     ends = [e for e in run.events if e.kind == "file_end" and e.data.get("last_nccl_line") is not None]
-    comms = [c for c in run.communicators if c.init_started or c.init_complete]
-    complete = bool(comms) and all(c.init_complete and c.init_complete >= c.init_started for c in comms)
+    # every communicator built and none still in init: Init COMPLETE for each Init START (NCCL up to 2.4 prints
+    # no init phase at all, only the "comm 0x.. rank N nranks M" line of a communicator that exists)
+    complete = bool(run.communicators) and all(c.init_complete >= c.init_started for c in run.communicators)
     st = ends_after_init(
         (int(e.data.get("text_after_nccl") or 0) for e in ends), complete, bool(len(run.collectives)),
         bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events),
@@ -362,7 +363,7 @@ def _after_init_hang(run: Run) -> list[Finding]:
         return []
     return [Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL,
-        message="the log ends right after NCCL's Init COMPLETE: no line of the application, no collective and no exit "
+        message="the log ends right after NCCL's init (every communicator built): no line of the application, no collective and no exit "
         "after it; a possible hang in the first collective (no rank can be named from this text)",
         hint=HINT_FIRST_COLLECTIVE, evidence=tuple(e.evidence for e in ends[:3]), verdict=Verdict.HANG,
         data={"class": "after_init", "certainty": {"level": st.level, "why": st.why}})]

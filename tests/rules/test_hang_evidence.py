@@ -191,11 +191,11 @@ def test_log_that_ends_after_init_is_a_possible_hang_only_with_nothing_after(tmp
     run = analyze_paths([tmp_path / "slurm.out"], cache=False).run
     end = LogEvent("file_end", None, "", Evidence("slurm.out", 5 + after, ""), None,
                    {"last_line": 5 + after, "last_nccl_line": 5, "text_after_nccl": after})
-    run = replace(run, events=[*run.events, end], memo={})
+    run = replace(run, events=[e for e in run.events if e.kind != "file_end"] + [end], memo={})
     d = decide(run, run_detectors(run))
     assert d.verdict.value == verdict, d.headline
     if verdict == "hang":
-        assert d.certainty == "possible" and d.culprit_ranks == () and "Init COMPLETE" in d.headline
+        assert d.certainty == "possible" and d.culprit_ranks == () and "right after NCCL's init" in d.headline
 
 
 def test_culprit_of_a_hang_with_no_known_collective_never_joined(tmp_path):
@@ -262,3 +262,28 @@ def test_barrier_stall_with_a_huge_claimed_world_lists_nobody():
 
     st = barrier_stall([(0, 1 << 19, 5, True)])
     assert st is not None and st.suspects == () and st.culprits == ()
+
+
+def test_nccl_2_3_log_that_ends_after_init_with_no_init_phase_lines(tmp_path):
+    """NCCL 2.3 prints no Init START / COMPLETE: its communicator's "comm 0x.. rank N nranks M" line is init's
+    end; a log that stops after its rings is the same possible hang after init."""
+    from dataclasses import replace
+
+    from ncclscope.detectors import run_detectors
+    from ncclscope.model import Evidence, LogEvent
+    from ncclscope.verdict import decide
+
+    text = ("NCCL version 2.3.5+cuda9.0\n"
+            "dgx-b12:51203:51203 [0] NCCL INFO rank 0 nranks 2\n"
+            "dgx-b12:51205:51205 [1] NCCL INFO rank 1 nranks 2\n"
+            "dgx-b12:51203:51316 [0] NCCL INFO comm 0x7f3c9005a260 rank 0 nranks 2\n"
+            "dgx-b12:51205:51349 [1] NCCL INFO comm 0x7fa2e805a260 rank 1 nranks 2\n"
+            "dgx-b12:51203:51316 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC\n"
+            "dgx-b12:51203:51316 [0] NCCL INFO Launch mode Parallel\n")
+    (tmp_path / "ddp.log").write_text(text)
+    run = analyze_paths([tmp_path / "ddp.log"], cache=False).run
+    end = LogEvent("file_end", None, "", Evidence("ddp.log", 7, ""), None,
+                   {"last_line": 7, "last_nccl_line": 7, "text_after_nccl": 0})
+    run = replace(run, events=[e for e in run.events if e.kind != "file_end"] + [end], memo={})
+    d = decide(run, run_detectors(run))
+    assert (d.verdict.value, d.certainty) == ("hang", "possible"), d.headline
