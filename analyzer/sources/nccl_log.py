@@ -163,7 +163,7 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
                 _VIA_MEMO.clear()
             norm = _VIA_MEMO[via] = _norm_via(via)
         return NcclConnection(file, lineno, text, host, int(pid), int(tid), ts, int(c), int(ci), int(src),
-                              int(dst), direction, norm)
+                              int(dst), direction, norm, via.endswith("/GDRDMA"))
     if rc is not None:
         return NcclRing(file, lineno, text, host, int(pid), int(tid), ts, int(rc), int(prev), int(rank), int(nxt))
     msg = text[m.end():].rstrip("\r\n").strip()
@@ -372,6 +372,9 @@ def _parse_net(msg: str, base: Base) -> NcclRec | None:
     if msg.startswith("Using network "):
         return NcclNet(*base, "network", msg[len("Using network "):].strip())
     if msg.startswith("NET/"):
+        if "GPU Direct RDMA " in msg and ("Disabled" in msg or "Enabled" in msg):  # "NET/IB : GPU Direct RDMA
+            # Disabled for HCA 0 'mlx5_0' (no module)", "... Disabled for GPU 3d000 / HCA 0 (distance 5 > 4)"
+            return NcclNet(*base, "gdr_disabled" if "Disabled" in msg else "gdr_enabled", msg)
         if "No device found" in msg:
             return NcclNet(*base, "no_ib" if "IB" in msg else "no_device", msg)
         m = NET_USING_RE.match(msg)
@@ -393,7 +396,7 @@ def _parse_topology(msg: str, base: Base) -> NcclRec | None:
             if m:
                 return NcclConnection(
                     *base, int(m.group("c")), int(m.group("ci") or 0), int(m.group("src")), int(m.group("dst")),
-                    m.group("dir"), _norm_via(m.group("via")),
+                    m.group("dir"), _norm_via(m.group("via")), "/GDRDMA" in m.group("via"),
                 )
             return None
         m = RING_ORDER_RE.match(msg)
@@ -409,7 +412,7 @@ def _parse_topology(msg: str, base: Base) -> NcclRec | None:
         if m:
             return NcclConnection(
                 *base, int(m.group("c")), 0, int(m.group("src")), int(m.group("dst")), m.group("dir"),
-                _norm_via(m.group("via")),
+                _norm_via(m.group("via")), "/GDRDMA" in m.group("via"),
             )
         m = RING_ORDER_OLD_RE.match(msg)
         if m:

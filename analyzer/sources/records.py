@@ -123,7 +123,8 @@ class NcclConnection(NcclRec):
     src: int
     dst: int
     direction: str | None  # send | receive | None
-    transport: str  # P2P/CUMEM, SHM/direct/direct, NET/Socket/0, COLLNET/...
+    transport: str  # as modelled: P2P/CUMEM, SHM, NET/IB, NET/Socket, COLLNET/... (the NIC and flags cut off)
+    gdr: bool = False  # a network channel printed with /GDRDMA (GPU Direct RDMA in use on it)
 
 
 @dataclass(slots=True)

@@ -68,6 +68,20 @@ CASES = [
      R.NcclWarn, {"source": "init.cc:1247", "message": "Cuda failure 'invalid device ordinal'", "pid": 0}),
     ("2.21", "NCCL INFO Channel 00/02 :    0   1   2   3",
      R.NcclRingOrder, {"channel": 0, "nchannels": 2, "ranks": [0, 1, 2, 3], "pid": 0}),
+    # GPU Direct RDMA: the /GDRDMA flag of a network channel kept (its transport is cut to NET/IB), and NCCL's own
+    # word when it is off (NVIDIA/nccl#1412 shape)
+    ("2.21", f"{H} NCCL INFO Channel 00/0 : 3[3d000] -> 11[3d000] [send] via NET/IB/0/GDRDMA",
+     R.NcclConnection, {"transport": "NET/IB", "gdr": True}),
+    ("2.21", f"{H} NCCL INFO Channel 00/0 : 3[3d000] -> 11[3d000] [send] via NET/IB/0",
+     R.NcclConnection, {"transport": "NET/IB", "gdr": False}),
+    ("2.18", f"{H} NCCL INFO Channel 01/0 : 3[3d000] -> 11[3d000] [receive] via NET/IB/2/GDRDMA(PXN)",
+     R.NcclConnection, {"transport": "NET/IB", "gdr": True}),
+    ("2.5", f"{H} NCCL INFO Ring 03 : 146[3d000] -> 155[3d000] [receive] via NET/IB/3/GDRDMA",
+     R.NcclConnection, {"transport": "NET/IB", "gdr": True}),
+    ("2.12", f"{H} NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)",
+     R.NcclNet, {"kind": "gdr_disabled"}),
+    ("2.12", f"{H} NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 3d000 / HCA 0 (distance 5 > 4)",
+     R.NcclNet, {"kind": "gdr_disabled"}),
     # a log collector that cut the host:pid:tid and kept NCCL's [dev] (Kubeflow's pod logs), or a launcher's tag in front
     ("2.9", "[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
      R.NcclWarn, {"source": "include/shm.h:28", "message": "Call to posix_fallocate failed : No space left on device",
