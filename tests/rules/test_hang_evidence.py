@@ -287,3 +287,10 @@ def test_nccl_2_3_log_that_ends_after_init_with_no_init_phase_lines(tmp_path):
     run = replace(run, events=[e for e in run.events if e.kind != "file_end"] + [end], memo={})
     d = decide(run, run_detectors(run))
     assert (d.verdict.value, d.certainty) == ("hang", "possible"), d.headline
+
+
+def test_nccl_tests_whose_rows_are_not_read_but_that_checked_out_is_no_hang(tmp_path):
+    """Rows in a shape the table reader does not take, then the run's own summary: it finished."""
+    odd = "           8             2     float     sum      -1    10.21    0.00    0.00    N/A?   10.02 x\n"
+    d = _judge(tmp_path, "all_reduce.txt", HEADER + odd + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.0\n")
+    assert d.verdict.value != "hang", d.headline
