@@ -48,6 +48,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _setup_errors(run)
     if not findings:
         findings += _interfaces_chosen(run)
+    if not findings:
+        findings += _roce_default_gid(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -131,6 +133,37 @@ def _interfaces_chosen(run: Run) -> list[Finding]:
              f"NCCL_SOCKET_IFNAME=={names[0]}; check with `ip route get <other node's address>`).",
         evidence=(chosen.evidence, failed.evidence), data={"culprits": [], "interfaces": names,
                                                            "settings": ["NCCL_SOCKET_IFNAME"]})]
+
+
+def _roce_default_gid(run: Run) -> list[Finding]:
+    """A WARN the knowledge base says a wrong NCCL_IB_GID_INDEX causes (IB transport retries exceeded:
+    completion error 12), on RoCE ports (``NET/IB : Using [0]mlx5_2:1/RoCE``), with NCCL_IB_GID_INDEX not set:
+    the GID NCCL picked by default (often a link-local or RoCE v1 one) does not route between the nodes. The
+    WARN after a GID index the job set is the knowledge base's own case (``nccl_warn``). Likely, not confirmed:
+    a fabric fault gives the same completion error."""
+    if "NCCL_IB_GID_INDEX" in run.job.settings:
+        return []
+    if not any(e.kind == "nccl_net_ib" and "/RoCE" in e.text for e in run.events):
+        return []
+    for e in run.events:
+        if e.kind != "nccl_warn":
+            continue
+        src = e.data.get("source")
+        k = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
+        if k is None or "NCCL_IB_GID_INDEX" not in k.settings:
+            continue
+        ranks = sorted({x.rank for x in run.events if x.kind == "nccl_warn" and x.rank is not None
+                        and classify(x.text) is k})
+        return [Finding(
+            kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=tuple(ranks),
+            message=f"NCCL WARN over RoCE with the GID index left to NCCL (NCCL_IB_GID_INDEX not set): "
+            f"\"{e.text.strip()[:200]}\": the GID it picked most likely does not route between the nodes. {k.meaning}",
+            hint="Set NCCL_IB_GID_INDEX to the index of the RoCE v2 GID of the address that routes between the "
+                 "nodes (`show_gids`; 3 on many hosts), on every node.",
+            evidence=(e.evidence,), data={"culprits": [], "entry": k.id, "settings": ["NCCL_IB_GID_INDEX"],
+                                          "certainty": {"level": "likely", "why": "RoCE, the GID index left to "
+                                                        "NCCL, and the completion error a wrong GID gives"}})]
+    return []
 
 
 def _area(text: str) -> str | None:

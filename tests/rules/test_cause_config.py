@@ -54,3 +54,28 @@ def test_an_interface_the_user_named_is_not_nccl_s_choice(tmp_path):
 def test_one_node_with_two_interfaces_is_no_interface_choice(tmp_path):
     a = analyse(tmp_path, node("gpu-a", 30211, 0, TWO) + FAILURE)
     assert a.decision.verdict.value != "config_error"
+
+
+def ib(host: str, pid: int, rank: int, link: str, gid: bool = False) -> list[str]:
+    head = f"{host}:{pid}:{pid} [0] NCCL INFO "
+    return ([head + "NCCL_IB_GID_INDEX set by environment to 3."] if gid else []) + [
+        head + f"NET/IB : Using [0]mlx5_0:1/{link} ; OOB eth0:10.244.3.{rank + 10}<0>",
+        f"{host}:{pid}:{pid + 30} [0] NCCL INFO comm 0x7f2a94000e00 rank {rank} nranks 2 cudaDev 0 busId 3b000 - Init COMPLETE",
+    ]
+
+
+ERROR12 = ["train-worker-1:931:988 [0] transport/net_ib.cc:839 NCCL WARN NET/IB : Got completion with error 12, opcode 1, "
+           "len 0, vendor err 129",
+           "train-worker-1:931:988 [0] NCCL INFO proxy.cc:198 -> 2 [Proxy Thread]"]
+
+
+def test_retry_exceeded_over_roce_with_the_default_gid_is_a_likely_config_error(tmp_path):
+    a = analyse(tmp_path, ib("train-worker-0", 946, 0, "RoCE") + ib("train-worker-1", 931, 1, "RoCE") + ERROR12)
+    assert a.decision.verdict.value == "config_error", a.decision.headline
+    assert a.decision.culprit_ranks == () and a.decision.certainty == "likely"
+    assert "NCCL_IB_GID_INDEX" in a.decision.headline
+
+
+def test_retry_exceeded_over_infiniband_stays_a_network_crash(tmp_path):
+    a = analyse(tmp_path, ib("train-worker-0", 946, 0, "IB") + ib("train-worker-1", 931, 1, "IB") + ERROR12)
+    assert a.decision.verdict.value == "crash" and a.decision.culprit_ranks == ()
