@@ -27,7 +27,7 @@ from .records import (
     Rec,
     WorldSize,
 )
-from .torch_log import RankTagged
+from .torch_log import RankTagged, mpi_exit
 
 ROW_RE = re.compile(
     r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?:(?P<root>-?\d+)\s+)?"  # no root before 2.x
@@ -102,6 +102,9 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
         if nranks_seen and not said_world and not RANK_DEV_RE.match(text):
             said_world = True  # the device block has ended: its lines are the ranks of the test
             yield WorldSize(file, lineno, text, None, None, None, None, nranks_seen)
+        if "noticed that process rank" in text and (ended := mpi_exit(text, file, lineno)) is not None:
+            yield ended  # mpirun's "... noticed that process rank 37 with PID N on node H exited on signal 6"
+            continue
         if "NCCL failure " in text or "CUDA failure " in text:
             f = TEST_FAILURE_RE.search(text)
             if f:  # the test's own abort: "host: Test NCCL failure common.cu:1012 'internal error ...'", "Test CUDA

@@ -3,7 +3,7 @@ facts the bandwidth floors need that the connection records drop, and the NCCL l
 from __future__ import annotations
 
 from ncclscope.sources.nccl_tests import MAX_GDR_SEEN, device_gpu, library_version, parse_nccl_tests_lines
-from ncclscope.sources.records import NcclConnection, NcclNet, NcclVersion
+from ncclscope.sources.records import LauncherExit, NcclConnection, NcclNet, NcclVersion
 
 LINES = [
     "#  Rank  0 Group  0 Pid   4102 on     gpu-a1 device  0 [0x81] NVIDIA A100-PCIE-40GB",
@@ -44,3 +44,11 @@ def test_the_header_gives_the_nccl_library_version_to_the_first_rank() -> None:
     (v,) = [r for r in recs if isinstance(r, NcclVersion)]
     assert (v.version, v.pid, v.line) == ("2.19.3", 0, 1)
     assert [library_version(c) for c in (22807, 21200, 2708, 123, 9999)] == ["2.28.7", "2.12.0", "2.7.8", None, None]
+
+
+def test_mpirun_s_report_of_the_rank_that_ended_the_benchmark_is_its_exit() -> None:
+    lines = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20",
+             "rk2-11-s4:71120:71120 [0] NCCL INFO NCCL version 2.21.5+cuda12.8", "free(): corrupted unsorted chunks",
+             "mpirun noticed that process rank 37 with PID 71120 on node rk2-11-s4 exited on signal 6 (Aborted)."]
+    (x,) = [r for r in parse_nccl_tests_lines(enumerate(lines, 1), "mpirun.log") if isinstance(r, LauncherExit)]
+    assert (x.rank, x.exitcode, x.pid, x.host, x.root_cause, x.line) == (37, -6, 71120, "rk2-11-s4", True, 4)
