@@ -161,10 +161,20 @@ def _desync_is_echo(desyncs: list[Finding], failures: list[rules.Failure]) -> bo
     return False
 
 
+def _all_exited(run: Run) -> bool:
+    """Every rank seen printed torch's exit-time warning (``process group has NOT been destroyed``,
+    ``destroy_process_group() was not called before program exit``: the interpreter shutting down its process
+    group) and nothing failed: the job ran to its end."""
+    exited = {e.rank for e in run.events if e.kind == "program_exit" and e.rank is not None}
+    seen = {p.rank for p in run.job.processes if p.rank is not None}
+    return bool(exited) and seen <= exited and not failures_of_run(run)
+
+
 def _no_incident(run: Run, findings: list[Finding]) -> Decision:
     usable = any(fmt in ("log", "flight_recorder", "jsonl") for _, fmt in run.files) and (
         len(run.collectives) or run.communicators or run.exits or run.pg_status) or (
-        run.nccl_tests and run.job.exit_code == 0)  # a benchmark that ran every size and checked out
+        run.nccl_tests and run.job.exit_code == 0) or (  # a benchmark that ran every size and checked out
+        _all_exited(run))
     if not usable:
         return Decision(Verdict.UNKNOWN, (), None, "not enough information to judge the job")
     if run.job.exit_code not in (None, 0):
