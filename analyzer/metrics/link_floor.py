@@ -3,8 +3,8 @@
 A completed nccl-tests sweep is slow, not healthy, when even its best large-message busbw stays below
 a conservative floor for the transport and hardware the same log shows. The facts come from the log
 alone: the transport of the channels (``via NET/IB/0[/GDRDMA]``, ``P2P``, ``SHM``), ``Using network``,
-the NICs NCCL lists (``NET/IB : Using [0]mlx5_0:1/IB ...``), the node count and the GPU of each rank's
-device line. No floor is given where the log does not say enough (sockets, plugins such as AWS OFI,
+the NICs NCCL lists (``NET/IB : Using [0]mlx5_0:1/IB ...``), ``NET/IB : GPU Direct RDMA Disabled for HCA`` where
+no channel line says whether GDRDMA is used, the node count and the GPU of each rank's device line. No floor is given where the log does not say enough (sockets, plugins such as AWS OFI,
 no transport printed, PCIe GPUs on one host).
 
 Only rows from 32 MiB up, and from 1 MiB a rank up (a ring moves size/n a step), are judged: below that busbw
@@ -76,6 +76,7 @@ def link_facts(run: Run) -> LinkFacts:
     hosts_of = {p.rank: p.host for p in run.job.processes if p.rank is not None}
     gpus: dict[str, Evidence] = {}
     gdr_vias: list[LogEvent] = []
+    hca: dict[bool, LogEvent] = {}  # "NET/IB : GPU Direct RDMA Disabled / Enabled for HCA 0 'mlx5_0'"
     listed, network = 0, None
     layers: set[str] = set()
     ev: list[Evidence] = []
@@ -84,6 +85,8 @@ def link_facts(run: Run) -> LinkFacts:
             gpus.setdefault(gpu, e.evidence)
         elif e.kind == "nccl_net_gdr":
             gdr_vias.append(e)
+        elif e.kind in ("nccl_net_gdr_disabled", "nccl_net_gdr_enabled") and "NET/IB" in e.evidence.text:
+            hca.setdefault(e.kind.endswith("enabled"), e)
         elif e.kind == "nccl_net_ib":
             listed = max(listed, len(NIC_RE.findall(e.text.split(";", 1)[0])))
             layers |= {x for x in ("IB", "RoCE") if f"/{x}" in e.text}
@@ -97,8 +100,11 @@ def link_facts(run: Run) -> LinkFacts:
         parts = e.text.split("/")
         if len(parts) > 2:
             used[hosts_of.get(e.rank) if e.rank is not None else None].add(parts[2])
-    gdr = any(e.text.endswith("/GDRDMA") for e in gdr_vias) if gdr_vias else None
-    ev += [e.evidence for e in gdr_vias[:2]] + list(gpus.values())[:1]
+    if gdr_vias:  # the channels say what is in use; the HCA lines only what is possible
+        gdr: bool | None = any(e.text.endswith("/GDRDMA") for e in gdr_vias)
+    else:
+        gdr = True if True in hca else (False if False in hca else None)
+    ev += [e.evidence for e in gdr_vias[:2]] + [e.evidence for e in hca.values()][:1] + list(gpus.values())[:1]
     nnodes = max([run.job.nnodes or 0, len(run.job.hosts)] + [c.nnodes or 0 for c in run.communicators]) or 1
     world = run.job.world_size or len(hosts_of) or 1
     return LinkFacts(nnodes, world, tuple(sorted(gpus)), _network_kind(net), "RoCE" if "RoCE" in layers else (

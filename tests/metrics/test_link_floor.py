@@ -140,3 +140,12 @@ def test_a_large_job_is_judged_only_from_1_mib_a_rank(tmp_path: Path) -> None:
     b = analyse(tmp_path, sweep_log(**args, sizes=(64 << 20, 256 << 20, 1 << 30)))  # 2 MiB a rank at 1 GiB
     (f,) = slow(b)
     assert f.data["busbw_by_size"] == [[1 << 30, 9.0]]
+
+
+def test_without_channel_lines_the_hca_line_says_gdr_is_off(tmp_path: Path) -> None:
+    text = sweep_log(gpu="NVIDIA A100-PCIE-40GB", hosts=2, per_host=1, via=None, busbw=1.1)
+    text = text.replace("NCCL INFO Using network IB", "NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n"
+                        "node-0:5000:5000 [0] NCCL INFO Using network IB", 1)
+    (f,) = slow(analyse(tmp_path, text))
+    assert f.data["gdr"] is False and "nvidia-peermem" in f.hint
+    assert any("GPU Direct RDMA Disabled" in e.text for e in f.evidence)
