@@ -6,6 +6,7 @@ longer than ``MAX_LINE`` are cut. Large sets of files are parsed in worker proce
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import multiprocessing
@@ -33,7 +34,7 @@ from .sources.nccl_log import NcclCollBatch, parse_nccl_line, scan_coll_block
 from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 from .sources.ras import looks_like_ras_json, parse_ras_job, parse_ras_json, parse_ras_text
 from .sources.lines import lone_cr_to_lf, maybe_nccl, nccl_only, rejoin_wrapped, unglue_host
-from .sources.records import NcclRec, Rec, TorchRec, UnreadLines
+from .sources.records import FileEnd, NcclRec, Rec, TorchRec, UnreadLines
 from .sources.topo_xml import parse_topo_xml
 from .sources.torch_log import parse_torch_lines, torch_line_facts
 
@@ -63,6 +64,7 @@ class Parsed:
     records: list[Rec] = field(default_factory=list)
     problem: str | None = None
     size: int = 0
+    end: FileEnd | None = None  # a text log's: where it ends against its NCCL lines (not one of its records)
 
 
 def iter_lines(path: Path, max_line: int = MAX_LINE) -> Iterator[tuple[int, str]]:
@@ -187,12 +189,12 @@ def iter_blocks(path: Path, block_bytes: int = BLOCK_BYTES,
             lineno += len(newlines)
 
 
-def parse_log(path: Path, name: str) -> list[Rec]:
+def parse_log(path: Path, name: str) -> tuple[list[Rec], FileEnd]:
     """A text log: NCCL lines go to the NCCL parser, the rest to the PyTorch/torchrun parser.
 
     COLL lines, nearly all of a long job's log, are taken a block at a time as columns
     (``scan_coll_block``); the batch is then cut at every other record so that records and
-    COLL rows keep the file's order.
+    COLL rows keep the file's order. Also the file's ``FileEnd``.
     """
     batches: list[NcclCollBatch] = []
 
@@ -206,26 +208,33 @@ def parse_log(path: Path, name: str) -> list[Rec]:
     return _log_records(others(), batches, name)
 
 
-def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch], name: str) -> list[Rec]:
+def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
+                 name: str) -> tuple[list[Rec], FileEnd]:
     """Records of a log's lines that are not COLL rows, merged in line order with its COLL batches
-    (``batches`` may fill while ``lines`` is consumed)."""
+    (``batches`` may fill while ``lines`` is consumed), and where the log ends against its NCCL lines."""
     out: list[Rec] = []
     unread = UnreadLines(name, 0, "", "nccl")  # NCCL-looking lines no parser took: counted, so that they are said
     torch_seen = UnreadLines(name, 0, "", "pytorch")  # PyTorch / launcher lines: said when none of them was read
+    end = _End()
 
     def rest() -> Iterator[tuple[int, str]]:
         for lineno, text in rejoin_wrapped(lines, wrapped_join_known):
+            end.last = lineno
             if maybe_nccl(text):  # 2.2 printed no "NCCL" word
                 rec = parse_nccl_line(text, name, lineno)
                 if rec is not None:
                     out.append(rec)
+                    end.nccl = lineno
                     continue
                 if nccl_only(text):
                     if "] NCCL " in text:  # behind an NCCL head ("[dev] NCCL INFO"): a line of NCCL's, not text naming it
                         unread.add(lineno, text)
+                    end.nccl = lineno
                     continue
             if any(m in text for m in TORCH_EVIDENCE):
                 torch_seen.add(lineno, text)
+            if not text.isspace() and text:
+                end.text.append(lineno)
             yield lineno, text
 
     for rec in parse_torch_lines(rest(), name):
@@ -236,9 +245,34 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
         out.append(torch_seen)
     out.sort(key=lambda r: r.line)
     _unglue_hosts(out, batches)
+    done = end.record(name, batches)
     if batches:
         out = _interleave(out, batches)
-    return out
+    return out, done
+
+
+TEXT_AFTER_MAX = 64  # FileEnd.text_after counts the application's lines after the last NCCL line up to this
+
+
+class _End:
+    """Where a log's lines end against its NCCL lines, as they go by: its last line, the last NCCL
+    line among them (a record or an NCCL line no parser took), the line numbers of the last
+    ``TEXT_AFTER_MAX`` non-blank lines that are not NCCL's (bounded, whatever the log's size)."""
+
+    __slots__ = ("last", "nccl", "text")
+
+    def __init__(self) -> None:
+        self.last = 0
+        self.nccl = 0
+        self.text: collections.deque[int] = collections.deque(maxlen=TEXT_AFTER_MAX)
+
+    def record(self, name: str, batches: list[NcclCollBatch]) -> FileEnd:
+        """The file's ``FileEnd``: its COLL rows (``batches``, in line order) count as NCCL lines."""
+        last, nccl = self.last, self.nccl
+        for b in batches:
+            if len(b):
+                last, nccl = max(last, int(b.lines[-1])), max(nccl, int(b.lines[-1]))
+        return FileEnd(name, last, "", nccl, sum(1 for ln in self.text if ln > nccl))
 
 
 def wrapped_join_known(first: str, joined: str) -> bool:
@@ -330,7 +364,7 @@ def _parse_joined(joined: bytes | memoryview, items: list[tuple[Path, str, int]]
         lines = [(ln - before, text) for ln, text in rest_lines[r_lo:r_hi]]
         p = Parsed(name, "log", size=size)
         try:
-            p.records = _log_records(lines, mine, name)
+            p.records, p.end = _log_records(lines, mine, name)
         except (ValueError, RecursionError) as e:
             p.records, p.problem = [], f"{name}: {e}"
         out.append(p)
@@ -397,13 +431,14 @@ def parse_file(path: Path, name: str) -> Parsed:
             text = _read_bounded(path).decode("utf-8", "replace")
             p.records = [*parse_ras_text(text, name), *parse_ras_job(text, name)]
             if any(e in head for e in LOG_EVIDENCE):  # the report pasted before the ranks' own log lines
-                p.records += parse_log(path, name)
+                recs, p.end = parse_log(path, name)
+                p.records += recs
         elif fmt == "nccl_tests":
             p.records = list(parse_nccl_tests_lines(iter_lines(path), name))
         elif fmt == "env":
             p.records = list(parse_env_lines(iter_lines(path), name))
         elif fmt == "log":
-            p.records = parse_log(path, name)
+            p.records, p.end = parse_log(path, name)
         elif fmt == "binary":
             p.problem = f"{name}: binary content, not a log, dump or table; skipped"
     except UnsafePickleError as e:

@@ -17,6 +17,9 @@ def build_events(g: Gathered, proc_rank: dict[ProcKey, int], pg_status: list[PgS
     events += [_torch_event(rec, pg_status) for rec in g.torch_recs]
     events += [LogEvent(f"{u.kind}_unread", None, f"{u.count} {u.kind} line(s) of {u.file} not understood", ev(u),
                         None, {"count": u.count, "file": u.file}) for u in g.unread]
+    events += [LogEvent("file_end", None, "", ev(f), None, {
+        "last_line": f.line, "last_nccl_line": f.last_nccl_line or None, "text_after_nccl": f.text_after})
+        for f in g.file_ends]
     pg_status += _timeout_status(g, pg_status)
     for h in g.hook:
         if h.type == "stack" and h.data.get("reason") == "stall" and isinstance(h.rank, int):

@@ -42,6 +42,7 @@ class Gathered:
     ras: list[R.RasComm] = field(default_factory=list)
     tests: list[R.NcclTestsRow] = field(default_factory=list)
     unread: list[R.UnreadLines] = field(default_factory=list)
+    file_ends: list[R.FileEnd] = field(default_factory=list)
     exit_code: int | None = None
     proc_first_seen: dict[ProcKey, tuple[str, int]] = field(default_factory=dict)
     # file -> unprefixed "NCCL version" lines (<=2.21), given to the next process seen in that file
@@ -60,6 +61,8 @@ def gather(parsed: list[Parsed]) -> Gathered:
         R.HookRec: g.hook, R.RasComm: g.ras, R.NcclTestsRow: g.tests, R.UnreadLines: g.unread,
     }
     for p in parsed:
+        if p.end is not None:
+            g.file_ends.append(p.end)
         for rec in p.records:
             if isinstance(rec, R.NcclRec):
                 _nccl(rec, g)
