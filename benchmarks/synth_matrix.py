@@ -2,7 +2,9 @@
 injected hangs, crashes, desyncs and stragglers at random ranks and steps, plus fault-free runs, each
 with the evidence a user may have (``ncclscope.synth.EVIDENCE``): everything; NCCL logs only (the job
 killed from outside, no time; a fault-free one cut at a random moment); older PyTorch's watchdog lines
-only. Prints, per evidence, size and fault class, how often the verdict and the culprit were right and
+only; and the excerpts users paste of a start-up that hung (``ncclscope.synth.excerpts``: a store-based barrier,
+a store wait for the NCCL unique id, the heartbeat monitor, an nccl-tests run with no row), with their
+fault-free forms where they have one. Prints, per evidence, size and fault class, how often the verdict and the culprit were right and
 the time to a verdict; then, per evidence and class, the precision and recall of the verdict and of the
 culprit ranks, and the false alarms on fault-free runs.
 
@@ -31,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ncclscope.analysis import analyze_paths
 from ncclscope.input_names import InputError
-from ncclscope.synth import EVIDENCE, EVIDENCE_FAULTS, generate_run
+from ncclscope.synth import EVIDENCE, EVIDENCE_FAULTS, EXCERPTS, generate_run, write_excerpt
 
+EXCERPT = "excerpt:"  # evidence "excerpt:<kind>": the few lines of one pasted excerpt (ncclscope.synth.excerpts)
 NOT_ALARMS = ("healthy", "unknown", "refused")  # refused: the input held nothing to judge (a clear error)
 
 
@@ -56,8 +59,36 @@ class Outcome:
         return self.verdict_ok and self.got_culprits == self.want_culprits
 
 
+def evidence_faults(evidence: str) -> tuple[str | None, ...]:
+    """The faults one kind of evidence can show."""
+    if evidence.startswith(EXCERPT):
+        return (None, "hang") if EXCERPTS[evidence[len(EXCERPT):]][1] else ("hang",)
+    return EVIDENCE_FAULTS[evidence]
+
+
+def _judge(path: Path) -> tuple[str, tuple[int, ...], float]:
+    t0 = time.perf_counter()
+    try:
+        a = analyze_paths([path], cache=False)
+        got, named = a.decision.verdict.value, tuple(a.decision.culprit_ranks)
+    except InputError:
+        got, named = "refused", ()
+    return got, named, time.perf_counter() - t0
+
+
+def one_excerpt(evidence: str, n: int, fault: str | None, seed: int) -> Outcome:
+    with tempfile.TemporaryDirectory(prefix="ncclscope-synth-") as tmp:
+        want, culprits = write_excerpt(Path(tmp) / "x", evidence[len(EXCERPT):], n, fault is not None, seed)
+        got, named, dt = _judge(Path(tmp) / "x")
+    if want == "unknown" and got == "refused":
+        got = "unknown"
+    return Outcome(evidence, n, want, got, culprits, named, dt, fault is None)
+
+
 def one_run(evidence: str, n: int, fault: str | None, seed: int, steps: int) -> Outcome:
     """Generate one run with ``evidence`` and judge it."""
+    if evidence.startswith(EXCERPT):
+        return one_excerpt(evidence, n, fault, seed)
     rng = random.Random(seed * 1000 + n + 7 * len(evidence))
     rank = rng.randrange(n) if fault else None
     step = rng.randint(2, steps - 2) if fault else None
@@ -67,13 +98,7 @@ def one_run(evidence: str, n: int, fault: str | None, seed: int, steps: int) -> 
     with tempfile.TemporaryDirectory(prefix="ncclscope-synth-") as tmp:
         truth = generate_run(Path(tmp) / "run", nranks=n, steps=steps, buckets=2, fault=fault, fault_rank=rank,
                              fault_step=step, seed=seed, **extra)  # type: ignore[arg-type]
-        t0 = time.perf_counter()
-        try:
-            a = analyze_paths([truth.path], cache=False)
-            got, named = a.decision.verdict.value, tuple(a.decision.culprit_ranks)
-        except InputError:
-            got, named = "refused", ()
-        dt = time.perf_counter() - t0
+        got, named, dt = _judge(truth.path)
     want = truth.verdict
     if fault is None and not truth.nccl_lines:  # stderr with no watchdog line: nothing to judge
         want, got = "unknown", ("unknown" if got == "refused" else got)
@@ -85,7 +110,7 @@ def run_matrix(sizes: Sequence[int], seeds: int, steps: int, evidence: Sequence[
     out = []
     for ev in evidence:
         for n in sizes:
-            for fault in EVIDENCE_FAULTS[ev]:
+            for fault in evidence_faults(ev):
                 for seed in range(seeds):
                     o = one_run(ev, n, fault, seed, steps)
                     out.append(o)
@@ -146,12 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="64,512,4096")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--evidence", default=",".join(EVIDENCE))
+    ap.add_argument("--evidence", default=",".join([*EVIDENCE, *(EXCERPT + k for k in EXCERPTS)]))
     args = ap.parse_args(argv)
     evidence = [e for e in args.evidence.split(",") if e]
-    unknown = [e for e in evidence if e not in EVIDENCE]
+    known = [*EVIDENCE, *(EXCERPT + k for k in EXCERPTS)]
+    unknown = [e for e in evidence if e not in known]
     if unknown:
-        ap.error(f"unknown evidence {unknown}: one of {sorted(EVIDENCE)}")
+        ap.error(f"unknown evidence {unknown}: one of {known}")
     outcomes = run_matrix([int(s) for s in args.sizes.split(",")], args.seeds, args.steps, evidence, log=True)
     print()
     print(tables(outcomes))

@@ -6,6 +6,8 @@ plus the launcher's ``stderr.log``. The returned ``SynthTruth`` says what an ana
 """
 from __future__ import annotations
 
+from .excerpts import EXCERPTS, write_excerpt
 from .generator import EVIDENCE, EVIDENCE_FAULTS, FAULTS, SynthTruth, generate_run, ring_orders, tree_parents
 
-__all__ = ["EVIDENCE", "EVIDENCE_FAULTS", "FAULTS", "SynthTruth", "generate_run", "ring_orders", "tree_parents"]
+__all__ = ["EVIDENCE", "EVIDENCE_FAULTS", "EXCERPTS", "FAULTS", "SynthTruth", "generate_run", "ring_orders",
+           "tree_parents", "write_excerpt"]

@@ -127,3 +127,29 @@ def test_class_scores_count_precision_recall_and_false_alarms():
     assert s[("full", "crash")]["culprit_precision"] == (1, 2) and s[("full", "crash")]["culprit_recall"] == (1, 1)
     assert s[("full", "healthy")]["false_alarms"] == (1, 2)
     assert "| full | hang | 1/2 | 1/2 |" in m.tables(outs)
+
+
+def test_matrix_over_pasted_excerpts_of_start_up_hangs():
+    """Store-based barrier, unique-id store wait, heartbeat monitor, nccl-tests with no row; the barrier's and
+    the benchmark's fault-free forms (one round of waits; a passing sweep) raise no alarm."""
+    from ncclscope.synth import EXCERPTS
+
+    m = _matrix()
+    outcomes = m.run_matrix([4, 16], 3, 6, [m.EXCERPT + k for k in EXCERPTS])
+    wrong = [(o.evidence, o.truth, o.got, o.want_culprits, o.got_culprits) for o in outcomes if not o.culprit_ok]
+    assert not wrong, wrong
+    scores = m.class_scores(outcomes)
+    assert scores[("excerpt:store_barrier", "unknown")]["false_alarms"] == (0, 6)
+    assert scores[("excerpt:nccl_tests", "healthy")]["false_alarms"] == (0, 6)
+    assert scores[("excerpt:store_barrier", "hang")]["culprit_recall"][0] > 0
+
+
+def test_write_excerpt_refuses_what_it_cannot_write(tmp_path):
+    from ncclscope.synth import write_excerpt
+
+    with pytest.raises(ValueError):
+        write_excerpt(tmp_path / "a", "no_such_kind", 4, True)
+    with pytest.raises(ValueError):
+        write_excerpt(tmp_path / "b", "heartbeat", 4, False)  # a fault-free job prints no heartbeat timeout
+    with pytest.raises(ValueError):
+        write_excerpt(tmp_path / "c", "store_barrier", 1, True)
