@@ -78,9 +78,9 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     f = s.floor
     sizes = per_size(s.rows)
     test = s.rows[-1].get("test") or "the benchmark"
-    links = f"{f.links} {f.path} NIC{'s' if f.links > 1 else ''} per node" if f.path != "NVLink" else "NVLink"
+    links = f"{f.links} {f.path} NIC{'s' if f.links > 1 else ''} a node" if f.path != "NVLink" else "NVLink"
     gdr = {True: "GDRDMA on", False: "no GDRDMA on the network channels", None: None}[facts.gdr]
-    said = "; ".join(x for x in (f"{facts.nnodes} node{'s' if facts.nnodes > 1 else ''}",
+    said = ", ".join(x for x in (f"{facts.nnodes} node{'s' if facts.nnodes > 1 else ''}",
                                   ", ".join(facts.gpus[:2]) or None, gdr) if x)
     per = ", ".join(f"{_human(size)} {bw:.2f}" for size, bw in sizes[-4:])
     hint = NVLINK_HINT if f.path == "NVLink" else (GDR_OFF_HINT if facts.gdr is False else NET_HINT)
@@ -93,8 +93,8 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     return Finding(
         kind=FindingKind.SLOW_LINK, severity=Severity.WARNING, verdict=Verdict.DEGRADED,
         message=f"{test} completed but reached at most {s.best:.2f} GB/s bus bandwidth from {_human(sizes[0][0])} up "
-        f"(busbw GB/s by size: {per}), under the {f.gbs:g} GB/s floor of {links} ({said}): "
-        f"{FLOOR_PCT}% of {f.reference} at {f.link_gbs:g} GB/s each",
+        f"(busbw GB/s by size: {per}), under the {f.gbs:g} GB/s floor for {links} ({FLOOR_PCT}% of {f.link_gbs:g} "
+        f"GB/s{' each' if f.links > 1 else ''}: {f.reference}); {said}",
         hint=hint, evidence=tuple(ev) + facts.evidence,
         data={"culprits": [], "floor_gbs": f.gbs, "best_busbw": s.best, "path": f.path, "links": f.links,
               "link_gbs": f.link_gbs, "reference": f.reference, "gdr": facts.gdr, "gpus": list(facts.gpus),
