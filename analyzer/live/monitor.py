@@ -408,19 +408,17 @@ class LiveMonitor:
             if rec.seq is not None:
                 w.setdefault("seq", rec.seq)
             w.setdefault("pg", rec.pg or "0")
-            if rec.rank is not None and rec.last_enqueued is not None:
-                w.setdefault("enq", {})[rec.rank] = rec.last_enqueued
-        elif isinstance(rec, R.DumpSignal):
-            if rec.rank is not None and rec.last_enqueued is not None:
-                w.setdefault("enq", {})[rec.rank] = rec.last_enqueued
+        if isinstance(rec, (R.WatchdogFailure, R.DumpSignal)) and rec.rank is not None \
+                and rec.last_enqueued is not None and rec.pg in (None, w.get("pg", rec.pg)):
+            w.setdefault("enq", {})[rec.rank] = rec.last_enqueued  # of the group judged: numbers of groups differ
         elif isinstance(rec, R.DesyncReport):
             w["lagging"] = list(rec.lagging_ranks)
             if rec.seq is not None:
                 w.setdefault("seq", rec.seq)
-        if rec.rank is not None:
+        if rec.rank is not None and rec.pg in (None, w.get("pg", rec.pg)):
             w.setdefault("ranks", set()).add(rec.rank)
             src = w.setdefault("src", {})
-            if isinstance(rec, (R.WatchdogFailure, R.DumpSignal)) and rec.last_enqueued is not None:
+            if rec.rank in w.get("enq", {}):
                 src[rec.rank] = "watchdog_failure"  # its own last enqueued: a status of its own
             else:
                 src.setdefault(rec.rank, "watchdog_timeout")
