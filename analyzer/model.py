@@ -161,6 +161,7 @@ class Connection:
     dst: int
     transport: str
     conn_index: int = 0
+    gdr: bool = False  # a network channel NCCL printed with /GDRDMA: GPU Direct RDMA in use on it
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,7 +154,7 @@ def _init(rec: R.NcclInit, key: ProcKey, g: Gathered) -> None:
 
 def _topology(rec: R.NcclRec, cl: CommLocal) -> None:
     if isinstance(rec, R.NcclConnection):
-        cl.connections.append(Connection(rec.channel, rec.src, rec.dst, rec.transport, rec.conn_index))
+        cl.connections.append(Connection(rec.channel, rec.src, rec.dst, rec.transport, rec.conn_index, rec.gdr))
     elif isinstance(rec, R.NcclRingOrder):
         cl.nchannels = rec.nchannels or cl.nchannels  # 0: a release that prints no channel count (2.3, 2.4)
         cl.ring_order[rec.channel] = rec.ranks
