@@ -17,6 +17,7 @@ from ..rules.hang import (
     behind_by_counts,
     bounded_world,
     ends_after_init,
+    ends_in_setup,
     init_stall,
     lowest_at_stall,
     no_rows_after_init,
@@ -360,13 +361,35 @@ def _after_init_hang(run: Run) -> list[Finding]:
         run.job.exit_code is not None or bool(run.exits),
         not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files))
     if st is None:
-        return []
+        return _setup_hang(run, ends)
     return [Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL,
         message="the log ends right after NCCL's init (every communicator built): no line of the application, no collective and no exit "
         "after it; a possible hang in the first collective (no rank can be named from this text)",
         hint=HINT_FIRST_COLLECTIVE, evidence=tuple(e.evidence for e in ends[:3]), verdict=Verdict.HANG,
         data={"class": "after_init", "certainty": {"level": st.level, "why": st.why}})]
+
+
+def _setup_hang(run: Run, ends: list) -> list[Finding]:
+    """Logs that stop inside NCCL's set-up, before any communicator is reported (``rules.hang.ends_in_setup``)."""
+    st = ends_in_setup(
+        (int(e.data.get("text_after_nccl") or 0) for e in ends), any(p.host or p.pid for p in run.job.processes),
+        bool(run.communicators), bool(len(run.collectives)),
+        bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events),
+        run.job.exit_code is not None or bool(run.exits),
+        not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files))
+    if st is None:
+        return []
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL,
+        message="the log ends inside NCCL's set-up: NCCL printed its bootstrap and topology lines but no communicator "
+        "was reported, and nothing follows; a possible hang in NCCL's init (no rank can be named from this text)",
+        hint="Init waits for every rank and for every link it sets up: check that all ranks start and reach init, "
+        "MASTER_ADDR / MASTER_PORT and NCCL_SOCKET_IFNAME, firewalls between hosts, and the links between the GPUs "
+        "(NVLink bridges seated, PCI ACS / IOMMU, NCCL_P2P_DISABLE=1 to test); nvidia-smi topo -m and nccl-tests "
+        "on the same GPUs tell which.",
+        evidence=tuple(e.evidence for e in ends[:3]), verdict=Verdict.HANG,
+        data={"class": "init", "certainty": {"level": st.level, "why": st.why}})]
 
 
 def _pg_desc(pg: str) -> str:

@@ -227,3 +227,17 @@ def lowest_at_stall(counts: Mapping[int, int]) -> tuple[int, ...]:
         return ()
     low = min(counts.values())
     return tuple(sorted(r for r, n in counts.items() if n == low))
+
+
+def ends_in_setup(text_after_nccl: Iterable[int], nccl_processes: bool, communicators: bool, collectives: bool,
+                  failed: bool, exit_known: bool, excerpt: bool) -> AfterInit | None:
+    """Logs that end inside NCCL's set-up: NCCL processes printed their lines (bootstrap, topology, rings)
+    but no communicator was ever reported (NCCL 2.5 to 2.12 print a communicator only at its Init COMPLETE),
+    and nothing of the application, no collective, no failure and no exit follows: a possible hang in init.
+    The same stop with a communicator is ``ends_after_init``'s; with an Init START, ``init_stall``'s."""
+    after = list(text_after_nccl)
+    if (not after or any(n > 0 for n in after) or not nccl_processes or communicators or collectives or failed
+            or exit_known or not excerpt):
+        return None
+    return AfterInit("possible", "every log ends inside NCCL's set-up lines, before any communicator is reported, "
+                     "with no line of the application, no collective and no exit after them")

@@ -294,3 +294,35 @@ def test_nccl_tests_whose_rows_are_not_read_but_that_checked_out_is_no_hang(tmp_
     odd = "           8             2     float     sum      -1    10.21    0.00    0.00    N/A?   10.02 x\n"
     d = _judge(tmp_path, "all_reduce.txt", HEADER + odd + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.0\n")
     assert d.verdict.value != "hang", d.headline
+
+
+SETUP_25 = """lab:7402:7463 [0] NCCL INFO Bootstrap : Using [0]enp5s0:192.168.10.40<0>
+lab:7402:7463 [0] NCCL INFO NET/Socket : Using [0]enp5s0:192.168.10.40<0>
+NCCL version 2.5.7+cuda10.1
+lab:7402:7559 [0] NCCL INFO Setting affinity for GPU 0 to 3f
+lab:7402:7559 [0] NCCL INFO Channel 00 :    0   1
+lab:7402:7559 [0] NCCL INFO Ring 00 : 0[1000] -> 1[2000] via P2P/direct pointer
+lab:7402:7560 [1] NCCL INFO Ring 00 : 1[2000] -> 0[1000] via P2P/direct pointer
+"""
+
+
+@pytest.mark.parametrize("tail, verdict", [("", "hang"), ("Epoch 1/10 - loss 0.412\n", "not hang")])
+def test_log_that_ends_inside_nccl_setup(tmp_path, tail, verdict):
+    """NCCL 2.5 prints a communicator only at Init COMPLETE: a log that stops at its ring lines is a possible
+    hang in init; an application line after them says init went on."""
+    d = _judge(tmp_path, "notebook.log", SETUP_25 + tail)
+    if verdict == "hang":
+        assert (d.verdict.value, d.certainty, d.culprit_ranks) == ("hang", "possible", ()), d.headline
+        assert "set-up" in d.headline
+    else:
+        assert d.verdict.value != "hang", d.headline
+
+
+def test_ends_in_setup_rule():
+    from ncclscope.rules.hang import ends_in_setup
+
+    assert ends_in_setup([0], True, False, False, False, False, True).level == "possible"
+    assert ends_in_setup([0], True, True, False, False, False, True) is None  # a communicator: ends_after_init's
+    assert ends_in_setup([0], False, False, False, False, False, True) is None  # no NCCL process at all
+    assert ends_in_setup([2], True, False, False, False, False, True) is None
+    assert ends_in_setup([0], True, False, False, False, True, True) is None
