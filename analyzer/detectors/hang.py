@@ -308,11 +308,17 @@ def _unique_id_hang(run: Run) -> list[Finding]:
     return []
 
 
+def _inits_done(run: Run) -> bool:
+    """Every communicator built and none still in init: an Init COMPLETE for each Init START (NCCL 2.3 prints no
+    init phase at all, only the "comm 0x.. rank N nranks M" line of a communicator that exists)."""
+    return bool(run.communicators) and all(c.init_complete >= c.init_started for c in run.communicators)
+
+
 def _tests_hang(run: Run) -> list[Finding]:
     """nccl-tests output with no result row after NCCL's init completed (``rules.hang.no_rows_after_init``)."""
     files = no_rows_after_init(
         (f for f, fmt in run.files if fmt == "nccl_tests"), (str(t.get("file")) for t in run.nccl_tests),
-        any(c.init_complete for c in run.communicators), bool(failures_of_run(run)),
+        _inits_done(run), bool(failures_of_run(run)),
         run.job.exit_code is not None or bool(run.exits))
     if not files:
         return []
@@ -352,9 +358,7 @@ def _after_init_hang(run: Run) -> list[Finding]:
     """Logs that stop right after NCCL's init (``rules.hang.ends_after_init``), from the ``file_end``
     events the log reader gives (each file's non-NCCL lines after its last NCCL line)."""
     ends = [e for e in run.events if e.kind == "file_end" and e.data.get("last_nccl_line") is not None]
-    # every communicator built and none still in init: Init COMPLETE for each Init START (NCCL up to 2.4 prints
-    # no init phase at all, only the "comm 0x.. rank N nranks M" line of a communicator that exists)
-    complete = bool(run.communicators) and all(c.init_complete >= c.init_started for c in run.communicators)
+    complete = _inits_done(run)
     st = ends_after_init(
         (int(e.data.get("text_after_nccl") or 0) for e in ends), complete, bool(len(run.collectives)),
         bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events),
