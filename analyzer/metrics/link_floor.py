@@ -90,7 +90,7 @@ def link_facts(run: Run) -> LinkFacts:
         elif e.kind == "nccl_net_ib":
             listed = max(listed, len(NIC_RE.findall(e.text.split(";", 1)[0])))
             layers |= {x for x in ("IB", "RoCE") if f"/{x}" in e.text}
-            ev.append(e.evidence)
+            ev[:] = ev or [e.evidence]  # one NIC list as evidence, whatever the number of ranks printing it
         elif e.kind == "nccl_net_network" and network is None:
             network = e.text.strip()
     transports = sorted({t for c in run.communicators for t in c.transports})
