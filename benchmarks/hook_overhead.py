@@ -1,8 +1,9 @@
 """What ncclscope's in-process hook costs: per collective, per tensor-parallel-style step, per DDP step.
 
-Three jobs, each timed bare and traced in separate processes, alternating (bare, traced, traced,
-bare, ...), every process with the same environment (what ``ncclscope run`` sets: NCCL_DEBUG,
-Flight Recorder, TORCH_NCCL_ENABLE_TIMING, ...); only the traced one has the hook on PYTHONPATH:
+Three jobs, each timed in separate processes per variant, the order of the variants turned round
+every repeat; every process but ``bare-noenv`` has the environment ``ncclscope run`` sets
+(NCCL_DEBUG, Flight Recorder, TORCH_NCCL_ENABLE_TIMING, ...), and only the hook variants have the
+hook on PYTHONPATH:
 
 - ``micro``: world size 1, a loop of one-element ``dist.all_reduce`` (the CPU path of a collective,
   which is all the hook adds to): per-call time of each block of ``--calls``, median over blocks;
@@ -12,12 +13,18 @@ Flight Recorder, TORCH_NCCL_ENABLE_TIMING, ...); only the traced one has the hoo
 - ``ddp``: the DDP MLP job (tests/jobs/train_job.py) under ``ncclscope run`` with and without the
   hook (``--no-hook``), ``--nproc`` ranks; median step time of rank 0.
 
-    python benchmarks/hook_overhead.py micro --backend nccl --repeats 3
-    python benchmarks/hook_overhead.py tp --backend nccl --repeats 3
+``--variants`` (micro, tp) separates the suspects: ``bare-noenv`` (no ncclscope environment),
+``bare`` (the environment only, the baseline), ``traced`` (the hook), ``hook-nothreads`` (the
+per-collective path alone), ``hook-nowriter``, ``hook-noticker`` (no poll, heartbeat or Flight
+Recorder read), ``hook-nofr`` (no Flight Recorder read), ``other`` (a hook copied from
+``--other-hook DIR``, e.g. an older analyzer/hook, timed in the same run).
+
+    python benchmarks/hook_overhead.py micro --backend nccl --repeats 5
+    python benchmarks/hook_overhead.py tp --backend nccl --repeats 5 --variants bare-noenv,traced,hook-nothreads,hook-noticker
     python benchmarks/hook_overhead.py ddp --backend gloo --steps 60 --repeats 3
 
-Prints each run, the median per variant and the ratio (and the difference per collective for
-``micro``) traced / bare, both measured in this run.
+Prints each run, then per variant the median (wall and process CPU, which counts every thread),
+the median of the per-repeat ratios to ``bare`` and the time added per collective.
 """
 from __future__ import annotations
 
@@ -31,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,9 +47,38 @@ JOB = ROOT / "tests" / "jobs" / "train_job.py"
 
 # --- the jobs (run in a child process: ``hook_overhead.py _child KIND ...``) ---------------------
 
+# --- the variants that separate what the hook costs (applied in the child, before the group exists) ----
+# bare-noenv: no ncclscope environment at all; bare: ncclscope's environment, no hook; traced: the hook;
+# hook-nothreads: the hook's per-collective path only (writer and ticker threads exit at once, so the
+# queue fills and drops); hook-nowriter: no writer thread; hook-noticker: no poll / heartbeat / Flight
+# Recorder read; hook-nofr: ticker runs, no Flight Recorder read; other: a hook copied from --other-hook
+VARIANTS = ("bare-noenv", "bare", "traced", "hook-nothreads", "hook-nowriter", "hook-noticker", "hook-nofr", "other")
+
+
+def apply_variant(variant: str) -> None:
+    if not variant.startswith("hook-"):
+        return
+    from _ncclscope_hook import tracer as T  # the hook on PYTHONPATH, as ncclscope run installs it
+
+    def nothing(self: object) -> None:
+        return None
+
+    def no_fr(self: object) -> dict[str, object]:
+        return {}
+
+    if variant in ("hook-nothreads", "hook-nowriter"):
+        T.Tracer._write_loop = nothing  # type: ignore[method-assign, assignment]
+    if variant in ("hook-nothreads", "hook-noticker"):
+        T.Tracer._tick_loop = nothing  # type: ignore[method-assign, assignment]
+    if variant == "hook-nofr":
+        T.Tracer._fr_status = no_fr  # type: ignore[method-assign, assignment]
+
+
 def _init(backend: str) -> tuple[object, object]:
     import torch
     import torch.distributed as dist
+
+    apply_variant(os.environ.get("HOOK_BENCH_VARIANT", ""))
 
     if backend == "nccl":
         torch.cuda.set_device(0)
@@ -60,25 +97,75 @@ def _sync(backend: str) -> None:
         torch.cuda.synchronize()
 
 
+def _hook_threads_cpu() -> float:
+    """CPU seconds the hook's own threads (writer, ticker) have used so far; 0 without the hook."""
+    import threading
+
+    total = 0.0
+    for t in threading.enumerate():
+        if t.name.startswith("ncclscope-") and t.ident is not None:
+            try:
+                total += time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+            except (OSError, AttributeError):
+                pass
+    return total
+
+
+def _ab(dist: object, x: object, calls: int, blocks: int, sync: Callable[[], None]) -> list[float]:
+    """In one traced process, blocks of the bare collective (the function under the hook's wrapper)
+    and of the traced one, alternating: the training thread's CPU per call traced minus bare, one
+    value per pair of blocks. Both run with the hook's threads alive, so this is the per-call path
+    alone, measured a few milliseconds apart (machine drift falls on both)."""
+    traced = dist.all_reduce  # type: ignore[attr-defined]
+    bare = getattr(traced, "__wrapped__", None)
+    if bare is None or not getattr(traced, "__ncclscope_wrapped__", False):
+        return []
+    out: list[float] = []
+    for k in range(blocks):
+        got = {}
+        for name in (("bare", "traced") if k % 2 == 0 else ("traced", "bare")):
+            fn = bare if name == "bare" else traced
+            sync()
+            m0 = time.thread_time()
+            for _ in range(calls):
+                fn(x)
+            sync()
+            got[name] = (time.thread_time() - m0) / calls * 1e6
+        out.append(got["traced"] - got["bare"])
+    return out
+
+
 def child_micro(args: argparse.Namespace) -> dict[str, object]:
     import torch
 
     dist, dev = _init(args.backend)
     x = torch.ones(1, device=dev)  # type: ignore[call-overload]
-    per_call: list[float] = []
-    cpu_per_call: list[float] = []
+    wall: list[float] = []
+    cpu: list[float] = []
+    main_cpu: list[float] = []
+    h0 = 0.0
     for block in range(args.blocks + 1):
         _sync(args.backend)
-        t0, c0 = time.perf_counter(), time.process_time()
+        if block == 1:
+            h0 = _hook_threads_cpu()
+        t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
         for _ in range(args.calls):
             dist.all_reduce(x)  # type: ignore[attr-defined]
         _sync(args.backend)
         if block:  # the first block warms up
-            per_call.append((time.perf_counter() - t0) / args.calls * 1e6)
-            cpu_per_call.append((time.process_time() - c0) / args.calls * 1e6)  # all threads of the process
+            wall.append((time.perf_counter() - t0) / args.calls * 1e6)
+            cpu.append((time.process_time() - c0) / args.calls * 1e6)  # all threads of the process
+            main_cpu.append((time.thread_time() - m0) / args.calls * 1e6)  # the training thread alone
+    threads_us = (_hook_threads_cpu() - h0) / (args.calls * args.blocks) * 1e6
+    ab = _ab(dist, x, args.calls, args.blocks, lambda: _sync(args.backend))
     dist.destroy_process_group()  # type: ignore[attr-defined]
-    return {"us_per_call": statistics.median(per_call), "cpu_us_per_call": statistics.median(cpu_per_call),
-            "blocks": per_call}
+    out: dict[str, object] = {"us_per_call": statistics.median(wall), "best_us_per_call": min(wall),
+                              "cpu_us_per_call": statistics.median(cpu),
+                              "main_cpu_us_per_call": statistics.median(main_cpu),
+                              "hook_threads_us_per_call": threads_us, "blocks": wall}
+    if ab:
+        out["ab_us_per_call"] = statistics.median(ab)
+    return out
 
 
 def child_tp(args: argparse.Namespace) -> dict[str, object]:
@@ -92,23 +179,49 @@ def child_tp(args: argparse.Namespace) -> dict[str, object]:
     vs = [(torch.randn(2 * h, h, generator=g) / h ** 0.5).to(dev, dtype) for _ in range(args.layers)]
     x0 = torch.randn(t, h, generator=g).to(dev, dtype)
     small = torch.ones(1, device=dev)  # type: ignore[call-overload]
-    times: list[float] = []
-    for step in range(args.steps):
+
+    def step(all_reduce: Callable[..., object]) -> tuple[float, float, float]:
+        """(wall ms, process CPU ms, training-thread CPU ms) of one step."""
         _sync(args.backend)
-        t0 = time.perf_counter()
+        t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
         x = x0
         for w, v in zip(ws, vs):
             y = torch.nn.functional.gelu(x @ w)
-            dist.all_reduce(y)  # type: ignore[attr-defined]  # column-parallel output (as a sequence-parallel gather would)
+            all_reduce(y)  # column-parallel output (as a sequence-parallel gather would)
             x = y @ v
-            dist.all_reduce(x)  # type: ignore[attr-defined]  # row-parallel partial sums
+            all_reduce(x)  # row-parallel partial sums
             for _ in range(args.colls - 2):
-                dist.all_reduce(small)  # type: ignore[attr-defined]  # norms, flags, scales
+                all_reduce(small)  # norms, flags, scales
         _sync(args.backend)
-        if step >= args.warmup:
-            times.append((time.perf_counter() - t0) * 1000.0)
+        return ((time.perf_counter() - t0) * 1000.0, (time.process_time() - c0) * 1000.0,
+                (time.thread_time() - m0) * 1000.0)
+
+    h0 = 0.0
+    got = []
+    for n in range(args.steps):
+        if n == args.warmup:
+            h0 = _hook_threads_cpu()
+        one = step(dist.all_reduce)  # type: ignore[attr-defined]
+        if n >= args.warmup:
+            got.append(one)
+    threads_ms = (_hook_threads_cpu() - h0) / len(got) * 1000.0
+    out: dict[str, object] = {"ms_per_step": statistics.median(r[0] for r in got), "best_ms_per_step": min(r[0] for r in got),
+                              "cpu_ms_per_step": statistics.median(r[1] for r in got),
+                              "main_cpu_ms_per_step": statistics.median(r[2] for r in got),
+                              "hook_threads_us_per_call": threads_ms * 1000.0 / (args.layers * args.colls),
+                              "colls_per_step": args.layers * args.colls}
+    traced = dist.all_reduce  # type: ignore[attr-defined]
+    bare = getattr(traced, "__wrapped__", None)
+    if bare is not None and getattr(traced, "__ncclscope_wrapped__", False):
+        # steps with the bare collective (under the hook's wrapper) and the traced one, alternating,
+        # in this one process: the training thread's CPU a step traced minus bare
+        diffs = []
+        for n in range(max(4, args.steps - args.warmup)):
+            pair = [step(bare)[2], step(traced)[2]] if n % 2 == 0 else [step(traced)[2], step(bare)[2]][::-1]
+            diffs.append((pair[1] - pair[0]) * 1000.0 / (args.layers * args.colls))
+        out["ab_us_per_call"] = statistics.median(diffs)
     dist.destroy_process_group()  # type: ignore[attr-defined]
-    return {"ms_per_step": statistics.median(times), "colls_per_step": args.layers * args.colls}
+    return out
 
 
 # --- the runner ------------------------------------------------------------------------------
@@ -154,11 +267,16 @@ def run_child(kind: str, variant: str, args: argparse.Namespace, work: Path, n: 
 
     run_dir = work / f"{kind}-{variant}-{n}"
     run_dir.mkdir(parents=True)
-    traced = variant != "bare"
-    site = None if not traced else prepare_hook_site(run_dir) if variant == "traced" else other_hook_site(run_dir, args.other_hook)
-    env, _, _ = merge_env(dict(os.environ), tracing_env(run_dir, False, site))
+    traced = not variant.startswith("bare")
+    site = None
+    if traced:
+        src = args.other_hook if variant == "other" else args.hook
+        site = other_hook_site(run_dir, src) if src is not None else prepare_hook_site(run_dir)
+    wanted = {} if variant == "bare-noenv" else tracing_env(run_dir, False, site)
+    env, _, _ = merge_env(dict(os.environ), wanted)
     env.update({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS", "1")})
+                "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS", "1"),
+                "HOOK_BENCH_VARIANT": variant})
     cmd = [sys.executable, str(Path(__file__).resolve()), "_child", kind] + args.child_argv
     try:
         proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout, check=False)
@@ -194,49 +312,67 @@ def run_ddp(variant: str, args: argparse.Namespace, work: Path, n: int) -> float
     return statistics.median(times) * 1000.0
 
 
-def measure(args: argparse.Namespace) -> dict[str, list[float]]:
+METRICS = ("", "best_", "cpu_", "main_cpu_")  # median wall, fastest block / step, process CPU, training thread CPU
+METRIC_NAMES = {"": "wall (median)", "best_": "wall (fastest)", "cpu_": "process CPU", "main_cpu_": "training-thread CPU"}
+
+
+def measure(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
+    """metric -> variant -> one value per repeat; the order of the variants turns round every
+    repeat, so drift of the machine falls on all of them alike."""
     key = {"micro": "us_per_call", "tp": "ms_per_step"}.get(args.kind)
-    variants = ["bare", "traced"] + (["other"] if args.other_hook else [])
-    got: dict[str, list[float]] = {v: [] for v in variants}
-    cpu: dict[str, list[float]] = {}
+    variants = args.variants
+    got: dict[str, dict[str, list[float]]] = {}
+    unit = "us per call" if args.kind == "micro" else "ms per step"
     with tempfile.TemporaryDirectory(prefix="ncclscope-bench-") as tmp:
         for n in range(args.repeats):
-            for name in (variants if n % 2 == 0 else variants[::-1]):
+            k = n % len(variants)
+            order = variants[k:] + variants[:k]
+            for name in (order if n % 2 == 0 else order[::-1]):
+                extra = ""
                 if key is None:
-                    value = run_ddp(name, args, Path(tmp), n)
-                    extra = ""
+                    got.setdefault("", {}).setdefault(name, []).append(run_ddp(name, args, Path(tmp), n))
                 else:
                     res = run_child(args.kind, name, args, Path(tmp), n)
-                    value = float(res[key])  # type: ignore[arg-type]
-                    extra = f"  hook records {res['hook_lines']}" if name != "bare" else ""
-                    if "cpu_us_per_call" in res:
-                        cpu.setdefault(name, []).append(float(res["cpu_us_per_call"]))  # type: ignore[arg-type]
-                        extra = f"  (process CPU {float(res['cpu_us_per_call']):.2f} us per call){extra}"  # type: ignore[arg-type]
-                got[name].append(value)
-                print(f"repeat {n} {name:6s} {value:9.3f} {'us per call' if args.kind == 'micro' else 'ms per step'}{extra}",
-                      flush=True)
-    for name, values in cpu.items():
-        print(f"{name:6s} median process CPU {statistics.median(values):9.3f} us per call "
-              f"({statistics.median(values) - statistics.median(cpu['bare']):+.2f} vs bare)")
+                    for m in METRICS:
+                        if m + key in res:
+                            got.setdefault(m, {}).setdefault(name, []).append(float(res[m + key]))  # type: ignore[arg-type]
+                    extra = "  " + " ".join(f"{METRIC_NAMES[m].split(' ')[0]}{'' if m != 'best_' else '-best'} "
+                                            f"{float(res[m + key]):.3f}" for m in METRICS[1:] if m + key in res)  # type: ignore[arg-type]
+                    for e in EXTRA:
+                        if e in res:
+                            got.setdefault(e, {}).setdefault(name, []).append(float(res[e]))  # type: ignore[arg-type]
+                            extra += f" {e.split('_')[0]} {float(res[e]):+.3f}"  # type: ignore[arg-type]
+                    if "hook_lines" in res:
+                        extra += f"  hook records {res['hook_lines']}"
+                print(f"repeat {n} {name:14s} {got[''][name][-1]:9.3f} {unit}{extra}", flush=True)
     return got
 
 
-def report(args: argparse.Namespace, got: dict[str, list[float]]) -> None:
-    bare, traced = statistics.median(got["bare"]), statistics.median(got["traced"])
+EXTRA = {"ab_us_per_call": "per-call path alone (training-thread CPU, traced minus bare blocks in one process)",
+         "hook_threads_us_per_call": "the hook's threads (writer, ticker) CPU per collective"}
+
+
+def report(args: argparse.Namespace, got: dict[str, dict[str, list[float]]]) -> None:
+    """Per metric and variant: the median over repeats, the median of the per-repeat ratios to
+    ``bare`` (each ratio of two processes run close together) and the time added per collective."""
     unit = "us per call" if args.kind == "micro" else "ms per step"
-    for name in got:
-        print(f"{name:6s} median {statistics.median(got[name]):9.3f} {unit}  ({', '.join(f'{x:.3f}' for x in got[name])})")
-    pairs = [t - b for b, t in zip(got["bare"], got["traced"])]
-    print(f"ratio traced / bare: {traced / bare:.4f}  (+{(traced / bare - 1) * 100:.2f} %)")
-    if args.kind == "micro":
-        print(f"added per traced collective: {traced - bare:+.2f} us (pairs: {', '.join(f'{p:+.2f}' for p in pairs)})")
-    elif args.kind == "tp":
-        n = args.layers * args.colls
-        print(f"added per collective in the step: {(traced - bare) * 1000.0 / n:+.2f} us ({n} collectives a step)")
-    if "other" in got:
-        other = statistics.median(got["other"])
-        print(f"other hook ({args.other_hook}): ratio other / bare {other / bare:.4f}, "
-              f"added {other - bare:+.3f} {unit.split(' ')[0]}")
+    per = 1.0 if args.kind == "micro" else 1000.0 / (args.layers * args.colls) if args.kind == "tp" else 0.0
+    for m, by_variant in got.items():
+        if m in EXTRA:
+            print(f"-- {EXTRA[m]}, us")
+            for name, values in by_variant.items():
+                print(f"{name:14s} {statistics.median(values):+9.3f}  (per repeat {', '.join(f'{v:+.3f}' for v in values)})")
+            continue
+        print(f"-- {METRIC_NAMES[m]}, {unit}")
+        base = statistics.median(by_variant["bare"])
+        for name, values in by_variant.items():
+            med = statistics.median(values)
+            ratios = [v / b for v, b in zip(values, by_variant["bare"])]
+            line = (f"{name:14s} {med:9.3f}  ratio {statistics.median(ratios):.4f} "
+                    f"({(statistics.median(ratios) - 1) * 100:+6.2f} %; per repeat {', '.join(f'{r:.3f}' for r in ratios)})")
+            if per:
+                line += f"  {(med - base) * per:+.2f} us per collective"
+            print(line)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,10 +382,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("kind", choices=["micro", "tp", "ddp"])
     p.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
-    p.add_argument("--repeats", type=int, default=3, help="bare/traced pairs")
+    p.add_argument("--repeats", type=int, default=3, help="rounds (each runs every variant once)")
+    p.add_argument("--variants", default="bare,traced",
+                   help=f"micro/tp: comma-separated, 'bare' always included; of {', '.join(VARIANTS)}")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--other-hook", type=Path, default=None,
                    help="micro/tp: also time a hook copied from this folder (e.g. an older analyzer/hook), as 'other'")
+    p.add_argument("--hook", type=Path, default=None,
+                   help="micro/tp: the hook variants (traced, hook-*) use a hook copied from this folder, not analyzer/hook")
     p.add_argument("--calls", type=int, default=3000, help="micro: all_reduces per block")
     p.add_argument("--blocks", type=int, default=5, help="micro: timed blocks per process (after one warm-up block)")
     p.add_argument("--layers", type=int, default=None, help="tp: layers (32); ddp: MLP depth (gloo 4, nccl 8)")
@@ -277,13 +417,23 @@ def main(argv: list[str] | None = None) -> int:
     args.child_argv = ["--backend", args.backend, "--calls", str(args.calls), "--blocks", str(args.blocks),
                        "--layers", str(args.layers or 0), "--colls", str(args.colls), "--hidden", str(args.hidden),
                        "--tokens", str(args.tokens), "--steps", str(args.steps or 0), "--warmup", str(args.warmup or 0)]
+    args.variants = ["bare"] + [v for v in args.variants.split(",") if v and v != "bare"]
+    if args.other_hook is not None and "other" not in args.variants:
+        args.variants.append("other")
+    unknown = sorted(set(args.variants) - set(VARIANTS))
+    if unknown:
+        p.error(f"unknown variants: {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+    if "other" in args.variants and args.other_hook is None:
+        p.error("the variant 'other' needs --other-hook DIR")
+    if args.kind == "ddp" and set(args.variants) - {"bare", "traced"}:
+        p.error("ddp runs bare and traced only")
     got = measure(args)
     what = {"micro": f"world size 1, {args.calls} one-element all_reduces x {args.blocks} blocks",
             "tp": f"world size 1, {args.layers} layers x {args.colls} all_reduces, hidden {args.hidden}, "
                   f"{args.tokens} tokens, {args.steps} steps (first {args.warmup} dropped)",
             "ddp": f"{args.nproc} ranks, MLP {args.layers} x {args.dim}, batch {args.batch}, {args.steps} steps "
                    f"(first {args.warmup} dropped)"}[args.kind]
-    print(f"{args.kind}: backend {args.backend}, {what}, {args.repeats} interleaved pairs")
+    print(f"{args.kind}: backend {args.backend}, {what}, {args.repeats} interleaved rounds")
     report(args, got)
     return 0
 

@@ -2,16 +2,25 @@
 ``$NCCLSCOPE_RUN_DIR/ncclscope-rank<R>.jsonl`` (record types in ``records.py``).
 
 Rules it keeps, because it runs inside someone's training:
-- a collective pays about a microsecond: its group's sequence number, the tensor's numel and dtype,
-  the call site as (code object, instruction offset) found by a walk over frames whose "library or not" answer
-  is remembered per code object, and one tuple appended to a bounded deque. No dict, no JSON, no
-  path or source work, no file write: the writer thread turns each tuple into its line with one
-  ``%`` of a format made once per call site (``records.coll_format``) and writes in batches; when
-  the deque is full the oldest record is dropped and counted;
-- a blocking collective on GPU tensors costs nothing more: its completion is read from Flight
-  Recorder's per-group ``pg_status`` at the heartbeat (one read a second), for the collectives
-  whose ``coll`` line was written; asynchronous works are checked in order per group (ops of one group complete in order),
-  so a tick costs what completed since the last one, not all that is open;
+- a collective pays one Python function, the wrapper, and no other: in it, a few attribute reads
+  and three dict lookups (the group's slot, whether the calling code is the user's, the line's
+  format), the group's sequence number, the tensor's numel / dtype / device, ``time.time()`` and
+  one tuple appended to a bounded deque (plus, for a blocking CPU call, its ``done`` tuple after
+  the call). No dict is built or updated, no JSON, no path or source work, no stack walk beyond
+  the caller's frame, no lock, no file write. The first call of a call site, a list of tensors,
+  point-to-point and a caller inside torch take the general path (``before`` / ``after``). The
+  writer thread turns each tuple into its line with one ``%`` of a format made once per call site
+  (``records.coll_format``) and writes in batches; when the deque is full the oldest record is
+  dropped and counted;
+- a blocking collective on GPU tensors costs nothing more: its ``done`` line comes from Flight
+  Recorder's per-group ``pg_status``, for the collectives whose ``coll`` line was written;
+- Flight Recorder is read only when due (``fr_status``): every ``NCCLSCOPE_HOOK_FR_S`` (the
+  heartbeat's period) while the groups' sequence numbers move, at every heartbeat once they stop
+  (a stall suspected, or a job whose collectives C++ issues), never oftener than its own measured
+  cost allows (0.1 % of the time; 1 % while idle), and at exit. The heartbeat's counts come from the groups' own
+  sequence numbers (one call a group), so C++ collectives (DDP) are counted without it;
+  asynchronous works are checked in order per group (ops of one group complete in order), so a
+  tick costs what completed since the last one, not all that is open;
 - a rate budget: the writer wakes every 0.2 s and writes at most ``NCCLSCOPE_HOOK_RECORDS_S``
   (2000) per-collective records a second; above it, the oldest and the newest of each batch are
   written and the middle is counted in the heartbeat's ``sampled_out`` (Flight Recorder keeps
@@ -19,15 +28,15 @@ Rules it keeps, because it runs inside someone's training:
   always written, so a stall, a desync or a crash still shows the collectives that led to it;
 - every hook path is wrapped: an exception becomes an ``error`` record, never reaches user code
   or a PyTorch callback (``NCCLSCOPE_HOOK_CHAOS=all`` or ``coll,done,...`` raises inside each
-  path to prove it);
+  path to prove it; chaos turns the wrapper's own record-making off, so ``before`` raises);
 - completion is observed from a poller thread (``work.is_completed()``, Flight Recorder
   ``pg_status``), never by a callback on PyTorch's threads;
-- memory is bounded (pending works, queue, path cache).
+- memory is bounded (pending works, queue, path cache, group slots, formats).
 
 Settings (environment): ``NCCLSCOPE_RUN_DIR`` (required), ``NCCLSCOPE_HOOK_HB_S`` (1.0),
 ``NCCLSCOPE_HOOK_STALL_S`` (3.0), ``NCCLSCOPE_HOOK_POLL_S`` (0.1), ``NCCLSCOPE_HOOK_QUEUE``
 (20000), ``NCCLSCOPE_HOOK_PENDING`` (4096), ``NCCLSCOPE_HOOK_RECORDS_S`` (2000),
-``NCCLSCOPE_HOOK_CHAOS``.
+``NCCLSCOPE_HOOK_FR_S`` (the heartbeat's), ``NCCLSCOPE_HOOK_CHAOS``.
 """
 from __future__ import annotations
 
@@ -45,7 +54,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 from . import records as R
 
@@ -83,7 +92,6 @@ _TRACER: Tracer | None = None
 _ARMED = False
 _PATCHED = False
 _STARTING = False
-_tls = threading.local()
 
 
 def _env_float(name: str, default: float) -> float:
@@ -121,6 +129,26 @@ def _numel_dtype(obj: Any) -> tuple[int | None, str | None, int | None]:
 def _is_cpu(obj: Any) -> bool:
     t = obj[0] if isinstance(obj, (list, tuple)) and obj else obj
     return bool(getattr(t, "is_cpu", True))
+
+
+class _Group:
+    """A process group as the collective path sees it: plain attributes read and set in place, so a
+    collective builds no dict key and updates no dict. ``enq`` / ``done``: the newest sequence
+    number issued from Python / completed by a blocking CPU call; ``sync_fmt``: its ``done`` line's
+    %-format for those calls."""
+
+    __slots__ = ("done", "enq", "name", "pg", "seqfn", "sync_fmt")
+
+    def __init__(self, pg: Any, name: str, seqfn: Callable[[], int], sync_fmt: str) -> None:
+        self.pg, self.name, self.seqfn, self.sync_fmt = pg, name, seqfn, sync_fmt
+        self.enq = self.done = 0
+
+
+class _Local(threading.local):
+    depth = 0  # a class default: reading it needs no getattr with a fallback
+
+
+_tls = _Local()
 
 
 class Tracer:
@@ -163,16 +191,29 @@ class Tracer:
         self.n_open = 0
         self.max_open = self.pending.maxlen or 4096
         self.chaos_coll, self.chaos_done = "coll" in self.chaos, "done" in self.chaos
+        # the wrapper makes the common record itself (no ``before``), unless chaos is asked for or
+        # this torch has no _World to read the default group from
+        self.fast = not self.chaos and self._world is not None
         self.gloo = "gloo" in self.backend
         # (pg, op, dtype, code, line, p2p) -> (the coll line's %-format, bytes per element)
         self.formats: dict[tuple[Any, ...], tuple[str, int]] = {}
         self.done_formats: dict[tuple[str, str], str] = {}
         self.dropped = 0
         self.errors: dict[str, int] = collections.Counter()
-        self.enq: dict[str, int] = {}
-        self.done: dict[str, int] = {}
+        self.done: dict[str, int] = {}  # completions seen by the poller (asynchronous works)
         self.p2p: dict[str, int] = collections.Counter()
-        self.pg_info: dict[int, tuple[str, Callable[[], int]]] = {}
+        self.groups: dict[int, _Group | None] = {}  # id(process group) -> its slot (None: not a member)
+        self._non_member = getattr(self.c10d.GroupMember, "NON_GROUP_MEMBER", None)
+        # Flight Recorder's pg_status is read at a heartbeat only when it is due (``fr_status``):
+        # every NCCLSCOPE_HOOK_FR_S (the heartbeat's period) while the groups' sequence numbers
+        # move, every heartbeat once they stop (a stall suspected, or only C++ collectives), and
+        # never oftener than its own measured cost allows (0.1 % of the time; 1 % while idle)
+        self.fr_s = max(self.hb_s, _env_float("NCCLSCOPE_HOOK_FR_S", self.hb_s))
+        self._fr_last: dict[str, dict[str, int | None]] = {}
+        self._fr_t = -1e18
+        self._fr_cost = 0.0
+        self.fr_reads = 0
+        self._seq_sig: Any = None
         self.step: int | None = None
         self._opt_id: int | None = None
         self._step_handle: Any = None
@@ -221,6 +262,13 @@ class Tracer:
         except Exception as e:  # noqa: BLE001
             self.fail("start", e)
         try:
+            # the default group is known from the start, so the heartbeat counts what C++ issues
+            # on it (DDP's buckets) by its sequence number, before any Python collective
+            pg = self._world._default_pg if self._world is not None else None
+            self._group(pg if pg is not None else self.c10d._get_default_group())
+        except Exception as e:  # noqa: BLE001
+            self.fail("start", e)
+        try:
             import torch.optim.optimizer as optim_mod
 
             self._step_handle = optim_mod.register_optimizer_step_post_hook(self._on_step)
@@ -255,7 +303,24 @@ class Tracer:
             self.fail("step", e)
 
     # --- the collective path (training thread) ----------------------------------------------
-    def _pg(self, group: Any) -> tuple[str, Callable[[], int]] | None:
+    def _group(self, pg: Any) -> _Group | None:
+        """The slot of a process group, made on its first collective (bounded); None for a
+        process that is not a member of it."""
+        if pg is self._non_member:
+            return None
+        name = str(pg.group_name)
+        slot = _Group(pg, name, pg._get_sequence_number_for_group, self.done_format(name, "sync"))
+        if len(self.groups) < 1024:
+            self.groups[id(pg)] = slot
+        return slot
+
+    def before(self, op: str, p2p: bool, tensor: Any, group: Any,
+               async_op: bool = False) -> tuple[_Group | str, int, float, bool] | None:
+        """The training thread's part of a collective: one tuple into the queue (see the module doc).
+        Returns what ``after`` needs, or None where it has nothing to do (a blocking GPU collective,
+        whose completion comes from Flight Recorder)."""
+        if self.chaos_coll:
+            raise RuntimeError("ncclscope chaos in coll")
         if group is None:
             # the default group: _World's plain attribute where this torch has it (what
             # GroupMember.WORLD returns through two properties), else _get_default_group()
@@ -264,32 +329,19 @@ class Tracer:
                 pg = self.c10d._get_default_group()
         else:
             pg = group
-        if pg is self.c10d.GroupMember.NON_GROUP_MEMBER:
-            return None
-        info = self.pg_info.get(id(pg))
-        if info is None:
-            info = (str(pg.group_name), pg._get_sequence_number_for_group)
-            if len(self.pg_info) < 1024:
-                self.pg_info[id(pg)] = info
-        return info
-
-    def before(self, op: str, p2p: bool, tensor: Any, group: Any,
-               async_op: bool = False) -> tuple[str, int, float, bool] | None:
-        """The training thread's part of a collective: one tuple into the queue (see the module doc)."""
-        if self.chaos_coll:
-            raise RuntimeError("ncclscope chaos in coll")
-        info = self._pg(group)
-        if info is None:
-            return None
-        name, seqfn = info
+        slot = self.groups.get(id(pg))
+        if slot is None or slot.pg is not pg:
+            slot = self._group(pg)
+            if slot is None:
+                return None
+        pgname: _Group | str = slot
         if p2p and not self.gloo:
             # NCCL numbers send/recv apart from collectives (FR p2p_seq_id); count them ourselves
-            self.p2p[name] += 1
-            pgname, seq = name + ":p2p", self.p2p[name]
+            self.p2p[slot.name] += 1
+            pgname, seq = slot.name + ":p2p", self.p2p[slot.name]
         else:
-            pgname, seq = name, seqfn() + 1
-            if seq > self.enq.get(name, 0):
-                self.enq[name] = seq
+            seq = slot.seqfn() + 1
+            slot.enq = seq
         numel: int | None = None
         nbytes = -1
         dtype: Any = None
@@ -304,8 +356,10 @@ class Tracer:
                 numel, dtype = int(tensor.numel()), tensor.dtype
             cpu = _is_cpu(tensor)
         site = R.call_site(sys._getframe(2))
-        # a blocking GPU collective's completion comes from Flight Recorder (``awaits``)
-        key = (pgname, op, dtype, site, p2p, numel is not None, not (cpu or async_op or p2p))
+        # a blocking GPU collective's completion comes from Flight Recorder (``awaits``); the key's
+        # layout is the one the wrapper's own lookup builds
+        awaits = not (cpu or async_op or p2p)
+        key = (pgname, op, dtype, site[0] if site else None, site[1] if site else None, p2p, numel is not None, awaits)
         fmt = self.formats.get(key)
         if fmt is None:
             fmt = self._coll_format(key, tensor)
@@ -317,11 +371,13 @@ class Tracer:
             q.append((fmt[0], t, seq))
         else:
             q.append((fmt[0], t, seq, numel, numel * fmt[1] if nbytes < 0 else nbytes))
-        return pgname, seq, t, cpu
+        return None if awaits else (pgname, seq, t, cpu)
 
     def _coll_format(self, key: tuple[Any, ...], tensor: Any) -> tuple[str, int]:
         """The %-format of a call site's ``coll`` lines, and the element size of its dtype."""
-        pgname, op, dtype, site, p2p, sized, awaits = key
+        group, op, dtype, code_id, lasti, p2p, sized, awaits = key
+        pgname = group.name if isinstance(group, _Group) else group
+        site = None if code_id is None else (code_id, lasti)
         dname = dtype if dtype is None or isinstance(dtype, str) else str(dtype).replace("torch.", "")
         itemsize = 0
         if sized and not isinstance(tensor, (list, tuple)):
@@ -341,20 +397,26 @@ class Tracer:
                 self.done_formats[(pgname, how)] = fmt
         return fmt
 
-    def after(self, token: tuple[str, int, float, bool], result: Any, async_op: bool) -> None:
+    def after(self, token: tuple[_Group | str, int, float, bool], result: Any, async_op: bool) -> None:
         if self.chaos_done:
             raise RuntimeError("ncclscope chaos in done")
-        pgname, seq, t0, cpu = token
+        group, seq, t0, cpu = token
         work = result if async_op and hasattr(result, "is_completed") else None
         if work is None and cpu and not async_op:
             # a synchronous call on CPU tensors has completed when it returns
             now = time.time()
-            self.put((self.done_format(pgname, "sync"), now, seq, (now - t0) * 1000.0))
-            if seq > self.done.get(pgname, 0):
-                self.done[pgname] = seq
-        elif async_op or cpu or pgname.endswith(":p2p") or work is not None:
-            self.pending.append((pgname, seq, t0, work))
-        # else: a blocking GPU collective, completed through Flight Recorder (``poll``)
+            if type(group) is _Group:
+                fmt = group.sync_fmt
+                group.done = seq
+            else:
+                fmt = self.done_format(str(group), "sync")
+            q = self.queue
+            if len(q) == q.maxlen:
+                self.dropped += 1
+            q.append((fmt, now, seq, (now - t0) * 1000.0))
+        else:
+            # asynchronous works, point-to-point and blocking CPU p2p: the poller sees them complete
+            self.pending.append((group.name if isinstance(group, _Group) else group, seq, t0, work))
 
     # --- the poller thread -------------------------------------------------------------------
     def _fr_status(self) -> dict[str, dict[str, int | None]]:
@@ -382,6 +444,27 @@ class Tracer:
         self._fr_status_failed = True
         return {}
 
+    def fr_status(self, idle: bool = False, force: bool = False) -> dict[str, dict[str, int | None]]:
+        """Flight Recorder's ``pg_status`` when a read is due, else the one read last: due every
+        ``fr_s`` while the groups progress, every heartbeat while they are ``idle`` (no sequence
+        number moved: a stall suspected, or collectives that only C++ issues), and never oftener
+        than 1000 (idle: 100) times the last read's own cost, whatever this torch makes it cost
+        (a read that dumps the whole ring while holding the GIL is then made rarely, not every
+        second; the few microseconds that ``includeCollectives=False`` costs where it is honoured
+        keep the heartbeat's period)."""
+        now = time.monotonic()
+        if not force:
+            period = max(0.5 * self.hb_s, 100.0 * self._fr_cost) if idle else max(self.fr_s, 1000.0 * self._fr_cost)
+            if now - self._fr_t < 0.9 * period:  # 0.9: a heartbeat a little early is still due
+                return self._fr_last
+        t0 = time.perf_counter()
+        status = self._fr_status()
+        self._fr_cost = max(time.perf_counter() - t0, 0.5 * self._fr_cost)
+        self._fr_t = now
+        self.fr_reads += 1
+        self._fr_last = status
+        return status
+
     def poll(self) -> dict[str, dict[str, int | None]]:
         """Completion of the open collectives, group by group from the oldest: a tick costs the ones
         that completed since the last tick, plus one look at the newest of each group."""
@@ -401,8 +484,8 @@ class Tracer:
         status: dict[str, dict[str, int | None]] = {}
         if not self.n_open:
             return status
-        if not status and any(q and q[0][2] is None for q in opened.values()):
-            status = self._fr_status()
+        if any(q and q[0][2] is None for q in opened.values()):
+            status = self._fr_last  # no read of its own: the heartbeat's, when one was due
         now_t = now_pc = time.time()  # t0 of a collective is wall time
         for pgname, q in opened.items():
             if not q:
@@ -455,21 +538,43 @@ class Tracer:
             self.n_awaiting -= 1
             self.dropped += 1
 
-    def heartbeat(self, status: dict[str, dict[str, int | None]] | None) -> None:
+    def group_counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(enqueued, completed) per group as this process knows them without Flight Recorder: the
+        groups' own sequence numbers (C++ collectives included), the blocking CPU calls returned
+        and the works the poller saw complete."""
+        enq: dict[str, int] = {}
+        done = dict(self.done)
+        for slot in list(self.groups.values()):
+            if slot is None:
+                continue
+            e = slot.enq
+            try:
+                e = max(e, int(slot.seqfn()))
+            except Exception:  # noqa: BLE001, S110 - a destroyed group: what Python saw
+                pass
+            if e:  # a group that has had no collective yet is not reported (nor judged stalled)
+                enq[slot.name] = max(enq.get(slot.name, 0), e)
+            if slot.done > done.get(slot.name, 0):
+                done[slot.name] = slot.done
+        return enq, done
+
+    def heartbeat(self, fresh_fr: bool = False) -> None:
         self.check_chaos("hb")
-        if not status:
-            status = self._fr_status()
+        enq, done = self.group_counts()
+        seq_sig = tuple(sorted(enq.items()))
+        idle = seq_sig == self._seq_sig
+        self._seq_sig = seq_sig
+        status = self.fr_status(idle=idle, force=fresh_fr)
         if self.n_awaiting:
-            # the done lines of the blocking GPU collectives come with the heartbeat's one read of
-            # Flight Recorder: that read (C++, under the GIL) is the costliest thing the hook does
+            # the done lines of the blocking GPU collectives come with the Flight Recorder reads
             self._complete_awaiting(status)
         pgs: dict[str, dict[str, int | None]] = {}
-        for name in set(self.enq) | set(self.done) | set(status):
+        for name in set(enq) | set(done) | set(status):
             st = status.get(name) or {}
-            enq = max(self.enq.get(name, 0), st.get("enqueued") or 0)
-            dn = max(self.done.get(name, 0), st.get("completed") or 0)
+            e = max(enq.get(name, 0), st.get("enqueued") or 0)
+            dn = max(done.get(name, 0), st.get("completed") or 0)
             started = st.get("started")
-            pgs[name] = {"enq": enq, "start": started if started is not None and started >= 0 else None, "done": dn}
+            pgs[name] = {"enq": e, "start": started if started is not None and started >= 0 else None, "done": dn}
         self.put(R.heartbeat(self.rank, self.step, pgs, self.dropped, self.sampled_out))
         sig = tuple(sorted((k, v["enq"], v["done"]) for k, v in pgs.items()))
         now = time.monotonic()
@@ -557,9 +662,8 @@ class Tracer:
     def _tick_loop(self) -> None:
         last_hb = 0.0
         while not self.stop_event.wait(self.poll_s):
-            status: dict[str, dict[str, int | None]] | None = None
             try:
-                status = self.poll()
+                self.poll()
             except Exception as e:  # noqa: BLE001
                 self.fail("poll", e)
             now = time.monotonic()
@@ -567,7 +671,7 @@ class Tracer:
                 continue
             last_hb = now
             try:
-                self.heartbeat(status)
+                self.heartbeat()
             except Exception as e:  # noqa: BLE001
                 self.fail("hb", e)
             try:
@@ -661,7 +765,8 @@ class Tracer:
             self.flushed.wait(timeout=2 * self.write_s + 0.5)
         try:
             self.check_chaos("exit")
-            self.heartbeat(self.poll())
+            self.poll()
+            self.heartbeat(fresh_fr=True)
         except Exception as e:  # noqa: BLE001
             self.fail("exit", e)
         try:
@@ -783,41 +888,70 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
         params = []
 
     def pos(name: str | None) -> int:
-        return params.index(name) if name is not None and name in params else -1
+        # an index past any call's arguments where the parameter is unknown: then only kwargs give it
+        return params.index(name) if name is not None and name in params else 1 << 30
 
     i_in, i_group, i_async = pos(in_param), pos("group"), pos("async_op")
-
-    def arg(args: tuple[Any, ...], kwargs: dict[str, Any], i: int, name: str | None) -> Any:
-        if name is not None and name in kwargs:
-            return kwargs[name]
-        if 0 <= i < len(args):
-            return args[i]
-        return None
-
     always_async = fn.__name__ in ("isend", "irecv")
     p2p_op = p2p or op in ("send", "recv")
+    lib_code = R._LIB_CODE
+
+    def slow(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Before the tracer exists (it may start here), and inside another wrapped call."""
+        tr = _TRACER
+        if tr is None and _ARMED:
+            _maybe_start()
+            if _TRACER is not None and not _tls.depth:
+                return wrapper(*args, **kwargs)
+        return fn(*args, **kwargs)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         tr = _TRACER
-        if tr is None:
-            if _ARMED:
-                _maybe_start()
-            tr = _TRACER
-        if tr is None or getattr(_tls, "depth", False):
-            return fn(*args, **kwargs)
-        token = None
-        async_op = always_async
+        if tr is None or _tls.depth:
+            return slow(args, kwargs)
+        token: Any = None
+        fast: Any = None  # the group's slot, when the record was made here and a done line may follow
+        recorded = cpu = async_op = False
         try:
+            n = len(args)
+            tensor: Any
             if kwargs:
-                async_op = async_op or bool(arg(args, kwargs, i_async, "async_op"))
-                token = tr.before(op, p2p_op, arg(args, kwargs, i_in, in_param), arg(args, kwargs, i_group, "group"),
-                                  async_op)
+                tensor = args[i_in] if i_in < n else kwargs.get(in_param)  # type: ignore[arg-type]
+                group = args[i_group] if i_group < n else kwargs.get("group")
+                async_op = always_async or bool(args[i_async] if i_async < n else kwargs.get("async_op"))
             else:
-                n = len(args)
-                async_op = async_op or (i_async >= 0 and n > i_async and bool(args[i_async]))
-                token = tr.before(op, p2p_op, args[i_in] if 0 <= i_in < n else None,
-                                  args[i_group] if 0 <= i_group < n else None, async_op)
+                tensor = args[i_in] if i_in < n else None
+                group = args[i_group] if i_group < n else None
+                async_op = always_async or (i_async < n and bool(args[i_async]))
+            # the common case in a few attribute reads, one dict lookup for the group, one for the
+            # caller's code and one for the line format; anything else goes through ``before``
+            world: Any = tr._world  # not None where ``fast``
+            pg = group if group is not None else world._default_pg if tr.fast else None
+            slot = tr.groups.get(id(pg))
+            frame = sys._getframe(1)
+            code = frame.f_code
+            hit = lib_code.get(id(code))
+            if (tr.fast and slot is not None and slot.pg is pg and type(tensor) is _TENSOR[0] and not p2p_op
+                    and hit is not None and hit[0] is code and not hit[1]):
+                cpu = tensor.is_cpu
+                fmt = tr.formats.get((slot, op, tensor.dtype, id(code), frame.f_lasti, False, True,
+                                      not (cpu or async_op)))
+                if fmt is not None:
+                    seq = slot.seqfn() + 1
+                    slot.enq = seq
+                    numel = tensor.numel()
+                    t = time.time()
+                    q = tr.queue
+                    if len(q) == q.maxlen:
+                        tr.dropped += 1  # the deque drops its oldest record to take this one
+                    q.append((fmt[0], t, seq, numel, numel * fmt[1]))
+                    recorded = True
+                    if cpu or async_op:
+                        fast, token = slot, (slot, seq, t, cpu)
+            del frame
+            if not recorded:
+                token = tr.before(op, p2p_op, tensor, group, async_op)
         except Exception as e:  # noqa: BLE001
             tr.fail("coll", e)
         _tls.depth = 1
@@ -827,7 +961,16 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
             _tls.depth = 0
         if token is not None:
             try:
-                tr.after(token, result, async_op)
+                if fast is not None and cpu and not async_op:
+                    # a synchronous call on CPU tensors has completed when it returns
+                    now = time.time()
+                    q = tr.queue
+                    if len(q) == q.maxlen:
+                        tr.dropped += 1
+                    q.append((fast.sync_fmt, now, token[1], (now - token[2]) * 1000.0))
+                    fast.done = token[1]
+                else:
+                    tr.after(token, result, async_op)
             except Exception as e:  # noqa: BLE001
                 tr.fail("done", e)
         return result
