@@ -149,3 +149,19 @@ def test_without_channel_lines_the_hca_line_says_gdr_is_off(tmp_path: Path) -> N
     (f,) = slow(analyse(tmp_path, text))
     assert f.data["gdr"] is False and "nvidia-peermem" in f.hint
     assert any("GPU Direct RDMA Disabled" in e.text for e in f.evidence)
+
+
+def test_gdr_of_a_training_log_comes_from_its_channels(tmp_path: Path) -> None:
+    """A rank log (not nccl-tests output): model.Connection.gdr says whether the network channels use GDRDMA."""
+    lines = []
+    for r, host in ((0, "node-a"), (1, "node-b")):
+        head = f"{host}:{700 + r}:{710 + r} [0] NCCL INFO "
+        lines += [f"{head}comm 0x7f00{r} rank {r} nranks 2 cudaDev 0 busId 1b000 commId 0xabc123 - Init START",
+                  f"{head}Channel 00/0 : {1 - r}[0] -> {r}[0] [receive] via NET/IB/0/GDRDMA",
+                  f"{head}comm 0x7f00{r} rank {r} nranks 2 cudaDev 0 busId 1b000 commId 0xabc123 - Init COMPLETE"]
+    p = tmp_path / "ranks.log"
+    p.write_text("\n".join(lines) + "\n")
+    f = link_facts(analyze_paths([p], cache=False).run)
+    assert f.gdr is True and f.nnodes == 2
+    p.write_text("\n".join(lines).replace("/GDRDMA", "") + "\n")
+    assert link_facts(analyze_paths([p], cache=False).run).gdr is False
