@@ -16,7 +16,7 @@ import math
 import pandas as pd
 
 from ..metrics.busbw import busbw_table
-from ..metrics.link_floor import LinkFacts, SlowSweep, link_facts, per_size, slow_sweeps
+from ..metrics.link_floor import FLOOR_SHARE, LinkFacts, SlowSweep, link_facts, per_size, slow_sweeps
 from ..metrics.share import run_busbw
 from ..model import Evidence, Finding, FindingKind, Run, Severity, Verdict
 
@@ -24,7 +24,7 @@ __all__ = ["busbw_table", "detect"]
 
 MIN_BYTES = 1 << 20
 FAR_BELOW = 0.5
-FLOOR_PCT = 40
+FLOOR_PCT = round(FLOOR_SHARE * 100)
 
 
 GDR_OFF_HINT = (
@@ -87,9 +87,11 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     set_ = [f"{k}={run.job.settings[k].value}" for k in SETTINGS if k in run.job.settings]
     if set_:
         hint += " Set in this run: " + ", ".join(set_) + "."
-    rows = {(r["file"], r["line"]): r for r in s.rows}
-    ev = [Evidence(str(file), int(line), f"size {int(r['size'])} B: busbw {float(r['busbw']):.2f} GB/s")
-          for (file, line), r in list(rows.items())[-4:]]
+    best: dict[tuple[str, int], tuple[int, float]] = {}  # a table line: its size, its best of out- and in-place
+    for r in s.rows:
+        k = (str(r["file"]), int(r["line"]))
+        best[k] = (int(r["size"]), max(best.get(k, (0, 0.0))[1], float(r["busbw"])))
+    ev = [Evidence(file, line, f"size {size} B: busbw {bw:.2f} GB/s") for (file, line), (size, bw) in list(best.items())[-4:]]
     return Finding(
         kind=FindingKind.SLOW_LINK, severity=Severity.WARNING, verdict=Verdict.DEGRADED,
         message=f"{test} completed but reached at most {s.best:.2f} GB/s bus bandwidth from {_human(sizes[0][0])} up "
