@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import Finding, FindingKind, Run, Setting, Severity, Verdict
+from ..model import Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
 from ..nccl.risky_settings import FORCED, NOTES
 from .catalogue import KnownError, classify
 
@@ -87,26 +87,33 @@ def detect(run: Run) -> list[Finding]:
 
 
 def _setup_errors(run: Run) -> list[Finding]:
-    """PyTorch's NCCL errors whose "Last error" the knowledge base calls a setup problem (an entry
-    whose verdict is config_error): one finding for the first such entry, every rank that quoted it;
-    no culprit rank, the host or its setup is at fault."""
+    """Errors whose text the knowledge base calls a setup problem (an entry whose verdict is config_error):
+    PyTorch's "Last error" after an NCCL error, else the error's own message (a CUDA error raised before NCCL,
+    a benchmark's own abort, which quote no last error). One finding for the first such entry, every rank
+    that quoted it; no culprit rank, the host or its setup is at fault."""
     first: KnownError | None = None
     hits = []
     for e in run.events:
-        if e.kind != "dist_error" or not e.data.get("last_error"):
+        if e.kind != "dist_error":
             continue
-        k = classify(str(e.data["last_error"]))
+        k = classify(_error_text(e))
         if k is None or k.verdict != "config_error" or k.kind == "note" or (first is not None and k is not first):
             continue
         first = k
         hits.append(e)
     if first is None:
         return []
-    quote = " ".join(str(hits[0].data["last_error"]).split())[:200]
-    return [Finding(kind=FindingKind.CONFIG, severity=Severity.CRITICAL, message=f"{first.meaning} (Last error: {quote})",
+    quote = " ".join(_error_text(hits[0]).split())[:200]
+    what = "Last error" if hits[0].data.get("last_error") else "error"
+    return [Finding(kind=FindingKind.CONFIG, severity=Severity.CRITICAL, message=f"{first.meaning} ({what}: {quote})",
                     ranks=tuple(sorted({e.rank for e in hits if e.rank is not None})), hint=f"{first.hint} ({first.link})",
                     evidence=tuple(e.evidence for e in hits[:3]), verdict=Verdict.CONFIG_ERROR,
                     data={"entry": first.id, "area": first.area, "culprits": [], "count": len(hits)})]
+
+
+def _error_text(e: LogEvent) -> str:
+    last = e.data.get("last_error")
+    return str(last) if last else f"{e.data.get('type') or ''}: {e.data.get('message') or ''}"
 
 
 def _interfaces_chosen(run: Run) -> list[Finding]:

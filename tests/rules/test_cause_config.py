@@ -79,3 +79,14 @@ def test_retry_exceeded_over_roce_with_the_default_gid_is_a_likely_config_error(
 def test_retry_exceeded_over_infiniband_stays_a_network_crash(tmp_path):
     a = analyse(tmp_path, ib("train-worker-0", 946, 0, "IB") + ib("train-worker-1", 931, 1, "IB") + ERROR12)
     assert a.decision.verdict.value == "crash" and a.decision.culprit_ranks == ()
+
+
+def test_an_error_with_no_last_error_is_classified_by_its_own_message(tmp_path):
+    # CUDA's own error before NCCL ran (no 'Last error:' to quote): Fabric Manager not running on an NVSwitch host
+    lines = ["[rank0]: Traceback (most recent call last):",
+             '[rank0]:   File "train.py", line 12, in <module>',
+             "[rank0]:     torch.cuda.set_device(local_rank)",
+             "[rank0]: RuntimeError: CUDA error: system not yet initialized"]
+    a = analyse(tmp_path, lines)
+    assert a.decision.verdict.value == "config_error", a.decision.headline
+    assert a.decision.culprit_ranks == ()
