@@ -22,6 +22,8 @@ the settings (those the knowledge base calls traps), and the NCCL version each p
   verdict when the job failed.
 - A WARN whose entry names settings that cause it (``Entry.settings``: NCCL_TOPO_FILE before
   "Attribute arch of node cpu not found"), after the job set one: a config error naming the setting.
+- A communicator whose init never completed, each stuck rank's last NCCL line a known set-up step (NVLS multicast
+  set-up): a note naming where init stopped.
 Other findings argue for no verdict: the crash and hang detectors decide what happened; these say why.
 """
 from __future__ import annotations
@@ -81,7 +83,31 @@ def detect(run: Run) -> list[Finding]:
     chosen = _environment(run)
     if chosen:
         findings = [_explained_by(f, chosen[0]) for f in findings]
-    return findings + chosen + _warnings(run, failed) + _settings(run) + _releases(run)
+    return findings + chosen + _warnings(run, failed) + _init_stopped(run) + _settings(run) + _releases(run)
+
+
+def _init_stopped(run: Run) -> list[Finding]:
+    """A communicator whose init never completed on some ranks, whose last NCCL line on each of them is a set-up
+    step the knowledge base knows (``nccl_net_nvls``: NVLS multicast set-up) with no WARN after it: one note per
+    entry naming the step where init stopped (the hang detector says that init hung; this says where)."""
+    stuck = {c.members.get(r, r) for c in run.communicators for r in c.init_started - c.init_complete}
+    if not stuck:
+        return []
+    last: dict[int, LogEvent] = {}
+    for e in run.events:
+        if e.rank in stuck and (e.kind.startswith("nccl_net_") or e.kind in ("nccl_warn", "nccl_backtrace")):
+            last[e.rank] = e  # events are in file order
+    groups: dict[str, _Group] = {}
+    for e in last.values():
+        entry = classify(e.text) if e.kind == "nccl_net_nvls" else None
+        if entry is not None:
+            _add(groups, entry.id, entry, e, ())
+    return [Finding(kind=FindingKind.NOTE, severity=SEVERITY[g.entry.severity],
+                    message=f"init stopped {_who(g.ranks, g.count)} after \"{_quote(g.first.text)}\": {g.entry.cause}",
+                    ranks=tuple(sorted(g.ranks)), hint=f"{g.entry.fix} ({g.entry.link})", evidence=tuple(g.evidence),
+                    data={"entry": g.entry.id, "area": g.entry.area, "cause": g.entry.cause, "fix": g.entry.fix,
+                          "link": g.entry.link, "releases": list(g.entry.releases), "count": g.count})
+            for g in groups.values() if g.entry is not None]
 
 
 def _warnings(run: Run, failed: bool) -> list[Finding]:

@@ -291,6 +291,10 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
         return None
     if msg.startswith(_NET_HEADS) or "Defaulting to 10 Gbps" in msg:
         return _parse_net(msg, base)
+    if msg.startswith("NVLS "):
+        # NVLink SHARP set-up steps ("NVLS multicast support is available on dev 0", "NVLS comm 0x.. headRank ..",
+        # "NVLS Bind mem ..", "NVLS tuning: nChannels 24"): where an init that never completes stopped
+        return NcclNet(*base, "nvls", msg)
     if msg.startswith("Pattern "):
         m = PATTERN_RE.match(msg)
         if m:

@@ -175,3 +175,25 @@ def test_known_release_and_setting_traps_are_notes_naming_their_workaround(tmp_p
     assert "NCCL_IB_GID_INDEX" in notes["env-roce-version-num-2.22"].hint
     assert "TORCH_NCCL_USE_COMM_NONBLOCKING=0" in notes["torch-2.7.0-nonblocking"].hint
     assert all(f.verdict is None for f in notes.values())
+
+
+def test_init_that_stops_in_nvls_setup_gets_a_note_naming_the_step(tmp_path):
+    """Two ranks whose log ends at 'NVLS Bind mem' after Init START (NVIDIA/nccl-tests#216 shape): a note saying init
+    stopped in NVLS set-up with the Fabric Manager and NCCL_NVLS_ENABLE=0 in its fix; none once init completed."""
+    head = "node4:{pid}:{pid} [{d}] NCCL INFO "
+    lines = []
+    for d, pid in ((0, 7101), (1, 7102)):
+        h = head.format(pid=pid, d=d)
+        lines += [f"{h}ncclCommInitRank comm 0x55{d}0 rank {d} nranks 2 cudaDev {d} nvmlDev {d} busId {d}8000 "
+                  "commId 0x1d3f2a8b7c6e5f40 - Init START",
+                  f"{h}NVLS multicast support is available on dev {d}",
+                  f"{h}NVLS Bind mem 0xa{d}0000000 UC handle 0x7f5c10cdb240 MC handle 0x7f5c10cdaa20 size 1073741824"]
+    (tmp_path / "run.log").write_text("\n".join(lines) + "\n")
+    a = analyze_paths([tmp_path / "run.log"], cache=False)
+    (f,) = [f for f in a.findings if f.data.get("entry") == "nvls-init-stopped"]
+    assert f.ranks == (0, 1) and "NCCL_NVLS_ENABLE=0" in (f.hint or "") and f.verdict is None
+    done = lines + [f"node4:{pid}:{pid} [{d}] NCCL INFO ncclCommInitRank comm 0x55{d}0 rank {d} nranks 2 cudaDev {d} "
+                    f"nvmlDev {d} busId {d}8000 commId 0x1d3f2a8b7c6e5f40 - Init COMPLETE" for d, pid in ((0, 7101), (1, 7102))]
+    (tmp_path / "run.log").write_text("\n".join(done) + "\n")
+    a = analyze_paths([tmp_path / "run.log"], cache=False)
+    assert not [f for f in a.findings if f.data.get("entry") == "nvls-init-stopped"]

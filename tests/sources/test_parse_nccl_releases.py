@@ -82,6 +82,11 @@ CASES = [
      R.NcclNet, {"kind": "gdr_disabled"}),
     ("2.12", f"{H} NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 3d000 / HCA 0 (distance 5 > 4)",
      R.NcclNet, {"kind": "gdr_disabled"}),
+    # NVLS (NVLink SHARP) set-up steps: where an init that never completes stopped
+    ("2.19", f"{H} NCCL INFO NVLS multicast support is available on dev 3", R.NcclNet, {"kind": "nvls"}),
+    ("2.19", f"{H} NCCL INFO NVLS Bind mem 0xa20000000 UC handle 0x7f5c10cdb240 MC handle 0x7f5c10cdaa20 size 1073741824",
+     R.NcclNet, {"kind": "nvls"}),
+    ("2.30", f"{H} NCCL INFO NVLS tuning: nChannels 24", R.NcclNet, {"kind": "nvls", "value": "NVLS tuning: nChannels 24"}),
     # a log collector that cut the host:pid:tid and kept NCCL's [dev] (Kubeflow's pod logs), or a launcher's tag in front
     ("2.9", "[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
      R.NcclWarn, {"source": "include/shm.h:28", "message": "Call to posix_fallocate failed : No space left on device",
