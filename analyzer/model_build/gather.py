@@ -95,40 +95,60 @@ def _local(g: Gathered, key: ProcKey, comm: str, rank: int, nranks: int, line: i
     return cl
 
 
+# the branch of ``_nccl`` each record type takes, by exact type (isinstance depends on the type alone): one
+# dict look-up instead of up to seven isinstance tests a record, most of them for the topology lines
+_COLL_BATCH, _COLL, _INIT, _COMM_INFO, _TOPOLOGY, _VERSION, _ENV, _EVENT, _OTHER = range(9)
+_BRANCH: dict[type, int] = {}
+
+
+def _branch(cls: type) -> int:
+    for kinds, b in ((NcclCollBatch, _COLL_BATCH), (R.NcclColl, _COLL), (R.NcclInit, _INIT),
+                     (R.NcclCommInfo, _COMM_INFO),
+                     ((R.NcclConnection, R.NcclRingOrder, R.NcclRing, R.NcclTrees, R.NcclTree, R.NcclChannels), _TOPOLOGY),
+                     (R.NcclVersion, _VERSION), (R.NcclEnv, _ENV),
+                     ((R.NcclWarn, R.NcclBacktrace, R.NcclRasLine, R.NcclNet), _EVENT)):
+        if issubclass(cls, kinds):
+            return b
+    return _OTHER
+
+
 def _nccl(rec: R.NcclRec, g: Gathered) -> None:  # noqa: C901 - one dispatch over the NCCL record types
     key = (rec.host, rec.pid)
     if rec.pid and key not in g.proc_first_seen:
         _first_seen(rec, key, g)
-    if isinstance(rec, NcclCollBatch):
-        g.coll_lines.append(rec)
-        _batch_current(rec, g)
-    elif isinstance(rec, R.NcclColl):
-        g.coll_lines.append(rec)
-        cl = g.comms.get((key, rec.comm))
-        if cl is not None:
-            g.current[key] = cl
-    elif isinstance(rec, R.NcclInit):
-        _init(rec, key, g)
-    elif isinstance(rec, R.NcclCommInfo):
-        _local(g, key, rec.comm, rec.rank, rec.nranks, rec.line).nnodes = rec.nnodes
-    elif isinstance(rec, (R.NcclConnection, R.NcclRingOrder, R.NcclRing, R.NcclTrees, R.NcclTree, R.NcclChannels)):
+    b = _BRANCH.get(type(rec))
+    if b is None:
+        b = _BRANCH[type(rec)] = _branch(type(rec))
+    if b == _TOPOLOGY:
         cl = g.current.get(key)
         if cl is None or (cl.complete and not cl.start_seen):  # before this thread's Init line: held for it
             g.pending[(rec.host, rec.pid, rec.tid)].append(rec)
         else:
             _topology(rec, cl)
-    elif isinstance(rec, R.NcclVersion):
+    elif b == _COLL_BATCH:
+        g.coll_lines.append(rec)
+        _batch_current(rec, g)
+    elif b == _COLL:
+        g.coll_lines.append(rec)
+        cl = g.comms.get((key, rec.comm))
+        if cl is not None:
+            g.current[key] = cl
+    elif b == _INIT:
+        _init(rec, key, g)
+    elif b == _COMM_INFO:
+        _local(g, key, rec.comm, rec.rank, rec.nranks, rec.line).nnodes = rec.nnodes
+    elif b == _VERSION:
         if rec.pid:
             g.nccl_versions[key] = rec.version
         else:
             g.nccl_versions.setdefault(("", 0), rec.version)
             g.bare_versions[rec.file].append(rec.version)
         g.cuda_version = g.cuda_version or rec.cuda
-    elif isinstance(rec, R.NcclEnv):
+    elif b == _ENV:
         # NCCL's own "set by environment" line is the proof that NCCL saw the setting
         if rec.name not in g.settings or g.settings[rec.name].source != "nccl-log":
             g.settings[rec.name] = Setting(rec.name, rec.value, "nccl-log", ev(rec))
-    elif isinstance(rec, (R.NcclWarn, R.NcclBacktrace, R.NcclRasLine, R.NcclNet)):
+    elif b == _EVENT:
         g.nccl_events.append((key, rec))
 
 
