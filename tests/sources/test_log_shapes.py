@@ -170,7 +170,10 @@ def test_completed_init_or_known_exit_is_no_init_hang(tmp_path):
     both = _COMPLETE + _COMPLETE.replace("20411:20530 [0]", "20412:20531 [1]").replace(
         "0x5581a2b0c3d0 rank 0", "0x55f0c8e1a2b0 rank 1")
     a = analyze_paths([_write(tmp_path, "ok.log", _INIT + both)], cache=False)
-    assert a.decision.verdict.value != "hang"
+    # no init hang: init completed everywhere (a log that stops right after init may still be a possible hang
+    # after it, rules.hang's file-end rule; that is no init stall and names no suspect)
+    assert not any(f.kind == "hang" and ("initialis" in f.message and "never" in f.message or f.data.get("suspects"))
+                   for f in a.findings)
     # the same stop inside init, but the wrapper's run folder: the job may still be running (not an excerpt)
     run = tmp_path / "run"
     run.mkdir()
