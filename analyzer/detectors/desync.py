@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from .. import rules
-from ..model import Evidence, Finding, FindingKind, Run, Severity, Stuck, Verdict
 from ..metrics.progress import _from_table, pg_status_by_rank
+from ..model import Evidence, Finding, FindingKind, Run, Severity, Stuck, Verdict
 from ..rules.desync import call_of, detail_verdict, last_call_culprits, mismatch_collective
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run

@@ -106,7 +106,7 @@ def _close(a: Failure, b: Failure) -> bool:
 
 def _same_text(a: Failure, b: Failure) -> bool:
     """Several ranks failing the same way at once (each its own OOM): all culprits."""
-    strip = lambda s: "".join(c for c in s if not c.isdigit())[:200]  # noqa: E731
+    strip = lambda s: "".join(c for c in s if not c.isdigit())[:200]
     return strip(a.text) == strip(b.text)
 
 

@@ -20,8 +20,8 @@ def node(host: str, pid: int, rank: int, ifs: str, set_ifname: bool = False) -> 
 FAILURE = ["Traceback (most recent call last):",
            '  File "train.py", line 77, in main',
            "    model = DDP(model, device_ids=[local_rank])",
-           "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, unhandled system "
-           "error, NCCL version 21.0.3",
+           ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, unhandled system "
+           "error, NCCL version 21.0.3"),
            "ncclSystemError: System call (socket, malloc, munmap, etc) failed."]
 TWO = "[0]bond0:192.168.1.161<0> [1]br-05ab815fa14e:172.19.0.1<0>"
 ONE = "[0]bond0:192.168.1.162<0>"
@@ -64,8 +64,8 @@ def ib(host: str, pid: int, rank: int, link: str, gid: bool = False) -> list[str
     ]
 
 
-ERROR12 = ["train-worker-1:931:988 [0] transport/net_ib.cc:839 NCCL WARN NET/IB : Got completion with error 12, opcode 1, "
-           "len 0, vendor err 129",
+ERROR12 = [("train-worker-1:931:988 [0] transport/net_ib.cc:839 NCCL WARN NET/IB : Got completion with error 12, opcode 1, "
+           "len 0, vendor err 129"),
            "train-worker-1:931:988 [0] NCCL INFO proxy.cc:198 -> 2 [Proxy Thread]"]
 
 

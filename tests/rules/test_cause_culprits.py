@@ -27,13 +27,13 @@ def test_nccl_error_inside_the_library_names_no_rank(tmp_path):
     # one rank quotes NCCL's unhandled CUDA error (an invalid resource handle: a build / driver mismatch
     # every rank has); it is the rank that said so, not the rank at fault
     text = "\n".join([TORCHRUN] + traceback(1, [
-        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
-        "ProcessGroupNCCL.cpp:2395, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+        ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:2395, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5"),
         "ncclUnhandledCudaError: Call to CUDA function failed.",
         "Last error:",
         "Cuda failure 'invalid resource handle'",
-    ]) + ["E0711 09:14:05.902000 140112 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) "
-          "local_rank: 1 (pid: 140132) of binary: /usr/bin/python"]) + "\n"
+    ]) + [("E0711 09:14:05.902000 140112 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) "
+          "local_rank: 1 (pid: 140132) of binary: /usr/bin/python")]) + "\n"
     a = analyse(tmp_path, text)
     assert a.decision.verdict.value == "crash"
     assert a.decision.culprit_ranks == ()
@@ -41,10 +41,10 @@ def test_nccl_error_inside_the_library_names_no_rank(tmp_path):
 
 def test_a_rank_s_own_exception_still_names_it(tmp_path):
     text = "\n".join([TORCHRUN] + traceback(3, [
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 264.00 MiB. GPU 3 has a total capacity of "
-        "79.10 GiB of which 81.06 MiB is free.",
-    ]) + ["E0711 09:14:05.902000 140112 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) "
-          "local_rank: 3 (pid: 140134) of binary: /usr/bin/python"]) + "\n"
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 264.00 MiB. GPU 3 has a total capacity of "
+        "79.10 GiB of which 81.06 MiB is free."),
+    ]) + [("E0711 09:14:05.902000 140112 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) "
+          "local_rank: 3 (pid: 140134) of binary: /usr/bin/python")]) + "\n"
     a = analyse(tmp_path, text)
     assert a.decision.verdict.value == "crash"
     assert a.decision.culprit_ranks == (3,)
@@ -61,8 +61,8 @@ def test_cause_culprits_by_first_kind():
 
 def test_the_crash_finding_says_nccl_failed_on_the_rank(tmp_path):
     text = "\n".join(traceback(7, [
-        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
-        "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5",
+        ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5"),
         "ncclUnhandledCudaError: Call to CUDA function failed.",
         "Last error:",
         "Cuda failure 1 'invalid argument'",

@@ -11,12 +11,12 @@ from ncclscope.rules import FailureKind
 
 def timeout(rank: int) -> list[str]:
     return [
-        f"[rank{rank}]:[E513 07:41:10.204118372 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective "
+        (f"[rank{rank}]:[E513 07:41:10.204118372 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective "
         "operation timeout: WorkNCCL(SeqNum=18876, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran "
-        "for 1800085 milliseconds before timing out.",
-        f"[rank{rank}]:[E513 07:41:10.204402117 ProcessGroupNCCL.cpp:1664] [PG 0 Rank {rank}] Exception (either an "
+        "for 1800085 milliseconds before timing out."),
+        (f"[rank{rank}]:[E513 07:41:10.204402117 ProcessGroupNCCL.cpp:1664] [PG 0 Rank {rank}] Exception (either an "
         "error or timeout) detected by watchdog at work: 18876, last enqueued NCCL work: 18876, last completed NCCL "
-        "work: 18875.",
+        "work: 18875."),
     ]
 
 

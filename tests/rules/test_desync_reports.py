@@ -90,8 +90,8 @@ def test_nccl_check_after_the_named_rank_failed_is_its_echo(tmp_path):
     text = "\n".join([
         "node-b:17203:17203 [1] NCCL INFO comm 0x7f3e58000 rank 9 nranks 16 cudaDev 1 nvmlDev 1 - Init COMPLETE",
         "node-a:40112:40112 [1] NCCL INFO comm 0x7f3e59000 rank 1 nranks 16 cudaDev 1 nvmlDev 1 - Init COMPLETE",
-        "node-b:17203:17360 [1] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error 4, opcode 1, "
-        "len 21938, vendor err 81",
+        ("node-b:17203:17360 [1] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error 4, opcode 1, "
+        "len 21938, vendor err 81"),
         NCCL_CHECK.format(host="node-a", pid=40112, dev=1, rank=9),
     ]) + "\n"
     a = analyse(tmp_path, "mpirun.log", text)
@@ -102,8 +102,8 @@ def test_detail_report_inside_torchrun_s_summary_is_not_an_echo_of_the_exit(tmp_
     # torchrun's root-cause entry (rank 1, exit code 1) comes first on the time line; the DETAIL error that
     # ended rank 1 is quoted inside it: the exit is the mismatch's end, the verdict desync between ranks 1 and 2
     text = "\n".join([
-        "E0311 18:33:20.931000 339990 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
-        "local_rank: 1 (pid: 340055) of binary: /usr/bin/python3",
+        ("E0311 18:33:20.931000 339990 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+        "local_rank: 1 (pid: 340055) of binary: /usr/bin/python3"),
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
         "============================================================",
         "repro.py FAILED",
