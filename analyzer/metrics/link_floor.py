@@ -100,9 +100,13 @@ def link_facts(run: Run) -> LinkFacts:
         parts = e.text.split("/")
         if len(parts) > 2:
             used[hosts_of.get(e.rank) if e.rank is not None else None].add(parts[2])
-    net_gdr = [x.gdr for c in run.communicators for x in c.connections if x.transport.startswith("NET/")]
-    if net_gdr or gdr_vias:  # the channels say what is in use (rank logs and nccl-tests'); the HCA lines what is possible
-        gdr: bool | None = any(net_gdr) or any(e.text.endswith("/GDRDMA") for e in gdr_vias)
+    net_seen = net_gdr = False
+    for c in run.communicators:
+        for x in c.connections:
+            if x.transport.startswith("NET/"):
+                net_seen, net_gdr = True, net_gdr or x.gdr
+    if net_seen or gdr_vias:  # the channels say what is in use (rank logs and nccl-tests'); the HCA lines what is possible
+        gdr: bool | None = net_gdr or any(e.text.endswith("/GDRDMA") for e in gdr_vias)
     else:
         gdr = True if True in hca else (False if False in hca else None)
     ev += [e.evidence for e in gdr_vias[:2]] + [e.evidence for e in hca.values()][:1] + list(gpus.values())[:1]
