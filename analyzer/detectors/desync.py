@@ -15,7 +15,8 @@ import pandas as pd
 
 from .. import rules
 from ..metrics.progress import _from_table, pg_status_by_rank
-from ..model import Evidence, Finding, FindingKind, Run, Severity, Stuck, Verdict
+from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Severity, Stuck, Verdict
+from ..nccl.failures import classify
 from ..rules.desync import call_of, detail_verdict, last_call_culprits, mismatch_collective
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run
@@ -156,6 +157,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _backend_report(run)
     if not findings:
         findings += _nccl_check(run)
+    if not findings:
+        findings += _socket_size_mismatch(run)
     findings += _detail_reports(run)
     return findings
 
@@ -178,6 +181,38 @@ def _nccl_check(run: Run) -> list[Finding]:
         evidence=tuple(e.evidence for e, _ in warns[:4]), verdict=Verdict.DESYNC,
         data={"sides": [{"ranks": [r]} for r in named] + ([{"ranks": reporters}] if reporters else []), "mismatch": ["nccl"],
               "odd_ranks": named, "culprit_by": "named by NCCL", "t": e0.ts})]
+
+
+SOCKET_TRUNCATED = "net-socket-truncated"  # the knowledge base's entry for the socket transport's size check
+
+
+def _socket_size_mismatch(run: Run) -> list[Finding]:
+    """NCCL's socket transport receiving more bytes than the receive posted (``NET/Socket : peer ... message
+    truncated : receiving N bytes instead of M``; NCCL's own words: 'there may be a mismatch in collective sizes'):
+    over a socket nothing but the peer's send makes a message larger, so the two sides of a transfer were given
+    different sizes: a desync, no culprit (the text does not say which side is wrong). Only as the first failure
+    on the time line: a rank that failed before it explains it."""
+    warn = next((e for e in run.events if e.kind == "nccl_warn" and _entry_id(e) == SOCKET_TRUNCATED), None)
+    if warn is None:
+        return []
+    seen = rules.Failure(warn.rank, FailureKind.MISMATCH, warn.text.strip()[:500], warn.ts,
+                         (warn.evidence.file, warn.evidence.line))
+    cause = rules.root_cause([*failures_of_run(run), seen])
+    if cause is None or cause.verdict != "desync" or cause.first is not seen:
+        return []
+    return [Finding(
+        kind=FindingKind.DESYNC, severity=Severity.CRITICAL,
+        message=f"NCCL's socket transport received a larger message than the receive posted: the two sides of a "
+        f"transfer were given different sizes: {warn.text.strip()}"[:500], ranks=(), hint=HINT,
+        evidence=(warn.evidence,), verdict=Verdict.DESYNC,
+        data={"sides": [], "mismatch": ["size"], "odd_ranks": [], "culprit_by": None, "t": warn.ts,
+              "reported_by": warn.rank})]
+
+
+def _entry_id(e: LogEvent) -> str | None:
+    src = e.data.get("source")
+    k = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
+    return k.id if k is not None else None
 
 
 def _detail_reports(run: Run) -> list[Finding]:

@@ -128,3 +128,33 @@ def test_detail_report_inside_torchrun_s_summary_is_not_an_echo_of_the_exit(tmp_
     a = analyse(tmp_path, "out.txt", text)
     assert a.decision.verdict.value == "desync", a.decision.headline
     assert a.decision.culprit_ranks == ()
+
+
+TRUNCATED = ("h200-b11:61620:62801 [1] transport/net_socket.cc:488 NCCL WARN NET/Socket : peer 10.0.7.31<43117> message "
+             "truncated : receiving 4 bytes instead of 2. If you believe your socket network is in healthy state,"
+             "           there may be a mismatch in collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) "
+             "between ranks")
+P2P_ECHO = [("h200-b11:61620:61620 [1] init.cc:290 NCCL WARN Attempt to use communicator before the previous operation "
+            "returned ncclSuccess"),
+            "[rank9]: Traceback (most recent call last):",
+            "[rank9]:   File \"/work/p2p_communication.py\", line 327, in _batched_p2p_ops",
+            "[rank9]:     reqs = torch.distributed.batch_isend_irecv(ops)",
+            ("[rank9]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+            "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.20.5"),
+            "[rank9]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
+            "[rank9]: Last error:",
+            "[rank9]: Attempt to use communicator before the previous operation returned ncclSuccess"]
+
+
+def test_socket_truncation_first_is_a_size_desync_with_no_culprit(tmp_path):
+    a = analyse(tmp_path, "node1.log", "\n".join([TRUNCATED, ("h200-b11:61620:62801 [1] NCCL INFO proxy.cc:874 -> 5 "
+                                                  "[Progress Thread]"), *P2P_ECHO]) + "\n")
+    assert a.decision.verdict.value == "desync", a.decision.headline
+    assert a.decision.culprit_ranks == ()
+
+
+def test_socket_truncation_after_a_rank_s_own_failure_is_its_echo(tmp_path):
+    oom = ["[rank9]: Traceback (most recent call last):", "[rank9]:   File \"/work/train.py\", line 40, in <module>",
+           "[rank9]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."]
+    a = analyse(tmp_path, "node1.log", "\n".join([*oom, TRUNCATED]) + "\n")
+    assert a.decision.verdict.value == "crash", a.decision.headline
