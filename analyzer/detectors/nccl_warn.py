@@ -116,15 +116,16 @@ def _warnings(run: Run, failed: bool) -> list[Finding]:
     entry, with the entry's verdict (no culprit rank) when the job failed, else a warning of what will fail; an
     entry of kind note (torch 2.7.0's non-blocking mode, a release with a known hang) is a note, arguing for nothing."""
     groups: dict[str, _Group] = {}
-    for e in run.events:
-        if e.kind == "TorchWarning":
-            entry = classify(e.text)
+    for ev in run.events:
+        if ev.kind == "TorchWarning":
+            entry = classify(ev.text)
             if entry is not None:
-                _add(groups, entry.id, entry, e, ())
+                _add(groups, entry.id, entry, ev, ())
     out = []
     for g in groups.values():
         e = g.entry
-        assert e is not None
+        if e is None:
+            continue
         verdict = Verdict(e.verdict) if failed and e.verdict else None
         kind = FindingKind.NOTE if e.kind == "note" else (
             FindingKind.CONFIG if e.verdict == "config_error" else FindingKind.ERROR)

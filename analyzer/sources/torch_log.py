@@ -283,9 +283,9 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         yield TorchWarning(st.file, lineno, text, prefix_rank, None, None, None, body.strip()[:500])
         return
     if "terminate called after throwing an instance of" in body and "what():" not in body:
-        t = TERMINATE_RE.search(body)
-        if t:
-            st.terminate[prefix_rank] = t.group("type")
+        tm = TERMINATE_RE.search(body)
+        if tm:
+            st.terminate[prefix_rank] = tm.group("type")
             return
     if "Caught signal " in body or "] Signal: " in body:
         x = signal_report(body.strip(), st.file, lineno, text)
