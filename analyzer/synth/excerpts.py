@@ -10,6 +10,9 @@ Kinds (``EXCERPTS``):
 - ``heartbeat``: PyTorch's heartbeat monitor on the ranks whose watchdog is stuck; hang only.
 - ``nccl_tests``: an nccl-tests run; hang: header, NCCL init, the table header and no row; fault-free: rows and
   the passing summary.
+- ``after_init``: one host's NCCL init (Init START / COMPLETE on every rank); hang: the log ends there;
+  fault-free: training lines follow. (A healthy log cut by the user right at init's end is this hang's text:
+  no rule can tell them apart, which is why the verdict is only possible.)
 
 Each writer returns ``(verdict, culprit ranks)``: what an analyser should conclude from the text alone.
 """
@@ -92,12 +95,30 @@ def _nccl_tests(dest: Path, nranks: int, hang: bool, rng: random.Random) -> Trut
     return ("hang", ()) if hang else ("healthy", ())
 
 
+def _after_init(dest: Path, nranks: int, hang: bool, rng: random.Random) -> Truth:
+    """NCCL 2.18-style init of every rank of one host's log; hang: nothing after it; fault-free: the training
+    loop's lines follow (a log that goes on past init)."""
+    host, base = f"node{rng.randint(0, 99):02d}", rng.randint(1000, 90000)
+    comm = rng.getrandbits(63) | 1 << 60
+    n = min(nranks, 8)
+    lines = [f"{host}:{base}:{base} [0] NCCL INFO Bootstrap : Using eth0:10.1.0.{rng.randint(2, 250)}<0>\n",
+             "NCCL version 2.18.5+cuda12.2\n"]
+    for phase in ("Init START", "Init COMPLETE"):
+        lines += [f"{host}:{base + r}:{base + 100 + r} [{r}] NCCL INFO ncclCommInitRank comm 0x55{r:02x}0c8a0 rank {r} "
+                  f"nranks {n} cudaDev {r} nvmlDev {r} busId {16 + r:x}000 commId 0x{comm:x} - {phase}\n" for r in range(n)]
+    if not hang:
+        lines += [f"Epoch 0 step {s} loss {2.5 - s * 0.01:.3f}\n" for s in range(rng.randint(1, 5))]
+    (dest / "train.log").write_text("".join(lines))
+    return ("hang", ()) if hang else ("healthy", ())
+
+
 EXCERPTS: dict[str, tuple[Callable[[Path, int, bool, random.Random], Truth], bool]] = {
     # kind -> (writer, whether it has a fault-free form)
     "store_barrier": (_store_barrier, True),
     "unique_id": (_unique_id, False),
     "heartbeat": (_heartbeat, False),
     "nccl_tests": (_nccl_tests, True),
+    "after_init": (_after_init, True),
 }
 
 
