@@ -37,9 +37,9 @@ from .records import (
     ProgramExit,
     Rec,
     StoreBarrierWait,
-    TorchWarning,
     TorchRec,
     TorchVersionLine,
+    TorchWarning,
     WatchdogFailure,
     WatchdogTimeout,
     WorldSize,
@@ -413,6 +413,7 @@ def _backend_mismatch(st: _State, head: Head, body: str, rank: int | None, m: re
     """gloo's ``what():  [enforce fail at .../pair.cc:456] ... Is there a distributed collective mismatch
     in your code?`` (the C++ runtime's ``terminate called`` with no rank on it), NCCL's ``Mismatched
     collective detected``: an error of that rank whose kind is the mismatch (``rules.exits.MISMATCH_RE``)."""
+    st.terminate.pop(rank, None)  # the "terminate called ..." before this what() is read here
     w = body.find("what():")
     msg = (body[w + len("what():"):] if w >= 0 else body).strip()[:500]
     if (rank, msg) in st.errors:

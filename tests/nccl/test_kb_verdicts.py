@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ncclscope.analysis import analyze_paths
 from ncclscope.nccl import failures
 
@@ -184,8 +183,8 @@ def test_init_that_stops_in_nvls_setup_gets_a_note_naming_the_step(tmp_path):
     lines = []
     for d, pid in ((0, 7101), (1, 7102)):
         h = head.format(pid=pid, d=d)
-        lines += [f"{h}ncclCommInitRank comm 0x55{d}0 rank {d} nranks 2 cudaDev {d} nvmlDev {d} busId {d}8000 "
-                  "commId 0x1d3f2a8b7c6e5f40 - Init START",
+        lines += [(f"{h}ncclCommInitRank comm 0x55{d}0 rank {d} nranks 2 cudaDev {d} nvmlDev {d} busId {d}8000 "
+                   "commId 0x1d3f2a8b7c6e5f40 - Init START"),
                   f"{h}NVLS multicast support is available on dev {d}",
                   f"{h}NVLS Bind mem 0xa{d}0000000 UC handle 0x7f5c10cdb240 MC handle 0x7f5c10cdaa20 size 1073741824"]
     (tmp_path / "run.log").write_text("\n".join(lines) + "\n")
