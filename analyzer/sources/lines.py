@@ -112,8 +112,9 @@ def maybe_nccl(text: str) -> bool:
 
 
 def nccl_only(text: str) -> bool:
-    """An NCCL INFO / WARN line no NCCL parser took is NCCL's, never passed on to the PyTorch parser."""
-    return "NCCL INFO" in text or "NCCL WARN" in text
+    """An NCCL INFO / WARN line no NCCL parser took is NCCL's, never passed on to the PyTorch parser; so are
+    NCCL_DEBUG=TRACE's ``NCCL CALL ncclAllReduce(...)`` / ``NCCL TRACE`` lines (not the application's output)."""
+    return "NCCL INFO" in text or "NCCL WARN" in text or "NCCL CALL " in text or "NCCL TRACE " in text
 
 
 def prefix_rank(text: str) -> int | None:

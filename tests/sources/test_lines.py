@@ -187,3 +187,13 @@ def test_srun_task_number_never_beats_the_rank_a_line_names():
     assert [r.rank for r in parse_torch_lines([(1, "1: " + TIMEOUT.replace("[Rank 0] ", ""))], "f")] == [1]
     assert [r.rank for r in parse_torch_lines([(1, "[rank13]:" + line)], "f")] == [13]
     assert strip_tool_prefixes("[rank5]: 0: x") == (5, "x")
+
+
+def test_trace_call_lines_are_ncclS_own_lines_not_the_application_s():
+    """NCCL_DEBUG=TRACE's call lines, with or without the [dev] field (NVIDIA/nccl-tests#117 shape), are NCCL's lines:
+    never handed to the PyTorch parser as application output (a log ending after them ended in NCCL)."""
+    from ncclscope.sources.lines import nccl_only
+    assert nccl_only("wk3:190211:190211 NCCL CALL ncclAllReduce(0x7f1c2e000000,0x7f1c2e000000,33554432,7,0,0x55d8,0x55d8)")
+    assert nccl_only("wk3:190211:190211 [0] NCCL CALL ncclCommInitRank(0x55d8c2a0e4c0, 4, 0x5b3c81e0a77d21f4, 0, 0)")
+    assert not nccl_only("step 20: NCCL CALLS are fast")  # the words, not NCCL's head form
+    assert not nccl_only("[rank0]: RuntimeError: NCCL error in: x.cpp:1, unhandled system error, NCCL version 2.19.3")
