@@ -57,6 +57,37 @@ def _distinct_processes(procs: list[str]) -> list[str]:
     return out
 
 
+def _separate_jobs(run: Run, dup: dict[int, list[str]]) -> Finding | None:
+    """One launch that started one single-node job per host instead of one job across them: in ONE output
+    (the launcher's stream), every root communicator reports ``nNodes 1``, all of the same size, each with its
+    own commId on its own host, and each rank claimed twice is claimed from different hosts. Two runs mixed in
+    a folder look otherwise (other files; a restart claims its ranks again from the same host)."""
+    roots = [c for c in run.communicators if c.parent is None]
+    if len({f for f, _ in run.files}) != 1 or len(roots) < 2:
+        return None
+    if any(c.nnodes != 1 for c in roots) or len({c.nranks for c in roots}) != 1 or len({c.id for c in roots}) < len(roots):
+        return None
+    claim_hosts: set[str] = set()
+    for ps in dup.values():
+        hosts = [p.rpartition(":")[0] for p in _distinct_processes(ps)]
+        if len(set(hosts)) != len(hosts):
+            return None  # a rank claimed twice from one host: a rerun, not one job per host
+        claim_hosts.update(hosts)
+    if len(claim_hosts) != len(roots):
+        return None
+    n = roots[0].nranks
+    return Finding(
+        kind=FindingKind.CONFIG, severity=Severity.ERROR,
+        message=f"each host ran a job of its own: {len(roots)} communicators of {n} ranks, each with nNodes 1 and its own "
+        f"commId on its own host ({', '.join(sorted(claim_hosts)[:4])}), in one launcher's output, instead of one job of "
+        f"{n * len(roots)} ranks across the hosts",
+        ranks=(), verdict=Verdict.CONFIG_ERROR,
+        hint="The launcher started one single-node job per host: nccl-tests must be built with MPI=1 to run as one job "
+        "under mpirun (else each process is a test of its own); torchrun needs --nnodes and the same rendezvous "
+        "(--rdzv-endpoint / MASTER_ADDR) on every host; srun needs --ntasks-per-node with one task per GPU.",
+        data={"communicators": [c.id for c in roots[:16]], "hosts": sorted(claim_hosts)[:64], "ranks_per_job": n})
+
+
 def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
     world = run.job.world_size
@@ -86,7 +117,10 @@ def detect(run: Run) -> list[Finding]:
     # job-wide ids only: "0x..." is NCCL's commId; "host:pid:ptr" stands in when NCCL printed none
     full_roots = sorted(c.id for c in run.communicators if c.parent is None and world and c.nranks == world
                         and c.id.startswith("0x"))
-    if dup:
+    separate = _separate_jobs(run, dup) if dup else None
+    if separate is not None:
+        findings.append(separate)
+    elif dup:
         first = next(iter(dup))
         jobs = f" (communicators {', '.join(full_roots[:4])})" if len(full_roots) > 1 else ""
         findings.append(Finding(

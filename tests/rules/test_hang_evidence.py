@@ -326,3 +326,33 @@ def test_ends_in_setup_rule():
     assert ends_in_setup([0], False, False, False, False, False, True) is None  # no NCCL process at all
     assert ends_in_setup([2], True, False, False, False, False, True) is None
     assert ends_in_setup([0], True, False, False, False, True, True) is None
+
+
+def _host_job(host: str, pid: int, comm_id: str, nnodes: int = 1) -> str:
+    return "".join(
+        f"{host}:{pid}:{pid + 13 + r} [{r}] NCCL INFO comm 0x55c8{r:02x}a9d00 rank {r} nRanks 4 nNodes {nnodes} "
+        f"localRanks 4 localRank {r} MNNVL 0\n"
+        f"{host}:{pid}:{pid + 13 + r} [{r}] NCCL INFO ncclCommInitAll comm 0x55c8{r:02x}a9d00 rank {r} nranks 4 "
+        f"cudaDev {r} nvmlDev {r} busId {24 + r:x}000 commId {comm_id} - Init COMPLETE\n" for r in range(4))
+
+
+def test_one_launch_that_ran_a_single_node_job_per_host_is_a_config_error(tmp_path):
+    """mpirun over two hosts of an nccl-tests built without MPI=1: each host's 4 ranks are a job of their own."""
+    text = _host_job("hx21", 9012, "0x2b7e45d1c09a8f33") + _host_job("hx22", 7741, "0x90d1f3a6e27c4b18")
+    d = _judge(tmp_path, "mpirun.log", text)
+    assert (d.verdict.value, d.culprit_ranks) == ("config_error", ()), d.headline
+    assert "each host ran a job of its own" in d.headline
+
+
+def test_two_runs_in_two_files_stay_a_mix(tmp_path):
+    """The same two single-node jobs, but in two files (a folder holding two runs): no verdict for a mix."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.log").write_text(_host_job("hx21", 9012, "0x2b7e45d1c09a8f33"))
+    (d / "b.log").write_text(_host_job("hx22", 7741, "0x90d1f3a6e27c4b18"))
+    assert analyze_paths([d], cache=False).decision.verdict.value == "unknown"
+
+
+def test_a_rerun_on_the_same_host_in_one_file_stays_a_mix(tmp_path):
+    text = _host_job("hx21", 9012, "0x2b7e45d1c09a8f33") + _host_job("hx21", 9544, "0x90d1f3a6e27c4b18")
+    assert _judge(tmp_path, "mpirun.log", text).verdict.value == "unknown"
