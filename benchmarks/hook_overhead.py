@@ -220,8 +220,37 @@ def child_tp(args: argparse.Namespace) -> dict[str, object]:
             pair = [step(bare)[2], step(traced)[2]] if n % 2 == 0 else [step(traced)[2], step(bare)[2]][::-1]
             diffs.append((pair[1] - pair[0]) * 1000.0 / (args.layers * args.colls))
         out["ab_us_per_call"] = statistics.median(diffs)
+        out.update(_threads_ab(lambda: step(traced), args.layers * args.colls))
     dist.destroy_process_group()  # type: ignore[attr-defined]
     return out
+
+
+def _threads_ab(one_step: Callable[[], tuple[float, float, float]], colls: int) -> dict[str, float]:
+    """Traced steps with the hook's threads at their cadence and with them paused (writer and
+    ticker asleep for 2 s: no batch written, no poll, heartbeat or Flight Recorder read), in turns,
+    in this one process: what the threads cost the training, per collective, in wall time and in
+    the training thread's CPU. Empty where the hook is not this checkout's kind."""
+    try:
+        from _ncclscope_hook import tracer as T
+    except ImportError:
+        return {}
+    tr = getattr(T, "_TRACER", None)
+    if tr is None or not hasattr(tr, "write_s") or not hasattr(tr, "poll_s"):
+        return {}
+    cadence = (tr.write_s, tr.poll_s)
+    wall: list[float] = []
+    cpu: list[float] = []
+    for _ in range(4):
+        got = {}
+        for paused in (False, True):
+            tr.write_s, tr.poll_s = (2.0, 2.0) if paused else cadence
+            time.sleep(max(cadence) + 0.3)  # the threads' current sleeps end, the next ones are the new length
+            steps = [one_step() for _ in range(8)]
+            got[paused] = (statistics.median(r[0] for r in steps), statistics.median(r[2] for r in steps))
+        wall.append((got[False][0] - got[True][0]) * 1000.0 / colls)
+        cpu.append((got[False][1] - got[True][1]) * 1000.0 / colls)
+    tr.write_s, tr.poll_s = cadence
+    return {"threads_wall_us_per_call": statistics.median(wall), "threads_main_cpu_us_per_call": statistics.median(cpu)}
 
 
 # --- the runner ------------------------------------------------------------------------------
@@ -349,7 +378,10 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
 
 
 EXTRA = {"ab_us_per_call": "per-call path alone (training-thread CPU, traced minus bare blocks in one process)",
-         "hook_threads_us_per_call": "the hook's threads (writer, ticker) CPU per collective"}
+         "hook_threads_us_per_call": "the hook's threads (writer, ticker) CPU per collective",
+         "threads_wall_us_per_call": "what the running threads add to a traced step's wall time, per collective "
+                                     "(threads at their cadence minus paused, in one process)",
+         "threads_main_cpu_us_per_call": "what the running threads add to the training thread's CPU, per collective"}
 
 
 def report(args: argparse.Namespace, got: dict[str, dict[str, list[float]]]) -> None:

@@ -931,12 +931,12 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
             slot = tr.groups.get(id(pg))
             frame = sys._getframe(1)
             code = frame.f_code
-            hit = lib_code.get(id(code))
+            cid = id(code)
+            hit = lib_code.get(cid)
             if (tr.fast and slot is not None and slot.pg is pg and type(tensor) is _TENSOR[0] and not p2p_op
                     and hit is not None and hit[0] is code and not hit[1]):
                 cpu = tensor.is_cpu
-                fmt = tr.formats.get((slot, op, tensor.dtype, id(code), frame.f_lasti, False, True,
-                                      not (cpu or async_op)))
+                fmt = tr.formats.get((slot, op, tensor.dtype, cid, frame.f_lasti, False, True, not (cpu or async_op)))
                 if fmt is not None:
                     seq = slot.seqfn() + 1
                     slot.enq = seq
