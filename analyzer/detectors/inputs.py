@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..model import Finding, FindingKind, Run, Severity, Verdict
+from ..model import Communicator, Finding, FindingKind, Run, Severity, Verdict
 
 MAX_LISTED = 16
 
@@ -57,15 +57,24 @@ def _distinct_processes(procs: list[str]) -> list[str]:
     return out
 
 
+def _single_node(c: Communicator) -> bool:
+    """A communicator of one node: NCCL says ``nNodes 1``; releases that print no nNodes: its connections are
+    known and none goes over the network."""
+    if c.nnodes is not None:
+        return c.nnodes == 1
+    return bool(c.connections) and not any(x.transport.startswith(("NET", "COLLNET")) for x in c.connections)
+
+
 def _separate_jobs(run: Run, dup: dict[int, list[str]]) -> Finding | None:
     """One launch that started one single-node job per host instead of one job across them: in ONE output
-    (the launcher's stream), every root communicator reports ``nNodes 1``, all of the same size, each with its
+    (the launcher's stream), every root communicator is of one node (``_single_node``), all of the same size, each with its
     own commId on its own host, and each rank claimed twice is claimed from different hosts. Two runs mixed in
     a folder look otherwise (other files; a restart claims its ranks again from the same host)."""
     roots = [c for c in run.communicators if c.parent is None]
     if len({f for f, _ in run.files}) != 1 or len(roots) < 2:
         return None
-    if any(c.nnodes != 1 for c in roots) or len({c.nranks for c in roots}) != 1 or len({c.id for c in roots}) < len(roots):
+    if not all(_single_node(c) for c in roots) or len({c.nranks for c in roots}) != 1 \
+            or len({c.id for c in roots}) < len(roots):
         return None
     claim_hosts: set[str] = set()
     for ps in dup.values():
@@ -78,8 +87,8 @@ def _separate_jobs(run: Run, dup: dict[int, list[str]]) -> Finding | None:
     n = roots[0].nranks
     return Finding(
         kind=FindingKind.CONFIG, severity=Severity.ERROR,
-        message=f"each host ran a job of its own: {len(roots)} communicators of {n} ranks, each with nNodes 1 and its own "
-        f"commId on its own host ({', '.join(sorted(claim_hosts)[:4])}), in one launcher's output, instead of one job of "
+        message=f"each host ran a job of its own: {len(roots)} communicators of {n} ranks, each of one node, "
+        f"on its own host ({', '.join(sorted(claim_hosts)[:4])}), in one launcher's output, instead of one job of "
         f"{n * len(roots)} ranks across the hosts",
         ranks=(), verdict=Verdict.CONFIG_ERROR,
         hint="The launcher started one single-node job per host: nccl-tests must be built with MPI=1 to run as one job "

@@ -356,3 +356,18 @@ def test_two_runs_in_two_files_stay_a_mix(tmp_path):
 def test_a_rerun_on_the_same_host_in_one_file_stays_a_mix(tmp_path):
     text = _host_job("hx21", 9012, "0x2b7e45d1c09a8f33") + _host_job("hx21", 9544, "0x90d1f3a6e27c4b18")
     assert _judge(tmp_path, "mpirun.log", text).verdict.value == "unknown"
+
+
+def _old_host_job(host: str, pid: int, transport: str) -> str:
+    """A release that prints no nNodes: the communicator's rings say whether it leaves the host."""
+    return (f"{host}:{pid}:{pid + 15} [0] NCCL INFO Channel 00 : 0[3b000] -> 1[60000] via {transport}\n" + "".join(
+        f"{host}:{pid}:{pid + 15 + r} [{r}] NCCL INFO comm 0x7f2e3{r}000f60 rank {r} nranks 2 cudaDev {r} busId "
+        f"{59 + r:x}000 - Init COMPLETE\n" for r in range(2)))
+
+
+@pytest.mark.parametrize("transport, verdict", [("P2P/IPC", "config_error"), ("NET/IB/0", "unknown")])
+def test_separate_jobs_without_nnodes_from_the_rings(tmp_path, transport, verdict):
+    """No nNodes line: rings that stay on each host make two single-node jobs; a ring over the network is a
+    communicator across hosts, so the doubly claimed ranks stay a mix."""
+    text = _old_host_job("host0", 1115, transport) + _old_host_job("host1", 2087, transport)
+    assert _judge(tmp_path, "all_reduce.txt", text).verdict.value == verdict
