@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
-from ..nccl.failures import Entry, classify
+from ..nccl.failures import Entry, classify, classify_in_area
 from ..rules.facts import failures_of_run
 
 MAX_QUOTE = 240
@@ -257,8 +257,8 @@ def _environment(run: Run) -> list[Finding]:
     groups: dict[str, _Group] = {}
     for e in run.events:
         if e.kind.startswith("nccl_net_"):
-            entry = classify(e.evidence.text)
-            if entry is not None and entry.area == "environment":
+            entry = classify_in_area(e.evidence.text, "environment")  # the few environment entries searched first
+            if entry is not None:
                 _add(groups, entry.id, entry, e, ())
     return [_finding(g, False, {}) for g in groups.values()]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import fields
 
 from ..nccl.ops import NCCL_OPS
 from .coll.grammar import MESSAGE_23_RE
@@ -473,6 +474,23 @@ def _norm_via(via: str) -> str:
             second = "direct"
         return f"{head}/{second}"
     return head
+
+
+def join_adds(first: str, joined: str) -> bool:
+    """Whether joining a hard-wrapped line's pieces reads more NCCL than its first piece alone: the join parses,
+    and the first piece gives no record (the wrap cut its message) or a record with other fields (a connection
+    whose ``/GDRDMA`` was cut to ``/GDR``). A complete line followed by another process's or the application's
+    short line ('... - Init COMPLETE' then 'Epoch 0 step 0 loss 2.5') reads the same either way: no join."""
+    rec = parse_nccl_line(joined) if "NCCL " in joined or " WARN " in joined or "] INFO " in joined else None
+    if rec is None:
+        return False
+    alone = parse_nccl_line(first)
+    return alone is None or type(alone) is not type(rec) or _fields(alone) != _fields(rec)
+
+
+def _fields(rec: NcclRec) -> tuple[object, ...]:
+    """A record's values but its text (the line as read)."""
+    return tuple(getattr(rec, f.name) for f in fields(rec) if f.name != "text")
 
 
 def parse_nccl_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[NcclRec]:

@@ -295,3 +295,14 @@ def test_p2p_level_loc_is_a_note_with_its_line(tmp_path):
     (f,) = fs
     assert f.data["entry"] == "env-p2p-level-off" and f.data["settings"] == ["NCCL_P2P_LEVEL"]
     assert f.evidence and f.evidence[0].text.endswith("NCCL_P2P_LEVEL set by environment to LOC")
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
+def test_classify_in_area_gives_classify_s_answer_only_for_its_area(entry):
+    """classify_in_area (the environment detector's fast path) is classify restricted to one area: on every
+    example of the knowledge base it answers classify's entry when that entry is of the area asked, else None."""
+    for ex in entry.examples:
+        full = F.classify(ex.text)
+        for area in ("environment", entry.area):
+            got = F.classify_in_area(ex.text, area)
+            assert got is (full if full is not None and full.area == area else None), (ex.text, area)

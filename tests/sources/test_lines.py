@@ -197,3 +197,16 @@ def test_trace_call_lines_are_ncclS_own_lines_not_the_application_s():
     assert nccl_only("wk3:190211:190211 [0] NCCL CALL ncclCommInitRank(0x55d8c2a0e4c0, 4, 0x5b3c81e0a77d21f4, 0, 0)")
     assert not nccl_only("step 20: NCCL CALLS are fast")  # the words, not NCCL's head form
     assert not nccl_only("[rank0]: RuntimeError: NCCL error in: x.cpp:1, unhandled system error, NCCL version 2.19.3")
+
+
+def test_a_join_is_kept_only_when_it_reads_more_nccl_than_the_first_piece():
+    """nccl_log.join_adds, for ingest's wrap join: a complete 81-column Init COMPLETE line followed by the
+    application's 'Epoch 0 step 0 loss 2.5' reads the same joined (no join: the app line stays a line); a line cut
+    inside its message, or a connection cut at '/GDR', reads more when joined."""
+    from ncclscope.sources.nccl_log import join_adds
+    init = "h:2:2 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 - Init COMPLETE"
+    assert not join_adds(init, init + "Epoch 0 step 0 loss 2.5")
+    assert join_adds(NCCL[:80], NCCL)
+    conn = "gpu-a07:41022:41022 [3] NCCL INFO Channel 00/0 : 3[3d000] -> 11[3d000] [send] via NET/IB/0/GDRDMA"
+    assert join_adds(conn[:90], conn)
+    assert not join_adds("step 1 of 2", "step 1 of 2 done")
