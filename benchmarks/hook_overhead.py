@@ -262,14 +262,23 @@ def _free_port() -> int:
 
 
 def other_hook_site(run_dir: Path, src: Path) -> Path:
-    """A hook site made from another copy of ``analyzer/hook`` (an older version, to compare)."""
+    """A hook site made from another copy of ``analyzer/hook`` (an older version, to compare):
+    a folder, or ``git:REV`` for the hook as this repository had it at REV."""
     from ncclscope.launch import HOOK_FILES, HOOK_PACKAGE, HOOK_SITE
 
     site = run_dir / HOOK_SITE
     (site / HOOK_PACKAGE).mkdir(parents=True)
-    shutil.copyfile(src / "sitecustomize.py", site / "sitecustomize.py")
-    for name in HOOK_FILES:
-        shutil.copyfile(src / name, site / HOOK_PACKAGE / name)
+    for name in ("sitecustomize.py", *HOOK_FILES):
+        dest = site / name if name == "sitecustomize.py" else site / HOOK_PACKAGE / name
+        rev = str(src)[4:] if str(src).startswith("git:") else None
+        if rev is None:
+            shutil.copyfile(src / name, dest)
+            continue
+        got = subprocess.run(["git", "show", f"{rev}:analyzer/hook/{name}"], cwd=ROOT, capture_output=True,
+                             check=False)
+        if got.returncode != 0:
+            raise SystemExit(f"--other-hook {src}: {got.stderr.decode(errors='replace').strip()}")
+        dest.write_bytes(got.stdout)
     return site
 
 
@@ -419,9 +428,10 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"micro/tp: comma-separated, 'bare' always included; of {', '.join(VARIANTS)}")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--other-hook", type=Path, default=None,
-                   help="micro/tp: also time a hook copied from this folder (e.g. an older analyzer/hook), as 'other'")
+                   help="micro/tp: also time a hook copied from this folder (e.g. an older analyzer/hook), or "
+                        "git:REV (analyzer/hook at that revision), as 'other'")
     p.add_argument("--hook", type=Path, default=None,
-                   help="micro/tp: the hook variants (traced, hook-*) use a hook copied from this folder, not analyzer/hook")
+                   help="micro/tp: the hook variants (traced, hook-*) use a hook copied from this folder (or git:REV), not analyzer/hook")
     p.add_argument("--calls", type=int, default=3000, help="micro: all_reduces per block")
     p.add_argument("--blocks", type=int, default=5, help="micro: timed blocks per process (after one warm-up block)")
     p.add_argument("--layers", type=int, default=None, help="tp: layers (32); ddp: MLP depth (gloo 4, nccl 8)")
