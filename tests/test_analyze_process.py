@@ -136,3 +136,16 @@ def test_no_fork_below_the_row_threshold_or_beside_another_thread(desync_run, mo
     finally:
         stop.set()
         t.join()
+
+
+def test_the_analyze_process_shares_its_detectors_with_one_forked_child():
+    """The program itself (not a library caller) takes the shared path: with the row threshold at 0, a
+    sample too small for the parse pool forks once, for the table detectors, and prints the same report."""
+    code = ("import os, sys; import ncclscope.analysis as a; a.PARALLEL_MIN_ROWS = 0; real = os.fork\n"
+            "def fork():\n    os.write(2, b'FORK\\n'); return real()\n"
+            "os.fork = fork; from ncclscope.cli import main\n"
+            f"sys.argv = ['ncclscope', 'analyze', '--no-cache', '--json', {str(SAMPLES / 'gpu_desync')!r}]; sys.exit(main())\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.count("FORK") == 1
+    assert p.stdout == json_text(analyze_paths([SAMPLES / "gpu_desync"], cache=False)) + "\n"
