@@ -201,6 +201,7 @@ class _State:
     tagged: set[int] = field(default_factory=set)  # ranks a launcher's tag has named (RankTagged given)
     terminate: dict[int | None, str] = field(default_factory=dict)  # "terminate called after throwing 'T'", by rank
     last_error: DistError | None = None  # the last C++ abort read (what():), for the harness line that names it
+    claims: dict[int, int] = field(default_factory=dict)  # Lightning's GLOBAL_RANK claims given per rank
 
 
 def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
@@ -483,9 +484,26 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
         if w:
             size = int(w.group("g") or w.group("d") or w.group("l") or w.group("w") or w.group("b"))
             r = int(w.group("lr")) if w.group("lr") else rank
-            if 0 < size <= 1 << 20 and (r, size) not in st.worlds:
+            claim = w.group("lr") is not None  # Lightning's 'initializing ddp: GLOBAL_RANK: r': one process's claim
+            if 0 < size <= 1 << 20 and ((r, size) not in st.worlds or claim and _claim_again(st, r)):
                 st.worlds.add((r, size))
                 yield WorldSize(head[0], head[1], head[2], r, head[4], head[5], head[6], size)
+
+
+MAX_CLAIMS = 4  # claims of one global rank given (two processes claiming it is the fault; more tell nothing new)
+
+
+def _claim_again(st: _State, rank: int | None) -> bool:
+    """A second (third ...) process announcing the same global rank ('initializing ddp: GLOBAL_RANK: 1' twice: srun
+    started each task's processes with the same ranks) is given again, up to MAX_CLAIMS, so that the duplicate is
+    seen; a rank's repeated world lines otherwise give one record."""
+    if rank is None or len(st.claims) >= MAX_TAGGED:
+        return False
+    n = st.claims.get(rank, 1)
+    if n >= MAX_CLAIMS:
+        return False
+    st.claims[rank] = n + 1
+    return True
 
 
 def _deepspeed_world(st: _State, head: Head, body: str) -> Iterator[Rec]:

@@ -233,3 +233,14 @@ def test_torch_non_blocking_mode_line_is_a_torch_line_the_knowledge_base_reads()
     assert isinstance(w, R.TorchWarning) and w.rank == 2
     assert parse("[rank2]:[I519 11:02:45.2 ProcessGroupNCCL.cpp:1003] [PG ID 0 PG GUID 0(default_pg) Rank 2] "
                  "Using non-blocking mode: 0\n")[0].__class__.__name__ == "RankTagged"
+
+
+def test_a_global_rank_claimed_by_two_processes_is_given_twice():
+    """Lightning's 'initializing ddp: GLOBAL_RANK: g, MEMBER: m/N' (PyTorch Lightning#4389 shape: srun started each
+    task with the same ranks): every claim is a WorldSize record of that rank, up to MAX_CLAIMS; a world line a rank
+    repeats without claiming ('world_size=8' in every step's print) is still given once."""
+    recs = parse("initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8\n" * 2 + "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8\n"
+                 + "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8\n" * 5
+                 + "[rank3]: step 1 world_size=8\n" * 3)
+    worlds = [(r.rank, r.world_size) for r in recs if isinstance(r, R.WorldSize)]
+    assert worlds.count((1, 8)) == torch_log.MAX_CLAIMS and worlds.count((0, 8)) == 1 and worlds.count((3, 8)) == 1
