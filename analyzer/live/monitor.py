@@ -26,6 +26,7 @@ from typing import Any
 
 from .. import rules, safe_io
 from ..detectors.launch import is_start_error
+from ..ingest import wrapped_join_known
 from ..input_names import SKIP_DIRS, SKIP_NAMES
 from ..rules import desync as desync_rule
 from ..rules.cause import Failure
@@ -35,16 +36,23 @@ from ..rules.nodes import Heard, SilentNode, silent_nodes
 from ..rules.states import fmt_ranks
 from ..sources import records as R
 from ..sources.hook_jsonl import parse_jsonl
-from ..ingest import wrapped_join_known
-from ..sources.lines import (MAX_WRAP_PIECES, WRAP_MAX, WRAP_MIN, maybe_nccl, nccl_only, rejoin_wrapped,
-                             starts_a_line, strip_tool_prefixes)
+from ..sources.lines import (
+    MAX_WRAP_PIECES,
+    WRAP_MAX,
+    WRAP_MIN,
+    maybe_nccl,
+    nccl_only,
+    rejoin_wrapped,
+    starts_a_line,
+    strip_tool_prefixes,
+)
 from ..sources.nccl_log import parse_nccl_line
 from ..sources.torch_log import parse_torch_lines
 from ..text_fit import shorten
 from ..verdict import of_alerts
 from . import stall
-from .nccl_counts import Behind, NcclCounts
 from .alerts import CommandSink, ConsoleSink, FileSink, Sinks, WebhookSink, make_alert
+from .nccl_counts import Behind, NcclCounts
 from .next_step import StuckFacts, kill_notice, stuck_facts, watchdog
 from .tailer import Tailer
 from .watcher import DirWatcher

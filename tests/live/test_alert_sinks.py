@@ -11,7 +11,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
 from ncclscope.live.alerts import CommandSink, ConsoleSink, FileSink, WebhookSink, make_alert
 
 CONTRACT_KEYS = ["ts", "time", "kind", "verdict", "culprit_ranks", "stuck", "message", "where"]

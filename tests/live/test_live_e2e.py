@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from ncclscope.launch import merge_env, prepare_hook_site, tracing_env
 from ncclscope.live.monitor import LiveConfig, LiveMonitor
 

@@ -8,11 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import SAMPLES
-from ncclscope.live.monitor import LiveConfig, LiveMonitor
-
 from judgements import assert_same_judgement, judgements
+from ncclscope.live.monitor import LiveConfig, LiveMonitor
 
 # own fixture, in the shapes srun --label (task number, padded) and mpirun --tag-output print
 HEAD = [

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from ncclscope.cli import main
 from ncclscope.live.monitor import LiveConfig, LiveMonitor, classify
 

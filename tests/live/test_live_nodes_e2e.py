@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from ncclscope.launch import merge_env, prepare_hook_site, tracing_env
 from ncclscope.live.monitor import LiveConfig, LiveMonitor
 

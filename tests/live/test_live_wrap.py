@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from judgements import assert_same_judgement, judgements
 from ncclscope.live.monitor import WRAP_HOLD_S, LiveConfig, LiveMonitor, open_wrap
 
