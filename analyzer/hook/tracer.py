@@ -2,11 +2,12 @@
 ``$NCCLSCOPE_RUN_DIR/ncclscope-rank<R>.jsonl`` (record types in ``records.py``).
 
 Rules it keeps, because it runs inside someone's training:
-- a collective pays one Python function, the wrapper, and no other: in it, a few attribute reads
-  and three dict lookups (the group's slot, whether the calling code is the user's, the line's
-  format), the group's sequence number, the tensor's numel / dtype / device, ``time.time()`` and
+- a collective pays one Python function, the wrapper, and no other: in it, a few attribute reads,
+  one dict lookup by the calling code and instruction of what the last call from there used
+  (group, dtype, device, async: checked by identity, else ``site_entry`` finds the group's slot
+  and the line's format), the group's sequence number, the tensor's numel, ``time.time()`` and
   one tuple appended to a bounded deque (plus, for a blocking CPU call, its ``done`` tuple after
-  the call). No dict is built or updated, no JSON, no path or source work, no stack walk beyond
+  the call): 12 C-level calls. No dict is built or updated, no JSON, no path or source work, no stack walk beyond
   the caller's frame, no lock, no file write. The first call of a call site, a list of tensors,
   point-to-point and a caller inside torch take the general path (``before`` / ``after``). The
   writer thread turns each tuple into its line with one ``%`` of a format made once per call site
@@ -198,6 +199,7 @@ class Tracer:
         # (pg, op, dtype, code, line, p2p) -> (the coll line's %-format, bytes per element)
         self.formats: dict[tuple[Any, ...], tuple[str, int]] = {}
         self.done_formats: dict[tuple[str, str], str] = {}
+        self.sites: dict[int, tuple[Any, ...]] = {}  # id(code) + instruction offset -> ``site_entry``
         self.dropped = 0
         self.errors: dict[str, int] = collections.Counter()
         self.done: dict[str, int] = {}  # completions seen by the poller (asynchronous works)
@@ -372,6 +374,28 @@ class Tracer:
         else:
             q.append((fmt[0], t, seq, numel, numel * fmt[1] if nbytes < 0 else nbytes))
         return None if awaits else (pgname, seq, t, cpu)
+
+    def site_entry(self, op: str, pg: Any, tensor: Any, code: Any, lasti: int, async_op: bool) -> tuple[Any, ...] | None:
+        """What the wrapper remembers of a call site, (code, lasti, group, dtype, cpu, async_op,
+        slot, coll format, bytes per element), once its group's slot and its line format exist
+        (after the first call, which ``before`` makes); None where ``before`` must run: a caller
+        inside torch, a list of tensors, chaos, or a full cache."""
+        if not self.fast or type(tensor) is not _TENSOR[0]:
+            return None
+        slot = self.groups.get(id(pg))
+        if slot is None or slot.pg is not pg:
+            return None
+        hit = R._LIB_CODE.get(id(code))
+        if hit is None or hit[0] is not code or hit[1]:
+            return None
+        dtype, cpu = tensor.dtype, tensor.is_cpu
+        fmt = self.formats.get((slot, op, dtype, id(code), lasti, False, True, not (cpu or async_op)))
+        if fmt is None:
+            return None
+        entry = (code, lasti, pg, dtype, cpu, async_op, slot, fmt[0], fmt[1])
+        if len(self.sites) < FORMATS_MAX:
+            self.sites[id(code) + lasti] = entry
+        return entry
 
     def _coll_format(self, key: tuple[Any, ...], tensor: Any) -> tuple[str, int]:
         """The %-format of a call site's ``coll`` lines, and the element size of its dtype."""
@@ -894,7 +918,6 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
     i_in, i_group, i_async = pos(in_param), pos("group"), pos("async_op")
     always_async = fn.__name__ in ("isend", "irecv")
     p2p_op = p2p or op in ("send", "recv")
-    lib_code = R._LIB_CODE
 
     def slow(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Before the tracer exists (it may start here), and inside another wrapped call."""
@@ -924,20 +947,21 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
                 tensor = args[i_in] if i_in < n else None
                 group = args[i_group] if i_group < n else None
                 async_op = always_async or (i_async < n and bool(args[i_async]))
-            # the common case in a few attribute reads, one dict lookup for the group, one for the
-            # caller's code and one for the line format; anything else goes through ``before``
+            # the common case: one dict lookup, by the calling code and instruction, of what the
+            # last call from there used (group, dtype, device, async), checked by identity; a
+            # miss asks ``site_entry`` (group slot, caller's code, line format), then ``before``
             world: Any = tr._world  # not None where ``fast``
             pg = group if group is not None else world._default_pg if tr.fast else None
-            slot = tr.groups.get(id(pg))
             frame = sys._getframe(1)
             code = frame.f_code
-            cid = id(code)
-            hit = lib_code.get(cid)
-            if (tr.fast and slot is not None and slot.pg is pg and type(tensor) is _TENSOR[0] and not p2p_op
-                    and hit is not None and hit[0] is code and not hit[1]):
-                cpu = tensor.is_cpu
-                fmt = tr.formats.get((slot, op, tensor.dtype, cid, frame.f_lasti, False, True, not (cpu or async_op)))
-                if fmt is not None:
+            lasti = frame.f_lasti
+            e = tr.sites.get(id(code) + lasti)
+            if not p2p_op:
+                if not (e is not None and e[0] is code and e[1] == lasti and e[2] is pg and type(tensor) is _TENSOR[0]
+                        and e[3] is tensor.dtype and e[4] is tensor.is_cpu and e[5] is async_op):
+                    e = tr.site_entry(op, pg, tensor, code, lasti, async_op)
+                if e is not None:
+                    slot = e[6]
                     seq = slot.seqfn() + 1
                     slot.enq = seq
                     numel = tensor.numel()
@@ -945,8 +969,9 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
                     q = tr.queue
                     if len(q) == q.maxlen:
                         tr.dropped += 1  # the deque drops its oldest record to take this one
-                    q.append((fmt[0], t, seq, numel, numel * fmt[1]))
+                    q.append((e[7], t, seq, numel, numel * e[8]))
                     recorded = True
+                    cpu = e[4]
                     if cpu or async_op:
                         fast, token = slot, (slot, seq, t, cpu)
             del frame
