@@ -103,7 +103,8 @@ def detect(run: Run) -> list[Finding]:
             findings.append(Finding(
                 kind=FindingKind.HANG, severity=Severity.CRITICAL,
                 message=f"{_all_joined(run, waiting)} joined {op or 'collective'} #{stuck_seq} of process group {pg}"
-                f"{_pg_desc(pg)} but it never completed", hint=HINT_ALL_JOINED.format(seq=stuck_seq), evidence=tuple(_dedupe(evidence)),
+                f"{_pg_desc(pg)} but it never completed", hint=_all_joined_hint(stuck_seq, [r for r in enq if r not in by_rank]),
+                evidence=tuple(_dedupe(evidence)),
                 stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.HANG,
                 data={"class": "never_completed", "waiting": waiting, "where": where}))
         break  # the first stuck process group is the story; others usually wait on it
@@ -394,6 +395,16 @@ def _setup_hang(run: Run, ends: list) -> list[Finding]:
         "on the same GPUs tell which.",
         evidence=tuple(e.evidence for e in ends[:3]), verdict=Verdict.HANG,
         data={"class": "init", "certainty": {"level": st.level, "why": st.why}})]
+
+
+def _all_joined_hint(seq: int, unseen: list[int]) -> str:
+    """Every rank seen is in #seq; ranks of the world with no input may not be."""
+    if not unseen:
+        return HINT_ALL_JOINED.format(seq=seq)
+    return (f"Rank{'s' if len(unseen) > 1 else ''} {fmt_ranks(unseen)} {'are' if len(unseen) > 1 else 'is'} not in the "
+            f"input: {'their' if len(unseen) > 1 else 'its'} logs (stderr, NCCL_DEBUG output, a Flight Recorder dump) say "
+            f"whether {'they' if len(unseen) > 1 else 'it'} reached #{seq}; one that did not is the one to look at. If "
+            "every rank is in it: " + HINT_ALL_JOINED.format(seq=seq).split(": ", 1)[1])
 
 
 def _pg_desc(pg: str) -> str:

@@ -23,7 +23,8 @@ def stuck_collective(enqueued: Mapping[int, int | None], completed: Mapping[int,
     seen has None), its last sequence number. None when everything issued completed everywhere.
     N is the first collective not completed on every member seen (the ranks seen completing it prove
     that the unseen were not in it); members never seen are the culprits only when no member seen is
-    behind (what we cannot see is a suspect, not a witness against what we can)."""
+    behind (what we cannot see is a suspect, not a witness against what we can), and only while they are no more
+    than the members seen: one rank's log of a world of four names none of the three it cannot see."""
     issued = [v for v in enqueued.values() if v is not None]
     if not issued:
         return None
@@ -33,7 +34,9 @@ def stuck_collective(enqueued: Mapping[int, int | None], completed: Mapping[int,
         return None
     never = tuple(sorted(r for r, e in enqueued.items() if e is not None and e < n))
     if not never:
-        never = tuple(sorted(r for r, e in enqueued.items() if e is None))
+        unseen = tuple(sorted(r for r, e in enqueued.items() if e is None))
+        seen = len(enqueued) - len(unseen)
+        never = unseen if len(unseen) <= seen else ()  # most of the world unseen: its few seen say nothing of whom
     waiting = tuple(sorted(r for r, e in enqueued.items() if r not in never and e is not None and done[r] < n))
     return Stuck(n, never, waiting)
 

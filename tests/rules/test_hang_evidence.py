@@ -371,3 +371,12 @@ def test_separate_jobs_without_nnodes_from_the_rings(tmp_path, transport, verdic
     communicator across hosts, so the doubly claimed ranks stay a mix."""
     text = _old_host_job("host0", 1115, transport) + _old_host_job("host1", 2087, transport)
     assert _judge(tmp_path, "all_reduce.txt", text).verdict.value == verdict
+
+
+def test_stuck_collective_names_unseen_ranks_only_while_they_are_few():
+    from ncclscope.rules.hang import stuck_collective
+
+    st = stuck_collective({0: None, 1: 5, 2: 5, 3: 5}, {1: 4, 2: 4, 3: 4})
+    assert st is not None and st.never == (0,)  # one unseen of four: the suspect is named
+    st = stuck_collective({0: None, 1: None, 2: None, 3: 5}, {3: 4})
+    assert st is not None and st.never == () and st.waiting == (3,)  # three unseen of four: nobody
