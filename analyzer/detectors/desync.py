@@ -55,9 +55,9 @@ def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
     d = not_p2p(d)
     if not len(d):
         return None
-    op = d["op"].astype("category")
+    op = _categorical(d["op"])
     op_code = op.cat.codes.to_numpy()
-    dt_code = d["dtype"].astype("category").cat.codes.to_numpy()
+    dt_code = _categorical(d["dtype"]).cat.codes.to_numpy()
     count = d["count"]
     # sig = (count + 1) * 65536 + (dtype code + 1) * 256 + op code, built in place: one 8-byte array
     if pd.api.types.is_integer_dtype(count.dtype):
@@ -88,6 +88,12 @@ def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
         ~rows["op"].astype(str).eq("coalesced"), rows["op"].astype(str))
     first = rows.iloc[0]
     return str(first["pg"]), int(first["seq"]), rows
+
+
+def _categorical(col: pd.Series) -> pd.Series:
+    """The column as a categorical, without a conversion pass when it already is one (the table's op and
+    dtype columns are)."""
+    return col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
 
 
 def _calls_used(df: pd.DataFrame, pg: str, seq: int, sides: list[rules.Side]) -> dict[Any, frozenset[int]]:
