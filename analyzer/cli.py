@@ -77,8 +77,7 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
             bar.update(task, completed=i, total=n)
     try:
         result = analyze_paths(list(paths), progress=progress, cache=not no_cache, defer_store=True,
-                               note=lambda text: err().print(f"ncclscope: {markup(text)}", highlight=False),
-                               share=_WHOLE_PROCESS)
+                               note=lambda text: err().print(f"ncclscope: {markup(text)}", highlight=False))
     finally:
         if progress is not None:
             bar.stop()
