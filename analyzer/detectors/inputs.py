@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..model import Communicator, Finding, FindingKind, Run, Severity, Verdict
+from ..sources.nccl_tests import device_host
 
 MAX_LISTED = 16
 
@@ -97,6 +98,40 @@ def _separate_jobs(run: Run, dup: dict[int, list[str]]) -> Finding | None:
         data={"communicators": [c.id for c in roots[:16]], "hosts": sorted(claim_hosts)[:64], "ranks_per_job": n})
 
 
+MPI_HINT = ("nccl-tests must be built with MPI=1 (make clean first: an older build without MPI is not rebuilt) to run "
+            "as one job under mpirun or srun; without it each process is a test of its own over its local GPUs.")
+
+
+def _standalone_tests(run: Run) -> Finding | None:
+    """nccl-tests built without MPI under mpirun / srun, read from its table alone: in ONE output, the device lines
+    (``#  Rank N ... on HOST device D``) of two or more hosts each number their ranks from 0 (the same count on every
+    host), all before the first row of the table, and no communicator reaches past one node."""
+    if len({f for f, _ in run.files}) != 1 or not run.nccl_tests:
+        return None
+    by_host: dict[str, set[int]] = defaultdict(set)
+    last_device_line = 0
+    for e in run.events:
+        if e.kind == "RankTagged" and e.rank is not None and (host := device_host(e.text)) is not None:
+            by_host[host].add(e.rank)
+            last_device_line = max(last_device_line, e.evidence.line)
+    if len(by_host) < 2 or len({len(v) for v in by_host.values()}) != 1:
+        return None
+    n = len(next(iter(by_host.values())))
+    if any(v != set(range(n)) for v in by_host.values()):
+        return None
+    if last_device_line > min(int(r["line"]) for r in run.nccl_tests):
+        return None  # a second header after a table: runs one after the other, not one launch
+    if not all(_single_node(c) for c in run.communicators if c.parent is None):
+        return None
+    hosts = sorted(by_host)
+    return Finding(
+        kind=FindingKind.CONFIG, severity=Severity.ERROR, ranks=(), verdict=Verdict.CONFIG_ERROR,
+        message=f"each host ran an nccl-tests of its own: {len(hosts)} headers whose device lines number ranks 0-{n - 1} "
+        f"on their own host ({', '.join(hosts[:4])}), in one launcher's output, instead of one test of {n * len(hosts)} "
+        "ranks across the hosts: nccl-tests built without MPI=1",
+        hint=MPI_HINT, data={"hosts": hosts[:64], "ranks_per_job": n})
+
+
 def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
     world = run.job.world_size
@@ -126,7 +161,7 @@ def detect(run: Run) -> list[Finding]:
     # job-wide ids only: "0x..." is NCCL's commId; "host:pid:ptr" stands in when NCCL printed none
     full_roots = sorted(c.id for c in run.communicators if c.parent is None and world and c.nranks == world
                         and c.id.startswith("0x"))
-    separate = _separate_jobs(run, dup) if dup else None
+    separate = (_separate_jobs(run, dup) or _standalone_tests(run)) if dup else None
     if separate is not None:
         findings.append(separate)
     elif dup:

@@ -29,8 +29,8 @@ from .records import (
 )
 from .torch_log import RankTagged, mpi_exit
 
-ROW_RE = re.compile(
-    r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?:(?P<root>-?\d+)\s+)?"  # no root before 2.x
+ROW_RE = re.compile(  # no root before 2.x; no redop in the oldest tables of the gather/copy tests
+    r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?:(?P<redop>[A-Za-z]\w*)\s+)?(?:(?P<root>-?\d+)\s+)?"
     r"(?P<t1>[\d.]+)\s+(?P<a1>[\d.]+)\s+(?P<b1>[\d.]+)\s+(?P<w1>\S+)"
     r"(?:\s+(?P<t2>[\d.]+)\s+(?P<a2>[\d.]+)\s+(?P<b2>[\d.]+)\s+(?P<w2>\S+))?\s*$"
 )
@@ -46,6 +46,13 @@ DEVICE_GPU_RE = re.compile(r"\sdevice\s+\d{1,4}\s+\[[0-9A-Fa-fx:.]{1,20}\]\s+(?P
 VIA_RE = re.compile(r" via (NET/\S{1,100})")  # the network transport as printed, with its /GDRDMA flag if any
 # "# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21903": the NCCL the benchmark ran with, as a code
 LIBRARY_RE = re.compile(r"^#\s*nccl-tests version \S{1,20}\s+nccl-headers=\d{1,6}\s+nccl-library=(?P<code>\d{4,6})\b")
+# A table pasted through a renderer loses its "#" marks, or comes quoted ("> "): the lines nccl-tests prints
+# behind "#", known by their own words, get it back (rows never start with a word, NCCL lines never with these)
+QUOTE_RE = re.compile(r"^\s*(?:>[ \t]?)+")
+HASHLESS_RE = re.compile(
+    r"^\s*(?:nThread\s+\d|Using devices\b|Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s|Out of bounds values\s*:"
+    r"|Avg bus bandwidth\s*:|size\s+count\s+type\b|\(B\)\s+\(elements\)|out-of-place\s+in-place\b"
+    r"|nccl-tests version\s|Collective test starting:|\w+_perf\b)")
 MAX_GDR_SEEN = 4096  # (process, transport) pairs remembered per file: nothing from the input sizes it
 
 
@@ -55,6 +62,26 @@ def device_gpu(text: str) -> str | None:
         return None
     m = DEVICE_GPU_RE.search(text)
     return m.group("gpu") if m else None
+
+
+def device_host(text: str) -> str | None:
+    """The host a ``#  Rank N ... Pid P on HOST device D`` line names, or None."""
+    d = DEVICE_LINE_RE.match(text)
+    return d.group("host") if d else None
+
+
+def restore_marks(text: str) -> str:
+    """A line as nccl-tests printed it: a quoting ``> `` taken off, a header line that lost its ``#`` (``nThread 1
+    nGpus 8 ...``, ``Rank 0 Pid ... device 0``, ``Out of bounds values : 0 OK``) or has blanks before it given
+    its ``#`` back; any other line unchanged."""
+    if text[:1] in ("#", "") or text[:1].isdigit():
+        return text
+    if ">" in text[:8]:
+        text = QUOTE_RE.sub("", text, count=1)
+    body = text.lstrip()
+    if body.startswith("#"):
+        return body
+    return "# " + body if HASHLESS_RE.match(body) else text
 
 
 def library_version(code: int) -> str | None:
@@ -91,7 +118,8 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
     nranks: int | None = None
     said_world = False
     gdr_seen: set[tuple[str, int, str]] = set()
-    for lineno, text in lines:
+    for lineno, raw in lines:
+        text = restore_marks(raw)
         if "NCCL " in text or "] INFO " in text or " WARN " in text:
             rec = parse_nccl_line(text, file, lineno)
             if rec is not None:
@@ -146,7 +174,7 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                 float(m.group("t2")), float(m.group("a2")), float(m.group("b2"))
         except ValueError:
             continue
-        base = (int(m.group("size")), int(m.group("count")), m.group("type"), m.group("redop"),
+        base = (int(m.group("size")), int(m.group("count")), m.group("type"), m.group("redop") or "",
                 int(m.group("root") or -1))
         yield NcclTestsRow(file, lineno, text, test, nranks, *base, float(m.group("t1")), float(m.group("a1")),
                            float(m.group("b1")), False)
