@@ -17,7 +17,7 @@ from .. import rules
 from ..metrics.progress import _from_table, pg_status_by_rank
 from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Severity, Stuck, Verdict
 from ..nccl.failures import classify
-from ..rules.desync import call_of, detail_verdict, last_call_culprits, mismatch_collective
+from ..rules.desync import TimedOut, call_of, detail_verdict, last_call_culprits, mismatch_collective, watchdog_mismatch
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run
 from .common import dense_groups, entries_at, group_key, not_p2p, rows_where
@@ -162,11 +162,43 @@ def detect(run: Run) -> list[Finding]:
     if not findings:
         findings += _backend_report(run)
     if not findings:
+        findings += _watchdog_calls(run)
+    if not findings:
         findings += _nccl_check(run)
     if not findings:
         findings += _socket_size_mismatch(run)
     findings += _detail_reports(run)
     return findings
+
+
+def _watchdog_calls(run: Run) -> list[Finding]:
+    """PyTorch's watchdog timeouts of different ranks naming different calls at one sequence number
+    (``WorkNCCL(SeqNum=5, OpType=BROADCAST ...`` on one rank, ``SeqNum=5, OpType=ALLREDUCE`` on another;
+    ``rules.desync.watchdog_mismatch``): the ranks called different collectives there, a desync, not a hang;
+    the culprits by the majority rule (two sides of one rank each: nobody)."""
+    events = [e for e in run.events if e.kind == "watchdog_timeout" and e.rank is not None
+              and isinstance(e.data.get("seq"), int) and e.data.get("op")]
+    hit = watchdog_mismatch(TimedOut(int(e.rank), str(e.data.get("pg") or "0"), int(e.data["seq"]), str(e.data["op"]),
+                                     e.data["numel"] if isinstance(e.data.get("numel"), int) else None)
+                            for e in events if e.rank is not None)
+    if hit is None:
+        return []
+    pg, seq, rsides = hit
+    culprits, how = rules.odd_ranks(list(rsides), {})
+    sides = [{"ranks": list(s.ranks), "op": s.sig[0], "count": s.sig[1], "dtype": None, "where": None}  # type: ignore[index]
+             for s in rsides]
+    kinds = ["op"] if len({s["op"] for s in sides}) > 1 else ["size"]
+    desc = " vs ".join(f"rank{'s' if len(s['ranks']) > 1 else ''} {','.join(map(str, s['ranks']))}: {s['op']}"
+                       + (f"({s['count']})" if kinds == ["size"] else "") for s in sides)
+    mine = [e for e in events if e.data.get("seq") == seq and str(e.data.get("pg") or "0") == pg]
+    return [Finding(
+        kind=FindingKind.DESYNC, severity=Severity.CRITICAL,
+        message=f"the watchdog timeouts name different calls at collective #{seq} of process group {pg} "
+        f"({kinds[0]}): {desc}: the ranks called different collectives there, each waiting for a call the "
+        f"others never made", ranks=culprits, hint=HINT, evidence=tuple(e.evidence for e in mine[:6]),
+        stuck=Stuck(pg, seq, sides[0]["op"]), verdict=Verdict.DESYNC,
+        data={"sides": sides, "mismatch": kinds, "odd_ranks": list(culprits), "culprit_by": how,
+              "t": min((e.ts for e in mine if e.ts is not None), default=None)})]
 
 
 def _nccl_check(run: Run) -> list[Finding]:

@@ -147,3 +147,46 @@ def detail_verdict(reports: Iterable[tuple[Sequence[int], Sequence[str]]]) -> De
     big = max(by.items(), key=lambda kv: len(kv[1]))
     at = big[0] if how == "majority" else first
     return DetailVerdict(culprits, how, tuple(sorted(sides, key=lambda s: -len(s.ranks))), at.seq, at.op)
+
+
+# ops whose element count is the same on every rank of a well-formed call (all-to-all, gather and scatter
+# may differ by rank); point-to-point ops pair a send with a recv at one number and coalesced groups are
+# spelled differently by release, neither compared (names as ``nccl.ops.canonical_op`` spells them)
+SAME_COUNT_OPS = frozenset({"allreduce", "broadcast", "reduce", "allgather", "reducescatter"})
+P2P_OPS = frozenset({"send", "recv", "sendrecv"})
+
+
+@dataclass(frozen=True, slots=True)
+class TimedOut:
+    """One rank's watchdog timeout: ``WorkNCCL(SeqNum=seq, OpType=op, NumelIn=numel, ...)`` of group ``pg``."""
+
+    rank: int
+    pg: str
+    seq: int
+    op: str
+    numel: int | None = None
+
+
+def watchdog_mismatch(timeouts: Iterable[TimedOut]) -> tuple[str, int, tuple[Side, ...]] | None:
+    """(pg, seq, sides) of the earliest collective at which the ranks' watchdog timeouts name different
+    calls: another op, or, for an op whose count is the same on every rank, another NumelIn. The ranks
+    called different collectives at that number (a desync), each waiting for peers that never made its call.
+    A rank's first timeout of a (pg, seq) stands; point-to-point ops are never compared. None when every
+    timeout agrees."""
+    calls: dict[tuple[str, int], dict[int, tuple[str, int | None]]] = {}
+    for t in timeouts:
+        calls.setdefault((t.pg, t.seq), {}).setdefault(t.rank, (t.op, t.numel))
+    for (pg, seq), of in sorted(calls.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        if len(of) < 2 or any(op in P2P_OPS or "coalesced" in op for op, _ in of.values()):
+            continue
+        ops = {op for op, _ in of.values()}
+        sized = len(ops) == 1 and ops <= SAME_COUNT_OPS and None not in {n for _, n in of.values()}
+        by: dict[tuple[str, int | None], list[int]] = {}
+        for r in sorted(of):
+            op, n = of[r]
+            by.setdefault((op, n if sized else None), []).append(r)
+        if len(by) > 1:
+            sides = sorted((Side(tuple(rs), (op, "?" if n is None else str(n), None)) for (op, n), rs in by.items()),
+                           key=lambda s: (-len(s.ranks), s.ranks))
+            return pg, seq, tuple(sides)
+    return None
