@@ -17,7 +17,14 @@ from .. import rules
 from ..metrics.progress import _from_table, pg_status_by_rank
 from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Severity, Stuck, Verdict
 from ..nccl.failures import classify
-from ..rules.desync import TimedOut, call_of, detail_verdict, last_call_culprits, mismatch_collective, watchdog_mismatch
+from ..rules.desync import (
+    TimedOut,
+    call_of,
+    detail_verdict,
+    last_call_culprits,
+    mismatch_collective,
+    watchdog_mismatch,
+)
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run
 from .common import dense_groups, entries_at, group_key, not_p2p, rows_where
