@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
 from ..ingest import Parsed
 from ..model import Connection, Setting
 from ..sources import records as R
-from ..sources.lines import prefix_rank
 from ..sources.coll import NcclCollBatch
+from ..sources.lines import prefix_rank
 from .communicators import CommLocal
 from .values import ProcKey, ev
-
 
 
 @dataclass
@@ -112,7 +112,7 @@ def _branch(cls: type) -> int:
     return _OTHER
 
 
-def _nccl(rec: R.NcclRec, g: Gathered) -> None:  # noqa: C901 - one dispatch over the NCCL record types
+def _nccl(rec: R.NcclRec, g: Gathered) -> None:
     key = (rec.host, rec.pid)
     if rec.pid and key not in g.proc_first_seen:
         _first_seen(rec, key, g)
@@ -126,28 +126,33 @@ def _nccl(rec: R.NcclRec, g: Gathered) -> None:  # noqa: C901 - one dispatch ove
         else:
             _topology(rec, cl)
     elif b == _COLL_BATCH:
-        g.coll_lines.append(rec)
-        _batch_current(rec, g)
+        batch = cast(NcclCollBatch, rec)
+        g.coll_lines.append(batch)
+        _batch_current(batch, g)
     elif b == _COLL:
-        g.coll_lines.append(rec)
-        cl = g.comms.get((key, rec.comm))
+        coll = cast(R.NcclColl, rec)
+        g.coll_lines.append(coll)
+        cl = g.comms.get((key, coll.comm))
         if cl is not None:
             g.current[key] = cl
     elif b == _INIT:
-        _init(rec, key, g)
+        _init(cast(R.NcclInit, rec), key, g)
     elif b == _COMM_INFO:
-        _local(g, key, rec.comm, rec.rank, rec.nranks, rec.line).nnodes = rec.nnodes
+        info = cast(R.NcclCommInfo, rec)
+        _local(g, key, info.comm, info.rank, info.nranks, info.line).nnodes = info.nnodes
     elif b == _VERSION:
-        if rec.pid:
-            g.nccl_versions[key] = rec.version
+        ver = cast(R.NcclVersion, rec)
+        if ver.pid:
+            g.nccl_versions[key] = ver.version
         else:
-            g.nccl_versions.setdefault(("", 0), rec.version)
-            g.bare_versions[rec.file].append(rec.version)
-        g.cuda_version = g.cuda_version or rec.cuda
+            g.nccl_versions.setdefault(("", 0), ver.version)
+            g.bare_versions[ver.file].append(ver.version)
+        g.cuda_version = g.cuda_version or ver.cuda
     elif b == _ENV:
+        env = cast(R.NcclEnv, rec)
         # NCCL's own "set by environment" line is the proof that NCCL saw the setting
-        if rec.name not in g.settings or g.settings[rec.name].source != "nccl-log":
-            g.settings[rec.name] = Setting(rec.name, rec.value, "nccl-log", ev(rec))
+        if env.name not in g.settings or g.settings[env.name].source != "nccl-log":
+            g.settings[env.name] = Setting(env.name, env.value, "nccl-log", ev(env))
     elif b == _EVENT:
         g.nccl_events.append((key, rec))
 
