@@ -36,6 +36,8 @@ NET_HINT = ("Check each NIC's link rate and width (ibstat, ib_write_bw between t
 NVLINK_HINT = ("These SXM GPUs are joined by NVLink, yet the sweep stays at PCIe speed: check NCCL_P2P_DISABLE and "
                "NCCL_P2P_LEVEL, that nvidia-fabricmanager runs on NVSwitch systems, `nvidia-smi nvlink -s`, and the "
                "channel lines (SHM means P2P between the GPUs is off).")
+UNKNOWN_NET_HINT = ("The output prints no NCCL line, so the transport between the nodes is not known: rerun with "
+                    "NCCL_DEBUG=INFO and look for 'Using network IB' (or Socket: no RDMA NIC in use). ")
 SETTINGS = ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",
             "NCCL_SHM_DISABLE", "NCCL_IB_HCA", "NCCL_ALGO", "NCCL_MAX_NCHANNELS")
 
@@ -79,11 +81,15 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     sizes = per_size(s.rows)
     test = s.rows[-1].get("test") or "the benchmark"
     links = f"{f.links} {f.path} NIC{'s' if f.links > 1 else ''} a node" if f.path != "NVLink" else "NVLink"
+    if not f.certain:
+        links = f"nodes of {', '.join(facts.gpus[:2])} over {f.path} (no NCCL line names it)"
     gdr = {True: "GDRDMA on", False: "no GDRDMA on the network channels", None: None}[facts.gdr]
     said = ", ".join(x for x in (f"{facts.nnodes} node{'s' if facts.nnodes > 1 else ''}",
                                   ", ".join(facts.gpus[:2]) or None, gdr) if x)
     per = ", ".join(f"{_human(size)} {bw:.2f}" for size, bw in sizes[-4:])
     hint = NVLINK_HINT if f.path == "NVLink" else (GDR_OFF_HINT if facts.gdr is False else NET_HINT)
+    if not f.certain:
+        hint = UNKNOWN_NET_HINT + hint
     set_ = [f"{k}={run.job.settings[k].value}" for k in SETTINGS if k in run.job.settings]
     if set_:
         hint += " Set in this run: " + ", ".join(set_) + "."
@@ -100,7 +106,9 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
         hint=hint, evidence=tuple(ev) + facts.evidence,
         data={"culprits": [], "floor_gbs": f.gbs, "best_busbw": s.best, "path": f.path, "links": f.links,
               "link_gbs": f.link_gbs, "reference": f.reference, "gdr": facts.gdr, "gpus": list(facts.gpus),
-              "nnodes": facts.nnodes, "busbw_by_size": [[size, bw] for size, bw in sizes]})
+              "nnodes": facts.nnodes, "busbw_by_size": [[size, bw] for size, bw in sizes],
+              **({} if f.certain else {"certainty": {"level": "possible", "why": "the table alone: the transport "
+                                                     "between the nodes is not printed, the floor is the GPU class's"}})})
 
 
 def _human(n: float) -> str:

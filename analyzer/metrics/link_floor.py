@@ -8,7 +8,9 @@ no channel line says whether GDRDMA is used, the node count and the GPU of each 
 no transport printed, PCIe GPUs on one host).
 
 Only rows from 32 MiB up, and from 1 MiB a rank up (a ring moves size/n a step), are judged: below that busbw
-is bound by latency. Floors are 40% of a reference link rate, per NIC in use (``FLOOR_SHARE``). NCCL's maintainers count
+is bound by latency; of those, the three largest sizes (a sweep that collapses past some size is slow there). Where
+no transport is printed at all (the table alone), nodes of HGX-class or V100 SXM2 GPUs are held, as ``possible``, to
+one link of the slowest NIC such systems ship with. Floors are 40% of a reference link rate, per NIC in use (``FLOOR_SHARE``). NCCL's maintainers count
 about 24 GB/s busbw per 200 Gb/s NIC and 12 GB/s per 100 Gb/s NIC as the peak (NVIDIA/nccl-tests#119);
 the reference rates are the slowest link each GPU class ships with:
 
@@ -38,6 +40,7 @@ from ..model import Evidence, LogEvent, Run
 from ..sources.nccl_tests import device_gpu
 
 FLOOR_SHARE = 0.4
+TOP_SIZES = 3  # the largest sizes of a test judged (busbw rises with size: a healthy sweep peaks there)
 LARGE_BYTES = 32 << 20  # rows from 32 MiB up are bandwidth-bound on every fabric the floors cover ...
 PER_RANK_BYTES = 1 << 20  # ... once each rank's share of the buffer is 1 MiB or more (a ring moves size/n a step)
 HGX_GPU_RE = re.compile(r"A100-SXM|A800-SXM|H100 80GB HBM3|H100-SXM|H800(?! PCIe)|H200(?! NVL)|\bH20\b|B200|GB200|B300|GB300")
@@ -69,6 +72,7 @@ class Floor:
     links: int
     gbs: float  # the floor itself
     reference: str
+    certain: bool = True  # False: the transport is not printed, the floor is the least any sane one of the GPU class gives
 
 
 def link_facts(run: Run) -> LinkFacts:
@@ -129,8 +133,23 @@ def expected_floor(f: LinkFacts, ring: bool) -> Floor | None:
     """The floor for one row of the sweep (``ring``: its collective rings through every NIC of a node),
     or None where the log does not say enough to hold it to any."""
     if f.nnodes >= 2:
-        return _net_floor(f, ring)
+        return _net_floor(f, ring) if f.network is not None else _unknown_net_floor(f)
     return _nvlink_floor(f)
+
+
+def _unknown_net_floor(f: LinkFacts) -> Floor | None:
+    """Nodes of HGX-class or V100 SXM2 GPUs whose log prints no transport (the table alone, no NCCL debug lines):
+    one link of the slowest NIC such systems ship with, whatever the number of NICs; the rows of every collective
+    are held to it, uncertain (the network could be a slower one NCCL was left to fall back on)."""
+    if not f.gpus or f.intra:
+        return None  # no GPU named, or channel lines that print no network: not a table alone
+    if all(HGX_GPU_RE.search(g) for g in f.gpus):
+        rate, why = 25.0, "one HDR 200 Gb/s link, the slowest NIC of HGX-class systems; the transport is not printed"
+    elif all(V100_SXM_RE.search(g) for g in f.gpus):
+        rate, why = 12.5, "one EDR 100 Gb/s link, the NIC of V100 SXM2 systems; the transport is not printed"
+    else:
+        return None
+    return Floor("an unknown inter-node transport", rate, 1, round(FLOOR_SHARE * rate, 2), why, certain=False)
 
 
 def _net_floor(f: LinkFacts, ring: bool) -> Floor | None:
@@ -189,9 +208,11 @@ def slow_sweeps(rows: Sequence[dict[str, Any]], facts: LinkFacts) -> list[SlowSw
         floor = expected_floor(facts, ring)
         if floor is None:
             continue
-        best = max(float(r.get("busbw") or 0) for r in large)
+        top = sorted({int(r["size"]) for r in large})[-TOP_SIZES:]  # a sweep that collapses past some size is judged there
+        judged = sorted((r for r in large if int(r["size"]) >= top[0]), key=lambda r: int(r["size"]))
+        best = max(float(r.get("busbw") or 0) for r in judged)
         if best < floor.gbs:
-            out.append(SlowSweep(floor, best, tuple(sorted(large, key=lambda r: int(r["size"])))))
+            out.append(SlowSweep(floor, best, tuple(judged)))
     return out
 
 
