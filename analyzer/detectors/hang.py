@@ -21,6 +21,7 @@ from ..rules.hang import (
     init_stall,
     lowest_at_stall,
     no_rows_after_init,
+    partial_init,
     status_certainty,
     stuck_collective,
     unique_id_wait,
@@ -226,6 +227,10 @@ def _excerpt_init_stall(run: Run) -> list[Finding]:
         return []  # something failed: its own finding tells the story, not the log's end
     exit_known = run.job.exit_code is not None or bool(run.exits)
     excerpt = not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files)
+    if excerpt and not exit_known:
+        partial = _partial_init_hang(run)
+        if partial:
+            return partial
     out = []
     for c in run.communicators:
         st = init_stall(c.init_started, c.init_complete, False, exit_known, excerpt)
@@ -243,6 +248,37 @@ def _excerpt_init_stall(run: Run) -> list[Finding]:
             data={"class": "init", "suspects": suspects[:4096], "certainty": {"level": st.level, "why": st.why}}))
         break  # one communicator's stall is the story
     return out
+
+
+def _partial_init_hang(run: Run) -> list[Finding]:
+    """Some ranks of a communicator printed Init COMPLETE, the others never did, and the log ends in NCCL's
+    lines (no collective, no line of the application after the last NCCL line, the caller checked that nothing
+    failed and the exit is unknown): those still in init are the culprits (``rules.hang.partial_init``)."""
+    ends = [e for e in run.events if e.kind == "file_end" and e.data.get("last_nccl_line") is not None]
+    if not ends or any(int(e.data.get("text_after_nccl") or 0) > 0 for e in ends) or len(run.collectives):
+        return []
+    unranked = sum(1 for p in run.job.processes if p.rank is None and (p.host or p.pid))
+    top = max((c.nranks for c in run.communicators if c.parent is None), default=0)
+    for c in run.communicators:
+        whole_world = c.parent is None and c.nranks == top
+        st = partial_init(c.nranks, c.init_started, c.init_complete, unranked if whole_world else -1)
+        if st is None:
+            continue
+        culprits = sorted(c.members.get(r, r) for r in st.culprits)
+        done = sorted(c.members.get(r, r) for r in c.init_complete)
+        return [Finding(
+            kind=FindingKind.HANG, severity=Severity.CRITICAL,
+            message=f"communicator {c.id} never finished initialising: rank{'s' if len(done) > 1 else ''} {fmt_ranks(done)} "
+            f"printed Init COMPLETE, rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} of its {c.nranks} never "
+            "did before the log ends; the ranks done wait for them in their first collective",
+            ranks=tuple(culprits),
+            hint=f"Rank{'s' if len(culprits) > 1 else ''} {fmt_ranks(culprits)} stopped inside NCCL's init, setting up "
+            "their connections: look at their last NCCL lines (the channel or transport they were connecting), the "
+            "network between their host and the others (NCCL_SOCKET_IFNAME, NCCL_IB_HCA, firewalls), and the links of "
+            "their GPUs (PCI ACS / IOMMU, NCCL_P2P_DISABLE=1 to test); a stack of one (py-spy dump --native) shows where.",
+            evidence=tuple(e.evidence for e in ends[:3]), verdict=Verdict.HANG,
+            data={"class": "init", "suspects": culprits[:4096], "certainty": {"level": st.level, "why": st.why}})]
+    return []
 
 
 HINT_FIRST_COLLECTIVE = (

@@ -244,3 +244,36 @@ def ends_in_setup(text_after_nccl: Iterable[int], nccl_processes: bool, communic
         return None
     return AfterInit("possible", "every log ends inside NCCL's set-up lines, before any communicator is reported, "
                      "with no line of the application, no collective and no exit after them")
+
+
+@dataclass(frozen=True, slots=True)
+class PartialInit:
+    culprits: tuple[int, ...]  # communicator ranks that never printed Init COMPLETE while others did
+    level: str
+    why: str
+
+
+def partial_init(nranks: int, started: Iterable[int], complete: Iterable[int], unranked: int) -> PartialInit | None:
+    """A communicator of ``nranks`` of which some ranks printed Init COMPLETE and others did not, the log going
+    no further: the ranks still in init hold up those done (their first collective waits for them). The ranks
+    that never completed are the culprits when the log shows them: seen starting init (``started``, NCCL 2.13 on),
+    or, where NCCL prints a communicator only at its Init COMPLETE, exactly as many of the log's NCCL processes
+    with no communicator line (``unranked``) as ranks of the world missing. Likely when every rank of the world is
+    accounted for; possible when some ranks are not in the log at all (they may be stuck too). Ranks the log
+    never shows are never named: one node's log of a two-node job says nothing of the other. None when no rank
+    completed (every rank in init: ``init_stall``) or none is missing."""
+    done = set(complete)
+    if not done or nranks <= 0 or len(done) >= nranks or nranks - len(done) > MAX_LISTED:
+        return None
+    begun = set(started)
+    stuck = tuple(sorted(begun - done))
+    if stuck:
+        whole = len(done | begun) >= nranks
+        return PartialInit(stuck, "likely" if whole else "possible",
+                           f"{len(done)} of {nranks} ranks printed Init COMPLETE; these started init and never completed"
+                           + ("" if whole else ", and some ranks of the communicator are not in the log at all"))
+    missing = tuple(r for r in range(nranks) if r not in done)
+    if unranked != len(missing):
+        return None
+    return PartialInit(missing, "likely", f"{len(done)} of {nranks} ranks printed Init COMPLETE; the log's other "
+                       f"{unranked} NCCL processes printed no communicator (this NCCL prints one only at Init COMPLETE)")
