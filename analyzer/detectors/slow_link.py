@@ -38,6 +38,11 @@ NVLINK_HINT = ("These SXM GPUs are joined by NVLink, yet the sweep stays at PCIe
                "channel lines (SHM means P2P between the GPUs is off).")
 UNKNOWN_NET_HINT = ("The output prints no NCCL line, so the transport between the nodes is not known: rerun with "
                     "NCCL_DEBUG=INFO and look for 'Using network IB' (or Socket: no RDMA NIC in use). ")
+MANY_NICS_HINT = (" With several NICs a node, one slow node, NIC or cable slows every ring through it: run the test "
+                  "on pairs of nodes and with NCCL_IB_HCA naming one NIC at a time to find it.")
+CERTAINTY_WHY = {
+    "possible": "the table alone: the transport between the nodes is not printed, the floor is the GPU class's",
+    "likely": "the NICs NCCL's IB transport listed on a node; no channel line shows the path in use"}
 SETTINGS = ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",
             "NCCL_SHM_DISABLE", "NCCL_IB_HCA", "NCCL_ALGO", "NCCL_MAX_NCHANNELS")
 
@@ -81,14 +86,16 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     sizes = per_size(s.rows)
     test = s.rows[-1].get("test") or "the benchmark"
     links = f"{f.links} {f.path} NIC{'s' if f.links > 1 else ''} a node" if f.path != "NVLink" else "NVLink"
-    if not f.certain:
+    if f.certainty == "possible":
         links = f"nodes of {', '.join(facts.gpus[:2])} over {f.path} (no NCCL line names it)"
     gdr = {True: "GDRDMA on", False: "no GDRDMA on the network channels", None: None}[facts.gdr]
     said = ", ".join(x for x in (f"{facts.nnodes} node{'s' if facts.nnodes > 1 else ''}",
                                   ", ".join(facts.gpus[:2]) or None, gdr) if x)
     per = ", ".join(f"{_human(size)} {bw:.2f}" for size, bw in sizes[-4:])
     hint = NVLINK_HINT if f.path == "NVLink" else (GDR_OFF_HINT if facts.gdr is False else NET_HINT)
-    if not f.certain:
+    if f.links > 1 and f.path != "NVLink":
+        hint += MANY_NICS_HINT
+    if f.certainty == "possible":
         hint = UNKNOWN_NET_HINT + hint
     set_ = [f"{k}={run.job.settings[k].value}" for k in SETTINGS if k in run.job.settings]
     if set_:
@@ -107,8 +114,7 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
         data={"culprits": [], "floor_gbs": f.gbs, "best_busbw": s.best, "path": f.path, "links": f.links,
               "link_gbs": f.link_gbs, "reference": f.reference, "gdr": facts.gdr, "gpus": list(facts.gpus),
               "nnodes": facts.nnodes, "busbw_by_size": [[size, bw] for size, bw in sizes],
-              **({} if f.certain else {"certainty": {"level": "possible", "why": "the table alone: the transport "
-                                                     "between the nodes is not printed, the floor is the GPU class's"}})})
+              **({"certainty": {"level": f.certainty, "why": CERTAINTY_WHY[f.certainty]}} if f.certainty else {})})
 
 
 def _human(n: float) -> str:

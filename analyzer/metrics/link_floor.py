@@ -63,6 +63,7 @@ class LinkFacts:
     gdr: bool | None  # a network channel with /GDRDMA: True; network channels, none with it: False
     intra: tuple[str, ...]  # transports of channels inside one node (P2P/..., SHM)
     evidence: tuple[Evidence, ...]
+    network_inferred: bool = False  # network "IB" from the NIC list alone (no channel or "Using network" line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,8 @@ class Floor:
     links: int
     gbs: float  # the floor itself
     reference: str
-    certain: bool = True  # False: the transport is not printed, the floor is the least any sane one of the GPU class gives
+    certainty: str | None = None  # "possible": no transport printed, the GPU class's least; "likely": the network
+    # is the IB transport NCCL listed its NICs for, no channel line shows it in use; None: the log names the path
 
 
 def link_facts(run: Run) -> LinkFacts:
@@ -99,6 +101,8 @@ def link_facts(run: Run) -> LinkFacts:
             network = e.text.strip()
     transports = sorted({t for c in run.communicators for t in c.transports})
     net = next((t[4:] for t in transports if t.startswith("NET/")), network)
+    inferred = net is None and listed > 0  # "NET/IB : Using [0]mlx5_0:1/IB ...": IB initialised, the network NCCL takes first
+    net = "IB" if inferred else net
     used: dict[str | None, set[str]] = defaultdict(set)
     for e in gdr_vias:
         parts = e.text.split("/")
@@ -118,7 +122,7 @@ def link_facts(run: Run) -> LinkFacts:
     world = run.job.world_size or len(hosts_of) or 1
     return LinkFacts(nnodes, world, tuple(sorted(gpus)), _network_kind(net), "RoCE" if "RoCE" in layers else (
         "IB" if layers else None), listed, max((len(v) for v in used.values()), default=0), gdr,
-        tuple(t for t in transports if not t.startswith("NET/")), tuple(ev))
+        tuple(t for t in transports if not t.startswith("NET/")), tuple(ev), inferred)
 
 
 def _network_kind(net: str | None) -> str | None:
@@ -149,7 +153,7 @@ def _unknown_net_floor(f: LinkFacts) -> Floor | None:
         rate, why = 12.5, "one EDR 100 Gb/s link, the NIC of V100 SXM2 systems; the transport is not printed"
     else:
         return None
-    return Floor("an unknown inter-node transport", rate, 1, round(FLOOR_SHARE * rate, 2), why, certain=False)
+    return Floor("an unknown inter-node transport", rate, 1, round(FLOOR_SHARE * rate, 2), why, certainty="possible")
 
 
 def _net_floor(f: LinkFacts, ring: bool) -> Floor | None:
@@ -165,7 +169,8 @@ def _net_floor(f: LinkFacts, ring: bool) -> Floor | None:
         rate, path, why = 4.0, "InfiniBand", "QDR 4x (32 Gb/s of data), the slowest InfiniBand in use"
     else:
         rate, path, why = 1.25, "RoCE" if f.link_layer == "RoCE" else "an IB-verbs network", "10 GbE"
-    return Floor(path, rate, links, round(FLOOR_SHARE * rate * links, 2), why)
+    return Floor(path, rate, links, round(FLOOR_SHARE * rate * links, 2), why,
+                 certainty="likely" if f.network_inferred else None)
 
 
 def _nvlink_floor(f: LinkFacts) -> Floor | None:

@@ -68,3 +68,24 @@ def test_a_sweep_peaking_at_its_largest_sizes_is_not_judged_by_a_dip_before(tmp_
     sizes = {32 << 20: 4.0, 64 << 20: 4.5, 128 << 20: 9.0, 256 << 20: 30.0, 1 << 30: 45.0}
     assert verdict(tmp_path, table(gpu="NVIDIA H100 80GB HBM3", hosts=2, per_host=8, busbw=sizes)).decision.verdict.value \
         == "healthy"
+
+
+def nic_list_log(nics: int, busbw: float) -> str:
+    """Two A100 SXM nodes, NCCL lines reduced to the IB NIC list (no channel, no 'Using network' line)."""
+    text = table(gpu="NVIDIA A100-SXM4-80GB", hosts=2, per_host=8, busbw={8 << 30: busbw})
+    listed = " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(nics))
+    nccl = [f"cn-{h}:{7000 + 8 * h}:{7000 + 8 * h} [0] NCCL INFO NET/IB : Using {listed} ; OOB ib0:10.1.0.{h}<0>"
+            for h in range(2)]
+    lines = text.splitlines()
+    return "\n".join(lines[:18] + nccl + lines[18:]) + "\n"
+
+
+@pytest.mark.parametrize("nics,bw,want", [(8, 49.0, "degraded"), (8, 90.0, "healthy"), (1, 20.0, "healthy"),
+                                          (4, 30.0, "degraded")])
+def test_the_listed_nics_set_the_floor_without_channel_lines(tmp_path: Path, nics: int, bw: float, want: str) -> None:
+    a = verdict(tmp_path, nic_list_log(nics, bw))
+    assert a.decision.verdict.value == want
+    if want == "degraded":
+        f = next(f for f in a.findings if f.kind == "slow_link")
+        assert (f.data["links"], a.decision.certainty) == (nics, "likely")
+        assert "one NIC at a time" in f.hint
