@@ -39,8 +39,8 @@ def detect(run: Run) -> list[Finding]:
         root = next((e for e in exits if e.root_cause), exits[0])  # no cause: the first end is described
     if root is not None and root.exitcode is not None:
         findings.append(_exit_finding(run, root, exits, first is not None))
-    elif first is not None:
-        findings.append(_error_finding(run, first))
+    elif first is not None and cause is not None:
+        findings.append(_error_finding(run, first, bool(cause.culprits)))
     return findings
 
 
@@ -88,16 +88,19 @@ def _exit_finding(run: Run, root: ExitRecord, exits: list[ExitRecord], caused: b
                    verdict=Verdict.CRASH, data={"exitcode": root.exitcode, "signal": sig, "stopped_after": killed})
 
 
-def _error_finding(run: Run, first: rules.Failure) -> Finding:
-    """The first cause has no exit record: an exception, an OOM, a rank that vanished."""
+def _error_finding(run: Run, first: rules.Failure, named: bool) -> Finding:
+    """The first cause has no exit record: an exception, an OOM, a rank that vanished. ``named``: the time
+    line names its rank as the culprit (``rules.Cause.culprits``)."""
     ev = next((e for e in run.events if (e.evidence.file, e.evidence.line) == first.order), None)
     text = ev.text + " " + str(ev.data.get("last_error") or "") if ev is not None else first.text
     k = classify(text)
     who = f"rank {first.rank}" if first.rank is not None else "a process"
     data: dict[str, Any] = {"cause": first.kind.value}
-    if first.kind in NO_CULPRIT:  # the link or NCCL itself failed there: the rank only reported it
+    if first.kind in NO_CULPRIT and not named:  # the link or NCCL itself failed there: the rank only reported it
         data["culprits"] = []
         who = f"NCCL on {who}" if first.kind is FailureKind.NCCL else f"the network seen from {who}"
+    elif first.kind is FailureKind.NCCL:  # one rank's NCCL error, the others' its echo
+        who = f"NCCL on {who} (the others only echo it)"
     return Finding(
         kind=FindingKind.ERROR, severity=Severity.ERROR, message=f"{who} failed first ({first.kind.value}): {first.text}"[:400],
         ranks=(first.rank,) if first.rank is not None else (),

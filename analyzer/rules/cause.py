@@ -5,6 +5,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ..nccl.failures import classify
 from .exits import CAUSES, FailureKind
 
 RIGHT_AFTER_S = 10.0  # a failure this soon after a mismatch explains it (the rank paired its last call
@@ -46,15 +47,33 @@ class Cause:
     @property
     def culprits(self) -> tuple[int, ...]:
         """The ranks at fault: ``ranks``, but none when the first failure is the link's (an IB completion
-        error, a fatal QP event) or NCCL's own error (internal error, unhandled system or CUDA error inside
-        NCCL, invalid usage, a truncated bootstrap message): the network, the library, the driver or the
-        setup failed on the rank that reported it, not that rank's code."""
-        if self.first is not None and self.first.kind in NO_CULPRIT:
-            return ()
-        return self.ranks
+        error, a fatal QP event): the network failed on the rank that reported it, not that rank's code. NCCL's
+        own error (internal error, unhandled system or CUDA error inside NCCL, invalid usage) first names its
+        rank only when it is ``lone_nccl_error``: one rank's, the others only echoing it; else (every rank
+        reporting one, a rank alone on the time line, a setup fault) none."""
+        if self.first is None or self.first.kind not in NO_CULPRIT:
+            return self.ranks
+        if self.first.kind is FailureKind.NCCL and lone_nccl_error(self.first, self.echoes):
+            return self.ranks
+        return ()
 
 
 NO_CULPRIT = frozenset({FailureKind.NETWORK, FailureKind.NCCL})
+
+
+def lone_nccl_error(first: Failure, echoes: Iterable[Failure]) -> bool:
+    """NCCL's own error on one rank is that rank's (the GPU or process to inspect: an unhandled CUDA error
+    inside NCCL, an internal error) when other ranks are on the time line and they only echo it (timeouts,
+    peers gone, stopped, the link to it closed after it): none of them reports NCCL's own error, and the
+    knowledge base does not call the message a setup fault (kind config). One rank alone on the time line
+    names none: its peers may have failed the same way out of sight."""
+    if first.rank is None:
+        return False
+    others = [f for f in echoes if f.rank is not None and f.rank != first.rank]
+    if not others or any(f.kind is FailureKind.NCCL for f in others):
+        return False
+    entry = classify(first.text)
+    return entry is None or entry.kind != "config"
 
 
 def _key(f: Failure) -> tuple[float, str, int]:
