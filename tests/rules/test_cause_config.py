@@ -90,3 +90,18 @@ def test_an_error_with_no_last_error_is_classified_by_its_own_message(tmp_path):
     a = analyse(tmp_path, lines)
     assert a.decision.verdict.value == "config_error", a.decision.headline
     assert a.decision.culprit_ranks == ()
+
+
+def test_retry_exceeded_with_the_link_layer_not_printed_stays_a_network_crash(tmp_path):
+    # no NET/IB "Using" line: nothing says RoCE, so no GID-index config error is inferred
+    lines = [x for h, p, r in (("train-worker-0", 946, 0), ("train-worker-1", 931, 1)) for x in ib(h, p, r, "IB")
+             if "NET/IB : Using" not in x]
+    a = analyse(tmp_path, lines + ERROR12)
+    assert a.decision.verdict.value == "crash" and a.decision.culprit_ranks == ()
+
+
+def test_roce_on_one_word_of_another_line_is_no_evidence(tmp_path):
+    # "RoCE" in the application's own print is not NCCL's link layer
+    a = analyse(tmp_path, ib("train-worker-0", 946, 0, "IB") + ib("train-worker-1", 931, 1, "IB")
+                + ["[rank0]: cluster profile: roce-fabric/RoCE v2 planned"] + ERROR12)
+    assert a.decision.verdict.value == "crash"
