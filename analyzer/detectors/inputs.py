@@ -163,6 +163,8 @@ def detect(run: Run) -> list[Finding]:
                         and c.id.startswith("0x"))
     separate = (_separate_jobs(run, dup) or _standalone_tests(run)) if dup else None
     if separate is not None:
+        if "communicators" not in separate.data:  # standalone tests: the ranks of one host's test are all there
+            findings = [f for f in findings if "missing_ranks" not in f.data]
         findings.append(separate)
     elif dup:
         first = next(iter(dup))

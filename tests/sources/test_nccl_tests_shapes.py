@@ -80,6 +80,7 @@ def test_one_standalone_test_per_host_is_a_config_error(tmp_path: Path) -> None:
         assert a.decision.verdict == Verdict.CONFIG_ERROR
         f = next(f for f in a.findings if f.kind == FindingKind.CONFIG)
         assert "MPI=1" in f.hint and f.data["hosts"] == ["hx1", "hx2", "hx3"] and f.data["ranks_per_job"] == 2
+        assert not any("missing_ranks" in f.data for f in a.findings)  # no rank of either test is missing
 
 
 def test_one_job_across_hosts_or_runs_one_after_another_are_not(tmp_path: Path) -> None:
