@@ -16,8 +16,8 @@ def table(*, gpu: str, hosts: int, per_host: int, busbw: dict[int, float], marks
     out += [f"{marks}  Rank {r:2d} Group  0 Pid {7000 + r:6d} on {f'cn-{r // per_host}':>8} device  {r % per_host} "
             f"[0x{16 + r % per_host:02x}] {gpu}" for r in range(n)]
     out += [f"{marks}                                                 out-of-place                       in-place",
-            f"{marks}       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
-            "algbw   busbw #wrong"]
+            (f"{marks}       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+             "algbw   busbw #wrong")]
     f = 2 * (n - 1) / n
     for s, b in sorted(busbw.items()):
         a = b / f
