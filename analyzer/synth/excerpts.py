@@ -13,6 +13,9 @@ Kinds (``EXCERPTS``):
 - ``after_init``: one host's NCCL init (Init START / COMPLETE on every rank); hang: the log ends there;
   fault-free: training lines follow. (A healthy log cut by the user right at init's end is this hang's text:
   no rule can tell them apart, which is why the verdict is only possible.)
+- ``partial_init``: NCCL init of a job over 2 to 4 hosts, each host's lines behind pdsh's ``host: `` prefix or
+  bare; the ranks of one host print Init START and their channels but no Init COMPLETE, the others complete, and
+  the log ends; hang only, the culprits the ranks still in init.
 
 Each writer returns ``(verdict, culprit ranks)``: what an analyser should conclude from the text alone.
 """
@@ -112,6 +115,30 @@ def _after_init(dest: Path, nranks: int, hang: bool, rng: random.Random) -> Trut
     return ("hang", ()) if hang else ("healthy", ())
 
 
+def _partial_init(dest: Path, nranks: int, hang: bool, rng: random.Random) -> Truth:
+    """NCCL 2.18-style init over several hosts; the ranks of one host never reach Init COMPLETE."""
+    hosts = rng.randint(2, 4)
+    per = max(1, min(8, nranks // hosts))
+    n, comm, prefixed = hosts * per, rng.getrandbits(63) | 1 << 60, rng.random() < 0.5
+    stuck_host = rng.randrange(hosts)
+    base = rng.randint(1000, 90000)
+
+    def line(r: int, msg: str) -> str:
+        h = f"gpu{r // per:02d}"
+        return f"{h + ': ' if prefixed else ''}{h}:{base + r}:{base + 100 + r} [{r % per}] NCCL INFO {msg}\n"
+
+    def init(r: int, phase: str) -> str:
+        return line(r, f"ncclCommInitRank comm 0x55{r:02x}0c8a0 rank {r} nranks {n} cudaDev {r % per} nvmlDev {r % per} "
+                    f"busId {16 + r % per:x}000 commId 0x{comm:x} - {phase}")
+
+    lines = ["NCCL version 2.18.5+cuda12.2\n"] + [init(r, "Init START") for r in range(n)]
+    lines += [line(r, f"Channel 00/0 : {r}[{r % per}] -> {(r + 1) % n}[{(r + 1) % per}] via P2P/IPC") for r in range(n)]
+    done = [r for r in range(n) if r // per != stuck_host]
+    lines += [line(r, "Connected all rings") for r in done] + [init(r, "Init COMPLETE") for r in done]
+    (dest / "job.log").write_text("".join(lines))
+    return "hang", tuple(r for r in range(n) if r // per == stuck_host)
+
+
 EXCERPTS: dict[str, tuple[Callable[[Path, int, bool, random.Random], Truth], bool]] = {
     # kind -> (writer, whether it has a fault-free form)
     "store_barrier": (_store_barrier, True),
@@ -119,6 +146,7 @@ EXCERPTS: dict[str, tuple[Callable[[Path, int, bool, random.Random], Truth], boo
     "heartbeat": (_heartbeat, False),
     "nccl_tests": (_nccl_tests, True),
     "after_init": (_after_init, True),
+    "partial_init": (_partial_init, False),
 }
 
 

@@ -130,7 +130,8 @@ def test_class_scores_count_precision_recall_and_false_alarms():
 
 
 def test_matrix_over_pasted_excerpts_of_start_up_hangs():
-    """Store-based barrier, unique-id store wait, heartbeat monitor, nccl-tests with no row; the barrier's and
+    """Store-based barrier, unique-id store wait, heartbeat monitor, nccl-tests with no row, a multi-host init one
+    host's ranks never completed; the barrier's and
     the benchmark's fault-free forms (one round of waits; a passing sweep) raise no alarm."""
     from ncclscope.synth import EXCERPTS
 
@@ -142,6 +143,8 @@ def test_matrix_over_pasted_excerpts_of_start_up_hangs():
     assert scores[("excerpt:store_barrier", "unknown")]["false_alarms"] == (0, 6)
     assert scores[("excerpt:nccl_tests", "healthy")]["false_alarms"] == (0, 6)
     assert scores[("excerpt:store_barrier", "hang")]["culprit_recall"][0] > 0
+    hit, of = scores[("excerpt:partial_init", "hang")]["culprit_recall"]  # one host's ranks never completed init
+    assert of > 0 and hit == of
 
 
 def test_write_excerpt_refuses_what_it_cannot_write(tmp_path):
