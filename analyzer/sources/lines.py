@@ -65,7 +65,8 @@ _PLAIN = (
     # "ERROR 09-17 13:40:02 [worker.py:87] ", Python's basicConfig "ERROR:root:"
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] "
     r"|\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] (?:\[[\w.]{1,100}:\d{1,6}:[\w<>]{1,100}\] )?"
-    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.]{1,100}:\d{1,6}\] "
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]{1,100}:\d{1,6}\] "  # vLLM <= 0.6:
+    # "ERROR 11-25 08:17:30 engine.py:366] " (no opening bracket)
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{0,100}:"
 )
 TOOL_PREFIX_RE = re.compile(f"(?:{_RANKED}{_PLAIN})")
@@ -107,8 +108,10 @@ def split_tool_prefixes(text: str) -> tuple[int | None, bool, str]:
 
 def maybe_nccl(text: str) -> bool:
     """Whether the NCCL parser is tried on the line (a substring test, before any regex): ``NCCL `` or,
-    for 2.2's heads without the word (``host:pid:tid [0] INFO ...``), ``] INFO `` / `` WARN ``."""
-    return "NCCL " in text or "] INFO " in text or " WARN " in text
+    for 2.1/2.2's heads without the word (``host:pid:tid [0] INFO ...``), ``] INFO `` / `` WARN ``, or 2.0's
+    lines that start with the level (``INFO Using internal Network Socket``, ``WARN include/socket.h:185 ...``)."""
+    return ("NCCL " in text or "] INFO " in text or " WARN " in text
+            or (text[:1] in "IW " and text.lstrip(" ").startswith(("INFO ", "WARN "))))
 
 
 def nccl_only(text: str) -> bool:
@@ -153,6 +156,51 @@ def unglue_host(host: str, known: Iterable[str]) -> str:
     return best
 
 
+# --- records of two processes glued on one line ----------------------------------------------------
+
+_PY_HEAD = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})? \[?[\w.]{1,100}:\d{1,6}\]"
+# where a second record starts inside a line: vLLM's logger head ("INFO 11-25 08:17:28 [selector.py:135]", or 0.6's
+# "INFO 11-25 08:17:28 selector.py:135]"), alone or behind its worker's "(VllmWorkerProcess pid=52311) " /
+# "(VllmWorker rank=1 pid=41) ", right after text that no space or tag ends ("... backend.(VllmWorkerProcess",
+# "... details)INFO 11-25"), so that a head behind a launcher's "[rank1]:" or a worker prefix is no glue point
+GLUE_RE = re.compile(
+    r"(?<=[^\s:\]>])(?=\((?:[A-Za-z_][\w.:-]{0,100},? )?(?:rank=\d{1,7},? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\) "
+    + _PY_HEAD + r"|" + _PY_HEAD + r")"
+)
+PY_HEAD_RE = re.compile(r"(?:\((?:[A-Za-z_][\w.:-]{0,100},? )?(?:rank=\d{1,7},? )?pid=\d{1,10}[^)]{0,80}\) )?" + _PY_HEAD)
+MAX_GLUED = 8  # records split out of one line at most
+# the scan that finds lines worth a look: the " MM-DD HH:" of a logger head after the line's start (0.2 us a line,
+# a third of five str.find calls in Python)
+GLUE_HINT_RE = re.compile(r" \d\d-\d\d \d\d:")
+
+
+def split_glued(text: str) -> list[str]:
+    """``text`` cut where another record starts inside it: two Python / vLLM logging records run together (two
+    processes writing one terminal, a worker's line glued to the engine's), or an NCCL line glued after a
+    Python record. Each piece but the last gets a newline. A line without a logger head's date after its start
+    (``GLUE_HINT_RE``), or without ``NCCL `` behind a Python head, is returned whole after that one scan."""
+    cuts: list[int] = []
+    if GLUE_HINT_RE.search(text, 1) is not None:
+        cuts = [m.start() for m in GLUE_RE.finditer(text, 1)][:MAX_GLUED]
+    if "NCCL " in text and text[:1] in "DIWEC(":
+        cuts += _nccl_after_python(text, cuts)
+    if not cuts:
+        return [text]
+    cuts = sorted(set(cuts))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    return [p if p.endswith("\n") else p + "\n" for p in pieces[:-1]] + [pieces[-1]]
+
+
+def _nccl_after_python(text: str, cuts: list[int]) -> list[int]:
+    """Where an NCCL line starts behind a Python record (``ERROR 11-25 ... failedgpu1:41:41 [0] NCCL WARN ...``):
+    the NCCL head's start, when the text before it (from the last cut) begins with a Python head."""
+    m = NCCL_PREFIX_RE.search(text)
+    if m is None or m.start() == 0:
+        return []
+    start = max((c for c in cuts if c < m.start()), default=0)
+    return [m.start()] if PY_HEAD_RE.match(text, start) is not None else []
+
+
 # --- hard-wrapped lines ------------------------------------------------------------------------------
 
 WRAP_MIN, WRAP_MAX = 80, 200  # widths terminals and paste boxes wrap at
@@ -188,19 +236,23 @@ def rejoin_wrapped(lines: Iterable[tuple[int, str]],
     lines of one width W (80 to 200 columns) ending with one of at most W, none after the first starting
     like a line of its own; the run is joined (keeping the first line's number) when ``accept(first line,
     joined text)`` says the join is a line a parser knows. Anything else passes through unchanged, and
-    a line is only looked at again when a line that could continue it follows."""
+    a line is only looked at again when a line that could continue it follows. Records glued on one line are
+    then split (``split_glued``), each piece keeping the line's number; the common line costs one scan
+    (``_whole``), no call."""
     held: list[tuple[int, str]] = []
 
     def flush() -> Iterator[tuple[int, str]]:
         if len(held) > 1:
             joined = "".join(t.rstrip("\r\n") for _, t in held) + "\n"
             if accept(held[0][1], joined):
-                yield held[0][0], joined
+                yield from _pieces(held[0][0], joined)
                 held.clear()
                 return
-        yield from held
+        for n, t in held:
+            yield from _pieces(n, t)
         held.clear()
 
+    hint = GLUE_HINT_RE.search
     first_w = last_w = 0  # widths of the first and the last held line, kept as they are held
     for lineno, text in lines:
         w = len(text) - (text.endswith("\n") + text.endswith("\r\n"))
@@ -213,13 +265,25 @@ def rejoin_wrapped(lines: Iterable[tuple[int, str]],
                     yield from flush()
                 continue
             if len(held) == 1:  # a line alone passes through (flush's own first case)
-                yield held[0]
+                one = held[0]
                 held.clear()
+                if hint(one[1], 1) is None and not (one[1][:1] in "DIWEC(" and "NCCL " in one[1]):
+                    yield one
+                else:
+                    yield from _pieces(*one)
             else:
                 yield from flush()
         if WRAP_MIN <= w <= WRAP_MAX:
             held.append((lineno, text))
             first_w = last_w = _width(text)
-        else:
+        elif hint(text, 1) is None and not (text[:1] in "DIWEC(" and "NCCL " in text):
             yield lineno, text
+        else:
+            yield from _pieces(lineno, text)
     yield from flush()
+
+
+def _pieces(lineno: int, text: str) -> Iterator[tuple[int, str]]:
+    """A line's glued records (``split_glued``), each with the line's number."""
+    for piece in split_glued(text):
+        yield lineno, piece

@@ -20,7 +20,7 @@ from dataclasses import fields
 from ..nccl.ops import NCCL_OPS
 from .coll.grammar import MESSAGE_23_RE
 from .coll import MESSAGE_RE, NcclCollBatch, parse_ts, scan_coll_block, scan_coll_block_regex  # noqa: F401 - re-exported
-from .lines import NCCL_PREFIX_RE, strip_tool_prefixes
+from .lines import NCCL_PREFIX_RE, maybe_nccl, strip_tool_prefixes
 from .records import (
     NcclBacktrace,
     NcclChannels,
@@ -80,9 +80,16 @@ OTHER_HEAD_RE = re.compile(
     r"(?:(?:\[(?P<dev>\d{1,4})\] )(?:(?P<ms>\d+\.\d+) )?"
     r"(?:(?P<src>[\w./-]{1,200}:\d{1,6})(?: \((?P<func>[^()\s]{1,200})\))? )?(?:NCCL )?|(?:\[\d{1,4}\] )?(?:(?P<src2>[\w./-]{1,200}:\d{1,6}) )?NCCL )(?P<level>INFO|WARN)\b ?"
 )
+# a line whose head was cut short or dropped: NCCL's own "[TS] " kept by a collector that dropped host:pid:tid
+# ("[2026-02-05 10:41:07] NCCL INFO ..."), a head cut inside its host or pid (":3905 [5] NCCL WARN ...",
+# "7:3905 [5] ..."; the [dev] then required), or no head at all ("NCCL WARN ...", "init.cc:1247 NCCL WARN ...");
+# NCCL 2.0's heads without the word ("INFO Using internal Network Socket", "WARN include/socket.h:185 ...")
+# are the same shape with the "NCCL " left out (``bare``: read only when the message is NCCL's)
 HEADLESS_RE = re.compile(
-    r"^\s{0,8}(?:(?P<src>[\w./-]{1,200}\.(?:cc|cu|h|cpp|c):\d{1,6})(?: \((?P<func>[^()\s]{1,200})\))? )?"
-    r"NCCL (?P<level>INFO|WARN) "
+    r"^\s{0,8}(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:\.\d{1,9})?)\] ?)?(?:\d\d:\d\d:\d\d(?:[.,]\d{1,9})? )?"
+    r"(?:(?:[^\s:\[\]<>(),=]{0,255}:)?(?:\d{1,10}:)?\d{1,10} (?=\[\d{1,4}\] ))?(?:\[\d{1,4}\] )?"
+    r"(?:\d+\.\d+ )?(?:(?P<src>[\w./-]{1,200}\.(?:cc|cu|h|cpp|c):\d{1,6})(?: \((?P<func>[^()\s]{1,200})\))? )?"
+    r"(?P<bare>NCCL )?(?P<level>INFO|WARN) (?:(?P<src3>[\w./-]{1,200}\.(?:cc|cu|h|cpp|c):\d{1,6}) )?"
 )
 ENV_RE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]{1,80}) set by environment to (?P<value>.*?)\.?$")
 RING_ORDER_RE = re.compile(r"^Channel (?P<c>\d+)(?:/(?P<n>\d+))? :(?P<ranks>(?: +\d+)*)(?P<trunc> *\.\.\.)? *$")
@@ -184,10 +191,12 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
 def parse_nccl_line_regex(text: str, file: str = "", lineno: int = 0) -> NcclRec | None:
     """``parse_nccl_line`` for any head: the prefix grammar searched, then the message dispatched."""
     if "NCCL " not in text:
-        return _other_head(text, file, lineno) if "] INFO " in text or " WARN " in text else None
+        return _other_head(text, file, lineno) if maybe_nccl(text) else None
     if len(text) > MAX_LINE:
         text = text[:MAX_LINE]
     m = PREFIX_RE.search(text)
+    if m is not None and _clock(m):  # "2026-02-05 10:51:09 NCCL WARN ...": a clock, not host:pid:tid
+        return _other_head(text, file, lineno)
     if m is None:
         v = VERSION_RE.search(text)  # <=2.21 prints the version with a bare printf
         if v and strip_tool_prefixes(text)[1].lstrip().startswith("NCCL version"):  # also behind "[1,0]<stdout>:"
@@ -215,6 +224,8 @@ def _other_head(text: str, file: str, lineno: int) -> NcclRec | None:
     if len(text) > MAX_LINE:
         text = text[:MAX_LINE]
     m = OTHER_HEAD_RE.search(text)
+    if m is not None and _clock(m):
+        m = None
     if m is not None:
         ts_text, host, pid, tid, level = m.group("ts", "host", "pid", "tid", "level")
         base: Base = (file, lineno, text, host, int(pid), int(tid), parse_ts(ts_text))
@@ -228,16 +239,38 @@ def _other_head(text: str, file: str, lineno: int) -> NcclRec | None:
             m = HEADLESS_RE.match(body) if body is not text else None
             if m is None:
                 return None
-        level, src = m.group("level"), m.group("src")
-        base = (file, lineno, text, "", 0, 0, None)
-        text = body
+        return _headless(m, text, body, file, lineno)
     msg = text[m.end():].rstrip("\r\n").strip()
     if level == "WARN":
         return NcclWarn(*base, src, m.groupdict().get("func"), msg)
     return _parse_info(msg, base)
 
 
-_NET_HEADS = ("Bootstrap : Using ", "Bootstrap: Using ", "NET : Using interface ", "CUDA Dev ", "Using network ", "NET/")
+def _headless(m: re.Match[str], text: str, body: str, file: str, lineno: int) -> NcclRec | None:
+    """A ``HEADLESS_RE`` line: no process (host "", pid 0), so no rank but the one its message names. Without the
+    word ``NCCL`` (2.0's heads) an INFO line is NCCL's only when its message is one modelled, a WARN only with
+    2.0's ``WARN file.cc:N`` source, so that an application's ``INFO ...`` / ``WARN ...`` is left to its parser."""
+    level, src = m.group("level"), m.group("src") or m.group("src3")
+    bare = m.group("bare") is None
+    if bare and level == "WARN" and m.group("src3") is None:
+        return None
+    base: Base = (file, lineno, text, "", 0, 0, parse_ts(m.group("ts")))
+    msg = body[m.end():].rstrip("\r\n").strip()
+    if level == "WARN":
+        return NcclWarn(*base, src, m.group("func"), msg)
+    return _parse_info(msg, base)
+
+
+def _clock(m: re.Match[str]) -> bool:
+    """Whether a ``host:pid:tid`` head is a clock's ``HH:MM:SS`` (a collector's ``2026-02-05 10:51:09 NCCL WARN``):
+    three numbers of two digits at most and no ``[dev]``, which NCCL 2.1 and later always print."""
+    host, pid, tid = m.group("host", "pid", "tid")
+    return (m.group("dev") is None and len(host) <= 2 and host.isdigit() and len(pid) <= 2 and len(tid) <= 2
+            and int(pid) < 60 and int(tid) < 61)
+
+
+_NET_HEADS = ("Bootstrap : Using ", "Bootstrap: Using ", "NET : Using interface ", "CUDA Dev ", "Using network ", "NET/",
+              "Using internal Network ", "Using external Network ")
 
 
 def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dispatch table
@@ -376,6 +409,9 @@ def _parse_net(msg: str, base: Base) -> NcclRec | None:
         return NcclNet(*base, "interfaces", msg.split("IP Interfaces : ", 1)[1].strip())
     if msg.startswith("Using network "):
         return NcclNet(*base, "network", msg[len("Using network "):].strip())
+    if msg.startswith(("Using internal Network ", "Using external Network ")):  # 2.0-2.3's "Using internal Network
+        # Socket" / "IB", "Using external Network <plugin>"
+        return NcclNet(*base, "network", msg[len("Using internal Network "):].strip())
     if msg.startswith("NET/"):
         if "GPU Direct RDMA " in msg and ("Disabled" in msg or "Enabled" in msg):  # "NET/IB : GPU Direct RDMA
             # Disabled for HCA 0 'mlx5_0' (no module)", "... Disabled for GPU 3d000 / HCA 0 (distance 5 > 4)"
