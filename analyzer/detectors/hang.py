@@ -257,11 +257,14 @@ def _partial_init_hang(run: Run) -> list[Finding]:
     ends = [e for e in run.events if e.kind == "file_end" and e.data.get("last_nccl_line") is not None]
     if not ends or any(int(e.data.get("text_after_nccl") or 0) > 0 for e in ends) or len(run.collectives):
         return []
-    unranked = sum(1 for p in run.job.processes if p.rank is None and (p.host or p.pid))
+    nccl_procs = [p for p in run.job.processes if p.host or p.pid]  # processes that printed NCCL lines
+    unranked = sum(1 for p in nccl_procs if p.rank is None)
+    tagged = [p.rank for p in nccl_procs if p.rank is not None]
     top = max((c.nranks for c in run.communicators if c.parent is None), default=0)
     for c in run.communicators:
         whole_world = c.parent is None and c.nranks == top
-        st = partial_init(c.nranks, c.init_started, c.init_complete, unranked if whole_world else -1)
+        st = partial_init(c.nranks, c.init_started, c.init_complete, unranked if whole_world else -1,
+                          tagged if whole_world else ())
         if st is None:
             continue
         culprits = sorted(c.members.get(r, r) for r in st.culprits)

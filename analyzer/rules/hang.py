@@ -253,10 +253,12 @@ class PartialInit:
     why: str
 
 
-def partial_init(nranks: int, started: Iterable[int], complete: Iterable[int], unranked: int) -> PartialInit | None:
+def partial_init(nranks: int, started: Iterable[int], complete: Iterable[int], unranked: int,
+                 others: Iterable[int] = ()) -> PartialInit | None:
     """A communicator of ``nranks`` of which some ranks printed Init COMPLETE and others did not, the log going
     no further: the ranks still in init hold up those done (their first collective waits for them). The ranks
     that never completed are the culprits when the log shows them: seen starting init (``started``, NCCL 2.13 on),
+    seen printing NCCL lines under a rank a launcher's tag gives (``others``: mpirun's ``[1,r]``, a ``[rank r]:``),
     or, where NCCL prints a communicator only at its Init COMPLETE, exactly as many of the log's NCCL processes
     with no communicator line (``unranked``) as ranks of the world missing. Likely when every rank of the world is
     accounted for; possible when some ranks are not in the log at all (they may be stuck too). Ranks the log
@@ -265,12 +267,12 @@ def partial_init(nranks: int, started: Iterable[int], complete: Iterable[int], u
     done = set(complete)
     if not done or nranks <= 0 or len(done) >= nranks or nranks - len(done) > MAX_LISTED:
         return None
-    begun = set(started)
+    begun = set(started) | {r for r in others if 0 <= r < nranks}
     stuck = tuple(sorted(begun - done))
     if stuck:
         whole = len(done | begun) >= nranks
         return PartialInit(stuck, "likely" if whole else "possible",
-                           f"{len(done)} of {nranks} ranks printed Init COMPLETE; these started init and never completed"
+                           f"{len(done)} of {nranks} ranks printed Init COMPLETE; these are in the log and never completed"
                            + ("" if whole else ", and some ranks of the communicator are not in the log at all"))
     missing = tuple(r for r in range(nranks) if r not in done)
     if unranked != len(missing):

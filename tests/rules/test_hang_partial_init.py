@@ -54,6 +54,9 @@ def test_partial_init_rule():
     assert seen_part is not None and (seen_part.culprits, seen_part.level) == ((2, 3), "possible")
     old = partial_init(4, [0, 1], [0, 1], 2)  # two processes with no communicator line: ranks 2 and 3
     assert old is not None and (old.culprits, old.level) == ((2, 3), "likely")
+    tagged = partial_init(4, [0, 1], [0, 1], 0, others=[0, 1, 2, 3])  # mpirun's [1,r] tags give the ranks
+    assert tagged is not None and (tagged.culprits, tagged.level) == ((2, 3), "likely")
+    assert partial_init(4, [0, 1], [0, 1], 0, others=[0, 1, 9]) is None  # a tag outside the communicator: not its rank
     assert partial_init(4, [0, 1], [0, 1], 0) is None  # the other ranks are not in the log: nobody to name
     assert partial_init(4, [0, 1], [0, 1], 1) is None  # one process for two missing ranks: not pinned down
     assert partial_init(4, [0, 1, 2, 3], [], 0) is None  # nobody done: every rank in init (init_stall's)
@@ -67,6 +70,15 @@ def test_ranks_never_completing_init_are_the_culprits(tmp_path, start_lines, pre
     d = _judge(tmp_path, _two_nodes({0, 1}, start_lines, prefix))
     assert (d.verdict.value, d.culprit_ranks, d.certainty) == ("hang", (2, 3), "likely"), d.headline
     assert "Init COMPLETE" in d.headline
+
+
+def test_mpirun_tagged_ranks_never_completing_init_are_the_culprits(tmp_path):
+    """NCCL 2.10 under mpirun --tag-output: node 1's processes print their set-up lines behind [1,r] and no
+    communicator line; the tags say which ranks they are."""
+    text = "".join(f"[1,{int(ln.split(':')[0][-1]) * 2 + int(ln.split(' [')[1][0])}]<stdout>:{ln}\n" if ln.startswith("gpu-node")
+                   else f"[1,0]<stdout>:{ln}\n" for ln in _two_nodes({0, 1}, False, False).splitlines())
+    d = _judge(tmp_path, text)
+    assert (d.verdict.value, d.culprit_ranks, d.certainty) == ("hang", (2, 3), "likely"), d.headline
 
 
 def test_one_node_of_two_names_nobody(tmp_path):
