@@ -406,9 +406,12 @@ def _after_init_hang(run: Run) -> list[Finding]:
         not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files))
     if st is None:
         return _setup_hang(run, ends)
+    # ranks of a communicator the log never shows (another node's log, not pasted): built as far as it can tell
+    built = ("every communicator built" if all(len(c.init_complete) >= c.nranks for c in run.communicators if c.init_complete)
+             else "every rank it shows built its communicators; the others' lines are not in it")
     return [Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL,
-        message="the log ends right after NCCL's init (every communicator built): no line of the application, no collective and no exit "
+        message=f"the log ends right after NCCL's init ({built}): no line of the application, no collective and no exit "
         "after it; a possible hang in the first collective (no rank can be named from this text)",
         hint=HINT_FIRST_COLLECTIVE, evidence=tuple(e.evidence for e in ends[:3]), verdict=Verdict.HANG,
         data={"class": "after_init", "certainty": {"level": st.level, "why": st.why}})]

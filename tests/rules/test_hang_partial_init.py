@@ -85,11 +85,13 @@ def test_one_node_of_two_names_nobody(tmp_path):
     """Node 0's own log of a two-node job: ranks 2 and 3 are not in it, so nothing says they are stuck."""
     d = _judge(tmp_path, _two_nodes({0, 1}, False, False, nodes=(0,)))
     assert (d.verdict.value, d.culprit_ranks, d.certainty) == ("hang", (), "possible"), d.headline
+    assert "every communicator built" not in d.headline and "others' lines are not in it" in d.headline
 
 
 def test_every_rank_done_is_the_first_collective_not_a_culprit(tmp_path):
     d = _judge(tmp_path, _two_nodes({0, 1, 2, 3}, True, True))
     assert (d.verdict.value, d.culprit_ranks, d.certainty) == ("hang", (), "possible"), d.headline
+    assert "every communicator built" in d.headline
 
 
 def test_training_after_init_is_no_hang(tmp_path):
