@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..model import Communicator, Finding, FindingKind, Run, Severity, Verdict
-from ..sources.nccl_tests import device_host
+from ..sources.nccl_tests import device_process
 
 MAX_LISTED = 16
 
@@ -104,32 +104,34 @@ MPI_HINT = ("nccl-tests must be built with MPI=1 (make clean first: an older bui
 
 def _standalone_tests(run: Run) -> Finding | None:
     """nccl-tests built without MPI under mpirun / srun, read from its table alone: in ONE output, the device lines
-    (``#  Rank N ... on HOST device D``) of two or more hosts each number their ranks from 0 (the same count on every
-    host), all before the first row of the table, and no communicator reaches past one node."""
+    (``#  Rank N Pid P on HOST device D``) of two or more processes each number their ranks from 0 (the same count
+    in every process: its local GPUs), all before the first row of the table, and no communicator reaches past
+    one node. A build with MPI=1 numbers the ranks across all processes, so no two of them print a rank 0."""
     if len({f for f, _ in run.files}) != 1 or not run.nccl_tests:
         return None
-    by_host: dict[str, set[int]] = defaultdict(set)
+    by_proc: dict[tuple[str, int], set[int]] = defaultdict(set)
     last_device_line = 0
     for e in run.events:
-        if e.kind == "RankTagged" and e.rank is not None and (host := device_host(e.text)) is not None:
-            by_host[host].add(e.rank)
+        if e.kind == "RankTagged" and e.rank is not None and (proc := device_process(e.text)) is not None:
+            by_proc[proc].add(e.rank)
             last_device_line = max(last_device_line, e.evidence.line)
-    if len(by_host) < 2 or len({len(v) for v in by_host.values()}) != 1:
+    if len(by_proc) < 2 or len({len(v) for v in by_proc.values()}) != 1:
         return None
-    n = len(next(iter(by_host.values())))
-    if any(v != set(range(n)) for v in by_host.values()):
+    n = len(next(iter(by_proc.values())))
+    if any(v != set(range(n)) for v in by_proc.values()):
         return None
     if last_device_line > min(int(r["line"]) for r in run.nccl_tests):
         return None  # a second header after a table: runs one after the other, not one launch
     if not all(_single_node(c) for c in run.communicators if c.parent is None):
         return None
-    hosts = sorted(by_host)
+    hosts = sorted({h for h, _ in by_proc})
+    where = f"on {len(hosts)} hosts ({', '.join(hosts[:4])})" if len(hosts) > 1 else f"on {hosts[0]}"
     return Finding(
         kind=FindingKind.CONFIG, severity=Severity.ERROR, ranks=(), verdict=Verdict.CONFIG_ERROR,
-        message=f"each host ran an nccl-tests of its own: {len(hosts)} headers whose device lines number ranks 0-{n - 1} "
-        f"on their own host ({', '.join(hosts[:4])}), in one launcher's output, instead of one test of {n * len(hosts)} "
-        "ranks across the hosts: nccl-tests built without MPI=1",
-        hint=MPI_HINT, data={"hosts": hosts[:64], "ranks_per_job": n})
+        message=f"each process ran an nccl-tests of its own: {len(by_proc)} processes {where} each print a header "
+        f"whose device lines number ranks 0-{n - 1}, in one launcher's output, instead of one test of "
+        f"{n * len(by_proc)} ranks: nccl-tests built without MPI=1",
+        hint=MPI_HINT, data={"hosts": hosts[:64], "processes": len(by_proc), "ranks_per_job": n})
 
 
 def detect(run: Run) -> list[Finding]:

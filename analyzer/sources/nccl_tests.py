@@ -64,10 +64,10 @@ def device_gpu(text: str) -> str | None:
     return m.group("gpu") if m else None
 
 
-def device_host(text: str) -> str | None:
-    """The host a ``#  Rank N ... Pid P on HOST device D`` line names, or None."""
+def device_process(text: str) -> tuple[str, int] | None:
+    """The (host, pid) a ``#  Rank N ... Pid P on HOST device D`` line names, or None."""
     d = DEVICE_LINE_RE.match(text)
-    return d.group("host") if d else None
+    return (d.group("host"), int(d.group("pid"))) if d else None
 
 
 def restore_marks(text: str) -> str:

@@ -94,3 +94,14 @@ def test_one_job_across_hosts_or_runs_one_after_another_are_not(tmp_path: Path) 
     q = tmp_path / "mpi.txt"
     q.write_text("\n".join(["#  out-of-place", *mpi]) + "\n")
     assert not any(f.kind == FindingKind.CONFIG for f in analyze_paths([q], cache=False).findings)
+
+
+def test_one_gpu_tests_of_several_processes_on_one_host_are_a_config_error(tmp_path: Path) -> None:
+    head = "# nThread 1 nGpus 1 minBytes 8 maxBytes 67108864 step: 2(factor) warmup iters: 5 iters: 20 validation: 1"
+    dev = [f"#  Rank  0 Group  0 Pid {900 + i} on gx1 device  {i} [0x3{i}] NVIDIA H100 80GB HBM3" for i in range(4)]
+    row = "    67108864      16777216   float     sum      -1   30.1 2229.2    0.00      0   29.9 2244.1    0.00      0"
+    p = tmp_path / "srun.txt"  # srun -n 4 on one node, each task a one-GPU test: every busbw is 0
+    p.write_text("\n".join(["#  out-of-place", *([head] * 4), *dev, *([row] * 4)]) + "\n")
+    a = analyze_paths([p], cache=False)
+    f = next(f for f in a.findings if f.kind == FindingKind.CONFIG)
+    assert (a.decision.verdict, f.data["processes"], f.data["ranks_per_job"]) == (Verdict.CONFIG_ERROR, 4, 1)
