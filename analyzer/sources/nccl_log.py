@@ -294,6 +294,8 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
         return None
     if msg.startswith(("Channel ", "Ring ", "Trees", "Tree ")):
         return _parse_topology(msg, base)
+    if c0 == "[" and "] Ring " in msg[:12]:  # 2.0-2.2's ring dump behind the printing rank: "[0] Ring 0 :    0   1"
+        return _parse_topology(msg[msg.index("] Ring ") + 2:], base)
     if (" Init " in msg or "- Init" in msg or "COMPLETE" in msg or "Abort START" in msg or "Revoke" in msg
             or msg.startswith("Init timings")):
         return _parse_init(msg, base)

@@ -49,6 +49,7 @@ def test_full_heads_are_unchanged():
     ("seyun:17280:17553 [0] INFO Using internal Network IB", R.NcclNet, "IB"),  # 2.1/2.2
     ("INFO NET : Using interface eth0:115.145.178.160<0>", R.NcclNet, "eth0:115.145.178.160<0>"),
     ("INFO comm 0x7f0e9c00a3b0 rank 0 nranks 8", R.NcclInit, None),
+    ("INFO [0] Ring 0 :    0   1   2   3", R.NcclRingOrder, None),  # 2.0-2.2's ring dump of rank 0
 ])
 def test_nccl20_lines_without_the_word(line, kind, value):
     assert maybe_nccl(line)
@@ -56,8 +57,10 @@ def test_nccl20_lines_without_the_word(line, kind, value):
     assert isinstance(rec, kind)
     if value is not None:
         assert rec.value == value
-    else:
+    elif kind is R.NcclInit:
         assert (rec.rank, rec.nranks) == (0, 8)
+    else:
+        assert rec.ranks == [0, 1, 2, 3] and rec.host == ""
 
 
 def test_nccl20_warn_needs_its_source_and_application_lines_stay_out():
