@@ -145,7 +145,21 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
     headline = crash[0].message if crash else f"rank {cause.first.rank} failed first: {cause.first.text}"[:500]
     stuck = next((f.stuck for f in by[Verdict.HANG] + by[Verdict.CRASH] if f.stuck), None)
     # a network failure or NCCL's own error first: the link, the library or the setup failed, no rank's code
-    return Decision(Verdict.CRASH, cause.culprits, stuck, headline)
+    return Decision(Verdict.CRASH, _crash_culprits(run, cause), stuck, headline)
+
+
+def _crash_culprits(run: Run, cause: rules.Cause) -> tuple[int, ...]:
+    """``cause.culprits``; an unranked OOM / CUDA error first names the rank of its device on one node
+    (``rules.cause.device_rank``)."""
+    if cause.culprits:
+        return cause.culprits
+    n = rules.cause.device_rank(cause, one_node(run), run.job.world_size)
+    return (n,) if n is not None else ()
+
+
+def one_node(run: Run) -> bool:
+    """The job is known to run on one node: NCCL's node count, else one host seen."""
+    return run.job.nnodes == 1 if run.job.nnodes is not None else len(run.job.hosts) == 1
 
 
 def _desync_is_echo(desyncs: list[Finding], failures: list[rules.Failure]) -> bool:

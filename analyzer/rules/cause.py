@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -74,6 +75,28 @@ def lone_nccl_error(first: Failure, echoes: Iterable[Failure]) -> bool:
         return False
     entry = classify(first.text)
     return entry is None or entry.kind != "config"
+
+
+DEVICE_RE = re.compile(r"\bGPU (\d{1,4})\b")  # CUDA's OOM message: "... Tried to allocate 2.00 GiB. GPU 3 has ..."
+
+
+def device_rank(cause: Cause, one_node: bool, world: int | None) -> int | None:
+    """The rank of an unranked first failure (an OOM or CUDA error printed with no ``[rankN]:`` head) from the
+    device its message names, in a job of one node, where each process uses the device of its local rank
+    (torchrun's ``cuda:LOCAL_RANK``), so GPU N is rank N. None when the rank is known, the job spans nodes or
+    is not known to be one, the device is outside the world, or rank N is on the time line waiting (timed out,
+    saw its peer go): that rank did not fail of its own."""
+    first = cause.first
+    if first is None or first.rank is not None or first.kind not in (FailureKind.OOM, FailureKind.CUDA) or not one_node:
+        return None
+    m = DEVICE_RE.search(first.text)
+    if m is None:
+        return None
+    n = int(m.group(1))
+    if world is not None and n >= world:
+        return None
+    waiting = {f.rank for f in cause.echoes if f.kind in (FailureKind.TIMEOUT, FailureKind.PEER)}
+    return None if n in waiting else n
 
 
 def _key(f: Failure) -> tuple[float, str, int]:
