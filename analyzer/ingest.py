@@ -30,10 +30,10 @@ from .sources.coll import kernel as coll_kernel
 from .sources.env_file import parse_env_lines
 from .sources.flight_recorder import parse_fr_json, parse_fr_pickle
 from .sources.hook_jsonl import parse_jsonl
-from .sources.nccl_log import NcclCollBatch, parse_nccl_line, scan_coll_block
+from .sources.nccl_log import NcclCollBatch, join_adds, parse_nccl_line, scan_coll_block
 from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 from .sources.ras import looks_like_ras_json, parse_ras_job, parse_ras_json, parse_ras_text
-from .sources.lines import lone_cr_to_lf, maybe_nccl, nccl_only, rejoin_wrapped, unglue_host
+from .sources.lines import lone_cr_to_lf, maybe_nccl, nccl_only, rejoin_wrapped, strip_tool_prefixes, unglue_host
 from .sources.records import FileEnd, NcclRec, Rec, TorchRec, UnreadLines
 from .sources.topo_xml import parse_topo_xml
 from .sources.torch_log import parse_torch_lines, torch_line_facts
@@ -137,8 +137,9 @@ def _marker(head: bytes) -> str | None:
     decoded text exactly when its bytes are in the raw ones), else None."""
     if b"SERVER PROTOCOL" in head or (b"Job summary" in head and b"Communicators" in head):
         return "ras"
-    if b"nccl-tests" in head or b"# nThread" in head or b"out-of-place" in head or b"ncclscope perf:" in head:
-        return "nccl_tests"
+    if (b"nccl-tests" in head or b"# nThread" in head or b"out-of-place" in head or b"ncclscope perf:" in head
+            or (b"nThread " in head and b" nGpus " in head) or b"Out of bounds values" in head):
+        return "nccl_tests"  # the last two: a paste whose '#' marks a renderer dropped
     return None
 
 
@@ -233,8 +234,8 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
                     continue
             if any(m in text for m in TORCH_EVIDENCE):
                 torch_seen.add(lineno, text)
-            if not text.isspace() and text:
-                end.text.append(lineno)
+            if text and not text.isspace() and (len(text) > PREFIX_ONLY_MAX or strip_tool_prefixes(text)[1].strip()):
+                end.text.append(lineno)  # a launcher's prefix alone ('nodeg18: ', '[default0]:') is no progress
             yield lineno, text
 
     for rec in parse_torch_lines(rest(), name):
@@ -251,6 +252,7 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
     return out, done
 
 
+PREFIX_ONLY_MAX = 48  # a line this short may be a launcher's prefix with nothing behind it
 TEXT_AFTER_MAX = 64  # FileEnd.text_after counts the application's lines after the last NCCL line up to this
 
 
@@ -276,11 +278,11 @@ class _End:
 
 
 def wrapped_join_known(first: str, joined: str) -> bool:
-    """Whether the pieces of a hard-wrapped line, joined, are a line the parsers know: an NCCL line
-    (also when its first piece alone parsed: cut at the wrap, it lost the rest of its message), or a
+    """Whether the pieces of a hard-wrapped line, joined, are a line the parsers know: an NCCL line that
+    reads more than its first piece alone (cut at the wrap, that lost the rest of its message), or a
     PyTorch line that reads at least the facts its first piece alone does (a watchdog's exception whose
     quoted timeout was cut at the wrap)."""
-    if "NCCL " in joined and parse_nccl_line(joined) is not None:
+    if join_adds(first, joined):  # a complete NCCL line and the short line after it are no wrap
         return True
     facts = torch_line_facts(joined)
     return facts > 0 and facts >= torch_line_facts(first)

@@ -52,3 +52,34 @@ def test_text_after_is_bounded_and_grouped_logs_get_the_ends_they_get_alone(tmp_
     grouped = {p.file: p.end for p in ingest._parse_job(files)}
     assert grouped == alone
     assert all(not isinstance(r, type(alone["a.log"])) for p in ingest.ingest([tmp_path], workers=1) for r in p.records)
+
+
+def test_a_launcher_prefix_alone_is_no_text_after_init(tmp_path):
+    """pdsh and torchrun --tee print their prefix on blank lines ('nodeg18: ', '[default0]:'): no progress
+    (transformers#22363's shape: a DeepSpeed job over pdsh that hung right after init)."""
+    pre = "".join(f"nodeg18: {line}\n" for line in INIT.splitlines())
+    (tmp_path / "pdsh.log").write_text(pre + "nodeg18: \n[default0]:\nnodeg18: \n")
+    (tmp_path / "real.log").write_text(pre + "nodeg18: epoch 0 step 1 loss 2.31\n")
+    ends, _ = _ends(tmp_path)
+    assert ends["pdsh.log"].text_after == 0
+    assert ends["real.log"].text_after == 1
+
+
+def test_a_short_line_after_a_complete_long_nccl_line_is_not_its_wrapped_tail(tmp_path):
+    """An Init COMPLETE line of the width a terminal wraps at, then one short training print: two lines,
+    not a wrapped one (the join would read no more NCCL than the first line alone)."""
+    init = "gpu-node-1:2001:2101 [0] NCCL INFO comm 0x5581a0 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE"
+    init = init + " " * (102 - len(init))
+    (tmp_path / "one.log").write_text(INIT.split("h1:2001:2101 [0] NCCL INFO comm")[0] + init.rstrip() + "\n"
+                                      + "epoch 0 step 10 loss 2.3012\n")
+    ends, _ = _ends(tmp_path)
+    assert ends["one.log"].text_after == 1
+
+
+def test_an_nccl_tests_paste_whose_hash_marks_were_lost_is_read_as_nccl_tests():
+    """A renderer dropped the '#' of every header line and the column head is missing: the 'nThread .. nGpus'
+    line (or 'Out of bounds values') still marks nccl-tests output."""
+    head = (b" nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20\n"
+            b"   8388608   2097152   float   sum   -1   102.3   82.01   82.01   0   101.9   82.33   82.33   0\n")
+    assert ingest.sniff(head, "paste.txt") == "nccl_tests"
+    assert ingest.sniff(b" Out of bounds values : 0 OK\n", "paste.txt") == "nccl_tests"

@@ -158,8 +158,6 @@ def test_write_excerpt_refuses_what_it_cannot_write(tmp_path):
         write_excerpt(tmp_path / "c", "store_barrier", 1, True)
 
 
-@pytest.mark.xfail(strict=True, reason="lines.rejoin_wrapped joins a lone application line after an 81-character "
-                   "Init COMPLETE line into it as a wrapped tail, so the log seems to end at init: a false possible hang")
 def test_matrix_after_init_excerpts_raise_no_false_alarm():
     """One host's NCCL init, then nothing (a possible hang) or 1 to 5 training lines (healthy)."""
     m = _matrix()
