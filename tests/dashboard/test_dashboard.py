@@ -306,7 +306,6 @@ def test_pages_are_ready_while_the_log_index_builds(tmp_path: Path, monkeypatch:
     import threading
 
     from ncclscope.dashboard import data
-    from ncclscope.dashboard.pages import hang, logs, overview
 
     release = threading.Event()
     real = data.build_log_index
@@ -318,6 +317,8 @@ def test_pages_are_ready_while_the_log_index_builds(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(data, "build_log_index", slow_index)
     rs = RunStore(tmp_path / "store")
     create_app(run_store=rs)
+    # the pages register themselves with the app: imported after it exists, whichever test ran first
+    from ncclscope.dashboard.pages import hang, logs, overview
     try:
         sample = Path(__file__).resolve().parents[2] / "samples" / "gpu_hang"
         key = rs.submit([sample], "gpu_hang")
