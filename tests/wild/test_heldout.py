@@ -4,37 +4,19 @@ how well fixes made against the wild cases generalise, so it is not tuned agains
 carries `known_gap` and runs as a strict xfail."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from wild_cases import DATA as _DATA
+from wild_cases import VERDICTS, case_params
+from wild_cases import table as wild
 
-_DATA = Path(__file__).resolve().parents[1] / "data"
-_TABLE = _DATA / "wild" / "table.py"
 HELDOUT = _DATA / "heldout"
-if "wild_table" in sys.modules:
-    wild = sys.modules["wild_table"]
-else:
-    _spec = importlib.util.spec_from_file_location("wild_table", _TABLE)
-    assert _spec is not None and _spec.loader is not None
-    wild = importlib.util.module_from_spec(_spec)
-    sys.modules["wild_table"] = wild
-    _spec.loader.exec_module(wild)
-
 CASES = wild.load_expected(HELDOUT)
-VERDICTS = {"healthy", "degraded", "hang", "desync", "crash", "config_error", "unknown"}
 FAULTS = {"healthy", "degraded", "hang", "desync", "crash", "cuda", "oom", "config_error", "network"}
 
 
-def _param(want: dict) -> object:
-    marks = []
-    if want.get("known_gap"):
-        marks.append(pytest.mark.xfail(strict=True, reason=want["known_gap"]))
-    return pytest.param(want, id=want["case"], marks=marks)
-
-
-@pytest.mark.parametrize("want", [_param(w) for w in CASES])
+@pytest.mark.parametrize("want", case_params(CASES))
 def test_heldout_case(want):
     got = wild.evaluate(want)
     assert got.problems() == [], f"{want['case']}: " + "; ".join(got.problems())

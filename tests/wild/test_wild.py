@@ -4,31 +4,14 @@ EXPECTED.jsonl states them. A case ncclscope reads wrong today carries `known_ga
 strict xfail, so that the parser fix that reads it flips the test."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-_TABLE = Path(__file__).resolve().parents[1] / "data" / "wild" / "table.py"
-_spec = importlib.util.spec_from_file_location("wild_table", _TABLE)
-assert _spec is not None and _spec.loader is not None
-wild = importlib.util.module_from_spec(_spec)
-sys.modules["wild_table"] = wild
-_spec.loader.exec_module(wild)
+from wild_cases import VERDICTS, case_params
+from wild_cases import table as wild
 
 CASES = wild.load_expected()
-VERDICTS = {"healthy", "degraded", "hang", "desync", "crash", "config_error", "unknown"}
 
 
-def _param(want: dict) -> object:
-    marks = []
-    if want.get("known_gap"):
-        marks.append(pytest.mark.xfail(strict=True, reason=want["known_gap"]))
-    return pytest.param(want, id=want["case"], marks=marks)
-
-
-@pytest.mark.parametrize("want", [_param(w) for w in CASES])
+@pytest.mark.parametrize("want", case_params(CASES))
 def test_wild_case(want):
     got = wild.evaluate(want)
     assert got.problems() == [], f"{want['case']}: " + "; ".join(got.problems())
