@@ -92,5 +92,6 @@ def with_transport(tab: pd.DataFrame, communicators: Sequence[Communicator], wor
     """``busbw_table`` rows with the transport class of their process group (for colouring by link)."""
     out = tab.copy()
     tr = pg_transports(communicators, sorted(set(out["pg"].astype(str))), world_size)
-    out["transport"] = out["pg"].astype(str).map(tr).fillna("unknown")
+    # a dict lookup, not Series.map: an empty mapping would give float NaN that pandas refuses to fill with text
+    out["transport"] = [tr.get(pg, "unknown") for pg in out["pg"].astype(str)]
     return out
