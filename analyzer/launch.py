@@ -27,7 +27,7 @@ from . import safe_io
 
 HOOK_SITE = ".ncclscope-site"  # the old in-folder name; the site is now a private temporary folder
 HOOK_PACKAGE = "_ncclscope_hook"
-HOOK_FILES = ("__init__.py", "records.py", "tracer.py")
+HOOK_FILES = ("__init__.py", "budget.py", "records.py", "tracer.py")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 Note = Callable[[str], None]
 

@@ -221,8 +221,34 @@ def child_tp(args: argparse.Namespace) -> dict[str, object]:
             diffs.append((pair[1] - pair[0]) * 1000.0 / (args.layers * args.colls))
         out["ab_us_per_call"] = statistics.median(diffs)
         out.update(_threads_ab(lambda: step(traced), args.layers * args.colls))
+    out.update(_budget_ab(lambda: step(lambda y: dist.all_reduce(y)), args.layers * args.colls))  # type: ignore[attr-defined]
     dist.destroy_process_group()  # type: ignore[attr-defined]
     return out
+
+
+def _budget_ab(one_step: Callable[[], tuple[float, float, float]], colls: int) -> dict[str, float]:
+    """Steps that look ``dist.all_reduce`` up on every call (as user code does) with the hook's call
+    budget on and off (``calls_s`` 0: every call traced), in turns, in this one process: what the
+    budget saves the training thread per collective. Empty where the hook has no budget."""
+    try:
+        from _ncclscope_hook import tracer as T
+    except ImportError:
+        return {}
+    tr = getattr(T, "_TRACER", None)
+    if tr is None or not hasattr(tr, "calls_s"):
+        return {}
+    calls_s = tr.calls_s or 500
+    cpu: list[float] = []
+    for _ in range(4):
+        got = {}
+        for on in (True, False):
+            tr.calls_s = calls_s if on else 0
+            time.sleep(3 * tr.poll_s + 0.05)  # a few ticks: the wrappers back in, the new budget set
+            steps = [one_step() for _ in range(8)]
+            got[on] = statistics.median(r[2] for r in steps)
+        cpu.append((got[True] - got[False]) * 1000.0 / colls)
+    tr.calls_s = calls_s
+    return {"budget_main_cpu_us_per_call": statistics.median(cpu)}
 
 
 def _threads_ab(one_step: Callable[[], tuple[float, float, float]], colls: int) -> dict[str, float]:
@@ -271,11 +297,15 @@ def other_hook_site(run_dir: Path, src: Path) -> Path:
     for name in ("sitecustomize.py", *HOOK_FILES):
         dest = site / name if name == "sitecustomize.py" else site / HOOK_PACKAGE / name
         rev = str(src)[4:] if str(src).startswith("git:") else None
+        optional = name not in ("sitecustomize.py", "tracer.py")  # an older hook may lack a later module
         if rev is None:
-            shutil.copyfile(src / name, dest)
+            if (src / name).exists() or not optional:
+                shutil.copyfile(src / name, dest)
             continue
         got = subprocess.run(["git", "show", f"{rev}:analyzer/hook/{name}"], cwd=ROOT, capture_output=True,
                              check=False)
+        if got.returncode != 0 and optional:
+            continue
         if got.returncode != 0:
             raise SystemExit(f"--other-hook {src}: {got.stderr.decode(errors='replace').strip()}")
         dest.write_bytes(got.stdout)
@@ -390,7 +420,9 @@ EXTRA = {"ab_us_per_call": "per-call path alone (training-thread CPU, traced min
          "hook_threads_us_per_call": "the hook's threads (writer, ticker) CPU per collective",
          "threads_wall_us_per_call": "what the running threads add to a traced step's wall time, per collective "
                                      "(threads at their cadence minus paused, in one process)",
-         "threads_main_cpu_us_per_call": "what the running threads add to the training thread's CPU, per collective"}
+         "threads_main_cpu_us_per_call": "what the running threads add to the training thread's CPU, per collective",
+         "budget_main_cpu_us_per_call": "what the call budget changes in the training thread's CPU, per collective "
+                                        "(budget on minus off, dist.all_reduce looked up per call, in one process)"}
 
 
 def report(args: argparse.Namespace, got: dict[str, dict[str, list[float]]]) -> None:

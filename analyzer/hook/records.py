@@ -78,10 +78,12 @@ def done_format(rank: int, pg: str, how: str) -> str:
 
 
 def heartbeat(rank: int, step: int | None, pgs: dict[str, dict[str, int | None]], dropped: int,
-              sampled_out: int = 0) -> Record:
+              sampled_out: int = 0, untraced: int = 0) -> Record:
     rec: Record = {"type": "hb", "t": now(), "rank": rank, "step": step, "pgs": pgs, "dropped": dropped}
     if sampled_out:
         rec["sampled_out"] = sampled_out
+    if untraced:
+        rec["untraced"] = untraced  # collectives issued while the per-call budget had the wrappers off
     return rec
 
 

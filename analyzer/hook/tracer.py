@@ -27,6 +27,9 @@ Rules it keeps, because it runs inside someone's training:
   written and the middle is counted in the heartbeat's ``sampled_out`` (Flight Recorder keeps
   every collective, and the heartbeats every group's enqueued / completed count). The newest are
   always written, so a stall, a desync or a crash still shows the collectives that led to it;
+- a call budget (``budget.py``): above ``NCCLSCOPE_HOOK_CALLS_S`` (500) traced collectives a
+  second, the wrappers come off for the rest of the poller's tick, where Flight Recorder reports
+  every group's completion; the heartbeat's ``untraced`` counts what ran meanwhile;
 - every hook path is wrapped: an exception becomes an ``error`` record, never reaches user code
   or a PyTorch callback (``NCCLSCOPE_HOOK_CHAOS=all`` or ``coll,done,...`` raises inside each
   path to prove it; chaos turns the wrapper's own record-making off, so ``before`` raises);
@@ -37,6 +40,7 @@ Rules it keeps, because it runs inside someone's training:
 Settings (environment): ``NCCLSCOPE_RUN_DIR`` (required), ``NCCLSCOPE_HOOK_HB_S`` (1.0),
 ``NCCLSCOPE_HOOK_STALL_S`` (3.0), ``NCCLSCOPE_HOOK_POLL_S`` (0.1), ``NCCLSCOPE_HOOK_QUEUE``
 (20000), ``NCCLSCOPE_HOOK_PENDING`` (4096), ``NCCLSCOPE_HOOK_RECORDS_S`` (2000),
+``NCCLSCOPE_HOOK_CALLS_S`` (500; 0 traces every call),
 ``NCCLSCOPE_HOOK_FR_S`` (the heartbeat's), ``NCCLSCOPE_HOOK_CHAOS``.
 """
 from __future__ import annotations
@@ -58,6 +62,7 @@ from types import ModuleType, TracebackType
 from typing import Any, NoReturn
 
 from . import records as R
+from .budget import WRAPPERS
 
 # name in torch.distributed -> (op as recorded, parameter holding this rank's input, point-to-point)
 OPS: dict[str, tuple[str, str | None, bool]] = {
@@ -90,6 +95,7 @@ FORMATS_MAX = 4096  # call-site formats remembered per process
 
 _TENSOR: list[Any] = [type(None)]  # torch.Tensor once the tracer starts (the hook imports no torch before)
 _TRACER: Tracer | None = None
+_UNLIMITED = 1 << 62  # the per-call budget where none applies
 _ARMED = False
 _PATCHED = False
 _STARTING = False
@@ -181,6 +187,16 @@ class Tracer:
         self.write_s = 0.2
         self.records_s = max(100.0, _env_float("NCCLSCOPE_HOOK_RECORDS_S", 2000.0))
         self.sampled_out = 0
+        # the per-call budget (``budget.py``): calls left this tick before the wrappers come off
+        # (the first time it is spent, Flight Recorder is asked whether it covers every group)
+        self.calls_s = max(0, _env_int("NCCLSCOPE_HOOK_CALLS_S", 500))
+        self.left = max(1, int(self.calls_s * self.poll_s)) if self.calls_s else _UNLIMITED
+        self.can_pause = False
+        self._paused_enq: int | None = None  # the groups' summed sequence numbers when they came off
+        self.untraced = 0
+        self._want_pause = False
+        self._budget_reads = 0
+        self._budget_lock = threading.Lock()
         # blocking GPU collectives whose coll line was written, per group in order: (seq, t)
         self.awaiting: dict[str, collections.deque[tuple[int, float]]] = {}
         self.n_awaiting = 0
@@ -582,6 +598,44 @@ class Tracer:
                 done[slot.name] = slot.done
         return enq, done
 
+    def over_budget(self) -> None:
+        """This tick's call budget is spent (called by a wrapper, once a tick): torch's own
+        functions go back in until ``budget_tick``, where Flight Recorder covers completion."""
+        self.left = _UNLIMITED
+        if not self.can_pause:
+            self._want_pause = True  # ``budget_tick`` asks Flight Recorder now, not at the next heartbeat
+            return
+        if self.stop_event.is_set():
+            return
+        with self._budget_lock:
+            if self._paused_enq is None and WRAPPERS.on:
+                self._paused_enq = sum(self.group_counts()[0].values())
+                WRAPPERS.turn(False)
+
+    @staticmethod
+    def fr_covers(status: dict[str, dict[str, int | None]], enq: dict[str, int]) -> bool:
+        """Flight Recorder reports completion for every group that has issued a collective."""
+        return bool(status) and all(name in status for name in enq)
+
+    def budget_tick(self) -> None:
+        """Every poll: the wrappers back in, the calls made without them counted, a fresh budget."""
+        with self._budget_lock:
+            if self._paused_enq is not None:
+                WRAPPERS.turn(True)
+                self.untraced += max(0, sum(self.group_counts()[0].values()) - self._paused_enq)
+                self._paused_enq = None
+        if self._want_pause and not self.can_pause:
+            self._want_pause = False
+            enq = self.group_counts()[0]
+            status = self.fr_status()
+            if not self.fr_covers(status, enq) and self._budget_reads < 3 and self._fr_cost < 0.05:
+                # the last read may predate these groups' first collective: read again now, a few
+                # times a process at most and only where a read is cheap
+                self._budget_reads += 1
+                status = self.fr_status(force=True)
+            self.can_pause = self.fr_covers(status, enq)
+        self.left = max(1, int(self.calls_s * self.poll_s)) if self.can_pause and self.calls_s else _UNLIMITED
+
     def heartbeat(self, fresh_fr: bool = False) -> None:
         self.check_chaos("hb")
         enq, done = self.group_counts()
@@ -589,6 +643,8 @@ class Tracer:
         idle = seq_sig == self._seq_sig
         self._seq_sig = seq_sig
         status = self.fr_status(idle=idle, force=fresh_fr)
+        # calls may go untraced only where Flight Recorder tells every group's completion
+        self.can_pause = self.fr_covers(status, enq)
         if self.n_awaiting:
             # the done lines of the blocking GPU collectives come with the Flight Recorder reads
             self._complete_awaiting(status)
@@ -599,7 +655,7 @@ class Tracer:
             dn = max(done.get(name, 0), st.get("completed") or 0)
             started = st.get("started")
             pgs[name] = {"enq": e, "start": started if started is not None and started >= 0 else None, "done": dn}
-        self.put(R.heartbeat(self.rank, self.step, pgs, self.dropped, self.sampled_out))
+        self.put(R.heartbeat(self.rank, self.step, pgs, self.dropped, self.sampled_out, self.untraced))
         sig = tuple(sorted((k, v["enq"], v["done"]) for k, v in pgs.items()))
         now = time.monotonic()
         if sig != self._progress_sig:
@@ -690,6 +746,10 @@ class Tracer:
                 self.poll()
             except Exception as e:  # noqa: BLE001
                 self.fail("poll", e)
+            try:
+                self.budget_tick()
+            except Exception as e:  # noqa: BLE001
+                self.fail("budget", e)
             now = time.monotonic()
             if now - last_hb < self.hb_s:
                 continue
@@ -783,6 +843,10 @@ class Tracer:
         self.stop_event.set()
         if self.ticker.is_alive():
             self.ticker.join(timeout=1.0)
+        try:
+            self.budget_tick()  # the wrappers back in, the calls made without them counted
+        except Exception as e:  # noqa: BLE001
+            self.fail("budget", e)
         # one more batch written, so the last blocking GPU collectives await their done lines
         self.flushed.clear()
         if self.writer.is_alive():
@@ -937,6 +1001,9 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
         fast: Any = None  # the group's slot, when the record was made here and a done line may follow
         recorded = cpu = async_op = False
         try:
+            tr.left -= 1
+            if tr.left < 0:
+                tr.over_budget()
             n = len(args)
             tensor: Any
             if kwargs:
@@ -1033,8 +1100,10 @@ def patch_distributed(dist: ModuleType) -> None:
             continue
         w = _wrap(fn, op, in_param, p2p)
         setattr(c10d, name, w)
+        WRAPPERS.add(c10d, name, fn, w)
         if getattr(dist, name, None) is fn:
             setattr(dist, name, w)
+            WRAPPERS.add(dist, name, fn, w)
     fn = getattr(c10d, "init_process_group", None)
     if fn is not None and not getattr(fn, "__ncclscope_wrapped__", False):
         w = _wrap_init(fn)

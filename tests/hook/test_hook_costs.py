@@ -112,7 +112,8 @@ def test_a_traced_collective_is_one_python_call_and_a_few_c_calls(tmp_path: Path
     run_dir.mkdir()
     script = tmp_path / "count_job.py"
     script.write_text(COUNT_SCRIPT)
-    proc = subprocess.run([sys.executable, str(script), str(N)], env=_env(run_dir, 0, 1, _port(), NCCLSCOPE_HOOK_RECORDS_S="1000000000"),
+    proc = subprocess.run([sys.executable, str(script), str(N)], env=_env(run_dir, 0, 1, _port(), NCCLSCOPE_HOOK_RECORDS_S="1000000000",
+                                                                     NCCLSCOPE_HOOK_CALLS_S="0"),
                           cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
