@@ -29,7 +29,8 @@ Rules it keeps, because it runs inside someone's training:
   always written, so a stall, a desync or a crash still shows the collectives that led to it;
 - a call budget (``budget.py``): above ``NCCLSCOPE_HOOK_CALLS_S`` (500) traced collectives a
   second, the wrappers come off for the rest of the poller's tick, where Flight Recorder reports
-  every group's completion; the heartbeat's ``untraced`` counts what ran meanwhile;
+  every group's completion and the job has no gloo group; the heartbeat's ``untraced`` counts
+  what ran meanwhile;
 - every hook path is wrapped: an exception becomes an ``error`` record, never reaches user code
   or a PyTorch callback (``NCCLSCOPE_HOOK_CHAOS=all`` or ``coll,done,...`` raises inside each
   path to prove it; chaos turns the wrapper's own record-making off, so ``before`` raises);
@@ -40,7 +41,8 @@ Rules it keeps, because it runs inside someone's training:
 Settings (environment): ``NCCLSCOPE_RUN_DIR`` (required), ``NCCLSCOPE_HOOK_HB_S`` (1.0),
 ``NCCLSCOPE_HOOK_STALL_S`` (3.0), ``NCCLSCOPE_HOOK_POLL_S`` (0.1), ``NCCLSCOPE_HOOK_QUEUE``
 (20000), ``NCCLSCOPE_HOOK_PENDING`` (4096), ``NCCLSCOPE_HOOK_RECORDS_S`` (2000),
-``NCCLSCOPE_HOOK_CALLS_S`` (500; 0 traces every call),
+``NCCLSCOPE_HOOK_CALLS_S`` (500; 0 traces every call; NCCL groups only, gloo with
+``NCCLSCOPE_HOOK_BUDGET_GLOO=1``),
 ``NCCLSCOPE_HOOK_FR_S`` (the heartbeat's), ``NCCLSCOPE_HOOK_CHAOS``.
 """
 from __future__ import annotations
@@ -190,7 +192,11 @@ class Tracer:
         # the per-call budget (``budget.py``): calls left this tick before the wrappers come off
         # (the first time it is spent, Flight Recorder is asked whether it covers every group)
         self.calls_s = max(0, _env_int("NCCLSCOPE_HOOK_CALLS_S", 500))
-        self.left = max(1, int(self.calls_s * self.poll_s)) if self.calls_s else _UNLIMITED
+        # NCCL only: gloo's Flight Recorder can leave ``last_completed`` a few behind for good (its
+        # worker threads retire works out of order), which would read as a collective never done
+        self.budget_on = bool(self.calls_s) and ("gloo" not in self.backend
+                                                 or os.environ.get("NCCLSCOPE_HOOK_BUDGET_GLOO") == "1")
+        self.left = max(1, int(self.calls_s * self.poll_s)) if self.budget_on else _UNLIMITED
         self.can_pause = False
         self._paused_enq: int | None = None  # the groups' summed sequence numbers when they came off
         self.untraced = 0
@@ -602,6 +608,8 @@ class Tracer:
         """This tick's call budget is spent (called by a wrapper, once a tick): torch's own
         functions go back in until ``budget_tick``, where Flight Recorder covers completion."""
         self.left = _UNLIMITED
+        if not self.budget_on:
+            return
         if not self.can_pause:
             self._want_pause = True  # ``budget_tick`` asks Flight Recorder now, not at the next heartbeat
             return
@@ -634,7 +642,7 @@ class Tracer:
                 self._budget_reads += 1
                 status = self.fr_status(force=True)
             self.can_pause = self.fr_covers(status, enq)
-        self.left = max(1, int(self.calls_s * self.poll_s)) if self.can_pause and self.calls_s else _UNLIMITED
+        self.left = max(1, int(self.calls_s * self.poll_s)) if self.can_pause and self.budget_on and self.calls_s else _UNLIMITED
 
     def heartbeat(self, fresh_fr: bool = False) -> None:
         self.check_chaos("hb")
