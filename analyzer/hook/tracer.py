@@ -613,12 +613,14 @@ class Tracer:
         if not self.can_pause:
             self._want_pause = True  # ``budget_tick`` asks Flight Recorder now, not at the next heartbeat
             return
-        if self.stop_event.is_set():
-            return
-        with self._budget_lock:
+        if self.stop_event.is_set() or not self._budget_lock.acquire(blocking=False):
+            return  # never wait on the training thread: the poller is turning them; next tick then
+        try:
             if self._paused_enq is None and WRAPPERS.on:
                 self._paused_enq = sum(self.group_counts()[0].values())
                 WRAPPERS.turn(False)
+        finally:
+            self._budget_lock.release()
 
     @staticmethod
     def fr_covers(status: dict[str, dict[str, int | None]], enq: dict[str, int]) -> bool:
