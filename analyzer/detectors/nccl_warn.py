@@ -20,6 +20,9 @@ the settings (those the knowledge base calls traps), and the NCCL version each p
 - A warning of torch or CUDA the knowledge base knows as a cause (``TorchWarning`` events: a GPU whose CUDA
   capability the installed torch build has no kernels for): one finding per entry, arguing for the entry's
   verdict when the job failed.
+- A transport's size check that a desync trips too (``DESYNC_TOO``: IB's "collective mismatch error"): the
+  entry's config error only while the ranks' own reports show no mismatch (PyTorch's DETAIL check, a backend's
+  mismatch abort); with one, it argues for nothing and the desync detector decides.
 - A WARN whose entry names settings that cause it (``Entry.settings``: NCCL_TOPO_FILE before
   "Attribute arch of node cpu not found"), after the job set one: a config error naming the setting.
 - A communicator whose init never completed, each stuck rank's last NCCL line a known set-up step (NVLS multicast
@@ -34,12 +37,15 @@ from dataclasses import dataclass, field, replace
 
 from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
 from ..nccl.failures import Entry, classify, classify_in_area
+from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run
 
 MAX_QUOTE = 240
 CHAIN_GAP = 64  # lines: a return chain follows its WARN closely, even with other threads' lines between
 SETTING_RE = re.compile(r"\bNCCL_[A-Z0-9_]{2,60}\b")
 CONNECT_RE = re.compile(r"(?i)\bconnect\b")  # a connection this rank tried to make
+# size checks of a transport that a desync trips as well as a setup difference between nodes
+DESYNC_TOO = frozenset({"ib-size-mismatch"})
 NUMBER_RE = re.compile(r"0x[0-9a-fA-F]+|\d+")
 SEVERITY = {"info": Severity.INFO, "warning": Severity.WARNING, "error": Severity.ERROR, "critical": Severity.CRITICAL}
 UNKNOWN_HINT = ("Not in ncclscope's knowledge base. The return chain after the WARN shows where NCCL failed "
@@ -79,7 +85,8 @@ def detect(run: Run) -> list[Finding]:
             key = entry.id
         _add(groups, key, entry, w, chain)
     failed = _job_failed(run)
-    findings = [_finding(g, failed, settings) for g in groups.values()]
+    mismatch = _mismatch_reported(run)
+    findings = [_finding(g, failed, settings, mismatch) for g in groups.values()]
     chosen = _environment(run)
     if chosen:
         findings = [_explained_by(f, chosen[0]) for f in findings]
@@ -206,21 +213,28 @@ def _job_failed(run: Run) -> bool:
         x.exitcode not in (None, 0) for x in run.exits)
 
 
-def _argues(e: Entry, failed: bool, causing: list[Setting]) -> Verdict | None:
+def _mismatch_reported(run: Run) -> bool:
+    """The ranks themselves reported a collective mismatch: PyTorch's DETAIL check or a backend's abort on one."""
+    return any(e.kind == "collective_mismatch" for e in run.events) or any(
+        f.kind is FailureKind.MISMATCH for f in failures_of_run(run))
+
+
+def _argues(e: Entry, failed: bool, causing: list[Setting], mismatch: bool = False) -> Verdict | None:
     """The verdict the entry argues for here: a config error stands on its own (NCCL refused the
     setup), and so does a failure on the data path (an IB completion error, a proxy failure: fatal to
     the communicator); a socket error only when the job failed, since the bootstrap's helper threads
-    log theirs and training goes on."""
+    log theirs and training goes on. A size check a desync trips too (``DESYNC_TOO``) argues for nothing
+    when the ranks reported a mismatch (``mismatch``)."""
     if causing:  # the job set what the entry says causes this message
         return Verdict.CONFIG_ERROR
-    if e.verdict is None:
+    if e.verdict is None or (mismatch and e.id in DESYNC_TOO):
         return None
     if e.verdict == "crash" and e.area == "socket" and not failed:
         return None
     return Verdict(e.verdict)
 
 
-def _finding(g: _Group, failed: bool, settings: Mapping[str, Setting]) -> Finding:
+def _finding(g: _Group, failed: bool, settings: Mapping[str, Setting], mismatch: bool = False) -> Finding:
     who = _who(g.ranks, g.count)
     quote = _quote(g.first.text)
     chain = [f"{src} -> {code}" for src, code, _ in g.chain]
@@ -236,7 +250,7 @@ def _finding(g: _Group, failed: bool, settings: Mapping[str, Setting]) -> Findin
             ranks=tuple(sorted(g.ranks)), hint=UNKNOWN_HINT, evidence=tuple(evidence),
             data={"entry": None, "warn": quote, "chain": chain, "count": g.count})
     causing = [settings[n] for n in e.settings if n in settings]
-    verdict = _argues(e, failed, causing)
+    verdict = _argues(e, failed, causing, mismatch)
     if causing:
         evidence += [s.evidence for s in causing if s.evidence is not None and s.evidence not in evidence]
     set_by = "".join(f"{s.name}={s.value}, then " for s in causing)
