@@ -9,9 +9,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import mmap
 import multiprocessing
 import os
 import pickle
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -467,12 +469,68 @@ def _parse_job(group: list[tuple[str, str, int]]) -> list[Parsed]:
         return _parse_group(group)
 
 
-def _parse_job_pickled(group: list[tuple[str, str, int]]) -> bytes:
-    """``_parse_job`` in a worker, its result pickled with protocol 5: the pool pickles with protocol 4,
-    which copies each numpy column twice (to bytes, then into the pickle); 5 copies it once. At 512
-    rank logs (84 MB of COLL columns) that took pickling and unpickling from 0.23 to 0.13 s. Only this
-    process's own worker made these bytes: the pool itself unpickles what its workers send."""
-    return pickle.dumps(_parse_job(group), protocol=5)
+def _parse_job_to_file(group: list[tuple[str, str, int]], dest: str) -> list[int]:
+    """``_parse_job`` in a worker, its result written to the new file ``dest`` as a protocol-5 pickle
+    with its numpy columns out of band (``_write_result``); returns the layout ``_read_result`` needs.
+    Sent through the pool instead, a result is pickled again by the pool, pushed through a pipe 64 KB
+    at a time (each piece waiting for the parent's result thread to get the GIL while the parent
+    imports or unpickles: the workers sat blocked for half the parse at 4,096 ranks) and copied
+    twice more on the way in. Only this process's own worker wrote the file, in this process's
+    private folder."""
+    return _write_result(_parse_job(group), dest)
+
+
+RESULT_ALIGN = 64  # each out-of-band column starts at a multiple of this in a result file
+
+
+def _write_result(parsed: list[Parsed], dest: str) -> list[int]:
+    """``parsed`` as a pickle whose numpy columns follow it raw, each at an offset aligned to
+    ``RESULT_ALIGN``, in the new file ``dest`` (created exclusively, never through a link). Returns
+    [pickle length, then offset and length of each column]."""
+    columns: list[pickle.PickleBuffer] = []
+    head = pickle.dumps(parsed, protocol=5, buffer_callback=columns.append)
+    layout = [len(head)]
+    fd = safe_io.create_new(dest, 0o600)
+    try:
+        _write_all(fd, memoryview(head))
+        at = len(head)
+        for col in columns:
+            raw = col.raw()
+            pad = -at % RESULT_ALIGN
+            if pad:
+                _write_all(fd, memoryview(bytes(pad)))
+            at += pad
+            layout += [at, raw.nbytes]
+            _write_all(fd, raw)
+            at += raw.nbytes
+    finally:
+        os.close(fd)
+    return layout
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    data = data.cast("B")
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _read_result(path: str, layout: list[int]) -> list[Parsed]:
+    """A worker's result file (``_write_result``), mapped copy-on-write and removed at once: the
+    numpy columns are views of the mapping (no copy; its pages are the ones the worker wrote), the
+    mapping lives as long as they do."""
+    fd = safe_io.open_fd(path)
+    try:
+        size = os.fstat(fd).st_size
+        ends = [layout[0]] + [layout[i] + layout[i + 1] for i in range(1, len(layout), 2)]
+        if max(ends) > size:
+            raise OSError(f"{path}: a parse worker's result is cut short ({size} of {max(ends)} bytes)")
+        view = memoryview(mmap.mmap(fd, size, access=mmap.ACCESS_COPY))
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    columns = [view[layout[i]:layout[i] + layout[i + 1]] for i in range(1, len(layout), 2)]
+    out: list[Parsed] = pickle.loads(view[:layout[0]], buffers=columns)
+    return out
 
 
 def _parse_group(group: list[tuple[str, str, int]]) -> list[Parsed]:
@@ -624,7 +682,8 @@ class IngestJob:
                  workers: int | None, note: Callable[[str], None] | None) -> None:
         self._stack = contextlib.ExitStack()
         self._pool: ProcessPoolExecutor | None = None
-        self._futures: list[Future[bytes]] = []
+        self._futures: list[Future[list[int]]] = []
+        self._results = ""
         with self._stack as stack:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="ncclscope-"))
             stack.enter_context(gc_paused())
@@ -641,8 +700,10 @@ class IngestJob:
                 coll_kernel.arm(note=note, build=self.total >= KERNEL_BUILD_MIN_BYTES)
             nworkers = pool_size(self.total, len(self.groups), workers)
             if nworkers > 1:
+                self._results = _results_dir(stack, tmp)
                 self._pool = ProcessPoolExecutor(max_workers=nworkers, mp_context=_FORK, initializer=_worker_init)
-                self._futures = [self._pool.submit(_parse_job_pickled, g) for g in self.groups]  # all forked here
+                self._futures = [self._pool.submit(_parse_job_to_file, g, self._result_path(i))
+                                 for i, g in enumerate(self.groups)]  # all forked here
             self._stack = stack.pop_all()  # started: closed by result() or close()
 
     def result(self) -> list[Parsed]:
@@ -652,10 +713,8 @@ class IngestJob:
         try:
             if self._pool is not None:
                 futures, self._futures = self._futures, []
-                for group in self.groups:
-                    fut = futures.pop(0)  # nothing keeps a group's pickle once it is read (2.1 GB input: 380 MB)
-                    results.extend(pickle.loads(fut.result()))
-                    del fut
+                for i, group in enumerate(self.groups):
+                    results.extend(_read_result(self._result_path(i), futures[i].result()))
                     done += sum(f[2] for f in group)
                     if self.report:
                         self.report(done, self.total)
@@ -675,6 +734,14 @@ class IngestJob:
             raise InputError(f"nothing readable in the input: {reasons}")
         return results
 
+    @property
+    def parallel(self) -> bool:
+        """Whether worker processes parse (this process is free until ``result()``)."""
+        return self._pool is not None
+
+    def _result_path(self, i: int) -> str:
+        return os.path.join(self._results, f"{i}.pickle")
+
     def close(self) -> None:
         """Stop the pool (work not yet started is dropped) and wait for its workers to exit: one left
         waiting for work after this process ends would live on, holding this process's stdout open;
@@ -689,6 +756,22 @@ class IngestJob:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+SHARED_MEMORY_DIR = "/dev/shm"  # parse workers' result files go here when it is a folder (memory, no disk)
+
+
+def _results_dir(stack: contextlib.ExitStack, fallback: str) -> str:
+    """A new private folder (0700, a fresh random name) for the workers' result files, removed when
+    ``stack`` closes: in ``SHARED_MEMORY_DIR`` where there is one, else ``fallback``."""
+    if os.path.isdir(SHARED_MEMORY_DIR):
+        try:
+            folder = tempfile.mkdtemp(prefix="ncclscope-parse-", dir=SHARED_MEMORY_DIR)
+        except OSError:
+            return fallback
+        stack.callback(shutil.rmtree, folder, True)
+        return folder
+    return fallback
 
 
 # fork, where there is one: a worker starts as a copy of this process (numpy and the parsers already

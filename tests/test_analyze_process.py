@@ -2,6 +2,7 @@
 verdict does not need, and the parse pool started before the slow imports gives what a serial parse does."""
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import subprocess
@@ -73,3 +74,66 @@ def test_a_job_closed_early_stops_its_pool_and_removes_its_folder(tmp_path, monk
     assert job._pool is None
     with pytest.raises(RuntimeError):
         pool.submit(len, [])
+
+
+def _root_base(a):
+    while getattr(a, "base", None) is not None:
+        a = a.base
+    return getattr(a, "obj", a)  # a memoryview's exporter
+
+
+def test_worker_results_come_back_as_mapped_files_not_through_the_pool(tmp_path, monkeypatch):
+    """A worker writes its group's records to a file of its own (the numpy columns out of band) and sends
+    the pool only the file's layout: the parent maps the file, removes it at once, and the COLL columns it
+    gets are views of that mapping (no copy of them on the way in; through the pool's pipe they were
+    copied five times). The folder is gone once the job is closed."""
+    generate_run(tmp_path / "run", nranks=16, steps=30, fault="hang", fault_step=20, seed=3)
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)
+    with ingest.start_ingest([tmp_path / "run"], workers=2) as job:
+        assert job.parallel
+        layouts = [f.result() for f in job._futures]
+        assert all(isinstance(x, int) for layout in layouts for x in layout)  # what crossed the pipe: a few ints
+        assert all(len(layout) % 2 == 1 and layout[0] > 0 for layout in layouts)
+        folder = job._results
+        assert sorted(os.listdir(folder)) == sorted(f"{i}.pickle" for i in range(len(job.groups)))
+        parsed = job.result()
+    assert not os.path.exists(folder)
+    batches = [r for p in parsed for r in p.records if type(r).__name__ == "NcclCollBatch"]
+    assert batches
+    for b in batches:
+        for col in (b.proc, b.comm, b.op, b.count, b.datatype, b.tss, b.lines):
+            assert not col.flags.owndata and col.flags.writeable and col.flags.aligned
+            assert isinstance(_root_base(col), mmap.mmap)
+
+
+def test_a_cut_result_file_is_an_error_not_wrong_records(tmp_path):
+    dest = str(tmp_path / "0.pickle")
+    layout = ingest._write_result(ingest._parse_job([(str(SAMPLES / "gpu_hang" / n), n, (SAMPLES / "gpu_hang" / n).stat().st_size)
+                                                     for n in sorted(os.listdir(SAMPLES / "gpu_hang"))]), dest)
+    with open(dest, "r+b") as f:
+        f.truncate(layout[0] - 1)
+    with pytest.raises(OSError, match="cut short"):
+        ingest._read_result(dest, layout)
+
+
+def test_knowledge_base_is_read_while_the_workers_parse(tmp_path, monkeypatch):
+    """With a worker pool, the failure knowledge base (TOML and ~220 patterns) is loaded before the
+    parsed files are collected, not on the serial path after them."""
+    from ncclscope.nccl import failures
+
+    generate_run(tmp_path / "run", nranks=16, steps=30, fault="hang", fault_step=20, seed=3)
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)
+    seen: list[tuple[bool, int]] = []
+    collect = ingest.IngestJob.result
+
+    def result(self):
+        seen.append((self.parallel, failures.entries.cache_info().currsize))
+        return collect(self)
+
+    monkeypatch.setattr(ingest.IngestJob, "result", result)
+    for f in (failures.entries, failures._index, failures._area_index, failures.classify):
+        f.cache_clear()
+    analyze_paths([tmp_path / "run"], cache=False)
+    assert seen == [(True, 1)]
