@@ -15,6 +15,7 @@ from .result import Analysis
 
 ALERTS_FILE = "alerts.jsonl"  # the live monitor's alerts in a run folder (live/monitor.py)
 ALERTS_MAX_BYTES = 4 << 20
+HEAP_WARM_SHARE = 4  # heap faulted in while the workers parse: a quarter of the input (malloc.warm_heap caps it)
 
 
 def analyze_run(run: Run, alerts: list[dict[str, Any]] | None = None) -> Analysis:
@@ -86,6 +87,9 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
 
         if job.parallel:
             warm_knowledge_base()
+            from .malloc import warm_heap
+
+            warm_heap(job.total // HEAP_WARM_SHARE)
         parsed = job.result()
     run = build_run(parsed, release=True)
     del parsed
