@@ -1,4 +1,4 @@
-"""Launch: the command failed to start, so there is no training to judge.
+"""Launch: the command failed to start, so there is no training to judge; or the launcher numbered the ranks wrong.
 
 Two shapes: the command itself could not be executed (exit 127 / 126 as a shell reports it, nothing
 written by any rank), or every process died on its first lines (an ``ImportError`` such as
@@ -6,10 +6,15 @@ written by any rank), or every process died on its first lines (an ``ImportError
 before any NCCL line, hook record, Flight Recorder dump or collective. Said as such, with the fix,
 instead of "not enough information" or a crash of an unknown rank. The verdict is ``crash``: the job
 did not do what was asked and exited non-zero, which is what scripts checking the verdict expect.
+
+A third shape is the launch configured wrong: global ranks claimed by two processes each while other ranks of
+the world are claimed by none (``rules.launch.doubled_ranks``; Lightning's ``initializing ddp: GLOBAL_RANK: r``
+lines, every node's processes numbered 0..k-1): a config error, no rank at fault.
 """
 from __future__ import annotations
 
 from ..model import Evidence, Finding, FindingKind, Run, Severity, Verdict
+from ..rules.launch import doubled_ranks
 
 START_ERRORS = ("ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError", "TabError")
 LAUNCHER_ECHOES = ("ChildFailedError",)  # torchrun's own report of a rank's failure
@@ -29,6 +34,34 @@ def _started(run: Run) -> bool:
 
 
 def detect(run: Run) -> list[Finding]:
+    return _rank_layout(run) + _not_started(run)
+
+
+LAYOUT_HINT = ("Start one process per GPU with the node's rank known to each: under SLURM, `#SBATCH --nodes=N` and "
+               "`--ntasks-per-node=<GPUs per node>` matching the trainer's num_nodes and devices (srun then sets each "
+               "task's rank); with torchrun, a distinct --node_rank (or one rendezvous endpoint) on every node.")
+
+
+def _rank_layout(run: Run) -> list[Finding]:
+    """Ranks claimed twice while others are claimed by none: every node numbered its processes as the first ones."""
+    claims = [e for e in run.events if e.kind == "RankClaim" and e.rank is not None]
+    layout = doubled_ranks((e.rank for e in claims if e.rank is not None), run.job.world_size)
+    if layout is None:
+        return []
+    doubled = ", ".join(str(r) for r, _ in layout.doubled)
+    times = max(n for _, n in layout.doubled)
+    none = ", ".join(map(str, layout.unclaimed)) + (" ..." if layout.unclaimed_count > len(layout.unclaimed) else "")
+    return [Finding(kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+                    message=f"the launch numbered the ranks wrong: rank{'s' if len(layout.doubled) > 1 else ''} "
+                    f"{doubled} claimed by up to {times} processes each and {layout.unclaimed_count} of the world's "
+                    f"{layout.world} ranks ({none}) by none: each node started its processes as the first ranks "
+                    "(one task per node with no --ntasks-per-node, or the same node rank everywhere), so the "
+                    "rendezvous cannot complete", hint=LAYOUT_HINT, evidence=tuple(e.evidence for e in claims[:4]),
+                    data={"culprits": [], "doubled": [list(d) for d in layout.doubled],
+                          "unclaimed": list(layout.unclaimed), "unclaimed_count": layout.unclaimed_count})]
+
+
+def _not_started(run: Run) -> list[Finding]:
     if _started(run):
         return []
     errors = [e for e in run.events if e.kind == "dist_error"

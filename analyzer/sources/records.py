@@ -317,6 +317,12 @@ class WorldSize(TorchRec):
 
 
 @dataclass(slots=True)
+class RankClaim(WorldSize):
+    """One process's own claim of its global rank in a world (Lightning's ``initializing ddp: GLOBAL_RANK: r,
+    MEMBER: m/N``): ``rank`` is the claimed rank. Two claims of one rank are two processes holding it."""
+
+
+@dataclass(slots=True)
 class LauncherExit(Rec):
     """torchrun's failure summary entry or its ``failed (exitcode: ...)`` line."""
 

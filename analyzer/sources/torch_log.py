@@ -35,6 +35,7 @@ from .records import (
     LauncherSignal,
     MonitoredBarrierFailure,
     ProgramExit,
+    RankClaim,
     Rec,
     StoreBarrierWait,
     TorchRec,
@@ -487,7 +488,8 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
             claim = w.group("lr") is not None  # Lightning's 'initializing ddp: GLOBAL_RANK: r': one process's claim
             if 0 < size <= 1 << 20 and ((r, size) not in st.worlds or claim and _claim_again(st, r)):
                 st.worlds.add((r, size))
-                yield WorldSize(head[0], head[1], head[2], r, head[4], head[5], head[6], size)
+                kind = RankClaim if claim else WorldSize
+                yield kind(head[0], head[1], head[2], r, head[4], head[5], head[6], size)
 
 
 MAX_CLAIMS = 4  # claims of one global rank given (two processes claiming it is the fault; more tell nothing new)

@@ -1,0 +1,42 @@
+"""The rank layout a launcher gave: global ranks claimed twice while others are never claimed.
+
+Each process announces the global rank it took (Lightning's ``initializing ddp: GLOBAL_RANK: r, MEMBER: m/N``).
+When the launcher starts one task per node and each task spawns its node's processes as if it were the only
+node (srun without ``--ntasks-per-node``, every node given node rank 0), the processes of every node number
+themselves 0..k-1: each of those ranks is held by several processes and the ranks above are held by none, so
+the rendezvous can never complete. The rule (pure): some rank of the world is claimed more than once AND some
+rank of the world is claimed by nobody. Duplicates with the world complete are two runs in one input (a
+restart), not this; a world not known says nothing.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import islice
+
+MAX_WORLD = 1 << 20
+MAX_LISTED = 16  # unclaimed ranks named (the count says the rest)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Ranks claimed more than once ((rank, claims), the first MAX_LISTED), how many ranks of the world no process
+    claimed and the first MAX_LISTED of them."""
+
+    doubled: tuple[tuple[int, int], ...]
+    unclaimed: tuple[int, ...]
+    unclaimed_count: int
+    world: int
+
+
+def doubled_ranks(claims: Iterable[int], world: int | None) -> Layout | None:
+    """``claims``: one global rank per process's announcement; ``world``: the world size the job states."""
+    if world is None or not 1 < world <= MAX_WORLD:
+        return None
+    count = Counter(r for r in claims if 0 <= r < world)
+    doubled = tuple(sorted((r, n) for r, n in count.items() if n > 1))[:MAX_LISTED]
+    if not doubled or len(count) == world:
+        return None
+    unclaimed = tuple(islice((r for r in range(world) if r not in count), MAX_LISTED))
+    return Layout(doubled, unclaimed, world - len(count), world)
