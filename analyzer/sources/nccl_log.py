@@ -171,7 +171,7 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
                 _VIA_MEMO.clear()
             norm = _VIA_MEMO[via] = _norm_via(via)
         return NcclConnection(file, lineno, text, host, int(pid), int(tid), ts, int(c), int(ci), int(src),
-                              int(dst), direction, norm, via.endswith("/GDRDMA"))
+                              int(dst), direction, norm, "/GDRDMA" in via)
     if rc is not None:
         return NcclRing(file, lineno, text, host, int(pid), int(tid), ts, int(rc), int(prev), int(rank), int(nxt))
     msg = text[m.end():].rstrip("\r\n").strip()

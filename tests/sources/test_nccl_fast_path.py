@@ -88,6 +88,7 @@ EDGES = [
     "[2026-03-04T05:06:07] gpu7:4242:4250 [3] NCCL INFO Ring 00 : 7 -> 0 -> 1\n",
     "[2026-03-04 05:06:07.1] gpu-7.local:4242:4250 [3] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n",
     HEAD + "Channel 00/0 : 0[0] -> 1[1] via " + "P2P/" * 40 + "\n",  # a transport past the fast bound
+    HEAD + "Channel 00/1 : 0[7000] -> 12[88000] [send] via NET/IB/1/GDRDMA/Shared\n",  # GDR behind a later suffix
 ]
 
 
