@@ -401,8 +401,7 @@ def _after_init_hang(run: Run) -> list[Finding]:
     complete = _inits_done(run)
     st = ends_after_init(
         (int(e.data.get("text_after_nccl") or 0) for e in ends), complete, bool(len(run.collectives)),
-        bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events),
-        run.job.exit_code is not None or bool(run.exits),
+        bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events), _end_known(run),
         not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files))
     if st is None:
         return _setup_hang(run, ends)
@@ -417,13 +416,19 @@ def _after_init_hang(run: Run) -> list[Finding]:
         data={"class": "after_init", "certainty": {"level": st.level, "why": st.why}})]
 
 
+def _end_known(run: Run) -> bool:
+    """The job's end is known: an exit code, an exit record, or NCCL's proxy service seeing local ranks' connections
+    close (``[Service thread] Connection closed by localRank N``: processes exiting or tearing down)."""
+    return run.job.exit_code is not None or bool(run.exits) or any(
+        e.kind == "nccl_net_service_closed" for e in run.events)
+
+
 def _setup_hang(run: Run, ends: list) -> list[Finding]:
     """Logs that stop inside NCCL's set-up, before any communicator is reported (``rules.hang.ends_in_setup``)."""
     st = ends_in_setup(
         (int(e.data.get("text_after_nccl") or 0) for e in ends), any(p.host or p.pid for p in run.job.processes),
         bool(run.communicators), bool(len(run.collectives)),
-        bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events),
-        run.job.exit_code is not None or bool(run.exits),
+        bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events), _end_known(run),
         not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files))
     if st is None:
         return []

@@ -37,6 +37,7 @@ from .records import (
     NcclRec,
     NcclRing,
     NcclRingOrder,
+    NcclServiceClosed,
     NcclTree,
     NcclTrees,
     NcclTuning,
@@ -271,6 +272,7 @@ def _clock(m: re.Match[str]) -> bool:
 
 _NET_HEADS = ("Bootstrap : Using ", "Bootstrap: Using ", "NET : Using interface ", "CUDA Dev ", "Using network ", "NET/",
               "Using internal Network ", "Using external Network ")
+SERVICE_CLOSED = "[Service thread] Connection closed by localRank "
 
 
 def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dispatch table
@@ -373,6 +375,10 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
         return None
     if msg.startswith("RAS ") and ("timeout" in msg or "DEAD" in msg):
         return NcclRasLine(*base, msg)
+    if c0 == "[" and msg.startswith(SERVICE_CLOSED):
+        peer = msg[len(SERVICE_CLOSED):].strip()
+        if 0 < len(peer) <= 8 and peer.lstrip("-").isdigit():
+            return NcclServiceClosed(*base, "service_closed", peer, int(peer))
     return None
 
 

@@ -85,6 +85,16 @@ class NcclNet(NcclRec):
 
 
 @dataclass(slots=True)
+class NcclServiceClosed(NcclNet):
+    """``[Service thread] Connection closed by localRank N``: this process's proxy service thread saw the connection
+    of local rank N (-1: a connection of no local rank) close, as that process exits or tears its communicator down
+    (``kind`` "service_closed", ``value`` N as printed). It shows the process and its host (often the only line of a
+    node left in a pasted log) and that processes were ending."""
+
+    local_rank: int
+
+
+@dataclass(slots=True)
 class NcclRingOrder(NcclRec):
     channel: int
     nchannels: int
