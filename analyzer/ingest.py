@@ -469,15 +469,23 @@ def _parse_job(group: list[tuple[str, str, int]]) -> list[Parsed]:
         return _parse_group(group)
 
 
-def _parse_job_to_file(group: list[tuple[str, str, int]], dest: str) -> list[int]:
+def _parse_job_to_file(group: list[tuple[str, str, int]], dest: str) -> list[int] | bytes:
     """``_parse_job`` in a worker, its result written to the new file ``dest`` as a protocol-5 pickle
     with its numpy columns out of band (``_write_result``); returns the layout ``_read_result`` needs.
     Sent through the pool instead, a result is pickled again by the pool, pushed through a pipe 64 KB
     at a time (each piece waiting for the parent's result thread to get the GIL while the parent
     imports or unpickles: the workers sat blocked for half the parse at 4,096 ranks) and copied
     twice more on the way in. Only this process's own worker wrote the file, in this process's
-    private folder."""
-    return _write_result(_parse_job(group), dest)
+    private folder. Where the file cannot be written (a small ``/dev/shm``, such as a container's
+    64 MB: the parent's mappings hold every result until the model has it), the result comes back
+    the old way, as one protocol-5 pickle through the pool."""
+    parsed = _parse_job(group)
+    try:
+        return _write_result(parsed, dest)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(dest)
+        return pickle.dumps(parsed, protocol=5)
 
 
 RESULT_ALIGN = 64  # each out-of-band column starts at a multiple of this in a result file
@@ -682,7 +690,7 @@ class IngestJob:
                  workers: int | None, note: Callable[[str], None] | None) -> None:
         self._stack = contextlib.ExitStack()
         self._pool: ProcessPoolExecutor | None = None
-        self._futures: list[Future[list[int]]] = []
+        self._futures: list[Future[list[int] | bytes]] = []
         self._results = ""
         with self._stack as stack:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="ncclscope-"))
@@ -714,7 +722,10 @@ class IngestJob:
             if self._pool is not None:
                 futures, self._futures = self._futures, []
                 for i, group in enumerate(self.groups):
-                    results.extend(_read_result(self._result_path(i), futures[i].result()))
+                    got = futures.pop(0).result()  # nothing keeps a group's pickle, where one came, once it is read
+                    # the layout of the group's file, or (it could not be written) the pickle itself
+                    results.extend(pickle.loads(got) if isinstance(got, bytes) else _read_result(self._result_path(i), got))
+                    del got
                     done += sum(f[2] for f in group)
                     if self.report:
                         self.report(done, self.total)

@@ -170,3 +170,31 @@ def test_heap_warmed_while_the_workers_parse_spares_the_model_its_page_faults():
     assert got["warm"][0] == malloc.HEAP_WARM_MAX and got["cold"][0] == 0
     assert got["cold"][1] > 50_000  # 320 MB of fresh pages, about one fault each
     assert got["warm"][1] < got["cold"][1] // 4
+
+
+def test_a_result_file_that_cannot_be_written_comes_back_through_the_pool(tmp_path, monkeypatch):
+    """A /dev/shm too small for the results (a container's 64 MB) is no failure: a worker whose file
+    cannot be written sends its pickle through the pool, as before, and leaves no partial file."""
+    import errno
+
+    generate_run(tmp_path / "run", nranks=16, steps=30, fault="hang", fault_step=20, seed=3)
+    serial = ingest.ingest([tmp_path / "run"], workers=1)
+    write = ingest._write_result
+
+    def full(parsed, dest):
+        if dest.endswith(("1.pickle", "3.pickle")):
+            with open(dest, "wb") as f:
+                f.write(b"partial")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(parsed, dest)
+
+    monkeypatch.setattr(ingest, "_write_result", full)  # the workers fork after this: they inherit it
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)
+    with ingest.start_ingest([tmp_path / "run"], workers=2) as job:
+        assert len(job.groups) > 3
+        layouts = [f.result() for f in job._futures]
+        assert isinstance(layouts[1], bytes) and isinstance(layouts[3], bytes) and isinstance(layouts[0], list)
+        assert not os.path.exists(job._result_path(1))
+        pooled = job.result()
+    assert [[repr(r) for r in p.records] for p in pooled] == [[repr(r) for r in p.records] for p in serial]
