@@ -12,6 +12,9 @@ import re
 
 from ..model import Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
 from ..nccl.risky_settings import FORCED, NOTES
+from ..rules.cause import Failure, root_cause
+from ..rules.exits import FailureKind
+from ..rules.facts import failures_of_run
 from .catalogue import KnownError, classify
 
 SETTING_IN_TEXT_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+|TORCH_[A-Z0-9_]+)\b")
@@ -50,6 +53,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _interfaces_chosen(run)
     if not findings:
         findings += _roce_default_gid(run)
+    if not findings:
+        findings += _shm_bus_error(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -171,6 +176,50 @@ def _roce_default_gid(run: Run) -> list[Finding]:
                                           "certainty": {"level": "likely", "why": "RoCE, the GID index left to "
                                                         "NCCL, and the completion error a wrong GID gives"}})]
     return []
+
+
+SIGBUS_CODES = frozenset({-7, 135})  # killed by SIGBUS: torchrun's / a signal report's -7, a shell's 128 + 7
+
+
+def _shm_bus_error(run: Run) -> list[Finding]:
+    """The job's first failure is a process killed by SIGBUS (OpenMPI's ``Signal: Bus error (7)``, UCX's ``Caught
+    signal 7 (Bus error ...)``, torchrun's exit code -7) in a job that runs NCCL: NCCL (its proxy, the SHM
+    transport) touched a shared-memory file in /dev/shm the tmpfs could not back, the container's /dev/shm being
+    too small (Docker's 64 MB default). A setup error of the container, not a crash of the rank's code; a bus
+    error any later (after another failure) is left to the time line. Likely, not confirmed: the signal alone
+    does not name the file."""
+    if not (run.communicators or run.job.nccl_versions or any(e.kind.startswith("nccl") for e in run.events)):
+        return []
+    failures = failures_of_run(run)
+    cause = root_cause(failures)
+    if cause is None or cause.verdict != "crash":
+        return []
+    bus = sorted((f for f in failures if f.kind == FailureKind.FATAL and f.code in SIGBUS_CODES),
+                 key=lambda f: (not f.order[0], f.t if f.t is not None else float("inf"), f.order))
+    first = bus[0] if bus else None
+    if first is None or any(not _after(o, first) for o in failures if o.is_cause and o not in bus):
+        return []
+    ex = next((e for e in run.exits if e.exitcode in SIGBUS_CODES and (first.rank is None or e.rank == first.rank)),
+              None)
+    ranks = sorted({e.rank for e in run.exits if e.exitcode in SIGBUS_CODES and e.rank is not None})
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=tuple(ranks),
+        message=f"{'rank ' + str(first.rank) if first.rank is not None else 'a process'} was killed by SIGBUS "
+        f"first, in a job running NCCL: a shared-memory file in /dev/shm that the tmpfs could not back (a "
+        f"container's /dev/shm too small, Docker's default 64 MB) is the usual cause: {first.text.strip()[:200]}",
+        hint="Give the container a larger /dev/shm (docker run --shm-size=1g or --ipc=host; on Kubernetes an "
+             "emptyDir with medium: Memory at /dev/shm) and check `df -h /dev/shm` inside it; NCCL_SHM_DISABLE=1 "
+             "avoids the SHM transport, slower.",
+        evidence=(ex.evidence,) if ex is not None and ex.evidence is not None else (),
+        data={"culprits": [], "signal": "SIGBUS", "certainty": {
+            "level": "likely", "why": "a bus error first in a job running NCCL; the signal does not name the file"}})]
+
+
+def _after(a: Failure, b: Failure) -> bool:
+    """``a`` is known to come after ``b``: by the clock where both are timed, else by the lines of one file."""
+    if a.t is not None and b.t is not None:
+        return a.t > b.t
+    return bool(a.order[0]) and a.order[0] == b.order[0] and a.order[1] > b.order[1]
 
 
 def _area(text: str) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..model import Communicator, Finding, FindingKind, Run, Severity, Verdict
+from ..nccl.failures import classify_in_area
 from ..sources.nccl_tests import device_process
 
 MAX_LISTED = 16
@@ -45,6 +46,21 @@ def ranks_text(ranks: list[int]) -> str:
         parts.append(f"{start}-{prev}" if prev != start else str(start))
     more = len(parts) - MAX_LISTED
     return ", ".join(parts[:MAX_LISTED]) + (f" and {more} more ranges" if more > 0 else "")
+
+
+def _rank_checked_in_twice(run: Run) -> bool:
+    """NCCL's bootstrap root saw one rank check in twice (``Bootstrap Root : rank 0 of 2 ranks has already checked
+    in``, a WARN or PyTorch's "Last error"): the processes claiming one rank are one job started wrong (duplicated
+    RANK values, a launcher started twice), the config detector's finding, not two jobs mixed in the input."""
+    for e in run.events:
+        if e.kind not in ("nccl_warn", "dist_error"):
+            continue
+        text = f"{e.text} {e.data.get('last_error') or ''}"
+        if "has already checked in" in text:
+            k = classify_in_area(text, "bootstrap")
+            if k is not None and k.id == "bootstrap-rank-twice":
+                return True
+    return False
 
 
 def _distinct_processes(procs: list[str]) -> list[str]:
@@ -168,7 +184,7 @@ def detect(run: Run) -> list[Finding]:
         if "communicators" not in separate.data:  # standalone tests: the ranks of one host's test are all there
             findings = [f for f in findings if "missing_ranks" not in f.data]
         findings.append(separate)
-    elif dup:
+    elif dup and not _rank_checked_in_twice(run):  # NCCL's own word: two processes of one job hold one rank
         first = next(iter(dup))
         jobs = f" (communicators {', '.join(full_roots[:4])})" if len(full_roots) > 1 else ""
         findings.append(Finding(
