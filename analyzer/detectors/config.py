@@ -3,8 +3,9 @@
 Inputs: ``X set by environment to Y`` lines, env listings, the wrapper's record of the user's
 environment, NCCL WARN lines that name a setting (``NCCL_ALGO was set to Tree``), the "Last error"
 PyTorch quotes after an NCCL error (the knowledge base names the host, container, driver or fabric
-problem behind it: ``Duplicate GPU detected``, ``Failed to bind NVLink SHARP``), and the NCCL version
-each process printed. (A WARN the knowledge base calls a setup problem is ``nccl_warn``'s finding.)
+problem behind it: ``Duplicate GPU detected``, ``Failed to bind NVLink SHARP``, ``Unable to load NCCL
+library``), a SIGBUS that is the first failure of a job running NCCL (a container's /dev/shm too small), and
+the NCCL version each process printed. (A WARN the knowledge base calls a setup problem is ``nccl_warn``'s finding.)
 """
 from __future__ import annotations
 
