@@ -198,3 +198,45 @@ def test_a_result_file_that_cannot_be_written_comes_back_through_the_pool(tmp_pa
         assert not os.path.exists(job._result_path(1))
         pooled = job.result()
     assert [[repr(r) for r in p.records] for p in pooled] == [[repr(r) for r in p.records] for p in serial]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir(ingest.SHARED_MEMORY_DIR), reason="no /dev/shm on this machine")
+def test_sigterm_mid_parse_exits_143_and_leaves_nothing_in_shared_memory(tmp_path):
+    """A scheduler's SIGTERM while the workers parse: the process still ends by the signal, and no result
+    folder is left holding memory in /dev/shm (with the default action, one was left per kill)."""
+    import signal
+    import time
+
+    generate_run(tmp_path / "run", nranks=256, steps=300, fault="hang", fault_step=290, seed=5)
+    shm = Path(ingest.SHARED_MEMORY_DIR)
+    before = {p.name for p in shm.glob("ncclscope-parse-*")}
+    proc = subprocess.Popen([sys.executable, "-m", "ncclscope", "analyze", "--no-cache", "--json", str(tmp_path / "run")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ({p.name for p in shm.glob("ncclscope-parse-*")} - before):
+        time.sleep(0.02)  # until the workers have their folder
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM, err[-2000:]
+    # its parse workers end with it (they waited on the pool's queue for ever, orphaned, before)
+    gone = time.monotonic() + 10
+    while time.monotonic() < gone and _workers_of(str(tmp_path / "run")):
+        time.sleep(0.1)
+    assert not _workers_of(str(tmp_path / "run"))
+    time.sleep(3)  # a concurrent test's own analysis removes its folder within that
+    left = {p.name for p in shm.glob("ncclscope-parse-*")} - before
+    assert not left, left
+
+
+def _workers_of(arg: str) -> list[int]:
+    """Processes whose command line names ``arg`` (the run folder only this test analyses)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if arg.encode() in (d / "cmdline").read_bytes():
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
