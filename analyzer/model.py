@@ -309,6 +309,9 @@ class PgStatus:
     source: str
     ts: float | None = None
     evidence: Evidence | None = None
+    # gloo's Flight Recorder: its worker threads retire works out of order, so ``last_completed`` can
+    # stay a few collectives behind what completed (torch 2.13; see rules.hang.stuck_collective)
+    completion_may_lag: bool = False
 
 
 @dataclass(frozen=True, slots=True)

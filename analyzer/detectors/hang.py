@@ -58,10 +58,11 @@ def detect(run: Run) -> list[Finding]:
     stall_ev = tuple(e.evidence for e in stalls[:3])
     world = {p.rank for p in run.job.processes if p.rank is not None} | {r for by in status.values() for r in by}
 
+    lagging = {s.pg for s in run.pg_status if s.completion_may_lag}  # gloo's Flight Recorder counts
     for pg, by_rank in sorted(status.items()):
         members = bounded_world(run.job.world_size, world) if pg == "0" else sorted(by_rank)
         enq = {r: (by_rank[r].enqueued if r in by_rank else None) for r in sorted(set(members) | set(by_rank))}
-        st = stuck_collective(enq, {r: s.completed for r, s in by_rank.items()})
+        st = stuck_collective(enq, {r: s.completed for r, s in by_rank.items()}, completion_may_lag=pg in lagging)
         if st is None:
             continue  # everything issued has completed everywhere
         if not stalls:

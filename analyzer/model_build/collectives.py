@@ -89,15 +89,19 @@ def _fr_rows(frs: list[R.FrDump], rows: _Rows, pg_status: list[PgStatus]) -> str
     for rank, fr in best.items():
         version = version or fr.comm_lib_version
         pgid_name: dict[str, str] = {}
+        gloo: set[str] = set()  # pg ids whose entries gloo ran
         for e in fr.entries:
             pgname = _pg_name(e.get("process_group"))
             if e.get("pg_id") is not None and pgname is not None:
                 pgid_name[str(e["pg_id"])] = pgname
+            if e.get("pg_id") is not None and str(e.get("profiling_name") or "").startswith("gloo:"):
+                gloo.add(str(e["pg_id"]))
             _fr_entry(rank, fr, e, pgname, rows)
         for pgid, st in fr.pg_status.items():
             name = pgid_name.get(pgid, pgid)
             pg_status.append(PgStatus(rank, name, st["last_enqueued"], st["last_started"], st["last_completed"], "fr",
-                                      None, Evidence(fr.file, 0, f"pg_status[{pgid}] = {st}")))
+                                      None, Evidence(fr.file, 0, f"pg_status[{pgid}] = {st}"),
+                                      completion_may_lag=pgid in gloo))
     return version
 
 

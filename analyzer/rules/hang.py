@@ -18,13 +18,21 @@ class Stuck:
     waiting: tuple[int, ...]  # members in it, not completed
 
 
-def stuck_collective(enqueued: Mapping[int, int | None], completed: Mapping[int, int | None]) -> Stuck | None:
+def stuck_collective(enqueued: Mapping[int, int | None], completed: Mapping[int, int | None],
+                     completion_may_lag: bool = False) -> Stuck | None:
     """``enqueued`` / ``completed``: per member (every member a key of ``enqueued``; a member never
     seen has None), its last sequence number. None when everything issued completed everywhere.
     N is the first collective not completed on every member seen (the ranks seen completing it prove
     that the unseen were not in it); members never seen are the culprits only when no member seen is
     behind (what we cannot see is a suspect, not a witness against what we can), and only while they are no more
-    than the members seen: one rank's log of a world of four names none of the three it cannot see."""
+    than the members seen: one rank's log of a world of four names none of the three it cannot see.
+
+    With ``completion_may_lag`` (gloo's Flight Recorder, whose completed count can stay behind): a
+    collective every member seen joined, while some member already issued a later one, is taken as
+    completed. Without a failure such a collective completes on a CPU backend; a count left behind
+    would otherwise move the stuck point back to it and call everyone 'waiting in it', hiding the
+    member that never joined the next one (seen on a real gloo hang: #16 'never completed' on all
+    three ranks, where rank 2 never joined #17)."""
     issued = [v for v in enqueued.values() if v is not None]
     if not issued:
         return None
@@ -33,6 +41,14 @@ def stuck_collective(enqueued: Mapping[int, int | None], completed: Mapping[int,
     if n > max(issued):
         return None
     never = tuple(sorted(r for r, e in enqueued.items() if e is not None and e < n))
+    unseen_any = any(e is None for e in enqueued.values())
+    if completion_may_lag and not never and not unseen_any and n < max(issued):
+        floor = min(issued)  # every member joined up to here
+        done = {r: max(d, min(floor, enqueued[r] or 0)) for r, d in done.items()}
+        n = min(done.values()) + 1
+        if n > max(issued):
+            return None
+        never = tuple(sorted(r for r, e in enqueued.items() if e is not None and e < n))
     if not never:
         unseen = tuple(sorted(r for r, e in enqueued.items() if e is None))
         seen = len(enqueued) - len(unseen)
