@@ -75,6 +75,7 @@ class JobState:
     gaps: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_GAPS))
     gap_ts: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_GAPS))  # when each gap ended
     last_t: float | None = None  # newest record time seen
+    gloo: bool = False  # a rank runs gloo: completed counts from its Flight Recorder can stay behind
 
     def rank(self, r: int) -> RankState:
         st = self.ranks.get(r)
@@ -191,6 +192,7 @@ def apply(state: JobState, rank: int, rtype: str, d: dict[str, Any]) -> tuple[st
             state.world = max(state.world or 0, world)
         st.host = str(d["host"]) if d.get("host") is not None else st.host
         st.pid = _int(d.get("pid")) or st.pid
+        state.gloo = state.gloo or "gloo" in str(d.get("backend") or "")
         _progress(st, t)
     elif rtype == "coll":
         seq = _int(d.get("seq"))
@@ -289,7 +291,7 @@ def pending(state: JobState, stale_ranks: frozenset[int] = frozenset()
         seen = [r for r in members if r in state.ranks and r not in stale_ranks]
         enq = {r: (state.ranks[r].enq.get(pg) if r in seen else None) for r in members}
         done = {r: (state.ranks[r].done.get(pg) if r in seen else None) for r in members}
-        st = stuck_collective(enq, done)
+        st = stuck_collective(enq, done, completion_may_lag=state.gloo)
         if st is not None:
             out.append((pg, st.seq, st.never, st.waiting))
     return out

@@ -216,3 +216,15 @@ def test_final_pass_judges_the_job_as_it_was_at_the_first_exit() -> None:
     assert stall.judge_hang(st, t + 8.5) is None  # every rank has exited: nothing live to judge
     h = stall.judge_hang(st, t + 8.5, include_exited=True)
     assert h is not None and h.culprits == (1,) and h.seq == 60
+
+
+def test_gloo_counts_left_behind_do_not_move_the_stuck_point_back() -> None:
+    """DDP on gloo: the heartbeats' completed counts come from gloo's Flight Recorder, which can stay a
+    collective behind; ranks 0 and 1 wait in #17, rank 2 never issued it (as analyze reads it too)."""
+    for backend, want in (("gloo", [("0", 17, (2,), (0, 1))]), ("nccl", [("0", 16, (), (2,))])):
+        st = stall.JobState()
+        for r in range(3):
+            stall.apply(st, r, "start", {"world": 3, "t": 100.0, "backend": backend})
+        for r, enq, done in ((0, 17, 16), (1, 17, 16), (2, 16, 15)):
+            stall.apply(st, r, "hb", {"t": 101.0, "pgs": {"0": {"enq": enq, "start": None, "done": done}}})
+        assert stall.pending(st) == want, backend
