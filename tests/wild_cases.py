@@ -35,3 +35,33 @@ def case_params(cases: list[dict[str, Any]]) -> list[Any]:
         marks = [pytest.mark.xfail(strict=True, reason=want["known_gap"])] if want.get("known_gap") else []
         out.append(pytest.param(want, id=want["case"], marks=marks))
     return out
+
+
+FAULTS = {"healthy", "degraded", "hang", "desync", "crash", "cuda", "oom", "config_error", "network"}
+
+
+def check_expectations(cases: list[dict[str, Any]], root: Path) -> None:
+    """A held-out set's EXPECTED.jsonl against its folders: one line per folder, known fields and values,
+    a SOURCE.md and inputs for each case, culprits as ranks."""
+    names = [w["case"] for w in cases]
+    assert len(names) == len(set(names)), "a case is listed twice"
+    folders = {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert folders == set(names), f"folders without a line: {folders - set(names)}; lines without a folder: {set(names) - folders}"
+    for w in cases:
+        assert w["verdict"] in VERDICTS, w["case"]
+        assert w["fault_class"] in FAULTS, w["case"]
+        assert {"nccl_release", "launcher", "facts", "culprit_ranks", "fault_class", "known_gap"} <= set(w), w["case"]
+        assert (root / w["case"] / "SOURCE.md").is_file(), w["case"]
+        assert table.case_inputs(w["case"], root), w["case"]
+        assert w["known_gap"] is None or (isinstance(w["known_gap"], str) and w["known_gap"].strip()), w["case"]
+        assert all(isinstance(r, int) and r >= 0 for r in w["culprit_ranks"]), w["case"]
+
+
+def thread_urls(root: Path) -> dict[str, str]:
+    """GitHub thread URL -> the case folder whose SOURCE.md cites it."""
+    out = {}
+    for src in root.glob("*/SOURCE.md"):
+        for word in src.read_text().split():
+            if word.startswith("https://github.com/"):
+                out[word.rstrip(").,>")] = src.parent.name
+    return out

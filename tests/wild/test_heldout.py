@@ -4,16 +4,13 @@ how well fixes made against the wild cases generalise, so it is not tuned agains
 carries `known_gap` and runs as a strict xfail."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from wild_cases import DATA as _DATA
-from wild_cases import VERDICTS, case_params
+from wild_cases import case_params, check_expectations, thread_urls
 from wild_cases import table as wild
 
 HELDOUT = _DATA / "heldout"
 CASES = wild.load_expected(HELDOUT)
-FAULTS = {"healthy", "degraded", "hang", "desync", "crash", "cuda", "oom", "config_error", "network"}
 
 
 @pytest.mark.parametrize("want", case_params(CASES))
@@ -23,29 +20,12 @@ def test_heldout_case(want):
 
 
 def test_heldout_expectations_are_well_formed():
-    names = [w["case"] for w in CASES]
-    assert len(names) == len(set(names)), "a case is listed twice"
-    folders = {p.name for p in HELDOUT.iterdir() if p.is_dir() and not p.name.startswith("__")}
-    assert folders == set(names), f"folders without a line: {folders - set(names)}; lines without a folder: {set(names) - folders}"
-    for w in CASES:
-        assert w["verdict"] in VERDICTS, w["case"]
-        assert w["fault_class"] in FAULTS, w["case"]
-        assert {"nccl_release", "launcher", "facts", "culprit_ranks", "fault_class", "known_gap"} <= set(w), w["case"]
-        assert (HELDOUT / w["case"] / "SOURCE.md").is_file(), w["case"]
-        assert wild.case_inputs(w["case"], HELDOUT), w["case"]
-        assert w["known_gap"] is None or (isinstance(w["known_gap"], str) and w["known_gap"].strip()), w["case"]
+    check_expectations(CASES, HELDOUT)
 
 
 def test_heldout_threads_are_not_cited_by_the_wild_set():
     """A held-out case counts only if its thread is new: no thread cited in tests/data/wild/*/SOURCE.md."""
-    def urls(root: Path) -> dict[str, str]:
-        out = {}
-        for src in root.glob("*/SOURCE.md"):
-            for word in src.read_text().split():
-                if word.startswith("https://github.com/"):
-                    out[word.rstrip(").,>")] = src.parent.name
-        return out
-    overlap = set(urls(HELDOUT)) & set(urls(_DATA / "wild"))
+    overlap = set(thread_urls(HELDOUT)) & set(thread_urls(_DATA / "wild"))
     assert not overlap, overlap
 
 

@@ -5,16 +5,13 @@ revision of the analysis, so that it measures how well fixes generalise; it is n
 reads wrong carries `known_gap` and runs as a strict xfail."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from wild_cases import DATA as _DATA
-from wild_cases import VERDICTS, case_params
+from wild_cases import case_params, check_expectations, thread_urls
 from wild_cases import table as wild
 
 HELDOUT2 = _DATA / "heldout2"
 CASES = wild.load_expected(HELDOUT2)
-FAULTS = {"healthy", "degraded", "hang", "desync", "crash", "cuda", "oom", "config_error", "network"}
 
 
 @pytest.mark.parametrize("want", case_params(CASES))
@@ -24,38 +21,18 @@ def test_heldout2_case(want):
 
 
 def test_heldout2_expectations_are_well_formed():
-    names = [w["case"] for w in CASES]
-    assert len(names) == len(set(names)), "a case is listed twice"
-    folders = {p.name for p in HELDOUT2.iterdir() if p.is_dir() and not p.name.startswith("__")}
-    assert folders == set(names), f"folders without a line: {folders - set(names)}; lines without a folder: {set(names) - folders}"
-    for w in CASES:
-        assert w["verdict"] in VERDICTS, w["case"]
-        assert w["fault_class"] in FAULTS, w["case"]
-        assert {"nccl_release", "launcher", "facts", "culprit_ranks", "fault_class", "known_gap"} <= set(w), w["case"]
-        assert (HELDOUT2 / w["case"] / "SOURCE.md").is_file(), w["case"]
-        assert wild.case_inputs(w["case"], HELDOUT2), w["case"]
-        assert w["known_gap"] is None or (isinstance(w["known_gap"], str) and w["known_gap"].strip()), w["case"]
-        assert all(isinstance(r, int) and r >= 0 for r in w["culprit_ranks"]), w["case"]
-
-
-def _thread_urls(root: Path) -> dict[str, str]:
-    out = {}
-    for src in root.glob("*/SOURCE.md"):
-        for word in src.read_text().split():
-            if word.startswith("https://github.com/"):
-                out[word.rstrip(").,>")] = src.parent.name
-    return out
+    check_expectations(CASES, HELDOUT2)
 
 
 def test_heldout2_cites_one_thread_per_case():
-    urls = _thread_urls(HELDOUT2)
+    urls = thread_urls(HELDOUT2)
     assert len(urls) == len(CASES), "each case cites exactly one thread, and no two cases share one"
 
 
 @pytest.mark.parametrize("other", ["wild", "heldout"])
 def test_heldout2_threads_are_new(other):
     """A case counts only if its thread is cited by neither the wild set nor the first held-out set."""
-    overlap = set(_thread_urls(HELDOUT2)) & set(_thread_urls(_DATA / other))
+    overlap = set(thread_urls(HELDOUT2)) & set(thread_urls(_DATA / other))
     assert not overlap, overlap
 
 
