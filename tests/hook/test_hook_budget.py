@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from ncclscope.launch import merge_env, prepare_hook_site, tracing_env
+from hook_procs import rank_env
+from ncclscope.launch import prepare_hook_site
 
 SCRIPT = '''
 import json, time
@@ -41,23 +41,13 @@ print(json.dumps(seen))
 '''
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def run_busy(tmp_path: Path, calls_s: str) -> tuple[dict, list[dict]]:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     script = tmp_path / "busy_job.py"
     script.write_text(SCRIPT)
-    site = prepare_hook_site(run_dir)
-    env, _, _ = merge_env({k: v for k, v in os.environ.items() if not k.startswith(("NCCL", "TORCH_"))},
-                          tracing_env(run_dir, False, site))
-    env.update({"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(_port()), "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
-                "NCCLSCOPE_HOOK_HB_S": "0.2", "NCCLSCOPE_HOOK_CALLS_S": calls_s, "NCCLSCOPE_HOOK_BUDGET_GLOO": "1"})
+    env = rank_env(run_dir, prepare_hook_site(run_dir), NCCLSCOPE_HOOK_HB_S="0.2", NCCLSCOPE_HOOK_CALLS_S=calls_s,
+                   NCCLSCOPE_HOOK_BUDGET_GLOO="1")
     proc = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -7,14 +7,13 @@ collective."""
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from ncclscope.launch import merge_env, prepare_hook_site, tracing_env
+from hook_procs import free_port, rank_env
+from ncclscope.launch import prepare_hook_site
 
 pytestmark = pytest.mark.slow
 N = 300
@@ -85,22 +84,12 @@ print(json.dumps({"healthy": healthy_reads, "stalled": stalled_reads}))
 '''
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _env(run_dir: Path, rank: int, world: int, port: int, **extra: str) -> dict[str, str]:
     site = run_dir.parent / f"site{rank}"
     if not site.exists():
         made = prepare_hook_site(run_dir)
         made.rename(site)
-    env, _, _ = merge_env({k: v for k, v in os.environ.items() if not k.startswith(("NCCL", "TORCH_"))},
-                          tracing_env(run_dir, False, site))
-    env.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank), "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(port), "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", **extra})
-    return env
+    return rank_env(run_dir, site, rank, world, port, **extra)
 
 
 def _records(run_dir: Path, rank: int) -> list[dict]:
@@ -112,7 +101,7 @@ def test_a_traced_collective_is_one_python_call_and_a_few_c_calls(tmp_path: Path
     run_dir.mkdir()
     script = tmp_path / "count_job.py"
     script.write_text(COUNT_SCRIPT)
-    proc = subprocess.run([sys.executable, str(script), str(N)], env=_env(run_dir, 0, 1, _port(), NCCLSCOPE_HOOK_RECORDS_S="1000000000",
+    proc = subprocess.run([sys.executable, str(script), str(N)], env=_env(run_dir, 0, 1, free_port(), NCCLSCOPE_HOOK_RECORDS_S="1000000000",
                                                                      NCCLSCOPE_HOOK_CALLS_S="0"),
                           cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, check=False)
@@ -140,7 +129,7 @@ def test_flight_recorder_read_when_progress_stops_and_the_stall_names_the_call(t
     run_dir.mkdir()
     script = tmp_path / "stall_job.py"
     script.write_text(STALL_SCRIPT)
-    port = _port()
+    port = free_port()
     extra = {"NCCLSCOPE_HOOK_HB_S": "0.2", "NCCLSCOPE_HOOK_STALL_S": "1.0"}
     procs = [subprocess.Popen([sys.executable, str(script)], env=_env(run_dir, r, 2, port, **extra), cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]

@@ -7,15 +7,13 @@ the rate budget, the oldest and newest of each batch, the rest counted in the he
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-from ncclscope.launch import merge_env, prepare_hook_site, tracing_env
+from hook_procs import rank_env
+from ncclscope.launch import prepare_hook_site
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 2000
@@ -54,12 +52,6 @@ print(json.dumps(snapshot))
 '''
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def run_loop(tmp_path: Path, **extra_env: str) -> tuple[dict[str, int], list[dict], int]:
     """(the hook's work counted in the loop, the rank's records, the loop's line number)."""
     run_dir = tmp_path / "run"
@@ -67,12 +59,7 @@ def run_loop(tmp_path: Path, **extra_env: str) -> tuple[dict[str, int], list[dic
     script = tmp_path / "loop_job.py"
     script.write_text(SCRIPT.replace("range(N)", f"range({N})"))
     loop_line = next(i for i, line in enumerate(script.read_text().splitlines(), 1) if "LOOP LINE" in line)
-    site = prepare_hook_site(run_dir)
-    env, _, _ = merge_env({k: v for k, v in os.environ.items() if not k.startswith(("NCCL", "TORCH_"))},
-                          tracing_env(run_dir, False, site))
-    env.update({"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(_port()), "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
-                "NCCLSCOPE_HOOK_HB_S": "0.2", **extra_env})
+    env = rank_env(run_dir, prepare_hook_site(run_dir), NCCLSCOPE_HOOK_HB_S="0.2", **extra_env)
     proc = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
