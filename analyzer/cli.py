@@ -44,7 +44,7 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
 
         gc_off_for_process()
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS thread per core: 40 ms of CPU, no matrix product
-        _exit_cleanly_on_sigterm()
+        _clean_up_on_sigterm()
     from .analysis import analyze_paths
     from .malloc import keep_freed_memory
     from .text_safety import markup
@@ -120,7 +120,7 @@ def _add_subcommands() -> None:
 _add_subcommands()
 
 
-def _exit_cleanly_on_sigterm() -> None:
+def _clean_up_on_sigterm() -> None:
     """A scheduler's or a user's SIGTERM still ends ``analyze`` by the signal, but first removes the parse
     workers' result folders in /dev/shm (memory until removed; the default action left one per kill). The
     handler does not raise: an exception from a signal handler can land in a finaliser and be ignored

@@ -23,7 +23,6 @@ class Wrappers:
 
     def __init__(self) -> None:
         self.items: list[tuple[ModuleType, str, Any, Any]] = []
-        self.on = True
 
     def add(self, module: ModuleType, name: str, original: Any, wrapper: Any) -> None:
         self.items.append((module, name, original, wrapper))
@@ -37,7 +36,6 @@ class Wrappers:
             if getattr(module, name, None) is have:
                 setattr(module, name, want)
                 swapped += 1
-        self.on = on
         return swapped
 
 

@@ -616,7 +616,7 @@ class Tracer:
         if self.stop_event.is_set() or not self._budget_lock.acquire(blocking=False):
             return  # never wait on the training thread: the poller is turning them; next tick then
         try:
-            if self._paused_enq is None and WRAPPERS.on:
+            if self._paused_enq is None:  # not off already (the tracer alone turns them)
                 self._paused_enq = sum(self.group_counts()[0].values())
                 WRAPPERS.turn(False)
         finally:
