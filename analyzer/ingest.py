@@ -32,6 +32,7 @@ from .safe_pickle import UnsafePickleError
 from .sources.coll import kernel as coll_kernel
 from .sources.env_file import parse_env_lines
 from .sources.flight_recorder import parse_fr_json, parse_fr_pickle
+from .sources.fold import fold_topology
 from .sources.hook_jsonl import parse_jsonl
 from .sources.nccl_log import NcclCollBatch, join_adds, parse_nccl_line, scan_coll_block
 from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
@@ -249,6 +250,7 @@ def _log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
         out.append(torch_seen)
     out.sort(key=lambda r: r.line)
     _unglue_hosts(out, batches)
+    out = fold_topology(out, batches)
     done = end.record(name, batches)
     if batches:
         out = _interleave(out, batches)

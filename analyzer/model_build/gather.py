@@ -104,7 +104,8 @@ _BRANCH: dict[type, int] = {}
 def _branch(cls: type) -> int:
     for kinds, b in ((NcclCollBatch, _COLL_BATCH), (R.NcclColl, _COLL), (R.NcclInit, _INIT),
                      (R.NcclCommInfo, _COMM_INFO),
-                     ((R.NcclConnection, R.NcclRingOrder, R.NcclRing, R.NcclTrees, R.NcclTree, R.NcclChannels), _TOPOLOGY),
+                     ((R.NcclConnection, R.NcclRingOrder, R.NcclRing, R.NcclTrees, R.NcclTree, R.NcclChannels,
+                       R.NcclTopologyRun), _TOPOLOGY),
                      (R.NcclVersion, _VERSION), (R.NcclEnv, _ENV),
                      ((R.NcclWarn, R.NcclBacktrace, R.NcclRasLine, R.NcclNet), _EVENT)):
         if issubclass(cls, kinds):
@@ -178,7 +179,12 @@ def _init(rec: R.NcclInit, key: ProcKey, g: Gathered) -> None:
 
 
 def _topology(rec: R.NcclRec, cl: CommLocal) -> None:
-    if isinstance(rec, R.NcclConnection):
+    if type(rec) is R.NcclTopologyRun:  # a run of ring and connection lines, folded by the parse (sources.fold)
+        for ch, prev, rank, nxt in rec.rings:
+            cl.ring_next[ch] = (prev, rank, nxt)
+        cl.connections.extend(Connection(ch, src, dst, transport, ci, gdr)
+                              for ch, ci, src, dst, _direction, transport, gdr in rec.conns)
+    elif isinstance(rec, R.NcclConnection):
         cl.connections.append(Connection(rec.channel, rec.src, rec.dst, rec.transport, rec.conn_index, rec.gdr))
     elif isinstance(rec, R.NcclRingOrder):
         cl.nchannels = rec.nchannels or cl.nchannels  # 0: a release that prints no channel count (2.3, 2.4)

@@ -138,6 +138,18 @@ class NcclConnection(NcclRec):
 
 
 @dataclass(slots=True)
+class NcclTopologyRun(NcclRec):
+    """Consecutive ring and channel-connection lines of one printing thread, as one record (``sources.fold``):
+    the head fields are those of the run's first line, each line after it kept as its values alone. A rank
+    prints about 36 of these lines at each communicator's init, so at thousands of ranks they were most of
+    the records a parse sends its parent; a tuple costs a tenth of a record to pickle and to load."""
+
+    rings: list[tuple[int, int, int, int]]  # NcclRing's (channel, prev, rank, next), in line order
+    conns: list[tuple[int, int, int, int, str | None, str, bool]]  # NcclConnection's fields from channel on
+    last_line: int  # the run's last line
+
+
+@dataclass(slots=True)
 class NcclPattern(NcclRec):
     pattern: int
     nchannels: int
