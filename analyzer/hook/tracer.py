@@ -60,7 +60,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType, TracebackType
+from types import ModuleType, SimpleNamespace, TracebackType
 from typing import Any, NoReturn
 
 from . import records as R
@@ -154,10 +154,17 @@ class _Group:
 
 
 class _Local(threading.local):
-    depth = 0  # a class default: reading it needs no getattr with a fallback
+    """Per thread, ``inside[0]``: 1 while a wrapped collective runs on this thread, so one that torch
+    implements with another wrapped one (``send`` with ``isend``, a torch function mode forwarding
+    it) is traced once. A list made once per thread (``__init__`` runs on each thread's first
+    access): the wrapper fetches it with one thread-local read and then reads and sets an item."""
+
+    def __init__(self) -> None:
+        self.inside = [0]
 
 
 _tls = _Local()
+_NO_WORLD = SimpleNamespace(_default_pg=None)
 
 
 class Tracer:
@@ -217,6 +224,9 @@ class Tracer:
         # the wrapper makes the common record itself (no ``before``), unless chaos is asked for or
         # this torch has no _World to read the default group from
         self.fast = not self.chaos and self._world is not None
+        # where the wrapper reads the default group: _World, or (not ``fast``) a stand-in whose None
+        # matches no call site, so every call takes ``before``
+        self.world_pgs: Any = self._world if self.fast else _NO_WORLD
         self.gloo = "gloo" in self.backend
         # (pg, op, dtype, code, line, p2p) -> (the coll line's %-format, bytes per element)
         self.formats: dict[tuple[Any, ...], tuple[str, int]] = {}
@@ -399,7 +409,8 @@ class Tracer:
 
     def site_entry(self, op: str, pg: Any, tensor: Any, code: Any, lasti: int, async_op: bool) -> tuple[Any, ...] | None:
         """What the wrapper remembers of a call site, (code, lasti, group, dtype, cpu, async_op,
-        slot, coll format, bytes per element), once its group's slot and its line format exist
+        slot, coll format, bytes per element, tensor type, queue length that drops a record),
+        once its group's slot and its line format exist
         (after the first call, which ``before`` makes); None where ``before`` must run: a caller
         inside torch, a list of tensors, chaos, or a full cache."""
         if not self.fast or type(tensor) is not _TENSOR[0]:
@@ -414,7 +425,7 @@ class Tracer:
         fmt = self.formats.get((slot, op, dtype, id(code), lasti, False, True, not (cpu or async_op)))
         if fmt is None:
             return None
-        entry = (code, lasti, pg, dtype, cpu, async_op, slot, fmt[0], fmt[1])
+        entry = (code, lasti, pg, dtype, cpu, async_op, slot, fmt[0], fmt[1], _TENSOR[0], self.queue_max)
         if len(self.sites) < FORMATS_MAX:
             self.sites[id(code) + lasti] = entry
         return entry
@@ -992,27 +1003,30 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
     i_in, i_group, i_async = pos(in_param), pos("group"), pos("async_op")
     always_async = fn.__name__ in ("isend", "irecv")
     p2p_op = p2p or op in ("send", "recv")
+    alone = i_in == 0  # a call with one positional argument passes the input alone: default group, blocking
+    tls, getframe, now_s = _tls, sys._getframe, time.time  # closure cells: no global and attribute loads a call
 
-    def slow(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def slow(args: tuple[Any, ...], kwargs: dict[str, Any], inside: list[int]) -> Any:
         """Before the tracer exists (it may start here), and inside another wrapped call."""
-        tr = _TRACER
-        if tr is None and _ARMED:
+        if _TRACER is None and _ARMED and not inside[0]:
             _maybe_start()
-            if _TRACER is not None and not _tls.depth:
+            if _TRACER is not None:
                 return wrapper(*args, **kwargs)
         return fn(*args, **kwargs)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         tr = _TRACER
-        if tr is None or _tls.depth:
-            return slow(args, kwargs)
-        token: Any = None
-        fast: Any = None  # the group's slot, when the record was made here and a done line may follow
-        recorded = cpu = async_op = False
+        inside = tls.inside
+        if tr is None or inside[0]:
+            return slow(args, kwargs, inside)
+        then = 0  # after the call: 0 nothing (a blocking GPU call), 1 the blocking CPU call's done tuple, 2 ``after``
+        async_op = always_async
+        token: Any
         try:
-            tr.left -= 1
-            if tr.left < 0:
+            left = tr.left - 1
+            tr.left = left
+            if left < 0:
                 tr.over_budget()
             n = len(args)
             tensor: Any
@@ -1020,61 +1034,65 @@ def _wrap(fn: Callable[..., Any], op: str, in_param: str | None, p2p: bool) -> C
                 tensor = args[i_in] if i_in < n else kwargs.get(in_param)  # type: ignore[arg-type]
                 group = args[i_group] if i_group < n else kwargs.get("group")
                 async_op = always_async or bool(args[i_async] if i_async < n else kwargs.get("async_op"))
+            elif n == 1 and alone:
+                tensor, group = args[0], None
             else:
                 tensor = args[i_in] if i_in < n else None
                 group = args[i_group] if i_group < n else None
                 async_op = always_async or (i_async < n and bool(args[i_async]))
-            # the common case: one dict lookup, by the calling code and instruction, of what the
-            # last call from there used (group, dtype, device, async), checked by identity; a
-            # miss asks ``site_entry`` (group slot, caller's code, line format), then ``before``
-            world: Any = tr._world  # not None where ``fast``
-            pg = group if group is not None else world._default_pg if tr.fast else None
-            frame = sys._getframe(1)
-            code = frame.f_code
-            lasti = frame.f_lasti
-            e = tr.sites.get(id(code) + lasti)
+            e: Any = None
             if not p2p_op:
-                if not (e is not None and e[0] is code and e[1] == lasti and e[2] is pg and type(tensor) is _TENSOR[0]
-                        and e[3] is tensor.dtype and e[4] is tensor.is_cpu and e[5] is async_op):
-                    e = tr.site_entry(op, pg, tensor, code, lasti, async_op)
-                if e is not None:
-                    slot = e[6]
-                    seq = slot.seqfn() + 1
-                    slot.enq = seq
-                    numel = tensor.numel()
-                    t = time.time()
-                    q = tr.queue
-                    if len(q) == q.maxlen:
-                        tr.dropped += 1  # the deque drops its oldest record to take this one
-                    q.append((e[7], t, seq, numel, numel * e[8]))
-                    recorded = True
-                    cpu = e[4]
-                    if cpu or async_op:
-                        fast, token = slot, (slot, seq, t, cpu)
-            del frame
-            if not recorded:
+                # the common case: one dict lookup, by the calling code and instruction, of what the
+                # last call from there used (group, tensor type, dtype, device, async), checked by
+                # identity (the entry holds the code, so the same code means the same instruction); a
+                # miss asks ``site_entry`` (group slot, caller's code, line format), then ``before``
+                pg = group if group is not None else tr.world_pgs._default_pg
+                frame = getframe(1)
+                code = frame.f_code
+                e = tr.sites.get(id(code) + frame.f_lasti)
+                if (e is None or e[0] is not code or e[2] is not pg or type(tensor) is not e[9]
+                        or e[3] is not tensor.dtype or e[4] is not tensor.is_cpu or e[5] is not async_op):
+                    e = tr.site_entry(op, pg, tensor, code, frame.f_lasti, async_op)
+                del frame
+            if e is not None:
+                slot = e[6]
+                seq = slot.seqfn() + 1
+                slot.enq = seq
+                numel = tensor.numel()
+                t = now_s()
+                q = tr.queue
+                if len(q) == e[10]:
+                    tr.dropped += 1  # the deque drops its oldest record to take this one
+                q.append((e[7], t, seq, numel, numel * e[8]))
+                if async_op:
+                    token, then = (slot, seq, t, e[4]), 2
+                elif e[4]:
+                    then = 1
+            else:
                 token = tr.before(op, p2p_op, tensor, group, async_op)
-        except Exception as e:  # noqa: BLE001
-            tr.fail("coll", e)
-        _tls.depth = 1
+                if token is not None:
+                    then = 2
+        except Exception as exc:  # noqa: BLE001
+            tr.fail("coll", exc)
+        inside[0] = 1
         try:
             result = fn(*args, **kwargs)
         finally:
-            _tls.depth = 0
-        if token is not None:
+            inside[0] = 0
+        if then:
             try:
-                if fast is not None and cpu and not async_op:
+                if then == 1:
                     # a synchronous call on CPU tensors has completed when it returns
-                    now = time.time()
+                    now = now_s()
                     q = tr.queue
-                    if len(q) == q.maxlen:
+                    if len(q) == e[10]:
                         tr.dropped += 1
-                    q.append((fast.sync_fmt, now, token[1], (now - token[2]) * 1000.0))
-                    fast.done = token[1]
+                    q.append((slot.sync_fmt, now, seq, (now - t) * 1000.0))
+                    slot.done = seq
                 else:
                     tr.after(token, result, async_op)
-            except Exception as e:  # noqa: BLE001
-                tr.fail("done", e)
+            except Exception as exc:  # noqa: BLE001
+                tr.fail("done", exc)
         return result
 
     wrapper.__ncclscope_wrapped__ = True  # type: ignore[attr-defined]
