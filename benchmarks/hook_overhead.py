@@ -1,6 +1,7 @@
-"""What ncclscope's in-process hook costs: per collective, per tensor-parallel-style step, per DDP step.
+"""What ncclscope's in-process hook costs: per collective, per tensor-parallel-style step, per DDP step,
+and its wrapper alone.
 
-Three jobs, each timed in separate processes per variant, the order of the variants turned round
+Four jobs, each timed in separate processes per variant, the order of the variants turned round
 every repeat; every process but ``bare-noenv`` has the environment ``ncclscope run`` sets
 (NCCL_DEBUG, Flight Recorder, TORCH_NCCL_ENABLE_TIMING, ...), and only the hook variants have the
 hook on PYTHONPATH:
@@ -11,7 +12,15 @@ hook on PYTHONPATH:
   ``--colls`` all_reduces issued from Python (two of the activations, the rest one element);
   median step time;
 - ``ddp``: the DDP MLP job (tests/jobs/train_job.py) under ``ncclscope run`` with and without the
-  hook (``--no-hook``), ``--nproc`` ranks; median step time of rank 0.
+  hook (``--no-hook``), ``--nproc`` ranks; median step time of rank 0;
+- ``wrapper``: world size 1, the hook's ``_wrap`` around a no-op that takes the real one-element
+  tensor (CUDA with ``--backend nccl``: exactly the blocking GPU path; CPU with gloo: the blocking
+  CPU path, which also makes the ``done`` record), called from one line in blocks of ``--calls``
+  (5,000), bare and wrapped in turns, ``--blocks`` (40) pairs in one traced process whose threads
+  run (the writer empties the queue between pairs, so no record is dropped, as at a real
+  collective's rate): the training thread's CPU added per call, in ns, from the fastest blocks
+  (min) and the median ones, without the collective's own time and noise. Variants: ``traced``
+  (this checkout's hook) and ``other``; ``--repeats`` processes each.
 
 ``--variants`` (micro, tp) separates the suspects: ``bare-noenv`` (no ncclscope environment),
 ``bare`` (the environment only, the baseline), ``traced`` (the hook), ``hook-nothreads`` (the
@@ -22,9 +31,11 @@ Recorder read), ``hook-nofr`` (no Flight Recorder read), ``other`` (a hook copie
     python benchmarks/hook_overhead.py micro --backend nccl --repeats 5
     python benchmarks/hook_overhead.py tp --backend nccl --repeats 5 --variants bare-noenv,traced,hook-nothreads,hook-noticker
     python benchmarks/hook_overhead.py ddp --backend gloo --steps 60 --repeats 3
+    python benchmarks/hook_overhead.py wrapper --backend nccl --repeats 3 --other-hook git:REV
 
 Prints each run, then per variant the median (wall and process CPU, which counts every thread),
-the median of the per-repeat ratios to ``bare`` and the time added per collective.
+the median of the per-repeat ratios to ``bare`` and the time added per collective (``wrapper``:
+per variant the min and the median over its processes of the ns added per call).
 """
 from __future__ import annotations
 
@@ -166,6 +177,49 @@ def child_micro(args: argparse.Namespace) -> dict[str, object]:
     if ab:
         out["ab_us_per_call"] = statistics.median(ab)
     return out
+
+
+def child_wrapper(args: argparse.Namespace) -> dict[str, object]:
+    """The hook's wrapper alone (the ``wrapper`` job): ``_wrap`` around a no-op taking the real
+    tensor, bare and wrapped blocks in turns, the training thread's CPU (``thread_time_ns``) per call."""
+    import torch
+    from _ncclscope_hook import tracer as T  # the hook on PYTHONPATH, as ncclscope run installs it
+
+    dist, dev = _init(args.backend)
+    x = torch.ones(1, device=dev)  # type: ignore[call-overload]
+    dist.all_reduce(x)  # type: ignore[attr-defined]  # the tracer starts with the first collective
+    _sync(args.backend)
+    tr = T._TRACER
+    if tr is None:
+        raise SystemExit("the hook's tracer did not start")
+    tr.calls_s = 0  # every call traced from the poller's next tick: the call budget is not what is timed
+
+    def noop(tensor: object, op: object = None, group: object = None, async_op: bool = False) -> None:
+        return None
+
+    wrapped = T._wrap(noop, "all_reduce", "tensor", False)
+
+    def block(fn: Callable[[object], None]) -> float:
+        t0 = time.thread_time_ns()
+        for _ in range(args.calls):
+            fn(x)  # one call site for both: the wrapper's site cache hits from the second call on
+        return (time.thread_time_ns() - t0) / args.calls
+
+    block(noop), block(wrapped)  # warm-up: the first wrapped call builds the site's line format
+    time.sleep(3 * tr.poll_s)  # the budget off (calls_s 0) from here on
+    dropped0 = tr.dropped
+    got: dict[str, list[float]] = {"bare": [], "wrapped": []}
+    for k in range(args.blocks):
+        # the writer takes the queue between pairs: a pair never meets a full queue (no record dropped)
+        tr.flushed.clear()
+        tr.flushed.wait(2 * tr.write_s + 0.5)
+        for name in (("bare", "wrapped") if k % 2 == 0 else ("wrapped", "bare")):
+            got[name].append(block(noop if name == "bare" else wrapped))
+    bare, wrap = got["bare"], got["wrapped"]
+    dist.destroy_process_group()  # type: ignore[attr-defined]
+    return {"added_ns_min": min(wrap) - min(bare), "added_ns_median": statistics.median(wrap) - statistics.median(bare),
+            "bare_ns_min": min(bare), "wrapped_ns_min": min(wrap), "dropped": tr.dropped - dropped0,
+            "path": "blocking CPU (coll and done records)" if x.is_cpu else "blocking GPU (coll record)"}
 
 
 def child_tp(args: argparse.Namespace) -> dict[str, object]:
@@ -425,6 +479,36 @@ EXTRA = {"ab_us_per_call": "per-call path alone (training-thread CPU, traced min
                                         "(budget on minus off, dist.all_reduce looked up per call, in one process)"}
 
 
+WRAPPER_KEYS = ("added_ns_min", "added_ns_median")
+
+
+def measure_wrapper(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
+    """``wrapper``: key -> variant -> one value per process (variants in turns, as ``measure``)."""
+    got: dict[str, dict[str, list[float]]] = {}
+    variants = args.variants
+    with tempfile.TemporaryDirectory(prefix="ncclscope-bench-") as tmp:
+        for n in range(args.repeats):
+            order = variants if n % 2 == 0 else variants[::-1]
+            for name in order:
+                res = run_child("wrapper", name, args, Path(tmp), n)
+                ns = {k: float(v) for k, v in res.items() if k.endswith(("_min", "_median"))}  # type: ignore[arg-type]
+                for key in WRAPPER_KEYS:
+                    got.setdefault(key, {}).setdefault(name, []).append(ns[key])
+                print(f"repeat {n} {name:8s} added {ns['added_ns_min']:6.0f} ns a call (min), "
+                      f"{ns['added_ns_median']:6.0f} (median); bare {ns['bare_ns_min']:.0f} ns, "
+                      f"wrapped {ns['wrapped_ns_min']:.0f} ns; {res['path']}; dropped {res['dropped']}", flush=True)
+    return got
+
+
+def report_wrapper(got: dict[str, dict[str, list[float]]]) -> None:
+    for key in WRAPPER_KEYS:
+        print(f"-- ns added per call by the wrapper, {key.split('_')[-1]} over blocks (per variant: "
+              "min and median over processes)")
+        for name, values in got[key].items():
+            print(f"{name:8s} min {min(values):6.0f}  median {statistics.median(values):6.0f}  "
+                  f"(per process {', '.join(f'{v:.0f}' for v in values)})")
+
+
 def report(args: argparse.Namespace, got: dict[str, dict[str, list[float]]]) -> None:
     """Per metric and variant: the median over repeats, the median of the per-repeat ratios to
     ``bare`` (each ratio of two processes run close together) and the time added per collective."""
@@ -453,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["_child"]:
         return _child_main(argv[1:])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("kind", choices=["micro", "tp", "ddp"])
+    p.add_argument("kind", choices=["micro", "tp", "ddp", "wrapper"])
     p.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
     p.add_argument("--repeats", type=int, default=3, help="rounds (each runs every variant once)")
     p.add_argument("--variants", default="bare,traced",
@@ -464,8 +548,9 @@ def main(argv: list[str] | None = None) -> int:
                         "git:REV (analyzer/hook at that revision), as 'other'")
     p.add_argument("--hook", type=Path, default=None,
                    help="micro/tp: the hook variants (traced, hook-*) use a hook copied from this folder (or git:REV), not analyzer/hook")
-    p.add_argument("--calls", type=int, default=3000, help="micro: all_reduces per block")
-    p.add_argument("--blocks", type=int, default=5, help="micro: timed blocks per process (after one warm-up block)")
+    p.add_argument("--calls", type=int, default=None, help="micro: all_reduces per block (3000); wrapper: calls per block (5000)")
+    p.add_argument("--blocks", type=int, default=None,
+                   help="micro: timed blocks per process, after one warm-up block (5); wrapper: pairs of blocks (40)")
     p.add_argument("--layers", type=int, default=None, help="tp: layers (32); ddp: MLP depth (gloo 4, nccl 8)")
     p.add_argument("--colls", type=int, default=8, help="tp: all_reduces per layer")
     p.add_argument("--hidden", type=int, default=4096, help="tp: hidden size")
@@ -477,6 +562,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=None, help="ddp: batch (gloo 32, nccl 64)")
     args = p.parse_args(argv)
     gpu = args.backend == "nccl"
+    wrapper = args.kind == "wrapper"
+    args.calls = args.calls or (5000 if wrapper else 3000)
+    args.blocks = args.blocks or (40 if wrapper else 5)
     if args.kind == "tp":
         args.layers, args.steps, args.warmup = args.layers or 32, args.steps or 30, args.warmup or 5
         if args.backend == "gloo":
@@ -491,7 +579,11 @@ def main(argv: list[str] | None = None) -> int:
     args.child_argv = ["--backend", args.backend, "--calls", str(args.calls), "--blocks", str(args.blocks),
                        "--layers", str(args.layers or 0), "--colls", str(args.colls), "--hidden", str(args.hidden),
                        "--tokens", str(args.tokens), "--steps", str(args.steps or 0), "--warmup", str(args.warmup or 0)]
-    args.variants = ["bare"] + [v for v in args.variants.split(",") if v and v != "bare"]
+    if wrapper:  # the wrapper is timed against its bare function inside one traced process: no bare process
+        args.variants = ",".join(v for v in args.variants.split(",") if v != "bare") or "traced"
+        if set(args.variants.split(",")) - {"traced", "other"}:
+            p.error("wrapper runs traced and other only")
+    args.variants = ([] if wrapper else ["bare"]) + [v for v in args.variants.split(",") if v and v != "bare"]
     if args.other_hook is not None and "other" not in args.variants:
         args.variants.append("other")
     unknown = sorted(set(args.variants) - set(VARIANTS))
@@ -501,6 +593,13 @@ def main(argv: list[str] | None = None) -> int:
         p.error("the variant 'other' needs --other-hook DIR")
     if args.kind == "ddp" and set(args.variants) - {"bare", "traced"}:
         p.error("ddp runs bare and traced only")
+    if wrapper:
+        got = measure_wrapper(args)
+        print(f"wrapper: backend {args.backend}, world size 1, _wrap around a no-op on a one-element "
+              f"{'CUDA' if gpu else 'CPU'} tensor, {args.calls} calls a block x {args.blocks} pairs, "
+              f"{args.repeats} processes a variant")
+        report_wrapper(got)
+        return 0
     got = measure(args)
     what = {"micro": f"world size 1, {args.calls} one-element all_reduces x {args.blocks} blocks",
             "tp": f"world size 1, {args.layers} layers x {args.colls} all_reduces, hidden {args.hidden}, "
@@ -514,12 +613,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _child_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("kind", choices=["micro", "tp"])
+    p.add_argument("kind", choices=["micro", "tp", "wrapper"])
     for name in ("calls", "blocks", "layers", "colls", "hidden", "tokens", "steps", "warmup"):
         p.add_argument(f"--{name}", type=int, default=0)
     p.add_argument("--backend", default="gloo")
     args = p.parse_args(argv)
-    result = child_micro(args) if args.kind == "micro" else child_tp(args)
+    result = {"micro": child_micro, "tp": child_tp, "wrapper": child_wrapper}[args.kind](args)
     print(json.dumps(result), flush=True)
     return 0
 
