@@ -26,6 +26,7 @@ from ..rules.hang import (
     stuck_collective,
     unique_id_wait,
 )
+from ..rules.stopped import stopped_unfinished
 from .common import RankPg, entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 
 HINT_NEVER_JOINED = (
@@ -127,6 +128,8 @@ def detect(run: Run) -> list[Finding]:
         findings.extend(_watchdog_stuck(run))
     if not findings:
         findings.extend(_after_init_hang(run))
+    if not findings:
+        findings.extend(_stopped_hang(run, bool(stalls)))
     return findings
 
 
@@ -415,6 +418,33 @@ def _after_init_hang(run: Run) -> list[Finding]:
         "after it; a possible hang in the first collective (no rank can be named from this text)",
         hint=HINT_FIRST_COLLECTIVE, evidence=tuple(e.evidence for e in ends[:3]), verdict=Verdict.HANG,
         data={"class": "after_init", "certainty": {"level": st.level, "why": st.why}})]
+
+
+def _stopped_hang(run: Run, stalled: bool) -> list[Finding]:
+    """The job was stopped from outside (the user's Ctrl-C, the scheduler's time limit or cancel, a kill) before
+    its ranks finished, nothing of its own failing first (``rules.stopped.stopped_unfinished``)."""
+    seen = {p.rank for p in run.job.processes if p.rank is not None}
+    finished = {x.rank for x in run.exits if x.exitcode == 0 and x.rank is not None}
+    finished |= {e.rank for e in run.events if e.kind in ("program_exit", "rank_finished") and e.rank is not None}
+    reasons = [e.data.get("reason") for e in run.events if e.kind == "job_cancelled"]
+    st = stopped_unfinished(failures_of_run(run), stalled, seen, finished, reasons)
+    if st is None:
+        return []
+    who = (f"rank{'s' if len(st.waiting) > 1 else ''} {fmt_ranks(st.waiting)} never finished" if st.waiting else
+           "every rank it shows had finished, yet the job did not end by itself" if seen else
+           "no rank had finished")
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL,
+        message=f"the job was stopped from outside ({st.how}) with nothing failing before it: {who}; a likely hang "
+        "(where the ranks waited is not in the text)",
+        hint="A job stopped while it made no progress: rerun with NCCL_DEBUG=INFO and TORCH_NCCL_TRACE_BUFFER_SIZE set "
+        "(or under `ncclscope run`), and take a stack of each rank before stopping it (py-spy dump --native --pid): "
+        "the rank outside the collective the others wait in is the one to look at. If every rank had finished, the "
+        "processes hang on their way out: call dist.destroy_process_group() and join your own threads.",
+        evidence=tuple(e.evidence for e in run.events if e.kind in ("dist_error", "job_cancelled"))[:3],
+        verdict=Verdict.HANG,
+        data={"class": "stopped", "waiting": list(st.waiting)[:4096], "finished": list(st.finished)[:4096],
+              "certainty": {"level": st.level, "why": st.why}})]
 
 
 def _end_known(run: Run) -> bool:

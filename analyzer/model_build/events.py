@@ -95,6 +95,10 @@ def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
         kind, data = "barrier_failure", {"failed": rec.failed_ranks}
     elif isinstance(rec, R.HeartbeatTimeout):
         kind = "heartbeat_timeout"
+    elif isinstance(rec, R.RankFinished):
+        kind = "rank_finished"
+    elif isinstance(rec, R.JobCancelled):
+        kind, data = "job_cancelled", {"scope": rec.scope, "reason": rec.reason}
     return LogEvent(kind, rec.rank, rec.text.strip(), ev(rec), None, data)
 
 

@@ -61,6 +61,8 @@ def _event_failure(e: LogEvent) -> Failure | None:
         return Failure(e.rank, FailureKind.TIMEOUT, e.text[:500], e.ts, order)
     if e.kind == "nccl_warn":
         return warn_failure(e, order)
+    if e.kind == "job_cancelled":  # the scheduler ended it (time limit, scancel, preemption): from outside
+        return Failure(None, FailureKind.KILLED, e.text.strip()[:500], e.ts, order)
     return None
 
 

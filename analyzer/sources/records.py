@@ -473,3 +473,21 @@ class FileEnd(Rec):
 
     last_nccl_line: int = 0
     text_after: int = 0
+
+
+@dataclass(slots=True)
+class JobCancelled(TorchRec):
+    """The scheduler ended the job or one of its steps from outside: Slurm's ``slurmstepd: error: *** JOB 123 ON
+    host CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***`` (``STEP 123.0``; ``DUE TO`` absent for an
+    ``scancel``). ``reason`` is the words after ``DUE TO`` (``TIME LIMIT``, ``PREEMPTION``, ``NODE FAILURE``), or
+    None."""
+
+    scope: str  # "JOB" | "STEP"
+    reason: str | None
+
+
+@dataclass(slots=True)
+class RankFinished(TorchRec):
+    """A rank's own print that its work ended (``[rank3]: training finished``, ``Training completed for rank 6``,
+    ``Process 2 - Training time: 10.04 seconds``, Lightning's ``Trainer.fit stopped: max_epochs=3 reached``): that
+    rank got to its end, whatever the others did. ``rank`` is the launcher's tag or the rank the line names."""

@@ -31,11 +31,13 @@ from .records import (
     DistError,
     DumpSignal,
     HeartbeatTimeout,
+    JobCancelled,
     LauncherExit,
     LauncherSignal,
     MonitoredBarrierFailure,
     ProgramExit,
     RankClaim,
+    RankFinished,
     Rec,
     StoreBarrierWait,
     TorchRec,
@@ -112,6 +114,22 @@ SIGNAL_REPORT_RE = re.compile(
     r"^\[(?P<host>[^\s:\]]{1,255}):(?P<pid>\d{1,10})(?: ?:\d{1,6}:\d{1,10}\] {1,4}Caught signal (?P<sig>\d{1,3}) \("
     r"|\] Signal: [\w ]{1,40} \((?P<sig2>\d{1,3})\)$)"
 )
+# Slurm's step daemon ending a job or a step from outside (time limit, scancel, preemption), glued behind a progress
+# bar at times: "slurmstepd: error: *** JOB 494583 ON node17 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***"
+SLURM_CANCEL_RE = re.compile(
+    r"\*\*\* (?P<scope>JOB|STEP) [\w.+]{1,40} ON \S{1,255} CANCELLED AT \S{1,40}(?: DUE TO (?P<why>[A-Z][A-Z_ ]{0,40}?))?"
+    r" ?\*\*\*"
+)
+# a rank's own print that its work ended; FINISH_WORDS gate the regex (one of them is in every line it matches)
+FINISH_WORDS = ("omplete", "inished", "done", "Done", "raining time", "stopped:", "xiting")
+FINISH_RE = re.compile(
+    r"(?i)\b(?:training|train|run|job|program|script|process|worker|rank)(?: loop)?(?: is| has)? "
+    r"(?:completed?|finished|done)\b"
+    r"|\b(?:finished|done with|completed) (?:the )?training\b|\ball done\b|\btraining time: [\d.]+ ?s"
+    r"|\bTrainer\.fit`? stopped: |\brank[ =:]?\d{1,7}\b.{0,40}\b(?:finished|done|exiting)\b"
+    r"|^\s*(?:all )?(?:done|finished)[.!]*\s*$"
+)
+RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")  # a pid is no rank: "process 4711 exiting" names none
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
 WATCHDOG_EXC_RE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<err>.*)$")
@@ -267,6 +285,11 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         if m:
             yield LauncherSignal(st.file, lineno, text, int(m.group("pid")), m.group("sig"))
             return
+    if "CANCELLED AT" in body:
+        c = SLURM_CANCEL_RE.search(body)
+        if c:
+            yield JobCancelled(st.file, lineno, text, None, None, None, None, c.group("scope"), c.group("why"))
+            return
     if "failed (exitcode:" in body:
         m = FAILED_RE.search(body)
         if m:
@@ -393,8 +416,22 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
         if m:  # a backend's abort on a mismatch, no exception line of Python's behind it
             yield from _backend_mismatch(st, head, body, rank, m)
             return
+    if any(w in body for w in FINISH_WORDS):
+        yield from _finished(head, body, rank)
     yield from _versions_and_world(st, head, body, rank)
     yield from _traceback(st, head, body, rank)
+
+
+def _finished(head: Head, body: str, rank: int | None) -> Iterator[Rec]:
+    """``RankFinished`` of a rank's own end print; a launcher's line (srun's ``task 2 done``) or one naming no rank is
+    not one."""
+    if body.lstrip().startswith(("srun:", "slurmstepd:")) or not FINISH_RE.search(body):
+        return
+    if rank is None:
+        m = RANK_WORD_RE.search(body)
+        rank = int(m.group(1)) if m else None
+    if rank is not None:
+        yield RankFinished(head[0], head[1], head[2], rank, head[4], head[5], head[6])
 
 
 def _mismatch(head: Head, body: str, rank: int | None) -> CollectiveMismatch:
