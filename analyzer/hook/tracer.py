@@ -2,17 +2,20 @@
 ``$NCCLSCOPE_RUN_DIR/ncclscope-rank<R>.jsonl`` (record types in ``records.py``).
 
 Rules it keeps, because it runs inside someone's training:
-- a collective pays one Python function, the wrapper, and no other: in it, a few attribute reads,
-  one dict lookup by the calling code and instruction of what the last call from there used
-  (group, dtype, device, async: checked by identity, else ``site_entry`` finds the group's slot
-  and the line's format), the group's sequence number, the tensor's numel, ``time.time()`` and
-  one tuple appended to a bounded deque (plus, for a blocking CPU call, its ``done`` tuple after
-  the call): 12 C-level calls. No dict is built or updated, no JSON, no path or source work, no stack walk beyond
-  the caller's frame, no lock, no file write. The first call of a call site, a list of tensors,
-  point-to-point and a caller inside torch take the general path (``before`` / ``after``). The
-  writer thread turns each tuple into its line with one ``%`` of a format made once per call site
-  (``records.coll_format``) and writes in batches; when the deque is full the oldest record is
-  dropped and counted;
+- a collective pays one Python function, the wrapper, and no other: in it, a few attribute reads
+  (``time.time``, ``sys._getframe`` and the per-thread guard are closure cells, not global and
+  module lookups), one dict lookup by the calling code and instruction of what the last call from
+  there used (group, tensor type, dtype, device, async: checked by identity, else ``site_entry``
+  finds the group's slot and the line's format), the group's sequence number, the tensor's numel,
+  ``time.time()`` and one tuple appended to a bounded deque (plus, for a blocking CPU call, its
+  ``done`` tuple after the call): 12 C-level calls. The guard that traces once a collective torch
+  runs through another wrapped one is one thread-local read of a list made once per thread, and an
+  item set and reset around the call. No dict is built or updated, no JSON, no path or source
+  work, no stack walk beyond the caller's frame, no lock, no file write. The first call of a call
+  site, a list of tensors, point-to-point and a caller inside torch take the general path
+  (``before`` / ``after``). The writer thread turns each tuple into its line with one ``%`` of a
+  format made once per call site (``records.coll_format``) and writes in batches; when the deque
+  is full the oldest record is dropped and counted;
 - a blocking collective on GPU tensors costs nothing more: its ``done`` line comes from Flight
   Recorder's per-group ``pg_status``, for the collectives whose ``coll`` line was written;
 - Flight Recorder is read only when due (``fr_status``): every ``NCCLSCOPE_HOOK_FR_S`` (the
