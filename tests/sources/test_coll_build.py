@@ -109,3 +109,28 @@ def test_numba_jit_when_it_cannot_be_built(kernel_env):
 def test_no_jit_means_numpy(kernel_env):
     got = probe(dict(kernel_env, NCCLSCOPE_NO_JIT="1"))
     assert not got["armed"] and not got["numba"]
+
+
+def test_a_batch_pickles_its_columns_as_one_buffer_and_loads_them_as_views():
+    """A parse worker sends thousands of batches: each travels as one out-of-band buffer (not seven
+    arrays), and comes back with every column equal, of its type, and a view of that buffer."""
+    import pickle
+
+    import numpy as np
+    from ncclscope.sources.coll.batch import NcclCollBatch
+
+    n = 5
+    b = NcclCollBatch("r0.log", 7, "", "h", 11, 11, None, [("h", 11)], np.zeros(n, np.int32), ["0xc"],
+                      np.zeros(n, np.int32), ["AllReduce"], np.zeros(n, np.int16), np.arange(n, dtype=np.int64) * 3,
+                      np.full(n, 7, np.int16), np.linspace(1.0, 2.0, n), np.arange(7, 7 + n, dtype=np.int64))
+    bufs: list[pickle.PickleBuffer] = []
+    head = pickle.dumps(b, protocol=5, buffer_callback=bufs.append)
+    assert len(bufs) == 1
+    back = pickle.loads(head, buffers=[bytearray(x.raw()) for x in bufs])
+    for name in ("proc", "comm", "op", "count", "datatype", "tss", "lines"):
+        got, want = getattr(back, name), getattr(b, name)
+        assert got.dtype == want.dtype and (got == want).all() and not got.flags.owndata
+    assert (back.file, back.line, back.procs, back.comms, back.ops) == (b.file, b.line, b.procs, b.comms, b.ops)
+    assert pickle.loads(pickle.dumps(b)).lines.tolist() == b.lines.tolist()  # in band too
+    with pytest.raises(ValueError, match="cut short"):
+        pickle.loads(head, buffers=[bytearray(bufs[0].raw())[:-8]])
