@@ -26,16 +26,20 @@ def fold_topology(recs: list[Rec], batches: list[NcclCollBatch]) -> list[Rec]:
     coll_lines = [b.lines for b in batches if len(b)]
 
     def flush() -> None:
-        if len(run) >= MIN_RUN:
-            out.append(_folded(run))
-        else:
-            out.extend(run)
+        for piece in _cut_at_coll_rows(run, coll_lines):
+            if len(piece) >= MIN_RUN:
+                out.append(_folded(piece))
+            else:
+                out.extend(piece)
         run.clear()
 
+    key = None
     for r in recs:
         if type(r) in _FOLDED:
-            if run and not _continues(run[0], run[-1], r, coll_lines):  # type: ignore[arg-type]
+            k = (r.host, r.pid, r.tid)  # type: ignore[attr-defined]
+            if run and k != key:
                 flush()
+            key = k
             run.append(r)  # type: ignore[arg-type]
             continue
         if run:
@@ -46,15 +50,25 @@ def fold_topology(recs: list[Rec], batches: list[NcclCollBatch]) -> list[Rec]:
     return out
 
 
-def _continues(first: NcclRing | NcclConnection, last: NcclRing | NcclConnection,
-               nxt: NcclRing | NcclConnection, coll_lines: list[np.ndarray]) -> bool:
-    if (nxt.host, nxt.pid, nxt.tid, nxt.file) != (first.host, first.pid, first.tid, first.file):
-        return False
-    for lines in coll_lines:  # a COLL row between the two lines could move the process's current communicator
-        i = int(np.searchsorted(lines, last.line, side="right"))
-        if i < len(lines) and lines[i] < nxt.line:
-            return False
-    return True
+def _cut_at_coll_rows(run: list[NcclRing | NcclConnection],
+                      coll_lines: list[np.ndarray]) -> list[list[NcclRing | NcclConnection]]:
+    """``run`` in pieces, cut wherever a COLL row lies between two of its lines (a COLL row can move its
+    process's current communicator); nearly always one piece, found by one search per batch."""
+    lo, hi = run[0].line, run[-1].line
+    inside = [x for lines in coll_lines
+              for x in lines[np.searchsorted(lines, lo):np.searchsorted(lines, hi)].tolist()]
+    if not inside:
+        return [list(run)]
+    pieces: list[list[NcclRing | NcclConnection]] = [[]]
+    marks = sorted(inside)
+    m = 0
+    for r in run:
+        while m < len(marks) and marks[m] < r.line:
+            m += 1
+            if pieces[-1]:
+                pieces.append([])
+        pieces[-1].append(r)
+    return pieces
 
 
 def _folded(run: list[NcclRing | NcclConnection]) -> NcclTopologyRun:
