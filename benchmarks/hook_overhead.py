@@ -181,7 +181,10 @@ def child_micro(args: argparse.Namespace) -> dict[str, object]:
 
 def child_wrapper(args: argparse.Namespace) -> dict[str, object]:
     """The hook's wrapper alone (the ``wrapper`` job): ``_wrap`` around a no-op taking the real
-    tensor, bare and wrapped blocks in turns, the training thread's CPU (``thread_time_ns``) per call."""
+    tensor, bare and wrapped blocks in turns, the training thread's CPU (``thread_time_ns``) per call.
+    ``dropped`` is the hook's own counter over the timed blocks: on the GPU path it also counts the
+    written collectives whose done line the poller stopped awaiting past its bound (a no-op never
+    completes in Flight Recorder), which happens on the hook's threads, not on the path timed."""
     import torch
     from _ncclscope_hook import tracer as T  # the hook on PYTHONPATH, as ncclscope run installs it
 
