@@ -15,6 +15,7 @@ import pandas as pd
 
 from .. import rules
 from ..metrics.progress import _from_table, pg_status_by_rank
+from ..metrics.records import Groups, collective_rows, groups_where, table_groups
 from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Severity, Stuck, Verdict
 from ..nccl.failures import classify
 from ..rules.desync import (
@@ -35,8 +36,9 @@ HINT = ("Ranks must call the same collectives in the same order with the same si
         "tensors), or a collective skipped on an exception path. The call sites below show where each side is.")
 
 
-def first_mismatch(df: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
+def first_mismatch(df: pd.DataFrame, groups: Groups | None = None) -> tuple[str, int, pd.DataFrame] | None:
     """The earliest (pg, seq) whose ranks disagree on op, count or dtype, with those ranks' rows.
+    ``groups``: ``df``'s (pg, seq) groups, when known (``table_groups``).
 
     Flight Recorder and hook rows first (PyTorch's own sequence numbers); without them, NCCL COLL
     lines by their per-communicator call number (send/recv excluded: their counts differ by peer)."""
@@ -48,7 +50,8 @@ def first_mismatch(df: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
         if mask.any():
             # the signature's columns only (no copy: pandas copies on write, and the usual mask keeps
             # every row); the whole rows of the mismatched collective are taken after
-            found = _first_mismatch(rows_where(df[["rank", "pg", "seq", "op", "count", "dtype"]], mask))
+            found = _first_mismatch(rows_where(df[["rank", "pg", "seq", "op", "count", "dtype"]], mask),
+                                    groups_where(groups, mask))
             if found is not None:
                 pg, seq, rows = found
                 full = df.loc[rows.index]
@@ -56,10 +59,12 @@ def first_mismatch(df: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
     return found
 
 
-def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
+def _first_mismatch(d: pd.DataFrame, groups: Groups | None = None) -> tuple[str, int, pd.DataFrame] | None:
     """Integer signatures, min != max per collective by ``ufunc.at`` over dense group codes: no sort,
-    no per-row strings, linear memory, until a mismatch is found."""
-    d = not_p2p(d)
+    no per-row strings, linear memory, until a mismatch is found. ``groups``: ``d``'s, when known."""
+    keep = collective_rows(d)
+    groups = groups_where(groups, keep)
+    d = rows_where(d, keep)
     if not len(d):
         return None
     op = _categorical(d["op"])
@@ -78,7 +83,7 @@ def _first_mismatch(d: pd.DataFrame) -> tuple[str, int, pd.DataFrame] | None:
     coalesced = (op == "coalesced").to_numpy()
     if coalesced.any():  # coalesced groups compare by op only
         sig[coalesced] = op_code[coalesced]
-    g, ng = dense_groups(group_key(d))
+    g, ng = groups if groups is not None else dense_groups(group_key(d))
     lo = np.full(ng, np.iinfo(np.int64).max)
     np.minimum.at(lo, g, sig)
     hi = np.full(ng, np.iinfo(np.int64).min)
@@ -135,7 +140,7 @@ def _first_t(rows: pd.DataFrame) -> float | None:
 
 def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
-    hit = first_mismatch(run.collectives)
+    hit = first_mismatch(run.collectives, table_groups(run))
     if hit is not None:
         pg, seq, rows = hit
         sides: list[dict[str, Any]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..metrics.records import first_of_each
+from ..metrics.records import first_of_each, groups_where, table_groups
 from ..metrics.share import run_busbw
 from ..metrics.share import time_share as share_of
 from ..metrics.waiting import run_late_arrivals
@@ -37,7 +37,7 @@ def detect(run: Run) -> list[Finding]:
     if keep.sum() >= 1000:
         # one row per collective (pg, seq): the first of each group code, by ufunc.at, no sort or copy
         rows = rows_where(df[["pg", "seq", "bytes"]], keep)
-        first = first_of_each(rows)
+        first = first_of_each(rows, groups_where(table_groups(run), keep))
         nbytes = rows["bytes"].to_numpy(np.float64)[first]
         total, small = len(first), int((nbytes < SMALL).sum())
         if total >= 1000 and small / total > 0.8:

@@ -2,6 +2,8 @@
 merged over every source (Flight Recorder on gloo never marks a collective completed; the hook does)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -111,10 +113,30 @@ def dense_groups(key: np.ndarray) -> tuple[np.ndarray, int]:
     return codes.astype(np.int64, copy=False), len(uniq)
 
 
-def first_of_each(d: pd.DataFrame) -> np.ndarray:
+Groups = tuple[np.ndarray, int]  # ``dense_groups`` of a table: a code per row, and how many codes
+
+
+def table_groups(run: Any) -> Groups:
+    """``dense_groups(group_key(...))`` of the run's collectives table, computed once per analysis
+    (``run.memo``): the desync, waiting and hotspots metrics group the same rows by (pg, seq), and at
+    millions of rows each grouping is three passes and two fresh int64 columns."""
+    memo = run.memo.get("table_groups")
+    if memo is None:
+        memo = run.memo["table_groups"] = dense_groups(group_key(run.collectives))
+    return memo
+
+
+def groups_where(groups: Groups | None, mask: np.ndarray | None) -> Groups | None:
+    """A table's groups for the rows ``mask`` keeps (None: every row): the same codes, some left unused."""
+    if groups is None or mask is None or mask.all():
+        return groups
+    return groups[0][mask], groups[1]
+
+
+def first_of_each(d: pd.DataFrame, groups: Groups | None = None) -> np.ndarray:
     """Positions of the first row of each collective (pg, seq) in ``d``, by ``np.minimum.at`` over dense
-    group codes: no sort of millions of rows."""
-    g, ng = dense_groups(group_key(d))
+    group codes: no sort of millions of rows. ``groups``: ``d``'s, when known (``table_groups``)."""
+    g, ng = groups if groups is not None else dense_groups(group_key(d))
     first = np.full(ng, len(d), dtype=np.int64)
     np.minimum.at(first, g, np.arange(len(d), dtype=np.int64))
     return np.sort(first[first < len(d)])

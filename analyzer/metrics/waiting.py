@@ -14,20 +14,22 @@ import numpy as np
 import pandas as pd
 
 from ..model import Run
-from .records import arrival, best_records, collective_rows, dense_groups, group_key
+from .records import Groups, arrival, best_records, collective_rows, dense_groups, group_key, table_groups
 
 MIN_SPREAD_MS = 5.0
 LATE_COLUMNS = ["pg", "seq", "op", "late_rank", "wait_ms", "n"]
 
 
-def late_arrivals(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per collective with a material spread: pg, seq, op, late rank, wait (ms).
+def late_arrivals(df: pd.DataFrame, groups: Groups | None = None) -> pd.DataFrame:
+    """One row per collective with a material spread: pg, seq, op, late rank, wait (ms). ``groups``:
+    ``df``'s (pg, seq) groups, when known (``table_groups``).
 
     Rows are chosen by one mask over the table, not by successive copies of it."""
     torch_rows = df["source"].isin(["fr", "hook", "completion_hook"]).to_numpy()
     if torch_rows.any():
         d = df[torch_rows].drop_duplicates(["rank", "pg", "seq"], keep="first")
         keep = np.ones(len(d), dtype=bool)
+        groups = None  # other rows than the table's
     else:
         # only NCCL COLL lines: their timestamps (NCCL_DEBUG_TIMESTAMP_LEVELS) are the enqueue times;
         # (rank, communicator, call number) is unique by construction there
@@ -41,7 +43,7 @@ def late_arrivals(df: pd.DataFrame) -> pd.DataFrame:
     timed = keep & d["duration_ms"].notna().to_numpy()
     if timed.sum() >= 0.5 * keep.sum():
         return _by_duration(d[timed])
-    return _by_arrival(d, keep & d["t_created"].notna().to_numpy())
+    return _by_arrival(d, keep & d["t_created"].notna().to_numpy(), groups)
 
 
 def _by_duration(d: pd.DataFrame) -> pd.DataFrame:
@@ -59,7 +61,7 @@ def _by_duration(d: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index().rename(columns={"rank": "late_rank", "count": "n"})[LATE_COLUMNS]
 
 
-def _by_arrival(d: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+def _by_arrival(d: pd.DataFrame, keep: np.ndarray, groups: Groups | None = None) -> pd.DataFrame:
     """Untimed collectives (gloo, the hook's enqueue times, NCCL timestamps) among the ``keep`` rows: the
     late rank issued its call last.
 
@@ -70,8 +72,7 @@ def _by_arrival(d: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
     """
     if not keep.any():
         return pd.DataFrame(columns=LATE_COLUMNS)
-    key = group_key(d)
-    g, ng = dense_groups(key)
+    g, ng = groups if groups is not None else dense_groups(group_key(d))  # in (pg, seq) order, as the key
     if not keep.all():
         g = np.where(keep, g, ng)  # the rows left out: a group of their own, never reported
     ng += 1
@@ -92,7 +93,7 @@ def _by_arrival(d: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
         sel = (size >= 2) & (wait_ms >= MIN_SPREAD_MS) & (lead_ms >= MIN_SPREAD_MS)
     sel[-1] = False
     pos = np.flatnonzero(at_last & sel[g])  # one row per selected collective (its last is alone)
-    pos = pos[np.argsort(key[pos], kind="stable")]
+    pos = pos[np.argsort(g[pos], kind="stable")]
     rows = d.iloc[pos]
     gs = g[pos]
     return pd.DataFrame({"pg": rows["pg"].to_numpy(), "seq": rows["seq"].to_numpy(), "op": rows["op"].to_numpy(),
@@ -102,7 +103,7 @@ def _by_arrival(d: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
 def run_late_arrivals(run: Run) -> pd.DataFrame:
     """``late_arrivals`` of the run's table, computed once per analysis (straggler, hotspots, pages)."""
     if "late_arrivals" not in run.memo:
-        run.memo["late_arrivals"] = late_arrivals(run.collectives)
+        run.memo["late_arrivals"] = late_arrivals(run.collectives, table_groups(run))
     return run.memo["late_arrivals"]
 
 
