@@ -185,16 +185,34 @@ def _all_exited(run: Run) -> bool:
 
 
 def _no_incident(run: Run, findings: list[Finding]) -> Decision:
+    went = _went_on(run)
     usable = any(fmt in ("log", "flight_recorder", "jsonl") for _, fmt in run.files) and (
         len(run.collectives) or run.communicators or run.exits or run.pg_status) or (
         run.nccl_tests and run.job.exit_code == 0) or (  # a benchmark that ran every size and checked out
-        _all_exited(run))
+        _all_exited(run)) or went is not None
     if not usable:
         return Decision(Verdict.UNKNOWN, (), None, "not enough information to judge the job")
     if run.job.exit_code not in (None, 0):
         return Decision(Verdict.UNKNOWN, (), None,
                         f"the job exited with code {run.job.exit_code} and nothing in the logs says why")
     errors = [f for f in findings if f.severity in (Severity.ERROR, Severity.CRITICAL)]
-    if errors:
+    outlived = went is not None and all(f.evidence and went.outlived((f.evidence[0].file, f.evidence[0].line))
+                                        for f in errors)
+    if errors and not outlived:
         return Decision(Verdict.UNKNOWN, (), None, errors[0].message)
+    if went is not None and (errors or not (len(run.collectives) or run.communicators or run.exits)):
+        past = f" after the errors it reported ({errors[0].message[:160]})" if errors else ""
+        return Decision(Verdict.HEALTHY, (), None, f"{went.why}{past}"[:500])
     return Decision(Verdict.HEALTHY, (), None, "no hang, crash, desync or straggler found")
+
+
+def _went_on(run: Run) -> rules.healthy.WentOn | None:
+    """``rules.healthy.went_on`` over the run's progress prints, ends and time line."""
+    progress = [(e.evidence.file, e.evidence.line, int(e.data.get("count") or 0)) for e in run.events
+                if e.kind == "progress"]
+    seen = {p.rank for p in run.job.processes if p.rank is not None}
+    finished = {x.rank for x in run.exits if x.exitcode == 0 and x.rank is not None}
+    finished |= {e.rank for e in run.events if e.kind in ("rank_finished", "program_exit") and e.rank is not None}
+    launcher_ok = any(e.kind == "launcher_succeeded" for e in run.events)
+    return rules.healthy.went_on(progress, bool(failures_of_run(run)), stall_time(run)[0], run.job.exit_code, seen,
+                                 finished, launcher_ok)

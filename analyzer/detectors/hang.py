@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..model import Evidence, Finding, FindingKind, Run, Severity, Stuck, Verdict
 from ..rules.exits import from_outside
-from ..rules.facts import failures_of_run
+from ..rules.facts import failures_of_run, teardown_of_run
 from ..rules.hang import (
     after_stall,
     barrier_stall,
@@ -449,9 +449,10 @@ def _stopped_hang(run: Run, stalled: bool) -> list[Finding]:
 
 def _end_known(run: Run) -> bool:
     """The job's end is known: an exit code, an exit record, or NCCL's proxy service seeing local ranks' connections
-    close (``[Service thread] Connection closed by localRank N``: processes exiting or tearing down)."""
+    close (``[Service thread] Connection closed by localRank N``: processes exiting or tearing down), or a proxy failing
+    the Close of a rank destroying its communicator (``rules.facts.teardown_processes``)."""
     return run.job.exit_code is not None or bool(run.exits) or any(
-        e.kind == "nccl_net_service_closed" for e in run.events)
+        e.kind == "nccl_net_service_closed" for e in run.events) or bool(teardown_of_run(run))
 
 
 def _setup_hang(run: Run, ends: list) -> list[Finding]:

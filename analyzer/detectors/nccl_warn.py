@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
 from ..nccl.failures import Entry, classify, classify_in_area
 from ..rules.exits import FailureKind
-from ..rules.facts import failures_of_run
+from ..rules.facts import failures_of_run, in_teardown, teardown_of_run
 
 MAX_QUOTE = 240
 CHAIN_GAP = 64  # lines: a return chain follows its WARN closely, even with other threads' lines between
@@ -69,8 +69,13 @@ def detect(run: Run) -> list[Finding]:
     groups: dict[str, _Group] = {}
     chains = _chains(run.events)
     settings = run.job.settings
+    down = teardown_of_run(run)
+    teardown: list[LogEvent] = []
     for i, w in enumerate(run.events):
         if w.kind != "nccl_warn":
+            continue
+        if in_teardown(w, down):
+            teardown.append(w)
             continue
         entry = classify(_text(w))
         chain = chains.get(i, ())
@@ -90,7 +95,24 @@ def detect(run: Run) -> list[Finding]:
     chosen = _environment(run)
     if chosen:
         findings = [_explained_by(f, chosen[0]) for f in findings]
-    return findings + chosen + _warnings(run, failed) + _init_stopped(run) + _settings(run) + _releases(run)
+    return (findings + chosen + _teardown(teardown, len(down)) + _warnings(run, failed) + _init_stopped(run)
+            + _settings(run) + _releases(run))
+
+
+def _teardown(warns: list[LogEvent], processes: int) -> list[Finding]:
+    """The proxy and socket WARNs of processes that were destroying their communicators (a Close their proxy failed:
+    ``rules.facts.teardown_processes``): one warning, no verdict; they are how those processes exited, not a failure."""
+    if not warns:
+        return []
+    ranks = tuple(sorted({w.rank for w in warns if w.rank is not None}))
+    return [Finding(
+        kind=FindingKind.NOTE, severity=Severity.WARNING,
+        message=f"{len(warns)} NCCL proxy / socket WARN line(s) of {processes} process(es) tearing down their "
+        f"communicators (their proxy failed to Close a connection): teardown noise, not a failure; first: "
+        f"\"{_quote(warns[0].text)}\"", ranks=ranks,
+        hint="The processes were exiting when their proxies lost their peers' sockets. Call "
+        "dist.destroy_process_group() on every rank (after a barrier) before exit to make the teardown orderly.",
+        evidence=tuple(w.evidence for w in warns[:3]), data={"entry": "proxy-close-teardown", "count": len(warns)})]
 
 
 def _init_stopped(run: Run) -> list[Finding]:

@@ -97,6 +97,12 @@ def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
         kind = "heartbeat_timeout"
     elif isinstance(rec, R.RankFinished):
         kind = "rank_finished"
+    elif isinstance(rec, R.ProgressSeen):
+        kind, data = "progress", {"count": rec.count, "first_line": rec.first_line}
+    elif isinstance(rec, R.LauncherStopped):
+        kind, data = "launcher_stopped", {"signal": rec.signal}
+    elif isinstance(rec, R.LauncherSucceeded):
+        kind = "launcher_succeeded"
     elif isinstance(rec, R.JobCancelled):
         kind, data = "job_cancelled", {"scope": rec.scope, "reason": rec.reason}
     return LogEvent(kind, rec.rank, rec.text.strip(), ev(rec), None, data)

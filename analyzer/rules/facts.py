@@ -5,6 +5,9 @@ both classify a message with ``exits.failure_kind``, so a rank's exception is th
 failure live and offline."""
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 from ..model import ExitRecord, LogEvent, Run
 from ..nccl.failures import classify
 from .cause import Failure, explain, vanished
@@ -12,6 +15,43 @@ from .exits import ExitClass, FailureKind, exit_class, failure_kind
 
 LINK_AREAS = ("ib", "socket", "proxy")
 STALL_KINDS = ("watchdog_timeout", "watchdog_failure", "heartbeat_timeout", "hook_stall", "dump_signal")
+TEARDOWN_ENTRY = "proxy-close-teardown"  # a rank's proxy failed a Close: that process was destroying its communicator
+TEARDOWN_AREAS = ("proxy", "socket")
+PROC_RE = re.compile(r"([^\s:\[\]]{1,255}):(\d{1,10}):\d{1,10} \[")  # NCCL's "host:pid:tid [dev]" head
+
+
+def process_of(line: str) -> str | None:
+    """``host:pid`` of an NCCL line's head, wherever a launcher's prefix put it."""
+    m = PROC_RE.search(line[:400])
+    return f"{m.group(1)}:{m.group(2)}" if m else None
+
+
+def teardown_processes(events: Iterable[LogEvent]) -> frozenset[str]:
+    """The processes (``host:pid``) whose proxy failed to execute a Close: each was tearing its communicator down."""
+    out = set()
+    for e in events:
+        if e.kind == "nccl_warn" and "operation Close" in e.text:
+            entry = classify(e.text)
+            p = process_of(e.evidence.text)
+            if entry is not None and entry.id == TEARDOWN_ENTRY and p is not None:
+                out.add(p)
+    return frozenset(out)
+
+
+def in_teardown(e: LogEvent, procs: frozenset[str]) -> bool:
+    """A proxy or socket WARN of a process that was tearing down (``teardown_processes``): noise of its exit."""
+    if e.kind != "nccl_warn" or not procs or process_of(e.evidence.text) not in procs:
+        return False
+    entry = classify(e.text)
+    return entry is not None and entry.area in TEARDOWN_AREAS
+
+
+def teardown_of_run(run: Run) -> frozenset[str]:
+    """``teardown_processes`` of the run's events, once per analysis (``run.memo``)."""
+    memo = run.memo.get("teardown")
+    if memo is None:
+        memo = run.memo["teardown"] = teardown_processes(run.events)
+    return memo
 
 
 def exit_failure(rank: int | None, code: int | None, text: str, t: float | None, order: tuple[str, int],
@@ -61,6 +101,9 @@ def _event_failure(e: LogEvent) -> Failure | None:
         return Failure(e.rank, FailureKind.TIMEOUT, e.text[:500], e.ts, order)
     if e.kind == "nccl_warn":
         return warn_failure(e, order)
+    if e.kind == "launcher_stopped":  # torchrun's "Received 2 death signal": the user's Ctrl-C, or a kill
+        kind = FailureKind.INTERRUPT if e.data.get("signal") == "SIGINT" else FailureKind.KILLED
+        return Failure(None, kind, e.text.strip()[:500], e.ts, order)
     if e.kind == "job_cancelled":  # the scheduler ended it (time limit, scancel, preemption): from outside
         return Failure(None, FailureKind.KILLED, e.text.strip()[:500], e.ts, order)
     return None
@@ -97,7 +140,8 @@ def failures_of_run(run: Run) -> list[Failure]:
 
 
 def _failures(run: Run) -> list[Failure]:
-    out = [f for e in run.events if (f := _event_failure(e)) is not None]
+    down = teardown_of_run(run)
+    out = [f for e in run.events if not in_teardown(e, down) and (f := _event_failure(e)) is not None]
     out += [f for x in run.exits if (f := _launcher_failure(x, run.killed_pids)) is not None]
     seen: dict[int, float] = {}
     for st in run.pg_status:

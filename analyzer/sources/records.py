@@ -491,3 +491,28 @@ class RankFinished(TorchRec):
     """A rank's own print that its work ended (``[rank3]: training finished``, ``Training completed for rank 6``,
     ``Process 2 - Training time: 10.04 seconds``, Lightning's ``Trainer.fit stopped: max_epochs=3 reached``): that
     rank got to its end, whatever the others did. ``rank`` is the launcher's tag or the rank the line names."""
+
+
+@dataclass(slots=True)
+class ProgressSeen(TorchRec):
+    """The program's own progress prints of one file, summed up once at its end: training steps with a loss or a
+    throughput (``Train Epoch: 1 [...] Loss: 0.41``, ``samples/sec: 41.2 | iteration 20/320000``), a test's
+    ``... passed``, a server's ``Application startup complete`` and served ``200 OK`` requests. ``line`` / ``text``
+    are the last of them; ``count`` how many, ``first_line`` the first."""
+
+    count: int = 0
+    first_line: int = 0
+
+
+@dataclass(slots=True)
+class LauncherSucceeded(TorchRec):
+    """A launcher's word that its workers ended well: torchrun's ``[default] worker group successfully finished``
+    (every worker of that agent exited 0), DeepSpeed's ``Process 4711 exits successfully``."""
+
+
+@dataclass(slots=True)
+class LauncherStopped(TorchRec):
+    """A launcher stopped by a signal from outside, shutting its workers down: torchrun's ``Received 2 death signal,
+    shutting down workers`` (``Received Signals.SIGINT death signal`` in 2.x). ``signal``: ``SIGINT``, ``SIGTERM``..."""
+
+    signal: str

@@ -34,8 +34,11 @@ from .records import (
     JobCancelled,
     LauncherExit,
     LauncherSignal,
+    LauncherStopped,
+    LauncherSucceeded,
     MonitoredBarrierFailure,
     ProgramExit,
+    ProgressSeen,
     RankClaim,
     RankFinished,
     Rec,
@@ -130,6 +133,17 @@ FINISH_RE = re.compile(
     r"|^\s*(?:all )?(?:done|finished)[.!]*\s*$"
 )
 RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")  # a pid is no rank: "process 4711 exiting" names none
+# the program's own progress prints (sources.records.ProgressSeen); PROGRESS_WORDS gate the regex
+PROGRESS_WORDS = ("loss", "Loss", "LOSS", "/s", "startup complete", "200 OK", "passed", "hroughput")
+PROGRESS_RE = re.compile(
+    r"(?i)loss\s*(?:is\s*|[:=]\s*)?[-+]?(?:\d|nan\b|inf\b)"  # "Loss: 0.41", "train loss is 0.41", "lm_loss: 1.0E+01"
+    r"|\bthroughput\b\s*[:=]?\s*[\d.]+|\b(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b\s*[:=]?\s*[\d.]"
+    r"|\b[\d.]+\s*(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b"
+    r"|Application startup complete|\" 200 OK\s*$|\bpassed[.!]?\s*$"
+)
+DEATH_SIGNAL_RE = re.compile(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]{2,8}|\d{1,2}) death signal")
+SIGNAL_NAMES = {"1": "SIGHUP", "2": "SIGINT", "3": "SIGQUIT", "9": "SIGKILL", "15": "SIGTERM"}
+LAUNCHER_OK_RE = re.compile(r"worker group successfully finished|\bProcess \d{1,10} exits successfully")
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
 WATCHDOG_EXC_RE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<err>.*)$")
@@ -221,6 +235,9 @@ class _State:
     terminate: dict[int | None, str] = field(default_factory=dict)  # "terminate called after throwing 'T'", by rank
     last_error: DistError | None = None  # the last C++ abort read (what():), for the harness line that names it
     claims: dict[int, int] = field(default_factory=dict)  # Lightning's GLOBAL_RANK claims given per rank
+    progress: int = 0  # the program's progress prints read (ProgressSeen, given once at the end)
+    progress_first: int = 0
+    progress_last: tuple[int, str, int | None] | None = None  # (line, text, rank) of the last
 
 
 def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
@@ -231,6 +248,9 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
         if text:
             yield from _line(st, lineno, text)
     yield from _flush_summary(st)
+    if st.progress_last is not None:
+        n, text, rank = st.progress_last
+        yield ProgressSeen(file, n, text, rank, None, None, None, st.progress, st.progress_first)
 
 
 def _flush_summary(st: _State) -> Iterator[Rec]:
@@ -284,6 +304,12 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         m = SIGNAL_RE.search(body) or SPAWN_SIGNAL_RE.search(body)
         if m:
             yield LauncherSignal(st.file, lineno, text, int(m.group("pid")), m.group("sig"))
+            return
+    if "death signal" in body:
+        d = DEATH_SIGNAL_RE.search(body)
+        if d:
+            sig = SIGNAL_NAMES.get(d.group("sig"), d.group("sig"))
+            yield LauncherStopped(st.file, lineno, text, None, None, None, None, sig)
             return
     if "CANCELLED AT" in body:
         c = SLURM_CANCEL_RE.search(body)
@@ -418,6 +444,12 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
             return
     if any(w in body for w in FINISH_WORDS):
         yield from _finished(head, body, rank)
+    if any(w in body for w in PROGRESS_WORDS) and PROGRESS_RE.search(body):
+        st.progress += 1
+        st.progress_first = st.progress_first or head[1]
+        st.progress_last = (head[1], head[2][:500], rank)
+    if "successfully" in body and LAUNCHER_OK_RE.search(body):
+        yield LauncherSucceeded(*head)
     yield from _versions_and_world(st, head, body, rank)
     yield from _traceback(st, head, body, rank)
 
