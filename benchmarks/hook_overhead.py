@@ -15,7 +15,8 @@ hook on PYTHONPATH:
   hook (``--no-hook``), ``--nproc`` ranks; median step time of rank 0;
 - ``wrapper``: world size 1, the hook's ``_wrap`` around a no-op that takes the real one-element
   tensor (CUDA with ``--backend nccl``: exactly the blocking GPU path; CPU with gloo: the blocking
-  CPU path, which also makes the ``done`` record), called from one line in blocks of ``--calls``
+  CPU path, which also makes the ``done`` record; ``--meta``, a meta tensor: the blocking GPU
+  path's code on a machine without a GPU), called from one line in blocks of ``--calls``
   (5,000), bare and wrapped in turns, ``--blocks`` (40) pairs in one traced process whose threads
   run (the writer empties the queue between pairs, so no record is dropped, as at a real
   collective's rate): the training thread's CPU added per call, in ns, from the fastest blocks
@@ -189,9 +190,10 @@ def child_wrapper(args: argparse.Namespace) -> dict[str, object]:
     from _ncclscope_hook import tracer as T  # the hook on PYTHONPATH, as ncclscope run installs it
 
     dist, dev = _init(args.backend)
-    x = torch.ones(1, device=dev)  # type: ignore[call-overload]
-    dist.all_reduce(x)  # type: ignore[attr-defined]  # the tracer starts with the first collective
+    dist.all_reduce(torch.ones(1, device=dev))  # type: ignore[attr-defined, call-overload]  # the tracer starts
     _sync(args.backend)
+    # --meta: a tensor not on the CPU, so the wrapper takes the blocking GPU path's code on any machine
+    x = torch.ones(1, device="meta" if args.meta else dev)  # type: ignore[call-overload]
     tr = T._TRACER
     if tr is None:
         raise SystemExit("the hook's tracer did not start")
@@ -222,7 +224,8 @@ def child_wrapper(args: argparse.Namespace) -> dict[str, object]:
     dist.destroy_process_group()  # type: ignore[attr-defined]
     return {"added_ns_min": min(wrap) - min(bare), "added_ns_median": statistics.median(wrap) - statistics.median(bare),
             "bare_ns_min": min(bare), "wrapped_ns_min": min(wrap), "dropped": tr.dropped - dropped0,
-            "path": "blocking CPU (coll and done records)" if x.is_cpu else "blocking GPU (coll record)"}
+            "path": "blocking CPU (coll and done records)" if x.is_cpu else
+                    f"blocking GPU (coll record{', meta tensor' if args.meta else ''})"}
 
 
 def child_tp(args: argparse.Namespace) -> dict[str, object]:
@@ -563,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nproc", type=int, default=2, help="ddp: ranks")
     p.add_argument("--dim", type=int, default=None, help="ddp: MLP width (gloo 256, nccl 2048)")
     p.add_argument("--batch", type=int, default=None, help="ddp: batch (gloo 32, nccl 64)")
+    p.add_argument("--meta", action="store_true",
+                   help="wrapper: a meta tensor (not on the CPU: the blocking GPU path's code, without a GPU)")
     args = p.parse_args(argv)
     gpu = args.backend == "nccl"
     wrapper = args.kind == "wrapper"
@@ -582,6 +587,10 @@ def main(argv: list[str] | None = None) -> int:
     args.child_argv = ["--backend", args.backend, "--calls", str(args.calls), "--blocks", str(args.blocks),
                        "--layers", str(args.layers or 0), "--colls", str(args.colls), "--hidden", str(args.hidden),
                        "--tokens", str(args.tokens), "--steps", str(args.steps or 0), "--warmup", str(args.warmup or 0)]
+    if args.meta:
+        if not wrapper:
+            p.error("--meta is for the wrapper job")
+        args.child_argv.append("--meta")
     if wrapper:  # the wrapper is timed against its bare function inside one traced process: no bare process
         args.variants = ",".join(v for v in args.variants.split(",") if v != "bare") or "traced"
         if set(args.variants.split(",")) - {"traced", "other"}:
@@ -599,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
     if wrapper:
         got = measure_wrapper(args)
         print(f"wrapper: backend {args.backend}, world size 1, _wrap around a no-op on a one-element "
-              f"{'CUDA' if gpu else 'CPU'} tensor, {args.calls} calls a block x {args.blocks} pairs, "
+              f"{'meta' if args.meta else 'CUDA' if gpu else 'CPU'} tensor, {args.calls} calls a block x {args.blocks} pairs, "
               f"{args.repeats} processes a variant")
         report_wrapper(got)
         return 0
@@ -620,6 +629,7 @@ def _child_main(argv: list[str]) -> int:
     for name in ("calls", "blocks", "layers", "colls", "hidden", "tokens", "steps", "warmup"):
         p.add_argument(f"--{name}", type=int, default=0)
     p.add_argument("--backend", default="gloo")
+    p.add_argument("--meta", action="store_true")
     args = p.parse_args(argv)
     result = {"micro": child_micro, "tp": child_tp, "wrapper": child_wrapper}[args.kind](args)
     print(json.dumps(result), flush=True)
