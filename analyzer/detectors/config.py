@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from ..model import Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
+from ..nccl.gids import shown_routable
 from ..nccl.risky_settings import FORCED, NOTES
 from ..rules.cause import Failure, root_cause
 from ..rules.exits import FailureKind
@@ -153,7 +154,8 @@ def _roce_default_gid(run: Run) -> list[Finding]:
     completion error 12), on RoCE ports (``NET/IB : Using [0]mlx5_2:1/RoCE``), with NCCL_IB_GID_INDEX not set:
     the GID NCCL picked by default (often a link-local or RoCE v1 one) does not route between the nodes. The
     WARN after a GID index the job set is the knowledge base's own case (``nccl_warn``). Likely, not confirmed:
-    a fabric fault gives the same completion error."""
+    a fabric fault gives the same completion error. A WARN that shows a routable GID pair (``nccl.gids``: IPv4-mapped
+    or global IPv6 on both ends, as NCCL 2.21+ prints them) is the fabric's or the peer's: no config error."""
     if "NCCL_IB_GID_INDEX" in run.job.settings:
         return []
     if not any(e.kind == "nccl_net_ib" and "/RoCE" in e.text for e in run.events):
@@ -163,8 +165,8 @@ def _roce_default_gid(run: Run) -> list[Finding]:
             continue
         src = e.data.get("source")
         k = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
-        if k is None or "NCCL_IB_GID_INDEX" not in k.settings:
-            continue
+        if k is None or "NCCL_IB_GID_INDEX" not in k.settings or shown_routable(e.text):
+            continue  # (NCCL 2.21+ picks a RoCE v2 GID itself and prints it: a routable pair is not the GID's fault)
         ranks = sorted({x.rank for x in run.events if x.kind == "nccl_warn" and x.rank is not None
                         and classify(x.text) is k})
         return [Finding(

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
 from ..nccl.failures import Entry, classify, classify_in_area
+from ..nccl.gids import shown_routable
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, in_teardown, teardown_of_run
 
@@ -271,7 +272,7 @@ def _finding(g: _Group, failed: bool, settings: Mapping[str, Setting], mismatch:
             message=f"NCCL WARN {who}, not in the knowledge base: \"{quote}\" (return chain from {failing})",
             ranks=tuple(sorted(g.ranks)), hint=UNKNOWN_HINT, evidence=tuple(evidence),
             data={"entry": None, "warn": quote, "chain": chain, "count": g.count})
-    causing = [settings[n] for n in e.settings if n in settings]
+    causing = [settings[n] for n in e.settings if n in settings and not _setting_cleared(n, g.first.text)]
     verdict = _argues(e, failed, causing, mismatch)
     if causing:
         evidence += [s.evidence for s in causing if s.evidence is not None and s.evidence not in evidence]
@@ -284,6 +285,13 @@ def _finding(g: _Group, failed: bool, settings: Mapping[str, Setting], mismatch:
         data={"entry": e.id, "area": e.area, **({"culprits": []} if verdict else {}),
               **({"settings": [s.name for s in causing]} if causing else {}), "cause": e.cause, "fix": e.fix, "link": e.link,
               "releases": list(e.releases), "warn": quote, "chain": chain, "count": g.count})
+
+
+def _setting_cleared(name: str, warn: str) -> bool:
+    """The WARN itself shows the setting did its job: the GID pair an IB completion error prints (NCCL 2.21+) is
+    routable (``nccl.gids``), so the NCCL_IB_GID_INDEX the job set picked a usable GID and the retry-exceeded error is
+    the fabric's or the peer's. Older forms print no GID: the setting stays a suspect there."""
+    return name == "NCCL_IB_GID_INDEX" and shown_routable(warn)
 
 
 def _environment(run: Run) -> list[Finding]:
