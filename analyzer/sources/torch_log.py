@@ -141,7 +141,18 @@ PROGRESS_RE = re.compile(
     r"|\b[\d.]+\s*(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b"
     r"|Application startup complete|\" 200 OK\s*$|\bpassed[.!]?\s*$"
 )
-DEATH_SIGNAL_RE = re.compile(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]{2,8}|\d{1,2}) death signal")
+# a launcher or framework stopped from outside: torchrun's "Received 2 death signal" ("Received Signals.SIGINT death
+# signal" in 2.x), DeepSpeed's "Main process received SIGINT, exiting", Lightning's "[rank: 0] Received SIGTERM: 15",
+# srun's own Ctrl-C ("srun: interrupt (one more within 1 sec to abort)", "srun: sending Ctrl-C to StepId=...") and its
+# end of a step ("srun: forcing job termination", "srun: Job step aborted: Waiting up to 32 seconds ...")
+STOP_WORDS = ("death signal", "process received SIG", "Received SIG", "srun: ")
+DEATH_SIGNAL_RE = re.compile(
+    r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]{2,8}|\d{1,2}) death signal"
+    r"|Main process received (?P<sig2>SIG[A-Z]{2,8}), exiting"
+    r"|\bReceived (?P<sig3>SIG(?:TERM|INT|HUP|USR1|USR2))(?:: \d{1,2})?\s*$"
+    r"|srun: (?P<int>interrupt \(one more within|sending Ctrl-C to )"
+    r"|srun: (?P<kill>forcing job termination|Job step aborted)"
+)
 SIGNAL_NAMES = {"1": "SIGHUP", "2": "SIGINT", "3": "SIGQUIT", "9": "SIGKILL", "15": "SIGTERM"}
 LAUNCHER_OK_RE = re.compile(r"worker group successfully finished|\bProcess \d{1,10} exits successfully")
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
@@ -305,11 +316,11 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         if m:
             yield LauncherSignal(st.file, lineno, text, int(m.group("pid")), m.group("sig"))
             return
-    if "death signal" in body:
+    if any(w in body for w in STOP_WORDS):
         d = DEATH_SIGNAL_RE.search(body)
         if d:
-            sig = SIGNAL_NAMES.get(d.group("sig"), d.group("sig"))
-            yield LauncherStopped(st.file, lineno, text, None, None, None, None, sig)
+            sig = d.group("sig") or d.group("sig2") or d.group("sig3") or ("SIGINT" if d.group("int") else "SIGTERM")
+            yield LauncherStopped(st.file, lineno, text, None, None, None, None, SIGNAL_NAMES.get(sig, sig))
             return
     if "CANCELLED AT" in body:
         c = SLURM_CANCEL_RE.search(body)

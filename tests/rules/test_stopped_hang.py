@@ -58,6 +58,29 @@ WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=60
 before timing out.
 """
 
+SRUN_CTRL_C = """\
+srun: interrupt (one more within 1 sec to abort)
+srun: StepId=881234.0 tasks 0-3: running
+srun: sending Ctrl-C to StepId=881234.0
+srun: forcing job termination
+"""
+
+DEEPSPEED_CTRL_C = """\
+^C[2024-03-02 04:00:12,118] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 40211
+[2024-03-02 04:00:12,420] [INFO] [launch.py:324:sigkill_handler] Main process received SIGINT, exiting
+"""
+
+MPIRUN_CTRL_C = """\
+^Cmpirun: Forwarding signal 2 to job
+mpirun noticed that process rank 0 with PID 40211 on node gpu-a07 exited on signal 2 (Interrupt).
+"""
+
+TORCHRUN_SIGTERM = """\
+W0302 04:00:12.118000 139881 torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGTERM death signal, \
+shutting down workers
+torch.distributed.elastic.multiprocessing.api.SignalException: Process 139881 got signal: 15
+"""
+
 PREEMPTED = "slurmstepd: error: *** JOB 881234 ON gpu-a07 CANCELLED AT 2025-03-02T04:00:12 DUE TO PREEMPTION ***\n"
 
 FINISHED = """\
@@ -72,8 +95,10 @@ def _analyze(tmp_path: Path, text: str):
     return analyze_paths([p], cache=False)
 
 
-@pytest.mark.parametrize("ending", [TIME_LIMIT, CTRL_C, "2: " + TIME_LIMIT.splitlines()[1] + "\n"],
-                         ids=["slurm-time-limit", "torchrun-ctrl-c", "labelled-cancel-line"])
+@pytest.mark.parametrize("ending", [TIME_LIMIT, CTRL_C, "2: " + TIME_LIMIT.splitlines()[1] + "\n", SRUN_CTRL_C,
+                                    DEEPSPEED_CTRL_C, MPIRUN_CTRL_C, TORCHRUN_SIGTERM],
+                         ids=["slurm-time-limit", "torchrun-ctrl-c", "labelled-cancel-line", "srun-ctrl-c",
+                              "deepspeed-ctrl-c", "mpirun-ctrl-c", "torchrun-sigterm"])
 def test_stopped_after_init_is_a_likely_hang(tmp_path: Path, ending: str) -> None:
     a = _analyze(tmp_path, INIT + ending)
     assert a.decision.verdict == Verdict.HANG
