@@ -123,12 +123,34 @@ def _hook_threads_cpu() -> float:
     return total
 
 
+def _hook_all_reduce(dist: object) -> object:
+    """The hook's wrapper of ``all_reduce`` (also while the call budget has put torch's function back
+    on ``torch.distributed``), else whatever ``dist.all_reduce`` is now."""
+    try:
+        from _ncclscope_hook import budget
+    except ImportError:
+        return dist.all_reduce  # type: ignore[attr-defined]
+    for module, name, _original, wrapper in budget.WRAPPERS.items:
+        if module is dist and name == "all_reduce":
+            return wrapper
+    return dist.all_reduce  # type: ignore[attr-defined]
+
+
+def _untraced() -> int | None:
+    """The hook's count of collectives its call budget let through untraced, if it has one."""
+    try:
+        from _ncclscope_hook import tracer as T
+    except ImportError:
+        return None
+    return getattr(getattr(T, "_TRACER", None), "untraced", None)
+
+
 def _ab(dist: object, x: object, calls: int, blocks: int, sync: Callable[[], None]) -> list[float]:
     """In one traced process, blocks of the bare collective (the function under the hook's wrapper)
     and of the traced one, alternating: the training thread's CPU per call traced minus bare, one
     value per pair of blocks. Both run with the hook's threads alive, so this is the per-call path
     alone, measured a few milliseconds apart (machine drift falls on both)."""
-    traced = dist.all_reduce  # type: ignore[attr-defined]
+    traced = _hook_all_reduce(dist)
     bare = getattr(traced, "__wrapped__", None)
     if bare is None or not getattr(traced, "__ncclscope_wrapped__", False):
         return []
@@ -270,7 +292,7 @@ def child_tp(args: argparse.Namespace) -> dict[str, object]:
                               "main_cpu_ms_per_step": statistics.median(r[2] for r in got),
                               "hook_threads_us_per_call": threads_ms * 1000.0 / (args.layers * args.colls),
                               "colls_per_step": args.layers * args.colls}
-    traced = dist.all_reduce  # type: ignore[attr-defined]
+    traced = _hook_all_reduce(dist)
     bare = getattr(traced, "__wrapped__", None)
     if bare is not None and getattr(traced, "__ncclscope_wrapped__", False):
         # steps with the bare collective (under the hook's wrapper) and the traced one, alternating,
@@ -286,27 +308,40 @@ def child_tp(args: argparse.Namespace) -> dict[str, object]:
     # the function the hook wrapped; without the hook dist.all_reduce itself (torch's own decorator has a
     # __wrapped__ too), so that the bare variant's figure is this measure's noise floor
     plain = bare if bare is not None and getattr(traced, "__ncclscope_wrapped__", False) else traced
-    out.update(_budget_vs_bare(lambda: step(lambda y: plain(y)), lambda: step(looked_up)))  # one call level each
+    out.update(_budget_vs_bare(lambda: step(lambda y: plain(y)), lambda: step(looked_up),  # one call level each
+                               args.layers * args.colls))
     dist.destroy_process_group()  # type: ignore[attr-defined]
     return out
 
 
 def _budget_vs_bare(bare_step: Callable[[], tuple[float, float, float]],
-                    user_step: Callable[[], tuple[float, float, float]], pairs: int = 40) -> dict[str, float]:
-    """What the hook costs a step as user code meets it, in one process: steps that look
-    ``dist.all_reduce`` up on every call (the hook's wrapper, or the bare function where the call
-    budget has swapped it back) against steps calling the bare function, in turns (the order turned
-    round every pair): the median of the pairs' ratios, wall and training-thread CPU, in percent.
-    Process-to-process noise (the GPU host's bare step moved 7.0 -> 9.1 ms between processes) falls
-    on both halves of a pair alike."""
+                    user_step: Callable[[], tuple[float, float, float]], colls: int,
+                    pairs: int = 24, block: int = 8) -> dict[str, float]:
+    """What the hook costs a step as user code meets it, in one process: blocks of ``block`` steps that
+    look ``dist.all_reduce`` up on every call (the hook's wrapper, or torch's function where the call
+    budget has put it back) against blocks calling torch's function, in turns (the order turned round
+    every pair): the median of the pairs' ratios of the blocks' median steps, wall and training-thread
+    CPU, in percent, and the share of the user blocks' collectives the hook traced. Process-to-process
+    noise (the GPU host's bare step moved 7.0 -> 9.1 ms between processes) falls on both halves alike;
+    the bare variant's figure is this measure's noise floor."""
     bare_step(), user_step()  # one of each first: the budget engages on its first tick
     wall: list[float] = []
     cpu: list[float] = []
+    untraced = 0
     for n in range(pairs):
-        b, u = (bare_step(), user_step()) if n % 2 == 0 else (user_step(), bare_step())[::-1]
-        wall.append((u[0] / b[0] - 1.0) * 100.0)
-        cpu.append((u[2] / b[2] - 1.0) * 100.0)
-    return {"user_vs_bare_wall_pct": statistics.median(wall), "user_vs_bare_main_cpu_pct": statistics.median(cpu)}
+        halves = {}
+        for which in (("bare", "user") if n % 2 == 0 else ("user", "bare")):
+            u0 = _untraced()
+            steps = [(bare_step if which == "bare" else user_step)() for _ in range(block)]
+            if which == "user" and u0 is not None:
+                untraced += (_untraced() or 0) - u0
+            halves[which] = (statistics.median(r[0] for r in steps), statistics.median(r[2] for r in steps))
+        wall.append((halves["user"][0] / halves["bare"][0] - 1.0) * 100.0)
+        cpu.append((halves["user"][1] / halves["bare"][1] - 1.0) * 100.0)
+    out = {"user_vs_bare_wall_pct": statistics.median(wall), "user_vs_bare_main_cpu_pct": statistics.median(cpu)}
+    if _untraced() is not None:
+        out["user_traced_pct"] = 100.0 * (1.0 - untraced / (pairs * block * colls))
+    return out
 
 
 def _budget_ab(one_step: Callable[[], tuple[float, float, float]], colls: int) -> dict[str, float]:
@@ -508,7 +543,8 @@ EXTRA = {"ab_us_per_call": "per-call path alone (training-thread CPU, traced min
                                         "(budget on minus off, dist.all_reduce looked up per call, in one process)",
          "user_vs_bare_wall_pct": "a step as user code meets the hook (dist.all_reduce looked up per call, the "
                                   "budget on) against the bare function, wall %, pairs in one process",
-         "user_vs_bare_main_cpu_pct": "the same, training-thread CPU %"}
+         "user_vs_bare_main_cpu_pct": "the same, training-thread CPU %",
+         "user_traced_pct": "the share of those steps' collectives the hook traced (the rest: call budget), %"}
 
 
 WRAPPER_KEYS = ("added_ns_min", "added_ns_median")
