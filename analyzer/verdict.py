@@ -145,16 +145,47 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
     headline = crash[0].message if crash else f"rank {cause.first.rank} failed first: {cause.first.text}"[:500]
     stuck = next((f.stuck for f in by[Verdict.HANG] + by[Verdict.CRASH] if f.stuck), None)
     # a network failure or NCCL's own error first: the link, the library or the setup failed, no rank's code
-    return Decision(Verdict.CRASH, _crash_culprits(run, cause), stuck, headline)
+    culprits, note = _crash_culprits(run, cause)
+    return Decision(Verdict.CRASH, culprits, stuck, f"{headline}{note}"[:500])
 
 
-def _crash_culprits(run: Run, cause: rules.Cause) -> tuple[int, ...]:
+def _crash_culprits(run: Run, cause: rules.Cause) -> tuple[tuple[int, ...], str]:
     """``cause.culprits``; an unranked OOM / CUDA error first names the rank of its device on one node
-    (``rules.cause.device_rank``)."""
+    (``rules.cause.device_rank``); a process that died with no rank on its lines, the local rank its neighbours'
+    proxies saw close (``_closed_rank``), with a note for the headline."""
     if cause.culprits:
-        return cause.culprits
+        return cause.culprits, ""
     n = rules.cause.device_rank(cause, one_node(run), run.job.world_size)
-    return (n,) if n is not None else ()
+    if n is not None:
+        return (n,), ""
+    if cause.first is not None and cause.first.rank is None and cause.first.kind in DIED_UNRANKED:
+        n = _closed_rank(run)
+        if n is not None:
+            return (n,), f"; it is rank {n}, whose connection its neighbours' NCCL proxies saw close"
+    return (), ""
+
+
+DIED_UNRANKED = frozenset({rules.FailureKind.FATAL, rules.FailureKind.EXIT, rules.FailureKind.VANISHED,
+                           rules.FailureKind.OOM, rules.FailureKind.CUDA, rules.FailureKind.EXCEPTION})
+
+
+def _closed_rank(run: Run) -> int | None:
+    """A process that died with no rank on its lines: the local rank its neighbours' proxies saw close
+    (``rules.local_rank``), as the global rank the same host's NCCL lines give it."""
+    from .rules.local_rank import closed_local_rank, global_rank, reporter
+
+    reports = []
+    for e in run.events:
+        who = reporter(e.evidence.text) if e.kind == "nccl_net_service_closed" else None
+        if who is not None and e.text.strip().lstrip("-").isdigit():
+            reports.append((*who, int(e.text.strip())))
+    closed = closed_local_rank(reports)
+    if closed is None:
+        return None
+    devices = {p.cuda_dev: p.rank for p in run.job.processes
+               if p.host == closed.host and p.cuda_dev is not None and p.rank is not None}
+    return global_rank(closed, devices if len(devices) == len(set(devices.values())) else {}, one_node(run),
+                       run.job.world_size)
 
 
 def one_node(run: Run) -> bool:

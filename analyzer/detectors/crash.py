@@ -79,7 +79,8 @@ def _exit_finding(run: Run, root: ExitRecord, exits: list[ExitRecord], caused: b
         k = classify(errs[0].text + " " + str(errs[0].data.get("last_error") or ""))
         if k:
             hint = k.hint
-    msg = f"rank {root.rank} {what}{detail} (first failure)"
+    who = f"rank {root.rank}" if root.rank is not None else "a process whose lines name no rank"
+    msg = f"{who} {what}{detail} (first failure)"
     if killed:
         msg += f"; rank{'s' if len(killed) > 1 else ''} {', '.join(map(str, killed))} " \
                f"{'were' if len(killed) > 1 else 'was'} stopped by the launcher after it, not at fault"

@@ -154,6 +154,11 @@ DEATH_SIGNAL_RE = re.compile(
     r"|srun: (?P<kill>forcing job termination|Job step aborted)"
 )
 SIGNAL_NAMES = {"1": "SIGHUP", "2": "SIGINT", "3": "SIGQUIT", "9": "SIGKILL", "15": "SIGTERM"}
+# Python's faulthandler on a fatal signal of the process ("Fatal Python error: Segmentation fault"): that process died
+PY_FATAL_RE = re.compile(r"Fatal Python error: (?P<what>Segmentation fault|Bus error|Aborted|Floating point exception|"
+                         r"Illegal instruction)")
+PY_FATAL_SIGNALS = {"Segmentation fault": 11, "Bus error": 7, "Aborted": 6, "Floating point exception": 8,
+                    "Illegal instruction": 4}
 LAUNCHER_OK_RE = re.compile(r"worker group successfully finished|\bProcess \d{1,10} exits successfully")
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
@@ -348,6 +353,13 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         tm = TERMINATE_RE.search(body)
         if tm:
             st.terminate[prefix_rank] = tm.group("type")
+            return
+    if "Fatal Python error: " in body:
+        f = PY_FATAL_RE.search(body)
+        if f:
+            sig = PY_FATAL_SIGNALS[f.group("what")]
+            yield LauncherExit(st.file, lineno, text, prefix_rank, None, -sig, None, None, None,
+                               f"Signal {sig} ({f.group('what')}): Python's fatal error handler", False)
             return
     if "Caught signal " in body or "] Signal: " in body:
         x = signal_report(body.strip(), st.file, lineno, text)
