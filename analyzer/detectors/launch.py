@@ -14,7 +14,7 @@ lines, every node's processes numbered 0..k-1): a config error, no rank at fault
 from __future__ import annotations
 
 from ..model import Evidence, Finding, FindingKind, Run, Severity, Verdict
-from ..rules.launch import doubled_ranks
+from ..rules.launch import doubled_ranks, too_few_tasks
 
 START_ERRORS = ("ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError", "TabError")
 LAUNCHER_ECHOES = ("ChildFailedError",)  # torchrun's own report of a rank's failure
@@ -34,7 +34,32 @@ def _started(run: Run) -> bool:
 
 
 def detect(run: Run) -> list[Finding]:
-    return _rank_layout(run) + _not_started(run)
+    return _rank_layout(run) + _few_tasks(run) + _not_started(run)
+
+
+def _few_tasks(run: Run) -> list[Finding]:
+    """A launcher command in the text started fewer processes than the world init_process_group's store-based barrier
+    waits for (``rules.launch.too_few_tasks``): the launch is configured wrong, not a hang of the missing ranks."""
+    waits = [e for e in run.events if e.kind == "store_barrier_wait" and isinstance(e.data.get("world_size"), int)
+             and isinstance(e.data.get("worker_count"), int)]
+    launched = [e for e in run.events if e.kind == "launched_tasks" and isinstance(e.data.get("count"), int)]
+    if not waits or not launched:
+        return []
+    world = max(int(e.data["world_size"]) for e in waits)
+    arrived = max(int(e.data["worker_count"]) for e in waits if e.data["world_size"] == world)
+    few = too_few_tasks(((str(e.data.get("launcher")), int(e.data["count"])) for e in launched), world, arrived)
+    if few is None:
+        return []
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+        message=f"the launch started {few.tasks} process{'es' if few.tasks > 1 else ''} ({few.launcher}) for a world of "
+        f"{few.world}: init_process_group's store-based barrier waits for {few.world} workers and {few.arrived} came; the "
+        f"{few.world - few.tasks} never started cannot arrive (a launch configuration error, not a hang of those ranks)",
+        hint="Make the launcher start the world: srun -n / --ntasks (or --nodes x --ntasks-per-node), mpirun -np, "
+             "torchrun --nnodes x --nproc_per_node equal to the WORLD_SIZE the script gives init_process_group (or "
+             "let the script take WORLD_SIZE / RANK from the launcher's environment instead of a fixed number).",
+        evidence=(launched[0].evidence, waits[0].evidence),
+        data={"culprits": [], "tasks": few.tasks, "world": few.world, "arrived": few.arrived, "launcher": few.launcher})]
 
 
 LAYOUT_HINT = ("Start one process per GPU with the node's rank known to each: under SLURM, `#SBATCH --nodes=N` and "

@@ -101,6 +101,8 @@ def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
         kind, data = "progress", {"count": rec.count, "first_line": rec.first_line}
     elif isinstance(rec, R.LauncherStopped):
         kind, data = "launcher_stopped", {"signal": rec.signal}
+    elif isinstance(rec, R.LaunchedTasks):
+        kind, data = "launched_tasks", {"count": rec.count, "launcher": rec.launcher}
     elif isinstance(rec, R.LauncherSucceeded):
         kind = "launcher_succeeded"
     elif isinstance(rec, R.JobCancelled):

@@ -40,3 +40,38 @@ def doubled_ranks(claims: Iterable[int], world: int | None) -> Layout | None:
         return None
     unclaimed = tuple(islice((r for r in range(world) if r not in count), MAX_LISTED))
     return Layout(doubled, unclaimed, world - len(count), world)
+
+
+LAUNCHER_ORDER = ("torchrun", "mpirun", "srun")  # the launcher that starts the ranks is the innermost one shown
+
+
+@dataclass(frozen=True, slots=True)
+class FewTasks:
+    """A launcher command started ``tasks`` processes (``launcher``) for a world of ``world``: the store-based barrier
+    of init_process_group waits for ``world`` workers and only ``arrived`` came."""
+
+    launcher: str
+    tasks: int
+    world: int
+    arrived: int
+
+
+def too_few_tasks(launched: Iterable[tuple[str, int]], world: int, arrived: int) -> FewTasks | None:
+    """``launched``: (launcher, processes it starts) of each launcher command in the text; ``world`` / ``arrived``: the
+    store-based barrier's world_size and worker_count. The innermost launcher shown (torchrun inside srun starts the
+    ranks) decides, with one count; fewer processes than the world, and no more arrived than were started, is the
+    launch configured wrong: the ranks it never started cannot arrive, no rank is at fault."""
+    by: dict[str, set[int]] = {}
+    for name, n in launched:
+        if n > 0:
+            by.setdefault(name, set()).add(n)
+    chosen = next((k for k in LAUNCHER_ORDER if k in by), None)
+    if chosen is None or len(by[chosen]) != 1 or not 0 < world <= MAX_WORLD:
+        return None
+    name = chosen
+    tasks = next(iter(by[name]))
+    if name == "torchrun" and "srun" in by:
+        return None  # torchrun per srun task: the tasks x processes product is not the command's to say
+    if tasks < world and 0 <= arrived <= tasks:
+        return FewTasks(name, tasks, world, arrived)
+    return None

@@ -516,3 +516,13 @@ class LauncherStopped(TorchRec):
     shutting down workers`` (``Received Signals.SIGINT death signal`` in 2.x). ``signal``: ``SIGINT``, ``SIGTERM``..."""
 
     signal: str
+
+
+@dataclass(slots=True)
+class LaunchedTasks(TorchRec):
+    """How many processes a launcher command in the text starts: ``srun -N 2 --ntasks-per-node=4`` (8), ``srun -n2``,
+    ``mpirun -np 2``, ``torchrun --nnodes=1 --nproc_per_node=2`` (2), an sbatch header's ``--ntasks``. ``launcher``
+    names which (srun, mpirun, torchrun)."""
+
+    count: int
+    launcher: str

@@ -32,6 +32,7 @@ from .records import (
     DumpSignal,
     HeartbeatTimeout,
     JobCancelled,
+    LaunchedTasks,
     LauncherExit,
     LauncherSignal,
     LauncherStopped,
@@ -159,6 +160,15 @@ PY_FATAL_RE = re.compile(r"Fatal Python error: (?P<what>Segmentation fault|Bus e
                          r"Illegal instruction)")
 PY_FATAL_SIGNALS = {"Segmentation fault": 11, "Bus error": 7, "Aborted": 6, "Floating point exception": 8,
                     "Illegal instruction": 4}
+# a launcher command in the text and the processes it starts (sources.records.LaunchedTasks); LAUNCH_WORDS gate them
+LAUNCH_WORDS = ("srun ", "mpirun ", "mpiexec ", "prterun ", "torchrun ", "torch.distributed.run ",
+                "torch.distributed.launch ", "#SBATCH")
+LAUNCH_CMD_RE = re.compile(r"(?:^|[\s;&|$+>])(?P<cmd>srun|mpirun|mpiexec|prterun|torchrun|torch\.distributed\.(?:run|launch)|"
+                           r"#SBATCH)\s(?P<args>)")
+TASKS_RE = re.compile(r"(?:^|\s)(?:-n ?|--ntasks[= ]|-np )(?P<n>\d{1,7})\b")
+ELASTIC_RE = re.compile(r"--nnodes[= ]\d{1,5}:\d")  # torchrun's elastic range: the world is not fixed by the command
+NODES_RE = re.compile(r"(?:^|\s)(?:-N ?|--nodes[= ]|--nnodes[= ])(?P<n>\d{1,5})(?![\d:])")
+PER_NODE_RE = re.compile(r"--(?:ntasks-per-node|tasks-per-node|nproc[_-]per[_-]node)[= ](?P<n>\d{1,4})\b")
 LAUNCHER_OK_RE = re.compile(r"worker group successfully finished|\bProcess \d{1,10} exits successfully")
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
@@ -251,6 +261,7 @@ class _State:
     terminate: dict[int | None, str] = field(default_factory=dict)  # "terminate called after throwing 'T'", by rank
     last_error: DistError | None = None  # the last C++ abort read (what():), for the harness line that names it
     claims: dict[int, int] = field(default_factory=dict)  # Lightning's GLOBAL_RANK claims given per rank
+    sbatch: dict[str, int] = field(default_factory=dict)  # an sbatch header's task options read so far
     progress: int = 0  # the program's progress prints read (ProgressSeen, given once at the end)
     progress_first: int = 0
     progress_last: tuple[int, str, int | None] | None = None  # (line, text, rank) of the last
@@ -471,10 +482,48 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
         st.progress += 1
         st.progress_first = st.progress_first or head[1]
         st.progress_last = (head[1], head[2][:500], rank)
+    if any(w in body for w in LAUNCH_WORDS):
+        yield from _launched(st, head, body)
     if "successfully" in body and LAUNCHER_OK_RE.search(body):
         yield LauncherSucceeded(*head)
     yield from _versions_and_world(st, head, body, rank)
     yield from _traceback(st, head, body, rank)
+
+
+def _launched(st: _State, head: Head, body: str) -> Iterator[Rec]:
+    """``LaunchedTasks`` of each launcher command on a line (``srun ... torchrun ...``: each its own arguments, up to
+    the next): srun's and mpirun's task count (``-n``, ``--ntasks``, ``-np``, or ``-N`` x ``--ntasks-per-node``),
+    torchrun's ``--nnodes`` x ``--nproc_per_node`` (one node when not given; an elastic range says nothing); an sbatch
+    header's ``--ntasks`` / ``--nodes`` + ``--ntasks-per-node`` as its lines complete it."""
+    found = list(LAUNCH_CMD_RE.finditer(body[:2000]))
+    for i, m in enumerate(found):
+        end = found[i + 1].start() if i + 1 < len(found) else len(body)
+        yield from _launch_count(st, head, m.group("cmd"), body[m.start("args"):min(end, m.start("args") + 2000)])
+
+
+def _launch_count(st: _State, head: Head, cmd: str, args: str) -> Iterator[Rec]:
+    tasks, nodes, per = (r.search(" " + args) for r in (TASKS_RE, NODES_RE, PER_NODE_RE))
+    if cmd == "#SBATCH":
+        if tasks is None and nodes is None and per is None:
+            return
+        for key, g in (("tasks", tasks), ("nodes", nodes), ("per", per)):
+            if g is not None:
+                st.sbatch[key] = int(g.group("n"))
+        n = st.sbatch.get("tasks") or (st.sbatch["nodes"] * st.sbatch["per"] if {"nodes", "per"} <= st.sbatch.keys()
+                                       else None)
+        if n:
+            yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, n, "srun")
+        return
+    torch_launcher = cmd.startswith(("torchrun", "torch."))
+    if ELASTIC_RE.search(args):
+        return
+    if torch_launcher:
+        n = int(per.group("n")) * (int(nodes.group("n")) if nodes else 1) if per else None
+    else:
+        n = int(tasks.group("n")) if tasks else (int(nodes.group("n")) * int(per.group("n")) if nodes and per else None)
+    if n:
+        name = "torchrun" if torch_launcher else "srun" if cmd == "srun" else "mpirun"
+        yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, n, name)
 
 
 def _finished(head: Head, body: str, rank: int | None) -> Iterator[Rec]:
