@@ -169,6 +169,8 @@ TASKS_RE = re.compile(r"(?:^|\s)(?:-n ?|--ntasks[= ]|-np )(?P<n>\d{1,7})\b")
 ELASTIC_RE = re.compile(r"--nnodes[= ]\d{1,5}:\d")  # torchrun's elastic range: the world is not fixed by the command
 NODES_RE = re.compile(r"(?:^|\s)(?:-N ?|--nodes[= ]|--nnodes[= ])(?P<n>\d{1,5})(?![\d:])")
 PER_NODE_RE = re.compile(r"--(?:ntasks-per-node|tasks-per-node|nproc[_-]per[_-]node)[= ](?P<n>\d{1,4})\b")
+# the TCPStore server of init_process_group (torch 2.x) giving up on its clients: the barrier of the ranks' start-up
+STORE_CLIENTS_RE = re.compile(r"Timed out after \d{1,9} seconds waiting for clients\. (?P<c>\d{1,7})/(?P<w>\d{1,7}) clients joined")
 LAUNCHER_OK_RE = re.compile(r"worker group successfully finished|\bProcess \d{1,10} exits successfully")
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
@@ -465,6 +467,11 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
             yield StoreBarrierWait(head[0], head[1], head[2], rank if rank is not None else r, head[4], head[5],
                                    head[6], m.group("key"), int(m.group("w")), int(m.group("c")),
                                    m.group("what").startswith("Timed out"))
+    if "clients joined" in body:
+        m = STORE_CLIENTS_RE.search(body)
+        if m:  # the exception line goes on to the traceback reader below
+            yield StoreBarrierWait(head[0], head[1], head[2], rank, head[4], head[5], head[6], "TCPStore clients",
+                                   int(m.group("w")), int(m.group("c")), True)
     if "destroy" in body and any(w in body for w in PROGRAM_EXIT_WORDS):
         yield ProgramExit(*head)
         return

@@ -51,3 +51,11 @@ def test_rule() -> None:
     assert too_few_tasks([("srun", 4)], 4, 2) is None
     assert too_few_tasks([("srun", 2), ("srun", 4)], 4, 2) is None  # two counts
     assert too_few_tasks([("mpirun", 2), ("srun", 1)], 4, 2).launcher == "mpirun"  # the innermost launcher
+
+
+@pytest.mark.parametrize("prefix", ["", "[rank0]: "])
+def test_tcpstore_client_wait_is_the_same_barrier(tmp_path: Path, prefix: str) -> None:
+    text = ("torchrun --nproc-per-node=2 train.py\n" + prefix +
+            "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 2/8 clients joined.\n")
+    assert _verdict(tmp_path, text) == Verdict.CONFIG_ERROR
+    assert _verdict(tmp_path, text.replace("--nproc-per-node=2", "--nproc-per-node=8")) != Verdict.CONFIG_ERROR
