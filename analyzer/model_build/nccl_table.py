@@ -111,9 +111,9 @@ class _Joined:
 
     def batch(self, it: NcclCollBatch) -> None:
         col, at = self.col, slice(self.pos, self.pos + len(it))
-        col["proc"][at] = np.array([_code(self.procs, p) for p in it.procs], dtype=np.int32)[it.proc]
-        col["comm"][at] = np.array([_code(self.comms, c) for c in it.comms], dtype=np.int32)[it.comm]
-        col["op"][at] = np.array([_code(self.ops, o) for o in it.ops], dtype=np.int32)[it.op]
+        col["proc"][at] = _recoded(self.procs, it.procs, it.proc)
+        col["comm"][at] = _recoded(self.comms, it.comms, it.comm)
+        col["op"][at] = _recoded(self.ops, it.ops, it.op)
         col["count"][at] = it.count
         col["dt"][at] = it.datatype
         col["ts"][at] = it.tss
@@ -124,6 +124,14 @@ class _Joined:
 
 def _code(d: dict, k: Any) -> int:
     return d.setdefault(k, len(d))
+
+
+def _recoded(index: dict, names: list, codes: np.ndarray) -> np.ndarray | int:
+    """A batch's codes into ``names`` as codes into the table's ``index`` (names added in order of first
+    use); one name, the usual case (one process, one communicator, one op a file), as that one code."""
+    if len(names) == 1:
+        return _code(index, names[0])
+    return np.array([_code(index, x) for x in names], dtype=np.int32)[codes]
 
 
 def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[ProcKey, int],
