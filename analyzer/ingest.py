@@ -38,7 +38,23 @@ from .sources.nccl_log import NcclCollBatch, join_adds, parse_nccl_line, scan_co
 from .sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 from .sources.ras import looks_like_ras_json, parse_ras_job, parse_ras_json, parse_ras_text
 from .sources.lines import lone_cr_to_lf, maybe_nccl, nccl_only, rejoin_wrapped, strip_tool_prefixes, unglue_host
-from .sources.records import FileEnd, NcclRec, Rec, TorchRec, UnreadLines
+from .sources.records import (
+    FileEnd,
+    NcclChannels,
+    NcclColl,
+    NcclCommInfo,
+    NcclConnection,
+    NcclInit,
+    NcclRec,
+    NcclRing,
+    NcclRingOrder,
+    NcclTopologyRun,
+    NcclTree,
+    NcclTrees,
+    Rec,
+    TorchRec,
+    UnreadLines,
+)
 from .sources.topo_xml import parse_topo_xml
 from .sources.torch_log import parse_torch_lines, torch_line_facts
 
@@ -378,11 +394,25 @@ def _parse_joined(joined: bytes | memoryview, items: list[tuple[Path, str, int]]
     return out
 
 
+# records that move a process's current communicator in ``model_build.gather`` (an Init or comm-info line, a
+# COLL line of its own) and those that read it (ring, tree, channel and connection lines): a COLL batch is cut
+# at them so that gather sees them between its rows; any other record reads and moves nothing a batch does
+_MOVES_CURRENT = (NcclInit, NcclCommInfo, NcclColl)
+_READS_CURRENT = (NcclConnection, NcclRing, NcclRingOrder, NcclTrees, NcclTree, NcclChannels, NcclTopologyRun)
+
+
 def _interleave(recs: list[Rec], batches: list[NcclCollBatch]) -> list[Rec]:
-    """Cut each batch at the lines of the other records, then merge everything by line."""
-    marks = np.array([r.line for r in recs], dtype=np.int64)
+    """Cut each batch at the lines of the records whose place among its rows matters to the model, then
+    merge everything by line. A batch of one process and one communicator (one file's rows, the usual
+    case) leaves its process's current communicator where it was at each of its rows, so only the
+    records that move it cut it; a record that reads or moves nothing a batch does (an event, a setting,
+    a PyTorch line) is merged after the batch's rows instead of cutting it (at 4,096 ranks, the channel
+    lines NCCL prints after each rank's first collective cut every log's batch in two)."""
+    moves = np.array([r.line for r in recs if isinstance(r, _MOVES_CURRENT)], dtype=np.int64)
+    reads = np.array([r.line for r in recs if isinstance(r, _READS_CURRENT)], dtype=np.int64)
     pieces: list[Rec] = []
     for b in batches:
+        marks = moves if len(b.procs) == 1 and len(b.comms) == 1 else np.union1d(moves, reads)
         inside = marks[(marks > b.lines[0]) & (marks < b.lines[-1])]
         if not len(inside):
             pieces.append(b)

@@ -121,3 +121,31 @@ def test_a_lone_topology_line_stays_a_record(tmp_path: Path) -> None:
     path.write_text(h + "Ring 00 : 1 -> 0 -> 1\n" + h + "Connected all rings\n")
     recs = parse_file(path, path.name).records
     assert [type(r) for r in recs if isinstance(r, (NcclRing, NcclTopologyRun))] == [NcclRing]
+
+
+def test_a_batch_is_cut_only_where_the_model_needs_the_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rank log's COLL rows stay one batch across the channel lines its first collective sets up (one
+    process, one communicator: where they fall among the rows changes nothing), and the model is the one
+    made when every record cuts the batches, communicators and collectives table alike."""
+    import pandas as pd
+    from ncclscope import ingest
+    from ncclscope.sources.records import Rec
+
+    lines: list[str] = []
+    _init("n", 5, 0, 0, "0x1000", "0xaaa", lines)
+    _coll("n", 5, 0, "0x1000", 0, lines)
+    _channels("n", 5, 0, 0, "P2P/CUMEM/read", lines)
+    for k in range(1, 6):
+        _coll("n", 5, 0, "0x1000", k, lines)
+    one = tmp_path / "one.log"
+    one.write_text("\n".join(lines) + "\n")
+    assert sum(hasattr(r, "procs") for r in parse_file(one, one.name).records) == 1
+    two = _log(tmp_path)  # two processes in one file, a second communicator's init between rows
+    for path in (one, two):
+        now = build_run([parse_file(path, path.name)])
+        monkeypatch.setattr(ingest, "_MOVES_CURRENT", (Rec,))  # every record cuts, as before
+        cut = build_run([parse_file(path, path.name)])
+        monkeypatch.undo()
+        assert _topology(now) == _topology(cut)
+        pd.testing.assert_frame_equal(now.collectives, cut.collectives)
+    assert sum(hasattr(r, "procs") for r in parse_file(two, two.name).records) > 1  # the Init lines still cut
