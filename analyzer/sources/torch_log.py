@@ -135,11 +135,12 @@ FINISH_RE = re.compile(
 )
 RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")  # a pid is no rank: "process 4711 exiting" names none
 # the program's own progress prints (sources.records.ProgressSeen); PROGRESS_WORDS gate the regex
-PROGRESS_WORDS = ("loss", "Loss", "LOSS", "/s", "startup complete", "200 OK", "passed", "hroughput")
-PROGRESS_RE = re.compile(
-    r"(?i)loss\s*(?:is\s*|[:=]\s*)?[-+]?(?:\d|nan\b|inf\b)"  # "Loss: 0.41", "train loss is 0.41", "lm_loss: 1.0E+01"
-    r"|\bthroughput\b\s*[:=]?\s*[\d.]+|\b(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b\s*[:=]?\s*[\d.]"
-    r"|\b[\d.]+\s*(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b"
+PROGRESS_WORDS = ("loss", "Loss", "LOSS", "samples/", "tokens/", "toks/", "images/", "seqs/", "seq/",
+                  "startup complete", "200 OK", "passed", "hroughput")
+PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a literal (a fast scan over long lines)
+    r"(?:loss|Loss|LOSS)['\"]?\s*(?:is\s*|[:=]\s*)?[-+]?(?:\d|nan\b|inf\b)"  # "Loss: 0.41", "loss is 0.41", {'loss': 1.5}
+    r"|[Tt]hroughput\b\s*[:=]?\s*\d"
+    r"|(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b"  # a throughput's unit, printed beside its number
     r"|Application startup complete|\" 200 OK\s*$|\bpassed[.!]?\s*$"
 )
 # a launcher or framework stopped from outside: torchrun's "Received 2 death signal" ("Received Signals.SIGINT death
@@ -172,6 +173,15 @@ PER_NODE_RE = re.compile(r"--(?:ntasks-per-node|tasks-per-node|nproc[_-]per[_-]n
 # the TCPStore server of init_process_group (torch 2.x) giving up on its clients: the barrier of the ranks' start-up
 STORE_CLIENTS_RE = re.compile(r"Timed out after \d{1,9} seconds waiting for clients\. (?P<c>\d{1,7})/(?P<w>\d{1,7}) clients joined")
 LAUNCHER_OK_RE = re.compile(r"worker group successfully finished|\bProcess \d{1,10} exits successfully")
+# one search per line lets through only the lines that may hold a fact of the run's course (ends, progress, launcher
+# commands and success) or of a stop from outside; the word lists above say which
+RUN_GATE_RE = re.compile("|".join(re.escape(w) for w in FINISH_WORDS + PROGRESS_WORDS + LAUNCH_WORDS + ("successfully",)))
+STOP_GATE_RE = re.compile("|".join(re.escape(w) for w in STOP_WORDS))
+FINISH_GATE_RE = re.compile("|".join(re.escape(w) for w in FINISH_WORDS))
+# the one search every line pays for the facts above: a line with none of their words skips them all
+COURSE_GATE_RE = re.compile("|".join(re.escape(w) for w in FINISH_WORDS + PROGRESS_WORDS + LAUNCH_WORDS + STOP_WORDS
+                                     + ("successfully",)))
+LAUNCH_GATE_RE = re.compile("|".join(re.escape(w) for w in LAUNCH_WORDS))
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
 WATCHDOG_EXC_RE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<err>.*)$")
@@ -264,6 +274,7 @@ class _State:
     last_error: DistError | None = None  # the last C++ abort read (what():), for the harness line that names it
     claims: dict[int, int] = field(default_factory=dict)  # Lightning's GLOBAL_RANK claims given per rank
     sbatch: dict[str, int] = field(default_factory=dict)  # an sbatch header's task options read so far
+    course: bool = False  # the line being read has a word of the run's course (COURSE_GATE_RE)
     progress: int = 0  # the program's progress prints read (ProgressSeen, given once at the end)
     progress_first: int = 0
     progress_last: tuple[int, str, int | None] | None = None  # (line, text, rank) of the last
@@ -334,7 +345,8 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         if m:
             yield LauncherSignal(st.file, lineno, text, int(m.group("pid")), m.group("sig"))
             return
-    if any(w in body for w in STOP_WORDS):
+    st.course = COURSE_GATE_RE.search(body) is not None
+    if st.course and STOP_GATE_RE.search(body):
         d = DEATH_SIGNAL_RE.search(body)
         if d:
             sig = d.group("sig") or d.group("sig2") or d.group("sig3") or ("SIGINT" if d.group("int") else "SIGTERM")
@@ -483,18 +495,26 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
         if m:  # a backend's abort on a mismatch, no exception line of Python's behind it
             yield from _backend_mismatch(st, head, body, rank, m)
             return
-    if any(w in body for w in FINISH_WORDS):
+    if st.course and RUN_GATE_RE.search(body):
+        if PROGRESS_RE.search(body):
+            st.progress += 1
+            st.progress_first = st.progress_first or head[1]
+            st.progress_last = (head[1], head[2][:500], rank)
+        if FINISH_GATE_RE.search(body) or LAUNCH_GATE_RE.search(body) or "successfully" in body:
+            yield from _run_facts(st, head, body, rank)
+    yield from _versions_and_world(st, head, body, rank)
+    yield from _traceback(st, head, body, rank)
+
+
+def _run_facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
+    """What a line says of the run's course besides its progress (a line the gates let through): a rank's end, a
+    launcher command, a launcher's success."""
+    if FINISH_GATE_RE.search(body):
         yield from _finished(head, body, rank)
-    if any(w in body for w in PROGRESS_WORDS) and PROGRESS_RE.search(body):
-        st.progress += 1
-        st.progress_first = st.progress_first or head[1]
-        st.progress_last = (head[1], head[2][:500], rank)
-    if any(w in body for w in LAUNCH_WORDS):
+    if LAUNCH_GATE_RE.search(body):
         yield from _launched(st, head, body)
     if "successfully" in body and LAUNCHER_OK_RE.search(body):
         yield LauncherSucceeded(*head)
-    yield from _versions_and_world(st, head, body, rank)
-    yield from _traceback(st, head, body, rank)
 
 
 def _launched(st: _State, head: Head, body: str) -> Iterator[Rec]:

@@ -48,6 +48,9 @@ signal, shutting down workers
 FAILED_EXIT = ("E0302 04:00:12.118000 139881 torch/distributed/elastic/multiprocessing/api.py:869] failed "
                "(exitcode: 1) local_rank: 1 (pid: 40212) of binary: /usr/bin/python\n")
 
+HF_DICTS = "".join(f"{{'loss': 1.{5 - i}03, 'grad_norm': 0.14, 'learning_rate': 0.0003, 'epoch': 0.0{i}}}\n"
+                   for i in range(1, 4))
+
 ENDS = "".join(f"[1,{r}]<stdout>:Process {r} - Training time: 10.0{r} seconds\n" for r in range(4))
 
 TORCHRUN_OK = ("INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. "
@@ -70,8 +73,9 @@ def _analyze(tmp_path: Path, text: str):
 
 
 @pytest.mark.parametrize("text", [PROGRESS, SPURIOUS_WARNS + PROGRESS, ENDS, PROGRESS + TORCHRUN_OK,
-                                  TEARDOWN.format(op="Close")],
-                         ids=["progress", "warns-then-progress", "every-rank-ended", "torchrun-success", "teardown"])
+                                  TEARDOWN.format(op="Close"), HF_DICTS],
+                         ids=["progress", "warns-then-progress", "every-rank-ended", "torchrun-success", "teardown",
+                              "hf-trainer-dicts"])
 def test_a_run_that_went_on_is_healthy(tmp_path: Path, text: str) -> None:
     assert _analyze(tmp_path, text).decision.verdict == Verdict.HEALTHY
 
