@@ -191,20 +191,28 @@ class Communicator:
         return sorted({c.transport for c in self.connections})
 
     def unique_rings(self) -> list[list[int]]:
-        seen: list[list[int]] = []
+        """Each distinct ring order, in channel order of first use (a set of tuples says which were seen:
+        at thousands of ranks a list compare per channel was quadratic in the channels)."""
+        seen: set[tuple[int, ...]] = set()
+        out: list[list[int]] = []
         for _, order in sorted(self.rings.items()):
-            if list(order) not in seen:
-                seen.append(list(order))
-        return seen
+            key = tuple(order)
+            if key not in seen:
+                seen.add(key)
+                out.append(list(order))
+        return out
 
     def unique_trees(self) -> list[list[list[int]]]:
-        """Each distinct tree as a sorted list of [parent, child] edges."""
-        seen: list[list[list[int]]] = []
+        """Each distinct tree as a sorted list of [parent, child] edges, in channel order of first use."""
+        seen: set[tuple[tuple[int, int], ...]] = set()
+        out: list[list[list[int]]] = []
         for _, parents in sorted(self.trees.items()):
-            edges = sorted([p, c] for c, p in parents.items() if p >= 0)
-            if edges and edges not in seen:
-                seen.append(edges)
-        return seen
+            edges = sorted((p, c) for c, p in parents.items() if p >= 0)
+            key = tuple(edges)
+            if edges and key not in seen:
+                seen.add(key)
+                out.append([[p, c] for p, c in edges])
+        return out
 
     def to_json(self) -> dict[str, Any]:
         ranks = sorted(self.members.values())
