@@ -172,6 +172,11 @@ NODES_RE = re.compile(r"(?:^|\s)(?:-N ?|--nodes[= ]|--nnodes[= ])(?P<n>\d{1,5})(
 PER_NODE_RE = re.compile(r"--(?:ntasks-per-node|tasks-per-node|nproc[_-]per[_-]node)[= ](?P<n>\d{1,4})\b")
 # the TCPStore server of init_process_group (torch 2.x) giving up on its clients: the barrier of the ranks' start-up
 STORE_CLIENTS_RE = re.compile(r"Timed out after \d{1,9} seconds waiting for clients\. (?P<c>\d{1,7})/(?P<w>\d{1,7}) clients joined")
+# srun's report of a task's end ("srun: error: node7: task 3: Exited with exit code 1", "... tasks 0-3: Terminated"):
+# the task number is a rank only when srun starts the ranks itself, so the record names none
+SRUN_TASK_END_RE = re.compile(r"srun: error: (?P<host>[^\s:]{1,255}): tasks? (?P<t>[\d,-]{1,40}): (?:Exited with exit code "
+                              r"(?P<code>\d{1,3})|(?P<sig>Terminated|Killed|Segmentation fault|Aborted|Bus error|Out Of Memory))")
+SRUN_SIGNALS = {"Terminated": 15, "Killed": 9, "Segmentation fault": 11, "Aborted": 6, "Bus error": 7, "Out Of Memory": 9}
 LAUNCHER_OK_RE = re.compile(r"worker group successfully finished|\bProcess \d{1,10} exits successfully")
 # one search per line lets through only the lines that may hold a fact of the run's course (ends, progress, launcher
 # commands and success) or of a stop from outside; the word lists above say which
@@ -378,6 +383,18 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         tm = TERMINATE_RE.search(body)
         if tm:
             st.terminate[prefix_rank] = tm.group("type")
+            return
+    if "oom_kill event" in body and "slurmstepd" in body:  # the cgroup's OOM killer ended a process of the step
+        yield LauncherExit(st.file, lineno, text, None, None, -9, None, None, None,
+                           "slurmstepd: the step's cgroup out-of-memory handler killed a process", False)
+        return
+    if "srun: error: " in body and ": task" in body:
+        te = SRUN_TASK_END_RE.search(body)
+        if te:
+            code = int(te.group("code")) if te.group("code") else -SRUN_SIGNALS[te.group("sig")]
+            if code != 0:
+                yield LauncherExit(st.file, lineno, text, None, None, code, None, te.group("host"), None,
+                                   f"srun: task {te.group('t')} ended ({te.group('sig') or f'exit code {code}'})", False)
             return
     if "Fatal Python error: " in body:
         f = PY_FATAL_RE.search(body)

@@ -166,3 +166,25 @@ def test_rank_finished_record(line: str, rank: int | None) -> None:
     from ncclscope.sources.records import RankFinished
     got = [r.rank for r in parse_torch_lines([(1, line)], "f") if isinstance(r, RankFinished)]
     assert got == ([rank] if rank is not None else [])
+
+
+SRUN_TASK_FAILED = """\
+srun: error: gpu-a08: task 3: Exited with exit code 1
+srun: launch/slurm: _step_signal: Terminating StepId=881234.0
+slurmstepd: error: *** STEP 881234.0 ON gpu-a07 CANCELLED AT 2025-03-02T04:00:12 ***
+srun: Job step aborted: Waiting up to 32 seconds for job step to finish.
+"""
+
+
+def test_a_task_that_failed_before_the_cancel_is_the_story(tmp_path: Path) -> None:
+    a = _analyze(tmp_path, INIT + SRUN_TASK_FAILED)
+    assert a.decision.verdict == Verdict.CRASH
+    assert _analyze(tmp_path, INIT + SRUN_TASK_FAILED.replace("Exited with exit code 1", "Terminated")
+                    ).decision.verdict == Verdict.HANG  # srun ending a task after the cancel is the stop's echo
+
+
+def test_slurms_oom_killer_before_the_abort_is_a_crash(tmp_path: Path) -> None:
+    text = INIT + ("slurmstepd: error: Detected 1 oom_kill event in StepId=881234.0. Some of your processes may have "
+                   "been killed by the cgroup out-of-memory handler.\nsrun: error: gpu-a08: task 3: Out Of Memory\n"
+                   "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n")
+    assert _analyze(tmp_path, text).decision.verdict == Verdict.CRASH
