@@ -21,7 +21,7 @@ or without the exception type in front (torch 1.10/1.11 printed NCCL 2.10.3 as `
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .lines import split_tool_prefixes, strip_tool_prefixes
@@ -333,6 +333,76 @@ def _summary_line(st: _State, lineno: int, text: str, stripped: str) -> Iterator
     return _flush_summary(st)
 
 
+def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | None) -> Generator[Rec, None, bool]:
+    """The lines that say how a process or the job ended or was stopped (a death signal, a scheduler's cancel, a
+    launcher's or srun's exit report, a fatal signal, a warning or C++ abort text): their records, and whether the
+    line was one of them (then nothing else reads it)."""
+    st.course = COURSE_GATE_RE.search(body) is not None
+    if st.course and STOP_GATE_RE.search(body):
+        d = DEATH_SIGNAL_RE.search(body)
+        if d:
+            sig = d.group("sig") or d.group("sig2") or d.group("sig3") or ("SIGINT" if d.group("int") else "SIGTERM")
+            yield LauncherStopped(st.file, lineno, text, None, None, None, None, SIGNAL_NAMES.get(sig, sig))
+            return True
+    if "CANCELLED AT" in body:
+        c = SLURM_CANCEL_RE.search(body)
+        if c:
+            yield JobCancelled(st.file, lineno, text, None, None, None, None, c.group("scope"), c.group("why"))
+            return True
+    if "failed (exitcode:" in body:
+        m = FAILED_RE.search(body)
+        if m:
+            yield LauncherExit(st.file, lineno, text, None, int(m.group("lr")), int(m.group("code")),
+                               int(m.group("pid")), None, None, None, False)
+            return True
+    if "exited with error code" in body:
+        h = HARNESS_EXIT_RE.search(body)
+        if h:
+            i = int(h.group("i"))
+            if st.last_error is not None and st.last_error.rank is None:
+                st.last_error.rank = i  # the harness names the process whose C++ abort it printed just before
+            yield LauncherExit(st.file, lineno, text, i, i, int(h.group("code")), None, None, None, None, False)
+            return True
+    if any(w in body for w in WARNING_WORDS):
+        yield TorchWarning(st.file, lineno, text, prefix_rank, None, None, None, body.strip()[:500])
+        return True
+    if "terminate called after throwing an instance of" in body and "what():" not in body:
+        tm = TERMINATE_RE.search(body)
+        if tm:
+            st.terminate[prefix_rank] = tm.group("type")
+            return True
+    if "oom_kill event" in body and "slurmstepd" in body:  # the cgroup's OOM killer ended a process of the step
+        yield LauncherExit(st.file, lineno, text, None, None, -9, None, None, None,
+                           "slurmstepd: the step's cgroup out-of-memory handler killed a process", False)
+        return True
+    if "srun: error: " in body and ": task" in body:
+        te = SRUN_TASK_END_RE.search(body)
+        if te:
+            code = int(te.group("code")) if te.group("code") else -SRUN_SIGNALS[te.group("sig")]
+            if code != 0:
+                yield LauncherExit(st.file, lineno, text, None, None, code, None, te.group("host"), None,
+                                   f"srun: task {te.group('t')} ended ({te.group('sig') or f'exit code {code}'})", False)
+            return True
+    if "Fatal Python error: " in body:
+        f = PY_FATAL_RE.search(body)
+        if f:
+            sig = PY_FATAL_SIGNALS[f.group("what")]
+            yield LauncherExit(st.file, lineno, text, prefix_rank, None, -sig, None, None, None,
+                               f"Signal {sig} ({f.group('what')}): Python's fatal error handler", False)
+            return True
+    if "Caught signal " in body or "] Signal: " in body:
+        x = signal_report(body.strip(), st.file, lineno, text)
+        if x is not None:
+            yield x
+            return True
+    if "noticed that process rank" in body:
+        x = mpi_exit(text, st.file, lineno)
+        if x is not None:
+            yield x
+            return True
+    return False
+
+
 def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     prefix_rank, task_label, body = split_tool_prefixes(text)
     if prefix_rank is None and ("[rank" in body or "[default" in body):
@@ -350,69 +420,8 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         if m:
             yield LauncherSignal(st.file, lineno, text, int(m.group("pid")), m.group("sig"))
             return
-    st.course = COURSE_GATE_RE.search(body) is not None
-    if st.course and STOP_GATE_RE.search(body):
-        d = DEATH_SIGNAL_RE.search(body)
-        if d:
-            sig = d.group("sig") or d.group("sig2") or d.group("sig3") or ("SIGINT" if d.group("int") else "SIGTERM")
-            yield LauncherStopped(st.file, lineno, text, None, None, None, None, SIGNAL_NAMES.get(sig, sig))
-            return
-    if "CANCELLED AT" in body:
-        c = SLURM_CANCEL_RE.search(body)
-        if c:
-            yield JobCancelled(st.file, lineno, text, None, None, None, None, c.group("scope"), c.group("why"))
-            return
-    if "failed (exitcode:" in body:
-        m = FAILED_RE.search(body)
-        if m:
-            yield LauncherExit(st.file, lineno, text, None, int(m.group("lr")), int(m.group("code")),
-                               int(m.group("pid")), None, None, None, False)
-            return
-    if "exited with error code" in body:
-        h = HARNESS_EXIT_RE.search(body)
-        if h:
-            i = int(h.group("i"))
-            if st.last_error is not None and st.last_error.rank is None:
-                st.last_error.rank = i  # the harness names the process whose C++ abort it printed just before
-            yield LauncherExit(st.file, lineno, text, i, i, int(h.group("code")), None, None, None, None, False)
-            return
-    if any(w in body for w in WARNING_WORDS):
-        yield TorchWarning(st.file, lineno, text, prefix_rank, None, None, None, body.strip()[:500])
+    if (yield from _endings(st, lineno, text, body, prefix_rank)):
         return
-    if "terminate called after throwing an instance of" in body and "what():" not in body:
-        tm = TERMINATE_RE.search(body)
-        if tm:
-            st.terminate[prefix_rank] = tm.group("type")
-            return
-    if "oom_kill event" in body and "slurmstepd" in body:  # the cgroup's OOM killer ended a process of the step
-        yield LauncherExit(st.file, lineno, text, None, None, -9, None, None, None,
-                           "slurmstepd: the step's cgroup out-of-memory handler killed a process", False)
-        return
-    if "srun: error: " in body and ": task" in body:
-        te = SRUN_TASK_END_RE.search(body)
-        if te:
-            code = int(te.group("code")) if te.group("code") else -SRUN_SIGNALS[te.group("sig")]
-            if code != 0:
-                yield LauncherExit(st.file, lineno, text, None, None, code, None, te.group("host"), None,
-                                   f"srun: task {te.group('t')} ended ({te.group('sig') or f'exit code {code}'})", False)
-            return
-    if "Fatal Python error: " in body:
-        f = PY_FATAL_RE.search(body)
-        if f:
-            sig = PY_FATAL_SIGNALS[f.group("what")]
-            yield LauncherExit(st.file, lineno, text, prefix_rank, None, -sig, None, None, None,
-                               f"Signal {sig} ({f.group('what')}): Python's fatal error handler", False)
-            return
-    if "Caught signal " in body or "] Signal: " in body:
-        x = signal_report(body.strip(), st.file, lineno, text)
-        if x is not None:
-            yield x
-            return
-    if "noticed that process rank" in body:
-        x = mpi_exit(text, st.file, lineno)
-        if x is not None:
-            yield x
-            return
     if body.startswith("-- Process"):
         m = SPAWN_ERROR_RE.match(body)
         if m:
