@@ -409,10 +409,10 @@ def _interleave(recs: list[Rec], batches: list[NcclCollBatch]) -> list[Rec]:
     a PyTorch line) is merged after the batch's rows instead of cutting it (at 4,096 ranks, the channel
     lines NCCL prints after each rank's first collective cut every log's batch in two)."""
     moves = np.array([r.line for r in recs if isinstance(r, _MOVES_CURRENT)], dtype=np.int64)
-    reads = np.array([r.line for r in recs if isinstance(r, _READS_CURRENT)], dtype=np.int64)
+    both = np.array([r.line for r in recs if isinstance(r, (*_MOVES_CURRENT, *_READS_CURRENT))], dtype=np.int64)
     pieces: list[Rec] = []
     for b in batches:
-        marks = moves if len(b.procs) == 1 and len(b.comms) == 1 else np.union1d(moves, reads)
+        marks = moves if len(b.procs) == 1 and len(b.comms) == 1 else both
         inside = marks[(marks > b.lines[0]) & (marks < b.lines[-1])]
         if not len(inside):
             pieces.append(b)
