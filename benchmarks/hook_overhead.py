@@ -52,6 +52,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "tests" / "jobs" / "train_job.py"
@@ -285,7 +286,7 @@ def child_tp(args: argparse.Namespace) -> dict[str, object]:
                               "colls_per_step": args.layers * args.colls}
     traced = _hook_all_reduce(dist)
     bare = getattr(traced, "__wrapped__", None)
-    if bare is not None and getattr(traced, "__ncclscope_wrapped__", False):
+    if bare is not None and getattr(traced, "__ncclscope_wrapped__", False) and not args.budget_only:
         # steps with the bare collective (under the hook's wrapper) and the traced one, alternating,
         # in this one process: the training thread's CPU a step traced minus bare
         diffs = []
@@ -295,7 +296,8 @@ def child_tp(args: argparse.Namespace) -> dict[str, object]:
         out["ab_us_per_call"] = statistics.median(diffs)
         out.update(_threads_ab(lambda: step(traced), args.layers * args.colls))
     looked_up = lambda y: dist.all_reduce(y)
-    out.update(_budget_ab(lambda: step(looked_up), args.layers * args.colls))
+    if not args.budget_only:
+        out.update(_budget_ab(lambda: step(looked_up), args.layers * args.colls))
     # the function the hook wrapped; without the hook dist.all_reduce itself (torch's own decorator has a
     # __wrapped__ too), so that the bare variant's figure is this measure's noise floor
     plain = bare if bare is not None and getattr(traced, "__ncclscope_wrapped__", False) else traced
@@ -308,7 +310,7 @@ def child_tp(args: argparse.Namespace) -> dict[str, object]:
         return fn(y)
 
     out.update(_budget_vs_bare(lambda: step(lambda y: plain(y)), lambda: step(looked_up),  # one call level each
-                               lambda: step(counted), seen))
+                               lambda: step(counted), seen, pairs=args.pairs, block=args.block_steps))
     if not getattr(traced, "__ncclscope_wrapped__", False):
         out.pop("user_traced_pct")  # no hook: nothing to trace
     dist.destroy_process_group()  # type: ignore[attr-defined]
@@ -327,23 +329,51 @@ def _budget_vs_bare(bare_step: Callable[[], tuple[float, float, float]],
     processes) falls on both halves alike; the bare variant's figure is this measure's noise floor.
     Then, untimed, the same pattern with a lookup that counts (``counted_step``, ``seen``: calls, and
     those that found the hook's wrapper): the share of the user blocks' collectives the hook traced."""
+    tr = _tracer()
+    calls_s = getattr(tr, "calls_s", 0)
+    if calls_s:
+        # the budget is per second of wall time and the user blocks are half of it: at half the rate
+        # they see the share of traced calls that steps of user code alone would see
+        tr.calls_s = max(1, calls_s // 2)
     bare_step(), user_step()  # one of each first: the budget engages on its first tick
     wall: list[float] = []
     cpu: list[float] = []
+    fastest: list[float] = []  # the blocks' fastest steps: a busy host's interruptions only ever add time
     for n in range(pairs):
         halves = {}
         for which in (("bare", "user") if n % 2 == 0 else ("user", "bare")):
             steps = [(bare_step if which == "bare" else user_step)() for _ in range(block)]
-            halves[which] = (statistics.median(r[0] for r in steps), statistics.median(r[2] for r in steps))
+            halves[which] = (statistics.median(r[0] for r in steps), statistics.median(r[2] for r in steps),
+                             min(r[0] for r in steps))
         wall.append((halves["user"][0] / halves["bare"][0] - 1.0) * 100.0)
         cpu.append((halves["user"][1] / halves["bare"][1] - 1.0) * 100.0)
-    for _ in range(pairs // 4):
+        fastest.append((halves["user"][2] / halves["bare"][2] - 1.0) * 100.0)
+    for _ in range(max(6, pairs // 4)):
         for _ in range(block):
             bare_step()
         for _ in range(block):
             counted_step()
+    if calls_s:
+        tr.calls_s = calls_s
     return {"user_vs_bare_wall_pct": statistics.median(wall), "user_vs_bare_main_cpu_pct": statistics.median(cpu),
+            "user_vs_bare_wall_mean_pct": statistics.fmean(wall), "user_vs_bare_wall_ci_pct": _ci95(wall),
+            "user_vs_bare_fastest_pct": statistics.median(fastest), "user_vs_bare_fastest_mean_pct": statistics.fmean(fastest),
+            "user_vs_bare_fastest_ci_pct": _ci95(fastest),
             "user_traced_pct": 100.0 * seen[1] / max(1, seen[0])}
+
+
+def _tracer() -> Any:
+    """The hook's tracer in this process, or None (no hook, or not this checkout's kind)."""
+    try:
+        from _ncclscope_hook import tracer as T
+    except ImportError:
+        return None
+    return getattr(T, "_TRACER", None)
+
+
+def _ci95(values: list[float]) -> float:
+    """Half-width of a normal 95 % interval for the mean of ``values`` (0 for fewer than two)."""
+    return 1.96 * statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
 
 
 def _budget_ab(one_step: Callable[[], tuple[float, float, float]], colls: int) -> dict[str, float]:
@@ -546,6 +576,11 @@ EXTRA = {"ab_us_per_call": "per-call path alone (training-thread CPU, traced min
          "user_vs_bare_wall_pct": "a step as user code meets the hook (dist.all_reduce looked up per call, the "
                                   "budget on) against the bare function, wall %, pairs in one process",
          "user_vs_bare_main_cpu_pct": "the same, training-thread CPU %",
+         "user_vs_bare_wall_mean_pct": "the same, wall, the mean over the pairs",
+         "user_vs_bare_wall_ci_pct": "the same, half-width of the mean's 95 % interval",
+         "user_vs_bare_fastest_pct": "the same pairs, the blocks' fastest steps, median over the pairs",
+         "user_vs_bare_fastest_mean_pct": "the same, the mean over the pairs",
+         "user_vs_bare_fastest_ci_pct": "the same, half-width of the mean's 95 % interval",
          "user_traced_pct": "the share of those steps' collectives the hook traced (the rest: call budget), %"}
 
 
@@ -602,6 +637,25 @@ def report(args: argparse.Namespace, got: dict[str, dict[str, list[float]]]) -> 
             print(line)
 
 
+def gpu_local_cpus(n: int = 2) -> str:
+    """The first ``n`` CPUs this process may use that sit on GPU 0's NUMA node (the PCI device's
+    ``local_cpulist``), else the first ``n`` it may use, comma-separated."""
+    allowed = sorted(os.sched_getaffinity(0))
+    local: set[int] = set()
+    try:
+        bus = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader", "-i", "0"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+        domain, rest = bus.split(":", 1)
+        text = Path(f"/sys/bus/pci/devices/{domain[-4:]}:{rest}".lower()).joinpath("local_cpulist").read_text()
+        for part in text.strip().split(","):
+            lo, _, hi = part.partition("-")
+            local.update(range(int(lo), int(hi or lo) + 1))
+    except (OSError, ValueError, subprocess.SubprocessError):
+        pass
+    chosen = [c for c in allowed if c in local] or allowed
+    return ",".join(str(c) for c in chosen[:n])
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["_child"]:
@@ -630,6 +684,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nproc", type=int, default=2, help="ddp: ranks")
     p.add_argument("--dim", type=int, default=None, help="ddp: MLP width (gloo 256, nccl 2048)")
     p.add_argument("--batch", type=int, default=None, help="ddp: batch (gloo 32, nccl 64)")
+    p.add_argument("--pairs", type=int, default=24,
+                   help="tp: pairs of blocks in the step-as-user-code-meets-it measure (24)")
+    p.add_argument("--block-steps", type=int, default=8, help="tp: steps a block in that measure (8)")
+    p.add_argument("--budget-only", action="store_true",
+                   help="tp: only that measure (no every-call A/B, no thread or budget A/B)")
+    p.add_argument("--cpus", default="",
+                   help="pin every timed process to these CPUs (e.g. 2,3; auto: two on GPU 0's NUMA node): the "
+                        "host's scheduler moving a process between cores and sockets is noise")
     p.add_argument("--meta", action="store_true",
                    help="wrapper: a meta tensor (not on the CPU: the blocking GPU path's code, without a GPU)")
     args = p.parse_args(argv)
@@ -650,7 +712,15 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--steps must exceed --warmup by more than 5")
     args.child_argv = ["--backend", args.backend, "--calls", str(args.calls), "--blocks", str(args.blocks),
                        "--layers", str(args.layers or 0), "--colls", str(args.colls), "--hidden", str(args.hidden),
-                       "--tokens", str(args.tokens), "--steps", str(args.steps or 0), "--warmup", str(args.warmup or 0)]
+                       "--tokens", str(args.tokens), "--steps", str(args.steps or 0), "--warmup", str(args.warmup or 0),
+                       "--pairs", str(args.pairs), "--block-steps", str(args.block_steps), "--cpus", args.cpus]
+    if args.cpus == "auto":
+        args.cpus = gpu_local_cpus() if gpu else ",".join(str(c) for c in sorted(os.sched_getaffinity(0))[:2])
+        args.child_argv[-1] = args.cpus
+    if args.budget_only:
+        if args.kind != "tp":
+            p.error("--budget-only is for the tp job")
+        args.child_argv.append("--budget-only")
     if args.meta:
         if not wrapper:
             p.error("--meta is for the wrapper job")
@@ -682,19 +752,45 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.tokens} tokens, {args.steps} steps (first {args.warmup} dropped)",
             "ddp": f"{args.nproc} ranks, MLP {args.layers} x {args.dim}, batch {args.batch}, {args.steps} steps "
                    f"(first {args.warmup} dropped)"}[args.kind]
+    if args.kind == "tp":
+        what += f"; user-code measure {args.pairs} pairs of {args.block_steps}-step blocks"
+    if args.cpus:
+        what += f"; processes pinned to CPUs {args.cpus}"
     print(f"{args.kind}: backend {args.backend}, {what}, {args.repeats} interleaved rounds")
     report(args, got)
+    report_hook_minus_floor(got)
     return 0
+
+
+def report_hook_minus_floor(got: dict[str, dict[str, list[float]]]) -> None:
+    """tp: the hook's step-as-user-code-meets-it figure less the same measure in the bare processes
+    (its floor), per hook variant: the difference of the processes' means, with a 95 % interval from
+    the spread between processes (each process's own figure is a mean over its pairs)."""
+    for key, what in (("user_vs_bare_wall_mean_pct", "blocks' median steps"),
+                      ("user_vs_bare_fastest_mean_pct", "blocks' fastest steps")):
+        means = got.get(key, {})
+        floor = means.get("bare", [])
+        for name, values in means.items():
+            if name == "bare" or len(values) < 2 or len(floor) < 2:
+                continue
+            diff = statistics.fmean(values) - statistics.fmean(floor)
+            half = 1.96 * (statistics.variance(values) / len(values) + statistics.variance(floor) / len(floor)) ** 0.5
+            print(f"-- {name} less the floor (bare processes), wall, {what}, mean of {len(values)} and {len(floor)} "
+                  f"processes: {diff:+.3f} % (95 % interval {diff - half:+.3f} to {diff + half:+.3f} %)")
 
 
 def _child_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("kind", choices=["micro", "tp", "wrapper"])
-    for name in ("calls", "blocks", "layers", "colls", "hidden", "tokens", "steps", "warmup"):
+    for name in ("calls", "blocks", "layers", "colls", "hidden", "tokens", "steps", "warmup", "pairs", "block-steps"):
         p.add_argument(f"--{name}", type=int, default=0)
     p.add_argument("--backend", default="gloo")
+    p.add_argument("--cpus", default="")
     p.add_argument("--meta", action="store_true")
+    p.add_argument("--budget-only", action="store_true")
     args = p.parse_args(argv)
+    if args.cpus:  # before torch starts its threads: they inherit the mask
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     result = {"micro": child_micro, "tp": child_tp, "wrapper": child_wrapper}[args.kind](args)
     print(json.dumps(result), flush=True)
     return 0

@@ -40,3 +40,25 @@ def test_tp_job_reports_the_in_process_figures() -> None:
     _figure(out, "per-call path alone", "traced")
     with_budget = _run({"NCCLSCOPE_HOOK_BUDGET_GLOO": "1"})
     assert _figure(with_budget, "share of those steps' collectives the hook traced", "traced") < 60
+
+
+@pytest.mark.slow
+def test_tp_budget_only_pinned_reports_the_hook_less_its_floor() -> None:
+    """The GPU rerun's form: only the user-code measure, processes pinned, two processes a variant,
+    and the hook's figure less the bare processes' (the floor) with its interval, for the blocks'
+    median and fastest steps."""
+    import os
+
+    args = list(ARGS)
+    args[args.index("--repeats") + 1] = "2"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "hook_overhead.py"), *args, "--budget-only",
+                           "--pairs", "3", "--cpus", "auto"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          check=False, env={**os.environ, "NCCLSCOPE_HOOK_BUDGET_GLOO": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "processes pinned to CPUs" in out
+    assert "per-call path alone" not in out  # --budget-only: no every-call A/B
+    assert abs(_figure(out, "the blocks' fastest steps, median over the pairs", "bare")) < 50
+    floor = [line for line in out.splitlines() if line.startswith("-- traced less the floor")]
+    assert len(floor) == 2 and all("95 % interval" in line for line in floor), out[-2000:]
+    assert _figure(out, "share of those steps' collectives the hook traced", "traced") < 60
