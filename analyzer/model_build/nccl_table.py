@@ -19,16 +19,6 @@ from ..sources.coll import NcclCollBatch
 from .values import ProcKey
 
 
-def _run_heads(values: np.ndarray) -> np.ndarray:
-    """Where each run of equal neighbours starts."""
-    n = len(values)
-    change = np.empty(n, dtype=bool)
-    if n:
-        change[0] = True
-        np.not_equal(values[1:], values[:-1], out=change[1:])
-    return np.flatnonzero(change)
-
-
 def _code_dtype(ncategories: int) -> type[np.signedinteger]:
     """The integer type pandas keeps the codes of that many categories in (``coerce_indexer_dtype``):
     codes made in it are taken as they are, not copied into it."""
@@ -36,26 +26,6 @@ def _code_dtype(ncategories: int) -> type[np.signedinteger]:
         if ncategories < np.iinfo(t).max:
             return t
     return np.int64
-
-
-def _runs_cumcount(run_codes: np.ndarray, ngroups: int, heads: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """1, 2, 3, ... within each code, in row order, for rows given as runs of equal codes (``run_codes[i]``
-    from row ``heads[i]`` for ``lengths[i]`` rows). Each process's rows of a communicator are nearly
-    always one contiguous run (one file per process): then it is arange minus the run's start, O(n);
-    otherwise pandas' groupby over the rows' codes."""
-    n = int(lengths.sum())
-    if not n:
-        return np.zeros(0, dtype=np.int64)
-    if len(heads) == ngroups:  # every group is one run
-        if len(heads) * 64 > n:  # short runs: vectorised (two temporaries of n)
-            return np.arange(1, n + 1, dtype=np.int64) - np.repeat(heads, lengths)
-        base = np.arange(1, int(lengths.max()) + 1, dtype=np.int64)  # long runs: each a slice of one arange
-        out = np.empty(n, dtype=np.int64)
-        for h, m in zip(heads.tolist(), lengths.tolist()):
-            out[h:h + m] = base[:m]
-        return out
-    codes = np.repeat(run_codes, lengths)
-    return pd.Series(codes).groupby(codes, sort=False).cumcount().to_numpy() + 1
 
 
 def _dtype_columns(dt: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -81,57 +51,111 @@ def _dtype_columns(dt: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
 
 
 class _Joined:
-    """The COLL rows of every item as columns, names coded in order of first use."""
+    """The COLL rows of every item as the table's own columns, filled segment by segment (a batch, or the
+    single records between two batches): rank, pg code and sequence number per (process, communicator)
+    pair, op and file codes, in the code type pandas keeps them in. A segment of one pair (one file's batch,
+    the usual case) fills constants and one arange; no pass over the whole table joins or recodes them."""
 
-    def __init__(self, n: int) -> None:
-        self.procs: dict[ProcKey, int] = {}
-        self.comms: dict[str, int] = {}
-        self.ops: dict[str, int] = {}
+    def __init__(self, n: int, proc_rank: dict[ProcKey, int], ident: dict[tuple[ProcKey, str], str]) -> None:
+        self.proc_rank, self.ident = proc_rank, ident
+        # per (process, comm pointer) pair, in order of first use by a row: its pg label's code, rank, rows so far
+        self.pairs: dict[tuple[ProcKey, str], int] = {}
+        self.pair_label: list[int] = []
+        self.pair_rank: list[int] = []
+        self.pair_taken: list[int] = []
+        self.labels: dict[str, int] = {}
+        self.ops: dict[str, int] = {}  # op as printed -> code of its table name
+        self.op_cat: dict[str, int] = {}
         self.files: dict[str, int] = {}
         self.col: dict[str, np.ndarray] = {
-            "proc": np.empty(n, np.int32), "comm": np.empty(n, np.int32), "op": np.empty(n, np.int32),
-            "count": np.empty(n, np.int64), "dt": np.empty(n, np.int32), "ts": np.empty(n, np.float64),
-            "line": np.empty(n, np.int64), "file": np.empty(n, np.int32)}
+            "rank": np.empty(n, np.int64), "pg": np.empty(n, np.int8), "seq": np.empty(n, np.int64),
+            "op": np.empty(n, np.int8), "count": np.empty(n, np.int64), "dt": np.empty(n, np.int32),
+            "ts": np.empty(n, np.float64), "line": np.empty(n, np.int64), "file": np.empty(n, np.int8)}
         self.pos = 0
 
     def singles(self, single: list[R.NcclColl]) -> None:
         if not single:
             return
         col, at = self.col, slice(self.pos, self.pos + len(single))
-        col["proc"][at] = [_code(self.procs, (r.host, r.pid)) for r in single]
-        col["comm"][at] = [_code(self.comms, r.comm) for r in single]
-        col["op"][at] = [_code(self.ops, r.nccl_op) for r in single]
+        procs: dict[ProcKey, int] = {}
+        comms: dict[str, int] = {}
+        proc = np.array([_code(procs, (r.host, r.pid)) for r in single], dtype=np.int64)
+        comm = np.array([_code(comms, r.comm) for r in single], dtype=np.int64)
+        self._pairs(at, list(procs), proc, list(comms), comm)
+        ops = [self._op(r.nccl_op) for r in single]
+        files = [_code(self.files, r.file) for r in single]
+        self._fit()  # the code types for every name so far, before the codes are written
+        col["op"][at] = ops
+        col["file"][at] = files
         col["count"][at] = [r.count for r in single]
         col["dt"][at] = [r.datatype for r in single]
         col["ts"][at] = [np.nan if r.ts is None else r.ts for r in single]
         col["line"][at] = [r.line for r in single]
-        col["file"][at] = [_code(self.files, r.file) for r in single]
         self.pos += len(single)
         single.clear()
 
     def batch(self, it: NcclCollBatch) -> None:
         col, at = self.col, slice(self.pos, self.pos + len(it))
-        col["proc"][at] = _recoded(self.procs, it.procs, it.proc)
-        col["comm"][at] = _recoded(self.comms, it.comms, it.comm)
-        col["op"][at] = _recoded(self.ops, it.ops, it.op)
+        op_codes = [self._op(o) for o in it.ops]
+        file_code = _code(self.files, it.file)
+        self._fit()
+        if not len(it):  # no rows: its names are coded (as every batch's are), no pair is used
+            return
+        self._pairs(at, it.procs, it.proc, it.comms, it.comm)
+        col["op"][at] = op_codes[0] if len(op_codes) == 1 else np.array(op_codes, col["op"].dtype)[it.op]
         col["count"][at] = it.count
         col["dt"][at] = it.datatype
         col["ts"][at] = it.tss
         col["line"][at] = it.lines
-        col["file"][at] = _code(self.files, it.file)
+        col["file"][at] = file_code
         self.pos += len(it)
+
+    def _op(self, printed: str) -> int:
+        code = self.ops.get(printed)
+        if code is None:
+            code = self.ops[printed] = _code(self.op_cat, NCCL_OPS.get(printed, printed.lower()))
+        return code
+
+    def _pair(self, key: tuple[ProcKey, str]) -> int:
+        i = self.pairs.get(key)
+        if i is None:
+            i = self.pairs[key] = len(self.pairs)
+            self.pair_label.append(_code(self.labels, "nccl:" + self.ident.get(key, key[1])))
+            self.pair_rank.append(self.proc_rank.get(key[0], -1))
+            self.pair_taken.append(0)
+        return i
+
+    def _pairs(self, at: slice, procs: list[ProcKey], proc: np.ndarray, comms: list[str], comm: np.ndarray) -> None:
+        """rank, pg and seq of a segment's rows (codes ``proc`` into ``procs``, ``comm`` into ``comms``): seq
+        counts each pair's rows over all segments in order."""
+        col, n = self.col, at.stop - at.start
+        if len(procs) == 1 and len(comms) == 1:
+            i = self._pair((procs[0], comms[0]))
+            self._fit()
+            col["rank"][at], col["pg"][at] = self.pair_rank[i], self.pair_label[i]
+            col["seq"][at] = np.arange(self.pair_taken[i] + 1, self.pair_taken[i] + n + 1, dtype=np.int64)
+            self.pair_taken[i] += n
+            return
+        local, uniq = pd.factorize(proc.astype(np.int64) * len(comms) + comm, sort=False)  # first use, row order
+        pairs = [self._pair((procs[int(k) // len(comms)], comms[int(k) % len(comms)])) for k in uniq]
+        self._fit()
+        col["rank"][at] = np.array([self.pair_rank[i] for i in pairs], dtype=np.int64)[local]
+        col["pg"][at] = np.array([self.pair_label[i] for i in pairs], dtype=col["pg"].dtype)[local]
+        before = np.array([self.pair_taken[i] for i in pairs], dtype=np.int64)
+        col["seq"][at] = pd.Series(local).groupby(local, sort=False).cumcount().to_numpy() + 1 + before[local]
+        for i, m in zip(pairs, np.bincount(local, minlength=len(pairs)).tolist()):
+            self.pair_taken[i] += m
+
+    def _fit(self) -> None:
+        """Widen a code column whose names have outgrown its code type (as pandas would keep them)."""
+        for name, names in (("pg", self.labels), ("op", self.op_cat), ("file", self.files)):
+            t = _code_dtype(len(names))
+            if self.col[name].dtype != t:
+                self.col[name] = self.col[name].astype(t)
 
 
 def _code(d: dict, k: Any) -> int:
     return d.setdefault(k, len(d))
-
-
-def _recoded(index: dict, names: list, codes: np.ndarray) -> np.ndarray | int:
-    """A batch's codes into ``names`` as codes into the table's ``index`` (names added in order of first
-    use); one name, the usual case (one process, one communicator, one op a file), as that one code."""
-    if len(names) == 1:
-        return _code(index, names[0])
-    return np.array([_code(index, x) for x in names], dtype=np.int32)[codes]
 
 
 def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[ProcKey, int],
@@ -149,7 +173,7 @@ def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[Pro
     """
     if not items:
         return None
-    j = _Joined(sum(len(it) if isinstance(it, NcclCollBatch) else 1 for it in items))
+    j = _Joined(sum(len(it) if isinstance(it, NcclCollBatch) else 1 for it in items), proc_rank, ident)
     single: list[R.NcclColl] = []
     for it in items:
         if isinstance(it, NcclCollBatch):
@@ -162,37 +186,19 @@ def nccl_coll_table(items: list[R.NcclColl | NcclCollBatch], proc_rank: dict[Pro
     j.singles(single)
     if consume:
         items.clear()
-    return _frame(j, proc_rank, ident)
+    return _frame(j)
 
 
-def _frame(j: _Joined, proc_rank: dict[ProcKey, int], ident: dict[tuple[ProcKey, str], str]) -> pd.DataFrame:
-    col, procs, comms, ops, files, code = j.col, j.procs, j.comms, j.ops, j.files, _code
+def _frame(j: _Joined) -> pd.DataFrame:
+    col = j.col
     n = len(col["line"])
-    proc_list = list(procs)
-    comm_list = list(comms)
-    # (process, comm) pairs come in long runs: each run's first key is hashed, its code stands for the run
-    key = col["proc"].astype(np.int64) * len(comm_list) + col["comm"]
-    heads = _run_heads(key)
-    lengths = np.diff(heads, append=n)
-    run_codes, pair_uniq = pd.factorize(key[heads], sort=False)  # the codes pd.factorize(key) gives, run by run
-    del key
-    seq = _runs_cumcount(run_codes, len(pair_uniq), heads, lengths)
-    # pg label per (process, comm) pair; many pairs share a label (one communicator, many ranks)
-    labels: dict[str, int] = {}
-    pair_label = [code(labels, "nccl:" + ident.get((proc_list[int(k) // len(comm_list)], comm_list[int(k) % len(comm_list)]),
-                                                   comm_list[int(k) % len(comm_list)])) for k in pair_uniq]
-    pg_codes = np.repeat(np.array(pair_label, dtype=_code_dtype(len(labels)))[run_codes], lengths)
-    rank_of = np.array([proc_rank.get(p, -1) for p in proc_list], dtype=np.int64)
-    op_names = [NCCL_OPS.get(o, o.lower()) for o in ops]
-    op_cat = {name: i for i, name in enumerate(dict.fromkeys(op_names))}
-    op_map = np.array([op_cat[name] for name in op_names], dtype=_code_dtype(len(op_cat)))
     dt_codes, dt_names, sizes = _dtype_columns(col["dt"])  # itemsizes: 1 byte a row, not 8
     nan = np.full(n, np.nan, dtype=np.float32)  # NCCL lines carry no start/completion/duration: 4 bytes a row
     df = pd.DataFrame({
-        "rank": rank_of[col.pop("proc")],
-        "pg": pd.Categorical.from_codes(pg_codes, list(labels)),
-        "seq": seq.astype(np.int64, copy=False),
-        "op": pd.Categorical.from_codes(op_map[col["op"]], list(op_cat)),
+        "rank": col["rank"],
+        "pg": pd.Categorical.from_codes(col["pg"], list(j.labels)),
+        "seq": col["seq"],
+        "op": pd.Categorical.from_codes(col["op"], list(j.op_cat)),
         "count": col["count"],
         "dtype": pd.Categorical.from_codes(dt_codes, dt_names),
         "bytes": np.multiply(col["count"], sizes, dtype=np.int64),
@@ -202,7 +208,7 @@ def _frame(j: _Joined, proc_rank: dict[ProcKey, int], ident: dict[tuple[ProcKey,
         "t_completed": nan.copy(),
         "duration_ms": nan.copy(),
         "source": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), ["nccl"]),
-        "file": pd.Categorical.from_codes(col["file"].astype(_code_dtype(len(files)), copy=False), list(files)),
+        "file": pd.Categorical.from_codes(col["file"], list(j.files)),
         "line": col["line"],
         "where": pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8), []),  # unknown for NCCL lines
     }, columns=COLLECTIVE_COLUMNS, copy=False)

@@ -1,6 +1,7 @@
-"""The collectives table's codes made run by run and by lookup tables (``nccl_table``) are those pandas'
-factorize and groupby give: sequence numbers, (process, communicator) pairs, datatype names and sizes, and
-pandas keeps the codes in the type they were made in."""
+"""The collectives table's codes made segment by segment and by lookup tables (``nccl_table``) are those a
+row-by-row reference and pandas' factorize and groupby give: ranks, sequence numbers and pg labels of
+(process, communicator) pairs, op and file names, datatype names and sizes, and pandas keeps the codes in
+the type they were made in."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,30 +10,81 @@ import pytest
 
 from ncclscope.model_build import nccl_table as NT
 from ncclscope.nccl.dtypes import NCCL_DTYPES
+from ncclscope.nccl.ops import NCCL_OPS
+from ncclscope.sources import records as R
+from ncclscope.sources.coll import NcclCollBatch
 
 
-def _keys(rng: np.random.Generator, shape: str) -> np.ndarray:
-    n = int(rng.integers(0, 400))
-    k = rng.integers(0, int(rng.integers(1, 9)), size=n).astype(np.int64)
-    if shape == "runs":  # one file per process: each pair's rows contiguous
-        k = np.sort(k)
-    elif shape == "long":  # few long runs (the 64-rank shape)
-        k = np.repeat(np.arange(3, dtype=np.int64), n)
-    return k
+def _items(rng: np.random.Generator, many_comms: bool) -> list:
+    """COLL records as the parse gives them: batches of one or several processes and communicators, single
+    records between them, an empty batch; a pair's rows may span several items."""
+    hosts = [("h0", 10), ("h0", 11), ("h1", 10)]
+    comms = [f"0x{i:x}" for i in range(200 if many_comms else 3)]
+    ops = ["AllReduce", "Broadcast", "AllGather", "Send", "Weird"]
+    items: list = []
+    for k in range(int(rng.integers(1, 30))):
+        n = int(rng.integers(0, 40))
+        file = f"f{int(rng.integers(0, 4))}.log"
+        if rng.random() < 0.3:
+            for _ in range(min(n, 5)):
+                h, pid = hosts[int(rng.integers(0, len(hosts)))]
+                items.append(R.NcclColl(file, k, "", h, pid, pid, None if rng.random() < 0.5 else 1.5, "allreduce",
+                                        ops[int(rng.integers(0, len(ops)))], 0, int(rng.integers(0, 99)), 7, 0, 0,
+                                        comms[int(rng.integers(0, len(comms)))], 8))
+            continue
+        procs = [hosts[int(i)] for i in rng.choice(len(hosts), size=int(rng.integers(1, 3)), replace=False)]
+        cs = [comms[int(i)] for i in rng.choice(len(comms), size=int(rng.integers(1, 3)), replace=False)]
+        os_ = [ops[int(i)] for i in rng.choice(len(ops), size=int(rng.integers(1, 3)), replace=False)]
+        items.append(NcclCollBatch(file, k, "", procs[0][0], procs[0][1], procs[0][1], None, procs,
+                                   rng.integers(0, len(procs), n).astype(np.int32), cs,
+                                   rng.integers(0, len(cs), n).astype(np.int32), os_,
+                                   rng.integers(0, len(os_), n).astype(np.int16), rng.integers(0, 99, n),
+                                   rng.choice([0, 7, 9], n).astype(np.int16), rng.random(n),
+                                   np.arange(k * 100, k * 100 + n, dtype=np.int64)))
+    return items
 
 
-@pytest.mark.parametrize("shape", ["mixed", "runs", "long"])
-def test_runs_cumcount_is_pandas_cumcount(shape):
-    rng = np.random.default_rng({"mixed": 1, "runs": 2, "long": 3}[shape])
-    for _ in range(200):
-        key = _keys(rng, shape)
-        heads = NT._run_heads(key)
-        lengths = np.diff(heads, append=len(key))
-        run_codes, uniq = pd.factorize(key[heads], sort=False)
-        codes, uniq0 = pd.factorize(key, sort=False)
-        assert (np.repeat(run_codes, lengths) == codes).all() and (uniq == uniq0).all()
-        want = pd.Series(codes).groupby(codes, sort=False).cumcount().to_numpy() + 1
-        assert (NT._runs_cumcount(run_codes, len(uniq), heads, lengths) == want).all()
+def _rows(items: list) -> pd.DataFrame:
+    """The items' rows one by one, in order: the table's rows as a reference."""
+    out = []
+    for it in items:
+        if isinstance(it, NcclCollBatch):
+            out += [(it.procs[int(p)], it.comms[int(c)], it.ops[int(o)], it.file, int(ln))
+                    for p, c, o, ln in zip(it.proc, it.comm, it.op, it.lines)]
+        else:
+            out.append(((it.host, it.pid), it.comm, it.nccl_op, it.file, it.line))
+    return pd.DataFrame(out, columns=["proc", "comm", "op", "file", "line"])
+
+
+@pytest.mark.parametrize("many_comms", [False, True])
+def test_rank_pg_seq_op_and_file_codes_are_those_of_a_row_by_row_reference(many_comms):
+    rng = np.random.default_rng(5 + many_comms)
+    for _ in range(60):
+        items = _items(rng, many_comms)
+        if not items:
+            continue
+        proc_rank = {("h0", 10): 0, ("h1", 10): 2}  # ("h0", 11) has no rank: -1
+        ident = {(("h0", 10), "0x1"): "abc", (("h1", 10), "0x1"): "abc"}
+        want = _rows(items)
+        names = {"op": [], "file": []}
+        for it in items:  # op and file names coded in order of first use by an item (a batch's whole list)
+            names["op"] += list(it.ops) if isinstance(it, NcclCollBatch) else [it.nccl_op]
+            names["file"].append(it.file)
+        got = NT.nccl_coll_table(items, proc_rank, ident)
+        assert got is not None and len(got) == len(want)
+        assert got["line"].tolist() == want["line"].tolist()
+        assert got["rank"].tolist() == [proc_rank.get(p, -1) for p in want["proc"]]
+        pg = ["nccl:" + ident.get((p, c), c) for p, c in zip(want["proc"], want["comm"])]
+        assert got["pg"].astype(str).tolist() == pg and list(got["pg"].cat.categories) == list(dict.fromkeys(pg))
+        keys = want["proc"].astype(str) + "|" + want["comm"]
+        assert got["seq"].tolist() == (keys.groupby(keys, sort=False).cumcount() + 1).tolist()
+        op_cats = list(dict.fromkeys(NCCL_OPS.get(o, o.lower()) for o in names["op"]))
+        assert list(got["op"].cat.categories) == op_cats
+        assert got["op"].astype(str).tolist() == [NCCL_OPS.get(o, o.lower()) for o in want["op"]]
+        assert list(got["file"].cat.categories) == list(dict.fromkeys(names["file"]))
+        assert got["file"].astype(str).tolist() == want["file"].tolist()
+        for c in ("pg", "op", "file"):  # codes made in pandas' own type, widened as the names grew
+            assert got[c].cat.codes.dtype == NT._code_dtype(len(got[c].cat.categories))
 
 
 def test_dtype_columns_match_a_sorted_factorize_with_names_and_sizes():
