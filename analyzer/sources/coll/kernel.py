@@ -41,6 +41,11 @@ def _word(text: bytes) -> np.uint64:
 W_OPCOUNT, W_SENDBUFF, W_RECVBUFF, W_COUNT = _word(OPCOUNT), _word(SENDBUFF[:8]), _word(RECVBUFF[:8]), _word(COUNT)
 W_NCCL_INF = _word(NCCL_INFO[:8])
 M6 = np.uint64((1 << 48) - 1)  # the first 6 bytes of a word
+# a word's bytes tested all at once: (x - ONES) & ~x & HIGHS is nonzero exactly when a byte of x is 0, with
+# LOW14 for ONES when a byte is below 14 (the bytes 9-13 a buffer token may not hold among them); x ^ SPACES has a
+# 0 byte where x has a space. A token's scan skips 8 bytes at a time while neither is so, then goes byte by byte
+SPACES, ONES, LOW14 = np.uint64(0x2020202020202020), np.uint64(0x0101010101010101), np.uint64(0x0E0E0E0E0E0E0E0E)
+HIGHS, ZERO = np.uint64(0x8080808080808080), np.uint64(0)
 
 
 def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, ok: np.ndarray, count: np.ndarray,
@@ -54,6 +59,8 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
     cg = np.int32(-1)
     last_date = np.int64(-1)  # the date of the line before, as YYYYMMDD, and its day number
     last_day = np.int64(0)
+    last_ts = np.int64(-1)  # where the last line whose timestamp was read to the second starts, and those seconds
+    last_secs = np.int64(0)
     for r in range(len(starts)):
         s = starts[r]
         e = ends[r]
@@ -64,13 +71,48 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
         p = s
         t = np.nan
         if a[s] == 91:  # "[YYYY-MM-DD HH:MM:SS(.f{1,6})] "
-            if a[s + 5] != 45 or a[s + 8] != 45 or a[s + 11] != 32 or a[s + 14] != 58 or a[s + 17] != 58:
-                continue
-            bad = False
-            for i in (1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19):
-                c = a[s + i]
-                if c < 48 or c > 57:
-                    bad = True
+            # to the second, the same bytes as the last line read so far (compared as three words, the
+            # last overlapping): the same checks pass and the same seconds come; else read and checked here
+            if not (last_ts >= 0 and w[s + 1] == w[last_ts + 1] and w[s + 9] == w[last_ts + 9]
+                    and w[s + 12] == w[last_ts + 12]):
+                if a[s + 5] != 45 or a[s + 8] != 45 or a[s + 11] != 32 or a[s + 14] != 58 or a[s + 17] != 58:
+                    continue
+                bad = False
+                for i in (1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19):
+                    c = a[s + i]
+                    if c < 48 or c > 57:
+                        bad = True
+                if bad:
+                    continue
+                year = (a[s + 1] - 48) * 1000 + (a[s + 2] - 48) * 100 + (a[s + 3] - 48) * 10 + (a[s + 4] - 48)
+                month = (a[s + 6] - 48) * 10 + (a[s + 7] - 48)
+                mday = (a[s + 9] - 48) * 10 + (a[s + 10] - 48)
+                hh = (a[s + 12] - 48) * 10 + (a[s + 13] - 48)
+                mi = (a[s + 15] - 48) * 10 + (a[s + 16] - 48)
+                ss = (a[s + 18] - 48) * 10 + (a[s + 19] - 48)
+                if hh > 23 or mi > 59 or ss > 59 or month < 1 or month > 12 or mday < 1:
+                    continue
+                date = np.int64(year) * 10000 + month * 100 + mday
+                if date != last_date:
+                    leap = (year % 4 == 0 and year % 100 != 0) or year % 400 == 0
+                    dim = 31
+                    if month == 2:
+                        dim = 29 if leap else 28
+                    elif month == 4 or month == 6 or month == 9 or month == 11:
+                        dim = 30
+                    if mday > dim:
+                        continue
+                    # days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)
+                    y = np.int64(year) - (1 if month <= 2 else 0)
+                    era = (y if y >= 0 else y - 399) // 400
+                    yoe = y - era * 400
+                    mp = (month + 9) % 12
+                    doy = (153 * mp + 2) // 5 + mday - 1
+                    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+                    last_day = era * 146097 + doe - 719468
+                    last_date = date
+                last_secs = last_day * 86400 + hh * 3600 + mi * 60 + ss
+                last_ts = s
             us = 0
             p = s + 20
             if a[p] == 46:  # a fraction: 1-6 digits (more are left to the regex)
@@ -81,40 +123,18 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
                     scale //= 10
                     p += 1
                 if p == s + 21 or p > s + 27:
-                    bad = True
-            if bad or p + 1 >= e or a[p] != 93 or a[p + 1] != 32:
+                    continue
+            if p + 1 >= e or a[p] != 93 or a[p + 1] != 32:
                 continue
             p += 2
-            year = (a[s + 1] - 48) * 1000 + (a[s + 2] - 48) * 100 + (a[s + 3] - 48) * 10 + (a[s + 4] - 48)
-            month = (a[s + 6] - 48) * 10 + (a[s + 7] - 48)
-            mday = (a[s + 9] - 48) * 10 + (a[s + 10] - 48)
-            hh = (a[s + 12] - 48) * 10 + (a[s + 13] - 48)
-            mi = (a[s + 15] - 48) * 10 + (a[s + 16] - 48)
-            ss = (a[s + 18] - 48) * 10 + (a[s + 19] - 48)
-            if hh > 23 or mi > 59 or ss > 59 or month < 1 or month > 12 or mday < 1:
-                continue
-            date = np.int64(year) * 10000 + month * 100 + mday
-            if date != last_date:
-                leap = (year % 4 == 0 and year % 100 != 0) or year % 400 == 0
-                dim = 31
-                if month == 2:
-                    dim = 29 if leap else 28
-                elif month == 4 or month == 6 or month == 9 or month == 11:
-                    dim = 30
-                if mday > dim:
-                    continue
-                # days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)
-                y = np.int64(year) - (1 if month <= 2 else 0)
-                era = (y if y >= 0 else y - 399) // 400
-                yoe = y - era * 400
-                mp = (month + 9) % 12
-                doy = (153 * mp + 2) // 5 + mday - 1
-                doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-                last_day = era * 146097 + doe - 719468
-                last_date = date
-            t = ((last_day * 86400 + hh * 3600 + mi * 60 + ss) * 1000000 + us) / 1e6
+            t = (last_secs * 1000000 + us) / 1e6
         head = p
         q = p  # host:pid:tid
+        while q + 8 <= e:  # no space in the next 8 bytes: past them at once
+            x = w[q] ^ SPACES
+            if (x - ONES) & ~x & HIGHS != ZERO:
+                break
+            q += 8
         while q < e and a[q] != 32:
             q += 1
         p = q + 1
@@ -128,6 +148,11 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
         p += 10
         op = p
         q = p
+        while q + 8 <= e:  # no space in the next 8 bytes: past them at once
+            x = w[q] ^ SPACES
+            if (x - ONES) & ~x & HIGHS != ZERO:
+                break
+            q += 8
         while q < e and a[q] != 32:
             q += 1
         p = q + 1
@@ -151,6 +176,12 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
                 break
             p += 9
             q = p  # 1-BUF_MAX bytes, no whitespace (\t \n \v \f \r; spaces end the token)
+            while q + 8 <= e:  # no space and no byte below 14 in the next 8 bytes: past them at once
+                x = w[q]
+                y = x ^ SPACES
+                if ((y - ONES) & ~y & HIGHS) | ((x - LOW14) & ~x & HIGHS) != ZERO:
+                    break
+                q += 8
             while q < e and a[q] != 32:
                 if 9 <= a[q] <= 13:
                     bad = True
@@ -186,12 +217,22 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
         comm = p  # "comm 0x.. [nranks=N]": three tokens, the last ends at a space or the line's end
         for _ in range(2):
             q = p
+            while q + 8 <= e:  # no space in the next 8 bytes: past them at once
+                x = w[q] ^ SPACES
+                if (x - ONES) & ~x & HIGHS != ZERO:
+                    break
+                q += 8
             while q < e and a[q] != 32:
                 q += 1
             p = q + 1
         if p >= e:
             continue
         q = p
+        while q + 8 <= e:  # no space in the next 8 bytes: past them at once
+            x = w[q] ^ SPACES
+            if (x - ONES) & ~x & HIGHS != ZERO:
+                break
+            q += 8
         while q < e and a[q] != 32:
             q += 1
         span_s[0] = head  # host:pid:tid [dev] NCCL INFO
