@@ -1,6 +1,7 @@
 """The compiled COLL reader's shortcuts give the regex's rows: a timestamp whose bytes to the second are the
 last read line's is not read again (its fraction and closing bracket still are), and a token's scan skips
-8 bytes at a time where no space (and, in a buffer token, no byte below 14) is among them.
+8 bytes at a time where no space (and, in a buffer token, no byte below 14) is among them, and the
+middle's first token is passed as one word when it is ``datatype``.
 
 Blocks of lines that share one second, mutated one byte at a time in and around the timestamp and the
 long tokens, are read by ``scan_coll_block`` with the compiled reader armed and compared with
@@ -78,6 +79,6 @@ def test_long_tokens_with_whitespace_at_every_offset(width, junk):
         token = bytearray(b"ab" * width)[:width]
         token[k:k + 1] = junk  # k == width: nothing replaced, the token as it is
         for field in (b"0x7fb400000000", b"0x7fb406400000", b"node000:1784006:1784006", b"0x55f561067a8c",
-                      b"[nranks=4096]", b"AllReduce:"):
+                      b"[nranks=4096]", b"AllReduce:", b"datatype"):
             lines.append(BASE.format(frac="5", opc=k).encode().replace(field, bytes(token), 1))
     same(b"".join(lines))

@@ -40,6 +40,7 @@ def _word(text: bytes) -> np.uint64:
 # the fixed words of the grammar as 8-byte words (a longer word's first 8 bytes; its last is checked apart)
 W_OPCOUNT, W_SENDBUFF, W_RECVBUFF, W_COUNT = _word(OPCOUNT), _word(SENDBUFF[:8]), _word(RECVBUFF[:8]), _word(COUNT)
 W_NCCL_INF = _word(NCCL_INFO[:8])
+W_DATATYPE = _word(b"datatype")
 M6 = np.uint64((1 << 48) - 1)  # the first 6 bytes of a word
 # a word's bytes tested all at once: (x - ONES) & ~x & HIGHS is nonzero exactly when a byte of x is 0, with
 # LOW14 for ONES when a byte is below 14 (the bytes 9-13 a buffer token may not hold among them); x ^ SPACES has a
@@ -209,7 +210,11 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
         span_s[1] = op
         span_n[1] = middle - op
         middle = p  # "datatype N op N root N ": six tokens, checked by MIDDLE_RE once per distinct value
-        for _ in range(6):
+        tokens = 6
+        if p + 9 <= e and w[p] == W_DATATYPE and a[p + 8] == 32:  # the first, as nearly always: "datatype "
+            p += 9
+            tokens = 5
+        for _ in range(tokens):
             q = p
             while q < e and a[q] != 32:
                 q += 1
