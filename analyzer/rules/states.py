@@ -36,19 +36,23 @@ def rank_states(facts: Facts, failures: Iterable[Failure]) -> list[tuple[int, Ra
     for f in sorted(failures, key=lambda f: (not f.is_cause, f.t is None, f.t or 0.0, f.order)):
         if f.rank is not None:
             mine.setdefault(f.rank, []).append(f)
-    return [(r, *_state(r, facts, mine.get(r, []))) for r in facts.ranks]
+    # membership as sets: every rank asks, and a hang's waiting ranks are nearly all of them
+    culprits, waiting = frozenset(facts.culprits), frozenset(facts.waiting)
+    return [(r, *_state(r, facts, mine.get(r, []), culprits, waiting)) for r in facts.ranks]
 
 
-def _state(r: int, facts: Facts, fs: list[Failure]) -> tuple[RankState, str | None]:
+def _state(r: int, facts: Facts, fs: list[Failure], culprits: frozenset[int],
+           waiting: frozenset[int]) -> tuple[RankState, str | None]:
+    """``culprits``, ``waiting``: ``facts``' own, as sets."""
     where = (facts.where or {}).get(r)
     if facts.verdict in ("hang", "desync") and facts.stuck:
-        if r in facts.culprits:
+        if r in culprits:
             if where:
                 return RankState.STUCK_OUTSIDE_NCCL, f"at {where}; never joined {facts.stuck}"
             return RankState.NEVER_JOINED, f"never joined {facts.stuck}"
-        if r in facts.waiting or not any(f.is_cause for f in fs):  # what ended it after is an echo
+        if r in waiting or not any(f.is_cause for f in fs):  # what ended it after is an echo
             return RankState.STUCK_IN_COLLECTIVE, f"in {facts.stuck}" + (f", called at {where}" if where else "")
-    if facts.verdict == "hang" and not facts.stuck and r in facts.culprits and not any(f.is_cause for f in fs):
+    if facts.verdict == "hang" and not facts.stuck and r in culprits and not any(f.is_cause for f in fs):
         # named by a hang whose collective is not known (NCCL call counts, a store wait for its unique id)
         if where:
             return RankState.STUCK_OUTSIDE_NCCL, f"at {where}; the others wait for it"
