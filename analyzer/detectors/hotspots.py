@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..metrics.records import first_of_each, groups_where, table_groups
+from ..metrics.records import first_of_each, groups_where, in_values, table_groups
 from ..metrics.share import run_busbw
 from ..metrics.share import time_share as share_of
 from ..metrics.waiting import run_late_arrivals
@@ -33,7 +33,7 @@ def detect(run: Run) -> list[Finding]:
             message="collective time goes to " + "; ".join(
                 f"{r.op} of ~2^{int(r.bucket)} B on pg {r.pg}: {r.share:.0%} ({int(r.calls)} call{'' if int(r.calls) == 1 else 's'})"
                 for r in top.itertuples()), evidence=(), data={"top": top.to_dict("records")}))
-    keep = (df["source"].isin(["fr", "hook", "nccl"]) & df["bytes"].notna()).to_numpy()
+    keep = in_values(df["source"], ["fr", "hook", "nccl"]) & df["bytes"].notna().to_numpy()
     if keep.sum() >= 1000:
         # one row per collective (pg, seq): the first of each group code, by ufunc.at, no sort or copy
         rows = rows_where(df[["pg", "seq", "bytes"]], keep)

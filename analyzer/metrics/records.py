@@ -19,6 +19,21 @@ def strs(s: pd.Series) -> np.ndarray:
     return np.asarray([str(v) for v in s.to_numpy()], dtype=object)
 
 
+def in_values(s: pd.Series, values: list[str]) -> np.ndarray:
+    """``s.isin(values)`` as a bool array; for a categorical, by its few categories: all True or all False
+    without a pass over the codes' values when every category or none is among ``values`` (a table of one
+    source), else one lookup per row (pandas' isin hashes the values and builds int64 temporaries of every row)."""
+    if not isinstance(s.dtype, pd.CategoricalDtype):
+        return s.isin(values).to_numpy()
+    hit = np.asarray(s.cat.categories.isin(values), dtype=bool)
+    codes = s.cat.codes.to_numpy()
+    if not hit.any():
+        return np.zeros(len(codes), dtype=bool)
+    if hit.all() and (not len(codes) or codes.min() >= 0):  # -1: a missing value, never among ``values``
+        return np.ones(len(codes), dtype=bool)
+    return np.append(hit, False)[codes]  # code -1 picks the trailing False
+
+
 def _key(df: pd.DataFrame) -> np.ndarray:
     """One int64 per (rank, pg, seq)."""
     pg = df["pg"]
