@@ -205,9 +205,22 @@ def iter_blocks(path: Path, block_bytes: int = BLOCK_BYTES,
             if len(rest) > max_line:
                 block += rest[:max_line] + b"\n"
                 rest, skipping = b"", True
-            newlines = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+            newlines = newline_offsets(block)
             yield lineno, block, newlines
             lineno += len(newlines)
+
+
+def newline_offsets(block: bytes | memoryview) -> np.ndarray:
+    """Offsets of ``block``'s newlines in order, as ``np.flatnonzero(bytes == 10)`` gives them, in two thirds
+    of its time on a log: the 8-byte words that hold a newline are found first (a log's lines are 100-250
+    bytes, one word in 15-30), then the newlines inside those words alone. At 4.3 MB 0.53 -> 0.35 ms."""
+    is_nl = np.frombuffer(block, dtype=np.uint8) == 10
+    n8 = len(is_nl) - len(is_nl) % 8
+    words = np.flatnonzero(is_nl[:n8].view(np.uint64) != 0)
+    hits = np.flatnonzero(np.take(is_nl[:n8].reshape(-1, 8), words, axis=0))
+    out = words[hits >> 3] * 8 + (hits & 7)
+    tail = np.flatnonzero(is_nl[n8:])
+    return np.concatenate((out, tail + n8)) if len(tail) else out
 
 
 def parse_log(path: Path, name: str) -> tuple[list[Rec], FileEnd]:
@@ -360,7 +373,7 @@ def _parse_joined(joined: bytes | memoryview, items: list[tuple[Path, str, int]]
     size) ends in ``joined``, each ending with a newline. ``joined`` may be a view of a buffer that is
     reused once this returns: nothing returned refers to it."""
     out: list[Parsed] = []
-    nl = np.flatnonzero(np.frombuffer(joined, dtype=np.uint8) == 10)
+    nl = newline_offsets(joined)
     last = np.searchsorted(nl, ends - 1)  # index of each file's last newline
     length = np.diff(nl, prepend=-1) - 1  # every line's length, its newline left out
     too_long = np.maximum.reduceat(length, np.concatenate([[0], last[:-1] + 1])) > MAX_LINE

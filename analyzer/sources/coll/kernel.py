@@ -410,7 +410,8 @@ def read_coll_columns_compiled(block: bytes | memoryview, newlines: np.ndarray |
     codes = code[:, rows]
     good = np.ones(len(rows), dtype=bool)
     for j, ms in enumerate(matches):
-        good &= np.array([m is not None for m in ms], dtype=bool)[codes[j]]
+        if not all(ms):  # a distinct value its regex refused: its rows go (every value matched: nothing to gather)
+            good &= np.array([m is not None for m in ms], dtype=bool)[codes[j]]
     if not good.all():
         rows, codes = rows[good], codes[:, good]
         if not len(rows):
