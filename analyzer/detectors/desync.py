@@ -71,15 +71,18 @@ def _first_mismatch(d: pd.DataFrame, groups: Groups | None = None) -> tuple[str,
     op_code = op.cat.codes.to_numpy()
     dt_code = _categorical(d["dtype"]).cat.codes.to_numpy()
     count = d["count"]
-    # sig = (count + 1) * 65536 + (dtype code + 1) * 256 + op code, built in place: one 8-byte array
+    # sig = (count + 1) * 65536 + (dtype code + 1) * 256 + op code: one new 8-byte array, the small part
+    # (dtype and op, 4 bytes a row) added to it once
     if pd.api.types.is_integer_dtype(count.dtype):
-        sig = count.to_numpy(np.int64, copy=True)
+        sig = np.multiply(count.to_numpy(np.int64), 65536)
     else:
         sig = count.fillna(-1).to_numpy(np.float64).astype(np.int64)
-    sig += 1
-    sig *= 65536
-    sig += dt_code.astype(np.int32) * 256 + 256
-    sig += op_code
+        sig *= 65536
+    small = np.multiply(dt_code, 256, dtype=np.int32)
+    small += op_code
+    small += 65536 + 256
+    sig += small
+    del small
     coalesced = (op == "coalesced").to_numpy()
     if coalesced.any():  # coalesced groups compare by op only
         sig[coalesced] = op_code[coalesced]

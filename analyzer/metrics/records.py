@@ -107,11 +107,12 @@ def collective_rows(d: pd.DataFrame) -> np.ndarray:
 def group_key(d: pd.DataFrame) -> np.ndarray:
     """One int64 per (pg, seq): a single sortable key instead of a two-column groupby."""
     pg = d["pg"]
-    codes = (pg.cat.codes if isinstance(pg.dtype, pd.CategoricalDtype) else pd.Series(pd.factorize(pg)[0])).to_numpy(
-        np.int64)
+    codes = (pg.cat.codes if isinstance(pg.dtype, pd.CategoricalDtype) else pd.Series(pd.factorize(pg)[0])).to_numpy()
     seq = d["seq"].to_numpy(np.int64)
     span = int(seq.max()) + 1 if len(seq) else 1
-    return codes * span + seq
+    key = np.multiply(codes, span, dtype=np.int64)  # the codes widened as they are multiplied: one new column
+    key += seq
+    return key
 
 
 def dense_groups(key: np.ndarray) -> tuple[np.ndarray, int]:
