@@ -189,6 +189,9 @@ COURSE_GATE_RE = re.compile("|".join(re.escape(w) for w in FINISH_WORDS + PROGRE
 LAUNCH_GATE_RE = re.compile("|".join(re.escape(w) for w in LAUNCH_WORDS))
 FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\)")
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
+SUMMARY_INDEX_RE = re.compile(r"^\[\d+\]:$")  # "[3]:", the head of one failure in torchrun's summary
+SUMMARY_RANK_RE = re.compile(r"(-?\d+)(?: \(local_rank: (\d+)\))?")  # its "rank : 3 (local_rank: 3)" value
+SUMMARY_EXITCODE_RE = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")  # its "exitcode : 1 (pid: 4121)" value
 WATCHDOG_EXC_RE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<err>.*)$")
 ASYNC_EXC_RE = re.compile(r"raised the following async exception: (?P<err>.*)$")
 # torch's NCCL error text: "NCCL error in: <file>:<line>, <reason>, NCCL version X" (ncclGetErrorWithVersion)
@@ -314,7 +317,7 @@ def _summary_line(st: _State, lineno: int, text: str, stripped: str) -> Iterator
         return _flush_summary(st)
     if not st.in_summary:
         return None
-    if re.match(r"^\[\d+\]:$", stripped):
+    if SUMMARY_INDEX_RE.match(stripped):
         out = list(_flush_summary(st))
         st.summary, st.summary_start = {}, lineno
         return iter(out)
@@ -858,11 +861,11 @@ def torch_line_facts(text: str) -> int:
 
 def _launcher_exit(kv: dict[str, str], file: str, lineno: int, root: bool) -> LauncherExit:
     rank = local = code = pid = None
-    rm = re.match(r"(-?\d+)(?: \(local_rank: (\d+)\))?", kv.get("rank", ""))
+    rm = SUMMARY_RANK_RE.match(kv.get("rank", ""))
     if rm:
         rank = int(rm.group(1))
         local = int(rm.group(2)) if rm.group(2) else None
-    em = re.match(r"(-?\d+)(?: \(pid: (\d+)\))?", kv.get("exitcode", ""))
+    em = SUMMARY_EXITCODE_RE.match(kv.get("exitcode", ""))
     if em:
         code = int(em.group(1))
         pid = int(em.group(2)) if em.group(2) else None
