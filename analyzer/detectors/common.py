@@ -6,7 +6,7 @@ import pandas as pd
 
 # process-group status and the per-collective keys are metrics the dashboard shows too: defined once there
 from ..metrics.progress import SOURCE_RANK, RankPg, pg_status_by_rank
-from ..metrics.records import collective_rows, dense_groups, group_key
+from ..metrics.records import collective_rows, dense_groups, group_key, in_values
 from ..model import LogEvent, Run
 from ..rules.states import fmt_ranks
 
@@ -22,11 +22,16 @@ def stall_events(run: Run) -> list[LogEvent]:
 
 
 def entries_at(run: Run, pg: str, seq: int) -> dict[int, dict]:
-    """Flight Recorder / hook rows of collective (pg, seq), by rank: one filtering pass, then lookups."""
+    """Flight Recorder / hook rows of collective (pg, seq), by rank: one filtering pass, then lookups; none at
+    once for a table of NCCL lines only."""
     df = run.collectives
     if not len(df):
         return {}
-    rows = df[(df["seq"] == seq) & df["source"].isin(["fr", "hook"])]
+    mask = in_values(df["source"], ["fr", "hook"])  # by the source's categories: no pass when the table has none
+    if not mask.any():
+        return {}
+    mask &= df["seq"].to_numpy() == seq
+    rows = df[mask]
     rows = rows[rows["pg"].astype(str) == pg]
     return {int(r["rank"]): r for r in rows.to_dict("records")}
 
