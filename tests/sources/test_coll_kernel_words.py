@@ -1,7 +1,8 @@
 """The compiled COLL reader's shortcuts give the regex's rows: a timestamp whose bytes to the second are the
 last read line's is not read again (its fraction and closing bracket still are), and a token's scan skips
 8 bytes at a time where no space (and, in a buffer token, no byte below 14) is among them, and the
-middle's first token is passed as one word when it is ``datatype``.
+middle's first token is passed as one word when it is ``datatype``, and a line whose four grouped parts
+have the last line's lengths and bytes takes the last line's codes.
 
 Blocks of lines that share one second, mutated one byte at a time in and around the timestamp and the
 long tokens, are read by ``scan_coll_block`` with the compiled reader armed and compared with
@@ -57,7 +58,7 @@ def test_one_second_lines_mutated_read_as_the_regex_reads_them(seed):
         line = bytearray(_line(i, rng))
         if rng.random() < 0.5:  # most mutations in the timestamp, the head and the buffers: the shortcuts' bytes
             at = rng.choice([rng.randrange(0, 30), rng.randrange(30, 60), rng.randrange(90, 130),
-                             rng.randrange(len(line) - 1)])
+                             rng.randrange(150, len(line) - 1), rng.randrange(len(line) - 1)])
             line[at:at + 1] = rng.choice(JUNK)
         lines.append(bytes(line))
     same(b"".join(lines))
@@ -81,4 +82,23 @@ def test_long_tokens_with_whitespace_at_every_offset(width, junk):
         for field in (b"0x7fb400000000", b"0x7fb406400000", b"node000:1784006:1784006", b"0x55f561067a8c",
                       b"[nranks=4096]", b"AllReduce:", b"datatype"):
             lines.append(BASE.format(frac="5", opc=k).encode().replace(field, bytes(token), 1))
+    same(b"".join(lines))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_parts_like_the_last_lines_but_one_byte(seed):
+    # each line is the one before with one byte of one grouped part changed (same length) or not: the
+    # all-parts-equal shortcut must see every difference, and hand the right group back when one returns
+    rng = random.Random(seed)
+    base = BASE.format(frac="5", opc=1).encode()
+    parts = [(base.index(b"node000"), base.index(b"opCount")), (base.index(b"datatype"), base.index(b" stream"))]
+    lines, line = [], bytearray(base)
+    for _ in range(60):
+        if rng.random() < 0.6:
+            lo, hi = rng.choice(parts)
+            at = rng.randrange(lo, hi)
+            line[at:at + 1] = rng.choice([b"x", b"9", b"A", b"0", bytes(base[at:at + 1])])
+        if rng.random() < 0.2:
+            line = bytearray(base)
+        lines.append(bytes(line))
     same(b"".join(lines))

@@ -248,7 +248,42 @@ def _kernel(a: np.ndarray, w: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
         span_n[3] = q - comm
         if span_n[0] > SPAN_MAX or span_n[1] > SPAN_MAX or span_n[2] > SPAN_MAX or span_n[3] > SPAN_MAX:
             continue
-        # a group for each part: the line before's when equal, else found or added in a hash table of
+        # the usual case first: all four parts as the last line's (their lengths equal, and the bytes of head +
+        # op and of middle + comm, each pair contiguous in both lines, compared as two runs): its codes again
+        same = (prev_c[0] >= 0 and prev_c[1] >= 0 and prev_c[2] >= 0 and prev_c[3] >= 0
+                and prev_n[0] == span_n[0] and prev_n[1] == span_n[1] and prev_n[2] == span_n[2]
+                and prev_n[3] == span_n[3] and prev_s[1] == prev_s[0] + prev_n[0]
+                and prev_s[3] == prev_s[2] + prev_n[2])
+        k = 0
+        while same and k < NPART:
+            ps = span_s[k]
+            q = prev_s[k]
+            pn = span_n[k] + span_n[k + 1]
+            i = 0
+            while i + 8 <= pn:
+                if w[ps + i] != w[q + i]:
+                    same = False
+                    break
+                i += 8
+            if same and i < pn:
+                if pn >= 8:  # the last 8 bytes, overlapping the words compared
+                    same = w[ps + pn - 8] == w[q + pn - 8]
+                else:
+                    while i < pn:
+                        if a[ps + i] != a[q + i]:
+                            same = False
+                            break
+                        i += 1
+            k += 2
+        if same:
+            for j in range(NPART):
+                code[j, r] = prev_c[j]
+                prev_s[j] = span_s[j]
+            count[r] = v
+            ts[r] = t
+            ok[r] = True
+            continue
+        # else a group for each part: the line before's when equal, else found or added in a hash table of
         # this block's distinct values; compares and the hash go 8 bytes at a time
         for j in range(NPART):
             ps = span_s[j]
