@@ -145,6 +145,11 @@ FAST_RE = re.compile(
 _TS_MEMO: dict[str, float | None] = {}  # timestamp text -> value: a rank's topology lines share a few
 _VIA_MEMO: dict[str, str] = {}  # transport as printed -> as modelled
 _NOTHING_MEMO: set[str] = set()  # INFO messages that gave no record ("cudaDriverVersion 12090", ...)
+# INFO messages whose record holds plain values alone ("NCCL_IB_HCA set by environment to mlx5", "Pattern 4, ...",
+# "Connected all rings"): the record's class and its values after the head (file, line, text, host, pid, tid, ts)
+_RECORD_MEMO: dict[str, tuple[type[NcclRec], tuple[object, ...]]] = {}
+_HEAD_FIELDS = 7
+_PLAIN = (str, int, float, bool)
 _MEMO_MAX = 4096  # entries each memo holds before it is emptied: nothing from the input sizes it
 _MEMO_TEXT = 200  # longest message remembered (the memos' keys are short: at most 4,096 x 200 characters)
 
@@ -180,13 +185,30 @@ def parse_nccl_line(text: str, file: str = "", lineno: int = 0) -> NcclRec | Non
         return None
     if "NCCL " in msg and PREFIX_RE.match(msg) is not None:  # another process's line glued behind this head
         return parse_nccl_line_regex(text, file, lineno)
-    rec = _parse_info(msg, (file, lineno, text, host, int(pid), int(tid), ts))
-    if rec is None and len(msg) <= _MEMO_TEXT:  # whether a message is modelled depends on it alone: every
-        # rank prints these same few
+    base: Base = (file, lineno, text, host, int(pid), int(tid), ts)
+    known = _RECORD_MEMO.get(msg)
+    if known is not None:
+        return known[0](*base, *known[1])
+    rec = _parse_info(msg, base)
+    if len(msg) <= _MEMO_TEXT:  # what a message reads as depends on it alone: every rank prints these same few
+        _remember(msg, rec)
+    return rec
+
+
+def _remember(msg: str, rec: NcclRec | None) -> None:
+    """``msg``'s reading for the next line with it: nothing (``_NOTHING_MEMO``), or the record's class and its
+    values after the head (``_RECORD_MEMO``) when those are all plain values (no list or dict shared between
+    records)."""
+    if rec is None:
         if len(_NOTHING_MEMO) >= _MEMO_MAX:
             _NOTHING_MEMO.clear()
         _NOTHING_MEMO.add(msg)
-    return rec
+        return
+    values = rec.__reduce__()[1][_HEAD_FIELDS:]
+    if all(v is None or type(v) in _PLAIN for v in values):
+        if len(_RECORD_MEMO) >= _MEMO_MAX:
+            _RECORD_MEMO.clear()
+        _RECORD_MEMO[msg] = (type(rec), values)
 
 
 def parse_nccl_line_regex(text: str, file: str = "", lineno: int = 0) -> NcclRec | None:

@@ -111,3 +111,37 @@ def test_memos_stay_bounded() -> None:
     assert len(nccl_log._NOTHING_MEMO) <= nccl_log._MEMO_MAX and len(nccl_log._TS_MEMO) <= nccl_log._MEMO_MAX
     long = HEAD + "x" * 300 + "\n"  # a message no model reads, longer than any the memo keeps
     assert parse_nccl_line(long) is None and long[len(HEAD):].strip() not in nccl_log._NOTHING_MEMO
+
+
+MEMO_MESSAGES = [
+    "NCCL_IB_HCA set by environment to mlx5", "Pattern 4, crossNic 0, nChannels 16, bw 40.000000/40.000000, type NVL/PIX, "
+    "sameChannels 1", "16 coll channels, 16 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer",
+    "Connected all rings, use ring PXN 0 GDR 1", "NCCL version 2.28.9+cuda12.9", "Using network IB",
+    "NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.10<0>", "Channel 00/16 :    0    1    2    3",
+    "Trees [0] 2/-1/-1->1->0 [1] 2/-1/-1->1->0", "Init timings - ncclCommInitRankConfig: rank 1 nranks 4 total 3.21 "
+    "(kernels 0.41, alloc 0.02)", "comm 0x55f561067a8c rank 1 nRanks 4 nNodes 1 localRanks 4 localRank 1 MNNVL 0",
+    "AllReduce: 1024 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}", "cudaDriverVersion 12090",
+]
+
+
+def test_a_remembered_message_reads_as_the_general_path_reads_it() -> None:
+    # each message under several heads, twice over: the second time from the memo, the same records; a record
+    # holding a list or dict (a ring order, trees, timings) is made afresh for each line, never shared
+    recs = []
+    for round_ in range(2):
+        for i, msg in enumerate(MEMO_MESSAGES):
+            for head in (HEAD, f"[2026-03-04 05:06:0{round_}.{i:06d}] gpu{i}:{40 + i}:{50 + i} [{i % 8}] NCCL INFO "):
+                text = head + msg + "\n"
+                got = parse_nccl_line(text, "f", i + 1)
+                assert got == parse_nccl_line_regex(text, "f", i + 1), text
+                recs.append(got)
+    lists = [v for r in recs if r is not None for v in r.__reduce__()[1] if isinstance(v, (list, dict))]
+    assert lists and len({id(v) for v in lists}) == len(lists)
+
+
+def test_record_memo_stays_bounded() -> None:
+    from ncclscope.sources import nccl_log
+
+    for i in range(nccl_log._MEMO_MAX + 10):
+        parse_nccl_line(f"{HEAD}NCCL_X{i} set by environment to {i}\n")
+    assert 0 < len(nccl_log._RECORD_MEMO) <= nccl_log._MEMO_MAX
