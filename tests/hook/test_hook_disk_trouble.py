@@ -65,8 +65,13 @@ def delete_later(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
+TEARDOWN_ABORT = "terminate called without an active exception"  # torch's gloo teardown, rarely, on a loaded 2-core VM
+
+
 def test_full_stalled_and_deleted_run_folder_do_not_touch_training(tmp_path):
     base = run_job(tmp_path / "base", tmp_path / "out-base", hook=False)
+    if base.returncode != 0 and TEARDOWN_ABORT in base.stderr:  # the control run (no hook) only: once more
+        base = run_job(tmp_path / "base2", tmp_path / "out-base", hook=False)
     assert base.returncode == 0, said(base)
     want = results(tmp_path / "out-base")
 
