@@ -9,7 +9,6 @@ regex does not make, a wrong reject only as time.
 """
 from __future__ import annotations
 
-import math
 import os
 import random
 from pathlib import Path
@@ -19,9 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from coll_rows import same_as_regex
 from ncclscope.sources.coll import kernel as coll_kernel
 from ncclscope.sources.coll.columns import read_coll_columns as read_numpy
-from ncclscope.sources.coll import scan_coll_block, scan_coll_block_regex
+from ncclscope.sources.coll import scan_coll_block
 from ncclscope.synth import generate_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,23 +46,6 @@ def read_coll_columns(block: bytes):
     return coll_kernel.read_coll_columns_compiled(block) if coll_kernel.ready() else read_numpy(block)
 
 
-def rows(batch):
-    if batch is None:
-        return []
-    return [(batch.procs[p], batch.comms[c], batch.ops[o], int(n), int(d), None if math.isnan(t) else float(t), int(ln))
-            for p, c, o, n, d, t, ln in zip(batch.proc, batch.comm, batch.op, batch.count, batch.datatype,
-                                            batch.tss, batch.lines)]
-
-
-def same(block: bytes, first_line: int = 1) -> None:
-    fast, fast_rest = scan_coll_block(block, first_line, "f")
-    slow, slow_rest = scan_coll_block_regex(block, first_line, "f")
-    assert rows(fast) == rows(slow)
-    assert fast_rest == slow_rest
-    if fast is not None:
-        assert fast.line == slow.line and (fast.host, fast.pid) == (slow.host, slow.pid)
-
-
 def _logs(root: Path) -> list[Path]:
     out = []
     for p in sorted(root.rglob("*")):
@@ -79,7 +62,7 @@ def test_same_rows_on_every_real_log(corpus):
     taken = 0
     for p in files:
         data = p.read_bytes()
-        same(data)
+        same_as_regex(data)
         cols = read_coll_columns(data)
         taken += 0 if cols is None else len(cols.rows)
     assert taken > 1000  # the real H200 logs' COLL lines go the fast way
@@ -90,7 +73,7 @@ def test_same_rows_on_generated_runs_and_all_taken_fast(tmp_path, fault):
     generate_run(tmp_path / "run", nranks=16, steps=40, fault=fault, seed=3)
     for p in sorted((tmp_path / "run").iterdir()):
         data = p.read_bytes()
-        same(data)
+        same_as_regex(data)
         cols = read_coll_columns(data)
         n_coll = data.count(b": opCount ")
         assert (0 if cols is None else len(cols.rows)) == n_coll
@@ -143,7 +126,7 @@ def test_same_rows_on_mutated_coll_lines(rng):
     if rng.random() < 0.3:
         block = block.rstrip(b"\n")  # a last line without its newline
     if block:
-        same(block, first_line=rng.choice([1, 1000]))
+        same_as_regex(block, first_line=rng.choice([1, 1000]))
 
 
 def test_values_read_exactly():
@@ -161,7 +144,7 @@ def test_many_distinct_values_grouped_by_hash():
     # more distinct prefixes than are peeled off one by one: the hash path, checked byte for byte
     lines = "".join(f"node{i % 40}:{i % 13}:1 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x1 recvbuff 0x2 "
                     f"count {i} datatype {i % 10} op 0 root 0 comm 0x{i % 17 + 1:x} [nranks=8]\n" for i in range(2000))
-    same(lines.encode())
+    same_as_regex(lines.encode())
     cols = read_coll_columns(lines.encode())
     assert cols is not None and len(cols.rows) == 2000 and len(cols.proc_names) > 40
     assert np.array_equal(cols.count, np.arange(2000))
@@ -179,8 +162,8 @@ def test_big_block_read_in_pieces_same_rows(tmp_path, monkeypatch):
         lines[i] = rng.choice([lines[i].replace(b"\n", b"\r\n"), b"[rank3]: " + lines[i], b"junk\n"])
     block = b"".join(lines)
     assert len(block) > 10 * scan.READER_BYTES
-    same(block, first_line=7)
-    same(block.rstrip(b"\n"), first_line=1)
+    same_as_regex(block, first_line=7)
+    same_as_regex(block.rstrip(b"\n"), first_line=1)
 
 
 def test_more_distinct_values_than_the_table_holds():
@@ -188,7 +171,7 @@ def test_more_distinct_values_than_the_table_holds():
     n = coll_kernel.MAX_GROUPS + 300
     lines = "".join(f"node0:1:1 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x1 recvbuff 0x2 count {i} "
                     f"datatype 7 op 0 root 0 comm 0x{i + 1:x} [nranks=8]\n" for i in range(n))
-    same(lines.encode())
+    same_as_regex(lines.encode())
     cols = read_coll_columns(lines.encode())
     assert cols is not None and len(cols.rows) >= coll_kernel.MAX_GROUPS
 
@@ -212,4 +195,4 @@ def test_common_shapes_all_taken():
     block = "".join(lines).encode()
     cols = read_coll_columns(block)
     assert cols is not None and cols.rows.tolist() == list(range(400))
-    same(block)
+    same_as_regex(block)

@@ -10,13 +10,12 @@ long tokens, are read by ``scan_coll_block`` with the compiled reader armed and 
 """
 from __future__ import annotations
 
-import math
 import random
 
 import pytest
 
+from coll_rows import same_as_regex
 from ncclscope.sources.coll import kernel as coll_kernel
-from ncclscope.sources.coll import scan_coll_block, scan_coll_block_regex
 
 BASE = ("[2026-11-29 19:20:05.{frac}] node000:1784006:1784006 [1] NCCL INFO AllReduce: opCount {opc:x} "
         "sendbuff 0x7fb400000000 recvbuff 0x7fb406400000 count 65536000 datatype 7 op 0 root 0 "
@@ -29,21 +28,6 @@ def compiled():
     assert coll_kernel.arm(), "the compiled COLL reader (numba) did not load"
     yield
     coll_kernel.disarm()
-
-
-def rows(batch):
-    if batch is None:
-        return []
-    return [(batch.procs[p], batch.comms[c], batch.ops[o], int(n), int(d), None if math.isnan(t) else float(t), int(ln))
-            for p, c, o, n, d, t, ln in zip(batch.proc, batch.comm, batch.op, batch.count, batch.datatype,
-                                            batch.tss, batch.lines)]
-
-
-def same(block: bytes) -> None:
-    fast, fast_rest = scan_coll_block(block, 1, "f")
-    slow, slow_rest = scan_coll_block_regex(block, 1, "f")
-    assert rows(fast) == rows(slow)
-    assert fast_rest == slow_rest
 
 
 def _line(i: int, rng: random.Random) -> bytes:
@@ -61,7 +45,7 @@ def test_one_second_lines_mutated_read_as_the_regex_reads_them(seed):
                              rng.randrange(150, len(line) - 1), rng.randrange(len(line) - 1)])
             line[at:at + 1] = rng.choice(JUNK)
         lines.append(bytes(line))
-    same(b"".join(lines))
+    same_as_regex(b"".join(lines))
 
 
 def test_a_second_shared_with_a_line_whose_date_is_no_date():
@@ -69,7 +53,7 @@ def test_a_second_shared_with_a_line_whose_date_is_no_date():
     bad = BASE.format(frac="5", opc=1).replace("2026-11-29", "2026-02-30").encode()
     good = BASE.format(frac="5", opc=2).encode()
     for block in (bad + bad, bad + good + bad + good, good + bad.replace(b".5]", b".5x") + good):
-        same(block)
+        same_as_regex(block)
 
 
 @pytest.mark.parametrize("width", [1, 7, 8, 9, 15, 16, 17, 24, 40])
@@ -82,7 +66,7 @@ def test_long_tokens_with_whitespace_at_every_offset(width, junk):
         for field in (b"0x7fb400000000", b"0x7fb406400000", b"node000:1784006:1784006", b"0x55f561067a8c",
                       b"[nranks=4096]", b"AllReduce:", b"datatype"):
             lines.append(BASE.format(frac="5", opc=k).encode().replace(field, bytes(token), 1))
-    same(b"".join(lines))
+    same_as_regex(b"".join(lines))
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -101,4 +85,4 @@ def test_parts_like_the_last_lines_but_one_byte(seed):
         if rng.random() < 0.2:
             line = bytearray(base)
         lines.append(bytes(line))
-    same(b"".join(lines))
+    same_as_regex(b"".join(lines))
