@@ -380,11 +380,7 @@ def _budget_ab(one_step: Callable[[], tuple[float, float, float]], colls: int) -
     """Steps that look ``dist.all_reduce`` up on every call (as user code does) with the hook's call
     budget on and off (``calls_s`` 0: every call traced), in turns, in this one process: what the
     budget saves the training thread per collective. Empty where the hook has no budget."""
-    try:
-        from _ncclscope_hook import tracer as T
-    except ImportError:
-        return {}
-    tr = getattr(T, "_TRACER", None)
+    tr = _tracer()
     if tr is None or not hasattr(tr, "calls_s"):
         return {}
     calls_s = tr.calls_s or 500
@@ -406,11 +402,7 @@ def _threads_ab(one_step: Callable[[], tuple[float, float, float]], colls: int) 
     ticker asleep for 2 s: no batch written, no poll, heartbeat or Flight Recorder read), in turns,
     in this one process: what the threads cost the training, per collective, in wall time and in
     the training thread's CPU. Empty where the hook is not this checkout's kind."""
-    try:
-        from _ncclscope_hook import tracer as T
-    except ImportError:
-        return {}
-    tr = getattr(T, "_TRACER", None)
+    tr = _tracer()
     if tr is None or not hasattr(tr, "write_s") or not hasattr(tr, "poll_s"):
         return {}
     cadence = (tr.write_s, tr.poll_s)
