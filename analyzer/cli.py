@@ -25,6 +25,8 @@ from . import __version__
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from .stdin_input import Spool
+
 
 class _LazyGroup(click.Group):
     """The subcommands in ``commands/`` are imported when one is named (or all, when ``--help`` lists them):
@@ -55,13 +57,46 @@ def cli() -> None:
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 @click.option("--no-cache", is_flag=True, help="Parse again; do not read or write the cache (in ~/.cache/ncclscope).")
 def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache: bool) -> None:
-    """Analyse a run folder, log files, Flight Recorder dumps, or a .zip / .tar(.gz) of them."""
+    """Analyse a run folder, log files, Flight Recorder dumps, or a .zip / .tar(.gz) of them; - reads a paste
+    or a pipe from standard input (ncclscope analyze - < log.txt)."""
     if _WHOLE_PROCESS:  # this process ends with the analysis (gc_pause.py); numpy is not loaded yet
         from .gc_pause import gc_off_for_process
 
         gc_off_for_process()
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS thread per core: 40 ms of CPU, no matrix product
         _clean_up_on_sigterm()
+    spool = _read_stdin() if any(str(p) == "-" for p in paths) else None
+    try:
+        if spool is not None:  # the same analysis as of a file; never cached (its path is new every time)
+            paths = tuple(spool.path if str(p) == "-" else p for p in paths)
+        _analyze(paths, as_json, no_progress, no_cache or spool is not None)
+    finally:
+        if spool is not None:
+            spool.remove()
+    if _WHOLE_PROCESS:  # nothing is left to do: the interpreter's teardown (freeing every record) is skipped
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _read_stdin() -> Spool:
+    """Standard input in a private temporary file (``stdin_input``), said on a terminal how to end it."""
+    from .stdin_input import spool_stdin
+
+    try:
+        if sys.stdin.isatty():
+            click.echo("ncclscope: reading the log from standard input; end it with Ctrl-D", err=True)
+    except ValueError:  # closed
+        pass
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        from .input_names import InputError
+
+        raise InputError("standard input is closed; give a file or a folder")
+    return spool_stdin(stream)
+
+
+def _analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache: bool) -> None:
     from .analysis import analyze_paths
     from .malloc import keep_freed_memory
     from .text_safety import markup
@@ -78,9 +113,9 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
 
     def err() -> Console:
         if not said:
-            from rich.console import Console
+            from .consoles import full_line_console
 
-            said.append(Console(stderr=True))
+            said.append(full_line_console(stderr=True))
         return said[0]
 
     progress = None
@@ -104,14 +139,11 @@ def analyze(paths: tuple[Path, ...], as_json: bool, no_progress: bool, no_cache:
     if as_json:
         sys.stdout.write(json_text(result) + "\n")
     else:
-        from rich.console import Console
+        from .consoles import full_line_console
 
-        render_text(result, Console(highlight=False))
+        render_text(result, full_line_console(highlight=False))
     sys.stdout.flush()  # the verdict is out before the cache entry is written
     result.finish()
-    if _WHOLE_PROCESS:  # nothing is left to do: the interpreter's teardown (freeing every record) is skipped
-        sys.stderr.flush()
-        os._exit(0)
 
 
 # main() called as the program (argv None: the console script, python -m ncclscope), not by a caller
@@ -138,6 +170,9 @@ def _clean_up_on_sigterm() -> None:
         mod = sys.modules.get(f"{__package__}.ingest")
         if mod is not None:
             mod.remove_live_results()
+        spools = sys.modules.get(f"{__package__}.stdin_input")
+        if spools is not None:
+            spools.remove_live_spools()
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 

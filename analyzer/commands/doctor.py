@@ -18,11 +18,10 @@ def command(as_json: bool, no_network: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1, default=str) + "\n")
     else:
-        from rich.console import Console
-
+        from ..consoles import full_line_console
         from ..doctor.render import render_report
 
-        console = Console(highlight=False)
+        console = full_line_console(highlight=False)
         for part in render_report(report):
             console.print(part)
     if report.exit_code:

@@ -51,11 +51,10 @@ def command(run_dir: Path | None, shared_run_dir: bool, coll: bool, no_hook: boo
         click.echo(f"ncclscope: {clean(text)}", err=True)  # notes may quote file names and log text
 
     def render(result: Any) -> None:
-        from rich.console import Console
-
+        from ..consoles import full_line_console
         from ..report import render_text
 
-        render_text(result, Console(stderr=True, highlight=False))
+        render_text(result, full_line_console(stderr=True, highlight=False))
 
     if not quiet:
         note(f"run folder: {folder}")

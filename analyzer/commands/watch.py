@@ -73,8 +73,7 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
     Runs until Ctrl-C or until every rank has exited. Alerts are printed, appended to
     DIR/alerts.jsonl and sent to the webhook / command.
     """
-    from rich.console import Console
-
+    from ..consoles import box_console, full_line_console
     from ..live.alerts import WebhookError, check_webhook_url
     from ..live.monitor import LiveConfig, LiveMonitor
     from ..text_safety import markup
@@ -84,12 +83,13 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
             check_webhook_url(webhook)
         except WebhookError as err:
             raise click.BadParameter(str(err), param_hint="--webhook") from None
-    out = Console(highlight=False)
+    out = full_line_console(highlight=False)  # the state and notes: full lines when piped
+    boxes = box_console(highlight=False)  # the alerts' panels fill the width: rich's own
     if once:
         if not run_dir.is_dir():
             raise click.ClickException(f"{run_dir} is not a folder")
         cfg = LiveConfig(stall_seconds=stall_seconds, poll=poll, console=not as_json, write=False)
-        mon = LiveMonitor(run_dir, cfg, console=out)
+        mon = LiveMonitor(run_dir, cfg, console=boxes)
         try:
             alerts = mon.run_once()
             snap = mon.snapshot()
@@ -105,7 +105,7 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
                 out.print("no alert")
         return
     cfg = LiveConfig(stall_seconds=stall_seconds, webhook=webhook, command=alert_command, poll=poll)
-    mon = LiveMonitor(run_dir, cfg, console=out)
+    mon = LiveMonitor(run_dir, cfg, console=boxes)
     if not run_dir.is_dir():
         out.print(f"waiting for {markup(run_dir)} to appear (Ctrl-C to stop)")
     rule = f"{stall_seconds:g} s" if stall_seconds else "from the job rhythm"
