@@ -22,12 +22,12 @@ def analyze_run(run: Run, alerts: list[dict[str, Any]] | None = None) -> Analysi
     """``alerts``: the live monitor's alerts for this run: a hang it confirmed stays the verdict when
     what failed after it is its echo (``verdict.decide``)."""
     from .detectors import run_detectors
-    from .verdict import decide
+    from .verdict import SEVERITY_ORDER, decide, mark_echoes
 
     findings = run_detectors(run)
-    order = {"critical": 0, "error": 1, "warning": 2, "info": 3}
-    findings.sort(key=lambda f: order[f.severity.value])
-    return Analysis(run, findings, decide(run, findings, alerts or ()))
+    findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
+    d = decide(run, findings, alerts or ())
+    return Analysis(run, mark_echoes(findings, d), d)
 
 
 def read_alerts(paths: list[Path]) -> list[dict[str, Any]]:
@@ -69,9 +69,10 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
             if not alerts:
                 return Analysis(entry.run, entry.findings, entry.decision)
             if run_cache.events_readable(entry.run):  # alerts written after the entry, maybe: decided again
-                from .verdict import decide
+                from .verdict import decide, mark_echoes
 
-                return Analysis(entry.run, entry.findings, decide(entry.run, entry.findings, alerts))
+                d = decide(entry.run, entry.findings, alerts)
+                return Analysis(entry.run, mark_echoes(entry.findings, d), d)
             entry = None  # its events are damaged: a miss, parsed again
     if cache and entry is not None:
         res = analyze_run(entry.run, alerts)

@@ -42,7 +42,9 @@ class RankState(str, enum.Enum):
     STUCK_OUTSIDE_NCCL = "stuck_outside_nccl"  # in its own code (its stack says where), others wait for it
     STUCK_IN_COLLECTIVE = "stuck_in_collective"  # enqueued a collective that never completed
     NEVER_JOINED = "never_joined"  # never issued the collective the others wait in
+    MISMATCHED = "mismatched"  # a desync's odd side: it called a different collective at that sequence number
     DIED = "died"  # its process ended: exit code, signal, OOM killer
+    STOPPED = "stopped"  # ended from outside (the launcher, the scheduler, the user) after something else failed
     LOCAL_NCCL_FAILURE = "local_nccl_failure"
     REMOTE_FAILURE = "remote_failure"  # a peer is gone (connection closed / reset, remote process exited)
     NETWORK_ERROR = "network_error"  # IB completion error, socket error of its own
@@ -113,6 +115,10 @@ class Finding:
     # verdict this finding argues for, if any (hang, crash, ...); None for notes
     verdict: Verdict | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    # the verdict this finding is a symptom of (``verdict.mark_echoes``): set once the job is judged, with
+    # the severity the detector gave it (an echo is shown no higher than a warning)
+    echo_of: Verdict | None = None
+    severity_alone: Severity | None = None
 
     def __post_init__(self) -> None:
         # a kind given as its word is taken as the enum member; an unknown word is a bug here
@@ -127,6 +133,7 @@ class Finding:
             "hint": self.hint,
             "evidence": [e.to_json() for e in self.evidence],
             "stuck": self.stuck.to_json() if self.stuck else None,
+            "echo_of": self.echo_of.value if self.echo_of else None,
             "data": _jsonable(self.data),
         }
 

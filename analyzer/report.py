@@ -5,7 +5,7 @@ from typing import Any
 
 from . import __version__
 from .result import Analysis
-from .metrics.progress import pg_status_by_rank
+from .metrics.progress import judged_progress
 from .model import Severity
 from .text_fit import evidence_line
 from .text_safety import clean
@@ -52,7 +52,7 @@ def _rank_summary(a: Analysis) -> list[dict[str, Any]]:
     out = []
     procs = {p.rank: p for p in run.job.processes if p.rank is not None}
     status: dict[int, dict[str, Any]] = {}
-    for pg, by_rank in pg_status_by_rank(run).items():  # the status the hang rule judged (metrics.progress)
+    for pg, by_rank in judged_progress(run, a.findings, a.decision.stuck).items():  # as judged (metrics.progress)
         for r, s in by_rank.items():
             status.setdefault(r, {})[pg] = {"last_enqueued": s.enqueued, "last_completed": s.completed,
                                             "source": s.source}
@@ -135,8 +135,9 @@ def render_text(a: Analysis, console: Any, max_evidence: int = 4) -> None:
         console.print(Text(clean(f"  rank {r} is at {where}")))
     console.print()
     for f in a.findings:
+        echo = f" (echo of the {f.echo_of.value.replace('_', ' ')})" if f.echo_of else ""
         console.print(Text.assemble((f"{f.severity.value.upper():8}", SEV_STYLE[f.severity]), " ",
-                                    (clean(f.kind), "bold"), ": ", clean(f.message)))
+                                    (clean(f.kind), "bold"), echo, ": ", clean(f.message)))
         if f.hint:
             _print_indented(console, "fix:", clean(f.hint))
         for e in f.evidence[:max_evidence]:

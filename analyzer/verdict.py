@@ -80,6 +80,27 @@ def _states(run: Run, findings: list[Finding], d: Decision) -> tuple[tuple[int, 
     return tuple((r, s.value, detail) for r, s, detail in rank_states(facts, failures_of_run(run)))
 
 
+ECHOING = (Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH)
+SEVERITY_ORDER = {Severity.CRITICAL: 0, Severity.ERROR: 1, Severity.WARNING: 2, Severity.INFO: 3}
+
+
+def mark_echoes(findings: Sequence[Finding], d: Decision) -> list[Finding]:
+    """The findings as the judgement tells them: those that argue for another incident than the verdict are
+    its symptoms (a hang after the crash that caused it, the timeouts and aborts after a desync or a hang, the
+    crash a setting caused), marked ``echo_of`` and never above a warning; the verdict's own findings first,
+    then the rest by severity. Every output renders this order and these marks."""
+    out = []
+    for f in findings:
+        if f.echo_of is not None:  # judged before (a cached analysis decided again): as the detector made it
+            f = replace(f, echo_of=None, severity=f.severity_alone or f.severity, severity_alone=None)
+        incident = f.verdict in ECHOING or f.kind == FindingKind.CRASH  # a crash finding with no verdict: an echo's end
+        if d.verdict in ECHOING and incident and f.verdict != d.verdict:
+            lower = max(f.severity, Severity.WARNING, key=SEVERITY_ORDER.__getitem__)
+            f = replace(f, echo_of=d.verdict, severity=lower, severity_alone=f.severity)
+        out.append(f)
+    return sorted(out, key=lambda f: (f.echo_of is not None or f.verdict != d.verdict, SEVERITY_ORDER[f.severity]))
+
+
 INCIDENTS = ("hang", "desync", "crash")
 
 

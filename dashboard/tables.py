@@ -21,7 +21,7 @@ def rank_status_rows(a: Analysis, max_ranks: int = 4096) -> list[dict[str, Any]]
 def timeline_counts(a: Analysis, pg: str | None) -> list[dict[str, Any]]:
     """Per rank of ``pg``: collectives recorded, completed, not completed, and its state at the stuck one."""
     d = a.decision
-    view = pg_records(a.run.collectives, pg, completed_through(a.run, pg, d.stuck))
+    view = pg_records(a.run.collectives, pg, completed_through(a.run, a.findings, pg, d.stuck))
     counts = per_rank_counts(view, a.run.ranks())
     states = states_at_stuck(a.run, a.findings, d.stuck) if d.stuck is not None and str(d.stuck.pg) == str(pg) else {}
     culprits = set(d.culprit_ranks)

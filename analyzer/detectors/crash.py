@@ -44,6 +44,17 @@ def detect(run: Run) -> list[Finding]:
     return findings
 
 
+_ECHO_WORDS = {FailureKind.TIMEOUT: "its collective timed out", FailureKind.PEER: "a peer went away"}
+
+
+def _own_echo(run: Run, rank: int | None) -> rules.Failure | None:
+    """The rank's own timeout or lost peer, the first on its time line: why a rank ended when nothing caused it."""
+    if rank is None:
+        return None
+    mine = [f for f in failures_of_run(run) if f.rank == rank and f.kind in _ECHO_WORDS]
+    return min(mine, key=lambda f: (f.t is None, f.t or 0.0, f.order), default=None)
+
+
 def _exit_of(exits: list[ExitRecord], rank: int | None) -> ExitRecord | None:
     """The exit of the failing rank, torchrun's root-cause entry first."""
     mine = [e for e in exits if e.rank == rank]
@@ -62,9 +73,13 @@ def _exit_finding(run: Run, root: ExitRecord, exits: list[ExitRecord], caused: b
     data: dict[str, Any] = {"first_failure_rank": root.rank, "exitcode": root.exitcode}
     if not caused:
         cls = exit_class(root.exitcode)
+        echo = _own_echo(run, root.rank)
         if cls is ExitClass.ABORT:
             msg = (f"rank {root.rank} was aborted ({sig or root.exitcode}) by PyTorch's watchdog after a collective "
-                   f"timed out: an echo of the hang, not its cause")
+                   f"timed out: an echo, not a cause")
+        elif echo is not None:  # it ended on its own timeout or a gone peer: what stalled or failed elsewhere
+            msg = (f"rank {root.rank} ended ({sig or f'exit code {root.exitcode}'}) after {_ECHO_WORDS[echo.kind]}: "
+                   f"an echo, not a cause ({echo.text})")[:400]
         else:
             msg = (f"rank {root.rank} was stopped from outside ({sig or root.exitcode}) and nothing failed before: "
                    f"the launcher, the scheduler or the user ended the job")

@@ -51,7 +51,7 @@ def _pg_events(a: Analysis, pg: str, tid: int, t0: float | None, t_end: float | 
     encoding it cost most of the export's time at 700,000 records."""
     stuck = a.decision.stuck
     here = stuck if stuck is not None and str(stuck.pg) == pg else None
-    view = pg_records(a.run.collectives, pg, completed_through(a.run, pg, here))
+    view = pg_records(a.run.collectives, pg, completed_through(a.run, a.findings, pg, here))
     if not len(view):
         return []
     start, end = _times(view)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..result import Analysis
-from ..metrics.progress import pg_status_by_rank
+from ..metrics.progress import judged_progress
 from ..metrics.records import arrival, strs
 from ..model import Verdict
 
@@ -85,7 +85,7 @@ def prometheus_text(a: Analysis, alerts: Sequence[dict[str, Any]] = (), now: flo
     progress = last_progress(a)
     if now is None:
         now = last_seen(a, progress)
-    status = pg_status_by_rank(a.run)
+    status = judged_progress(a.run, a.findings, a.decision.stuck)
     out = _Out()
     rows = [(r, pg, s) for pg, by in sorted(status.items()) for r, s in sorted(by.items())]
     out.family("rank_last_enqueued_seq", "gauge", "Last collective sequence number the rank enqueued, per process group.",

@@ -4,17 +4,34 @@ come from one judgement, never two)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..model import Evidence, Finding, PgStatus, Run, Stuck
+from ..model import Evidence, Finding, FindingKind, PgStatus, Run, Stuck
 from .records import best_records, strs
 
 SOURCE_RANK = {"fr": 3, "hook": 2, "watchdog": 2, "dump_signal": 1}
-NEVER_JOINED, WAITING, COMPLETED, DIED, UNKNOWN = "never joined", "waiting in", "completed", "ended before", "unknown"
+
+
+class AtStuck(enum.StrEnum):
+    """Where a rank stands at the stuck (or mismatched) collective: the Hang page's, the Timeline's and the
+    exports' one vocabulary (``states_at_stuck``)."""
+
+    NEVER_JOINED = "never joined"
+    WAITING = "waiting in"
+    COMPLETED = "completed"
+    DIED = "ended before"
+    MISMATCHED = "called another collective at"  # a desync's odd side: it joined, with a different call
+    UNKNOWN = "unknown"
+
+
+NEVER_JOINED, WAITING, COMPLETED, DIED, UNKNOWN = (AtStuck.NEVER_JOINED, AtStuck.WAITING, AtStuck.COMPLETED,
+                                                   AtStuck.DIED, AtStuck.UNKNOWN)
+MISMATCHED = AtStuck.MISMATCHED
 
 
 @dataclass(frozen=True)
@@ -55,7 +72,7 @@ def stuck_finding(findings: Sequence[Finding], stuck: Stuck | None) -> Finding |
     return next((f for f in findings if f.stuck == stuck), None)
 
 
-def states_at_stuck(run: Run, findings: Sequence[Finding], stuck: Stuck | None) -> dict[int, str]:
+def states_at_stuck(run: Run, findings: Sequence[Finding], stuck: Stuck | None) -> dict[int, AtStuck]:
     """rank -> never joined / waiting in / completed / ended before / unknown, at the stuck collective.
 
     The ranks the decision's finding names (``ranks``) and those it says wait (``data["waiting"]``)
@@ -66,7 +83,7 @@ def states_at_stuck(run: Run, findings: Sequence[Finding], stuck: Stuck | None) 
     if not counts:  # no status records (NCCL logs only): the collectives recorded per rank
         counts = {r: (row["last_enqueued"], row["last_completed"]) for (r, pg), row in _from_table(run.collectives).items()
                   if pg == str(stuck.pg)}
-    out: dict[int, str] = {}
+    out: dict[int, AtStuck] = {}
     for r in run.ranks() or sorted(counts):
         enq, done = counts.get(r, (None, None))
         if enq is None:
@@ -82,9 +99,47 @@ def states_at_stuck(run: Run, findings: Sequence[Finding], stuck: Stuck | None) 
         cls = f.data.get("class")
         for r in f.data.get("waiting") or ():
             out[int(r)] = WAITING
+        odd = MISMATCHED if f.kind == FindingKind.DESYNC else NEVER_JOINED
         for r in f.ranks:
-            out[int(r)] = DIED if cls == "process_died" else (WAITING if cls == "never_completed" else NEVER_JOINED)
+            out[int(r)] = DIED if cls == "process_died" else (WAITING if cls == "never_completed" else odd)
     return out
+
+
+def judged_progress(run: Run, findings: Sequence[Finding], stuck: Stuck | None) -> dict[str, dict[int, RankPg]]:
+    """Each rank's last enqueued / completed collective per process group as the judgement reads them: what
+    the report, the exports, ``watch`` and every dashboard page show (one rule, here).
+
+    The best status record (``pg_status_by_rank``), raised to the collectives recorded where those go
+    further (a status is a snapshot, sequence numbers only grow); at the stuck collective a rank that waits
+    in it or never joined it has not completed it (gloo's and a timed-out rank's status count a collective
+    completed once it ended, in error too), and a rank that never joined it has not enqueued it."""
+    out: dict[str, dict[int, RankPg]] = {pg: dict(by) for pg, by in pg_status_by_rank(run).items()}
+    for (r, pg), row in _from_table(run.collectives).items():
+        cur = out.setdefault(pg, {}).get(r)
+        enq, done = row["last_enqueued"], row["last_completed"]
+        if cur is None:
+            out[pg][r] = RankPg(r, pg, enq, None, done, None, "collectives")
+        elif _past(enq, cur.enqueued) or _past(done, cur.completed):
+            out[pg][r] = replace(cur, enqueued=_top(cur.enqueued, enq), completed=_top(cur.completed, done))
+    if stuck is None or str(stuck.pg) not in out:
+        return out
+    by = out[str(stuck.pg)]
+    for r, at in states_at_stuck(run, findings, stuck).items():
+        cur = by.get(r)
+        if cur is None or at not in (WAITING, NEVER_JOINED, MISMATCHED):
+            continue
+        done = None if cur.completed is None else min(cur.completed, stuck.seq - 1)
+        enq = None if cur.enqueued is None or at != NEVER_JOINED else min(cur.enqueued, stuck.seq - 1)
+        by[r] = replace(cur, completed=done, enqueued=cur.enqueued if at != NEVER_JOINED else enq)
+    return out
+
+
+def _past(new: int | None, old: int | None) -> bool:
+    return new is not None and (old is None or new > old)
+
+
+def _top(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 def _from_table(df: pd.DataFrame) -> dict[tuple[int, str], dict[str, Any]]:
@@ -115,9 +170,7 @@ def rank_status(run: Run, findings: Sequence[Finding], stuck: Stuck | None, culp
             where.setdefault(int(r), str(w))
     rows = {(r, pg): {"rank": r, "pg": pg, "last_enqueued": s.enqueued, "last_completed": s.completed,
                       "source": s.source}
-            for pg, by_rank in pg_status_by_rank(run).items() for r, s in by_rank.items()}
-    for k, row in _from_table(run.collectives).items():
-        rows.setdefault(k, row)
+            for pg, by_rank in judged_progress(run, findings, stuck).items() for r, s in by_rank.items()}
     seen = {k[0] for k in rows}
     for r in run.ranks():
         if r not in seen:

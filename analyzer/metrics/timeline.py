@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..model import Run, Stuck
+from ..model import Finding, Run, Stuck
 from ..text_fit import rank_runs
-from .progress import NEVER_JOINED, WAITING, pg_status_by_rank
+from .progress import NEVER_JOINED, WAITING, judged_progress
 from .records import best_records, strs
 
 # cell codes of the progress matrix
@@ -38,15 +38,11 @@ def pg_records(df: pd.DataFrame, pg: str | None, done_through: Mapping[int, int]
     return view.assign(state=state)
 
 
-def completed_through(run: Run, pg: str | None, stuck: Stuck | None) -> dict[int, int]:
-    """rank -> the last collective of ``pg`` its process-group status counts as completed; never the
-    stuck collective or later (gloo's status counts a collective completed once it is enqueued)."""
-    out: dict[int, int] = {}
-    for r, s in pg_status_by_rank(run).get(str(pg), {}).items():
-        if s.completed is not None:
-            cap = stuck.seq - 1 if stuck is not None and str(stuck.pg) == str(pg) else s.completed
-            out[r] = min(s.completed, cap)
-    return out
+def completed_through(run: Run, findings: Sequence[Finding], pg: str | None, stuck: Stuck | None) -> dict[int, int]:
+    """rank -> the last collective of ``pg`` it completed, as the judgement reads it (``judged_progress``:
+    never the stuck collective for a rank that waits in it or never joined it)."""
+    return {r: s.completed for r, s in judged_progress(run, findings, stuck).get(str(pg), {}).items()
+            if s.completed is not None}
 
 
 @dataclass(frozen=True)

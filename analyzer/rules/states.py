@@ -45,6 +45,9 @@ def _state(r: int, facts: Facts, fs: list[Failure], culprits: frozenset[int],
            waiting: frozenset[int]) -> tuple[RankState, str | None]:
     """``culprits``, ``waiting``: ``facts``' own, as sets."""
     where = (facts.where or {}).get(r)
+    if facts.verdict == "desync" and facts.stuck and r in culprits:  # it joined, with another call
+        return RankState.MISMATCHED, f"called another collective than the others at {facts.stuck}" + (
+            f"; now at {where}" if where else "")
     if facts.verdict in ("hang", "desync") and facts.stuck:
         if r in culprits:
             if where:
@@ -59,6 +62,8 @@ def _state(r: int, facts: Facts, fs: list[Failure], culprits: frozenset[int],
         return RankState.NEVER_JOINED, "behind the others: the collective they wait in is not known"
     if fs:
         f = fs[0]
+        if f.kind in (FailureKind.KILLED, FailureKind.INTERRUPT) and not f.is_cause:
+            return RankState.STOPPED, f"stopped from outside ({f.text})"[:300]
         state = STATE_OF_FAILURE.get(f.kind, RankState.DIED)
         detail = f.text if f.kind not in (FailureKind.KILLED, FailureKind.INTERRUPT) else \
             f"stopped from outside ({f.text})"

@@ -59,7 +59,7 @@ def _use_matrix(entry: Entry, pg: str | None, view: str) -> bool:
 def _build(entry: Entry, pg: str | None, axis: str, matrix: bool) -> go.Figure:
     a = entry.analysis
     stuck = a.decision.stuck
-    view = pg_records(a.run.collectives, pg, completed_through(a.run, pg, stuck))
+    view = pg_records(a.run.collectives, pg, completed_through(a.run, a.findings, pg, stuck))
     states = states_at_stuck(a.run, a.findings, stuck) if stuck is not None and str(stuck.pg) == str(pg) else {}
     if matrix:
         pm = progress_matrix(view, a.run.ranks(), stuck if states else None, states)
