@@ -23,7 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from . import safe_io
+from . import run_dashboard, safe_io
+from .ports import DASHBOARD_PORT, port_taken  # noqa: F401 - port_taken: where callers found it before
 
 HOOK_SITE = ".ncclscope-site"  # the old in-folder name; the site is now a private temporary folder
 HOOK_PACKAGE = "_ncclscope_hook"
@@ -44,6 +45,7 @@ class RunOptions:
     kill_on_hang: bool = False
     poll: bool = False
     dashboard: bool = False
+    dashboard_port: int = DASHBOARD_PORT  # taken by another process: the next free one (run_dashboard.start)
     quiet: bool = False
     grace_s: float = 10.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
@@ -306,61 +308,6 @@ def _start_monitor(opts: RunOptions, on_kill: Callable[[], None], note: Note) ->
         return None
 
 
-def _start_dashboard(run_dir: Path, note: Note) -> subprocess.Popen[bytes] | None:
-    taken = port_taken(DASHBOARD_PORT)
-    if taken:
-        note(f"dashboard not started: port {DASHBOARD_PORT} on 127.0.0.1 is taken ({taken}); "
-             f"run `ncclscope serve --live {run_dir} --port N` with a free port")
-        return None
-    try:
-        log = os.fdopen(safe_io.open_append(run_dir / ".dashboard.log"), "ab")
-    except OSError as e:
-        note(f"could not start the dashboard: {run_dir / '.dashboard.log'}: {e.strerror or e}")
-        return None
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "ncclscope", "serve", "--live", str(run_dir)],
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    except OSError as e:
-        note(f"could not start the dashboard: {e}")
-        return None
-    finally:
-        log.close()
-    note(f"dashboard: ncclscope serve --live (log in .dashboard.log), http://127.0.0.1:{DASHBOARD_PORT}")
-    return proc
-
-
-DASHBOARD_PORT = 8050
-
-
-def port_taken(port: int, host: str = "127.0.0.1") -> str | None:
-    """Why ``host:port`` cannot be bound now (another process holds it), or None when it is free."""
-    import socket
-
-    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(fam, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError as e:
-            return str(e.strerror or e)
-    return None
-
-
-def _stop(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=5)
-    except (ProcessLookupError, PermissionError):
-        pass
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-        except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
-            pass
-
-
 def write_env_record(opts: RunOptions, applied: Mapping[str, str], kept: Mapping[str, str]) -> None:
     from . import __version__
 
@@ -420,8 +367,10 @@ def _preload_analysis() -> None:
 
 def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None = None,
             stdout: IO[bytes] | None = None, stderr: IO[bytes] | None = None,
-            base_env: Mapping[str, str] | None = None) -> int:
-    """Run the command traced; returns its exit status (128+N for signal N)."""
+            base_env: Mapping[str, str] | None = None, hold: run_dashboard.Hold | None = None) -> int:
+    """Run the command traced; returns its exit status (128+N for signal N). ``hold``: with ``--dashboard``,
+    called once the run is analysed; the dashboard stops when it returns (``run_dashboard.until_interrupted``
+    keeps it until Ctrl-C); without it the dashboard stops with the job."""
     run_dir, shared_note = claim_run_dir(opts.run_dir, opts.shared_dir)
     if shared_note:
         note(shared_note)
@@ -442,7 +391,21 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
             child.terminate()
 
     monitor = _start_monitor(opts, on_kill, note)
-    dashboard = _start_dashboard(run_dir, note) if opts.dashboard else None
+    dashboard = run_dashboard.start(run_dir, opts.dashboard_port, note, held=hold is not None) if opts.dashboard else None
+    try:
+        code = _run_and_analyse(opts, env, identity, site, monitor, holder, render, note, stdout, stderr)
+    except BaseException:
+        run_dashboard.finish(dashboard, None, note)
+        raise
+    run_dashboard.finish(dashboard, hold, note)
+    return code
+
+
+def _run_and_analyse(opts: RunOptions, env: dict[str, str], identity: tuple[int, int], site: Path | None,
+                     monitor: Any, holder: dict[str, ChildGroup], render: Callable[[Any], None] | None, note: Note,
+                     stdout: IO[bytes] | None, stderr: IO[bytes] | None) -> int:
+    """The command from start to exit (signals forwarded, output teed, ``exit.txt``), then the analysis."""
+    run_dir = opts.run_dir
     previous: dict[int, Any] = {}
     code = 127
     try:
@@ -485,7 +448,6 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
                 monitor.stop()
             except Exception as e:  # noqa: BLE001
                 note(f"live monitor did not stop cleanly ({type(e).__name__}: {e})")
-        _stop(dashboard)
         if site is not None:
             shutil.rmtree(site, ignore_errors=True)
     analyse_run(run_dir, render, note)

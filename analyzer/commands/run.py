@@ -22,12 +22,16 @@ import click
 @click.option("--alert-command", default=None, metavar="CMD", help="Run CMD for each alert (alert JSON on stdin).")
 @click.option("--kill-on-hang", is_flag=True, help="End the job once a hang is confirmed and evidence is saved.")
 @click.option("--poll", is_flag=True, help="Watch files by polling (network filesystems).")
-@click.option("--dashboard", is_flag=True, help="Also serve the live dashboard (ncclscope serve --live DIR).")
+@click.option("--dashboard", is_flag=True,
+              help="Also serve the live dashboard (ncclscope serve --live DIR). On a terminal it stays up after the "
+                   "job until Ctrl-C; otherwise it stops when the job ends.")
+@click.option("--dashboard-port", type=click.IntRange(0, 65535), default=8050, show_default=True,
+              help="The dashboard's port; when another process holds it, the next free one (the URL is printed).")
 @click.option("--quiet", is_flag=True, help="Print only the job's own output and errors.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def command(run_dir: Path | None, shared_run_dir: bool, coll: bool, no_hook: bool, stall_seconds: float | None, webhook: str | None,
-            alert_command: str | None, kill_on_hang: bool, poll: bool, dashboard: bool, quiet: bool,
-            command: tuple[str, ...]) -> None:
+            alert_command: str | None, kill_on_hang: bool, poll: bool, dashboard: bool, dashboard_port: int,
+            quiet: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND (torchrun, srun, mpirun, deepspeed, a script) with NCCL / PyTorch tracing set up,
     tee its output, then analyse the run. Exits with COMMAND's exit code."""
     from ..launch import RunOptions, UnsafeRunDir, default_run_dir, run_job
@@ -60,10 +64,13 @@ def command(run_dir: Path | None, shared_run_dir: bool, coll: bool, no_hook: boo
         note(f"run folder: {folder}")
     opts = RunOptions(command=command, run_dir=folder, coll=coll, hook=not no_hook, stall_seconds=stall_seconds,
                       webhook=webhook, alert_command=alert_command, kill_on_hang=kill_on_hang, poll=poll,
-                      dashboard=dashboard, quiet=quiet, shared_dir=shared_run_dir)
+                      dashboard=dashboard, dashboard_port=dashboard_port, quiet=quiet, shared_dir=shared_run_dir)
+    from ..run_dashboard import until_interrupted
+
     try:
         code = run_job(opts, note if not quiet else _errors_only(note), render=None if quiet else render,
-                       stdout=sys.stdout.buffer, stderr=sys.stderr.buffer)
+                       stdout=sys.stdout.buffer, stderr=sys.stderr.buffer,
+                       hold=until_interrupted if dashboard and _interactive() else None)
     except UnsafeRunDir as e:
         raise click.ClickException(str(e)) from None
     except OSError as e:
@@ -74,9 +81,17 @@ def command(run_dir: Path | None, shared_run_dir: bool, coll: bool, no_hook: boo
     raise SystemExit(code)
 
 
+def _interactive() -> bool:
+    """Someone at a terminal can press Ctrl-C (a batch job's ``run`` must end with its job)."""
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+    except ValueError:  # closed
+        return False
+
+
 def _errors_only(note: Any) -> Any:
     def quiet_note(text: str) -> None:
-        if text.startswith(("cannot", "could not", "the command failed to start")):
+        if text.startswith(("cannot", "could not", "the command failed to start", "dashboard")):
             note(text)
 
     return quiet_note

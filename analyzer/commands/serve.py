@@ -12,9 +12,11 @@ import click
               help="A run folder in progress: re-analysed when its files change; alerts.jsonl shown as a banner.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback requires a token.")
-@click.option("--port", default=8050, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=None, type=click.IntRange(0, 65535),
+              help="Port to listen on. Default 8050, or the next free one when another process holds 8050; "
+                   "a port given here and taken is an error.")
 @click.option("--token", default=None, help="Access token (generated and printed when binding beyond loopback).")
-def command(path: Path | None, live: Path | None, host: str, port: int, token: str | None) -> None:
+def command(path: Path | None, live: Path | None, host: str, port: int | None, token: str | None) -> None:
     """Serve the dashboard for a finished run (PATH: folder, files' folder or archive) or a live one (--live DIR).
 
     Without PATH, runs are uploaded from the browser. Never runs in debug mode.
@@ -23,18 +25,24 @@ def command(path: Path | None, live: Path | None, host: str, port: int, token: s
         raise click.UsageError("give either PATH or --live DIR, not both")
     from ncclscope.dashboard.app import create_app, is_loopback, new_token
 
-    from ..launch import port_taken
+    from ..ports import DASHBOARD_PORT, free_port, port_taken, url
 
-    taken = port_taken(port, host) if port else None
-    if taken:  # say so before the app is built and a URL that belongs to another process is printed
-        raise click.ClickException(f"cannot serve on {host} port {port}: {taken} (another process holds it?); "
-                                   "choose another with --port")
+    if port is None:  # the default port, or the next free one: a second dashboard is not an error
+        port, why = free_port(DASHBOARD_PORT, host)
+        if why is not None:
+            click.echo(f"ncclscope: port {DASHBOARD_PORT} on {host} is taken ({why}); using port {port}", err=True)
+    elif port == 0:
+        port = free_port(0, host)[0]  # the system's choice, known before the URL is printed
+    else:
+        taken = port_taken(port, host)
+        if taken:  # say so before the app is built and a URL that belongs to another process is printed
+            raise click.ClickException(f"cannot serve on {host} port {port}: {taken} (another process holds it?); "
+                                       "choose another with --port, or leave --port out to take a free one")
     if not is_loopback(host) and not token:
         token = new_token()
     app = create_app(path=path, live=live, token=token, host=host)
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
-    click.echo(f"ncclscope dashboard: {url}", err=True)
+    address = url(host, port) + (f"?token={token}" if token else "")
+    click.echo(f"ncclscope dashboard: {address}", err=True)
     if token and not is_loopback(host):
         click.echo("every request needs the token; share this URL only with people who may read the logs", err=True)
     import signal

@@ -3,6 +3,7 @@ no code taken from a run folder, no alert through a symlinked alerts.jsonl, no U
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -199,7 +200,8 @@ def test_dashboard_port_taken_is_said_not_announced(tmp_path):
         holder.close()
     assert p.returncode == 0, p.stderr
     assert f"port {DASHBOARD_PORT}" in p.stderr and "taken" in p.stderr
-    assert "http://127.0.0.1" not in p.stderr
+    assert f"http://127.0.0.1:{DASHBOARD_PORT}/" not in p.stderr  # never the other process's URL: a free port's
+    assert re.search(r"dashboard: http://127\.0\.0\.1:\d+/ \(live", p.stderr), p.stderr
 
 
 def test_serve_port_taken_fails_clearly(tmp_path):

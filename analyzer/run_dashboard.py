@@ -1,0 +1,106 @@
+"""The dashboard ``ncclscope run --dashboard`` serves beside the job: started on a free port, said when it stops.
+
+``start`` runs ``ncclscope serve --live DIR --port P`` in its own session (a Ctrl-C in the terminal reaches
+``run``, not the dashboard), its output into ``DIR/.dashboard.log``; P is the port asked for or, when another
+process holds it, the next free one (``ports.free_port``), and the URL is said either way. ``finish`` ends
+it once the job is over and analysed, after ``hold`` returns when one is given (``until_interrupted``: the
+finished run stays served until Ctrl-C), and says that it stopped, or that it had stopped by itself before.
+Nothing here prints: every message goes through ``note``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import safe_io
+from .ports import free_port, url
+
+Note = Callable[[str], None]
+LOG_NAME = ".dashboard.log"
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    proc: subprocess.Popen[bytes]
+    url: str
+    run_dir: Path
+
+    @property
+    def log(self) -> Path:
+        return self.run_dir / LOG_NAME
+
+
+Hold = Callable[[Dashboard], None]
+
+
+def start(run_dir: Path, port: int, note: Note, held: bool) -> Dashboard | None:
+    """The live dashboard of ``run_dir`` on ``port`` or a free one; None (said why) when it cannot start.
+    ``held``: it will stay up after the job until Ctrl-C (the first line says how long it stays)."""
+    chosen, why = free_port(port, HOST)
+    if why is not None:
+        note(f"dashboard: port {port} on {HOST} is taken ({why}); using port {chosen} instead")
+    try:
+        log = os.fdopen(safe_io.open_append(run_dir / LOG_NAME), "ab")
+    except OSError as e:
+        note(f"could not start the dashboard: {run_dir / LOG_NAME}: {e.strerror or e}")
+        return None
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "ncclscope", "serve", "--live", str(run_dir), "--host", HOST,
+                                 "--port", str(chosen)], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    except OSError as e:
+        note(f"could not start the dashboard: {e}")
+        return None
+    finally:
+        log.close()
+    d = Dashboard(proc, url(HOST, chosen), run_dir)
+    how_long = "it stays up after the job until Ctrl-C" if held else "it stops when the job ends"
+    note(f"dashboard: {d.url} (live; {how_long}; its log: {d.log})")
+    return d
+
+
+def finish(d: Dashboard | None, hold: Hold | None, note: Note) -> None:
+    """End the dashboard (after ``hold``, if given, returns) and say so; an early end of its own is said too."""
+    if d is None:
+        return
+    code = d.proc.poll()
+    if code is None and hold is not None:
+        note(f"dashboard: still serving the finished run at {d.url}; press Ctrl-C to stop it")
+        try:
+            hold(d)
+        except KeyboardInterrupt:
+            pass
+        code = d.proc.poll()
+    if code is not None:
+        note(f"dashboard stopped by itself (exit {code}) before the end; its log: {d.log}")
+        return
+    stop_group(d.proc)
+    note(f"dashboard stopped ({d.url}); to look again: ncclscope serve {d.run_dir}")
+
+
+def until_interrupted(d: Dashboard) -> None:
+    """Wait until Ctrl-C (KeyboardInterrupt, caught by ``finish``) or until the dashboard ends by itself."""
+    d.proc.wait()
+
+
+def stop_group(proc: subprocess.Popen[bytes] | None) -> None:
+    """SIGTERM to the process group, a wait, then SIGKILL."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=5)
+    except (ProcessLookupError, PermissionError):
+        pass
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+            pass
