@@ -23,7 +23,7 @@ def to_json(a: Analysis) -> dict[str, Any]:
         "findings": [f.to_json() for f in a.findings],
         "job": run.job.to_json(),
         "communicators": [c.to_json() for c in run.communicators],
-        "ranks": _rank_summary(a),
+        "ranks": rank_summary(a),
         "inputs": _inputs(run),
         "problems": list(run.problems),
         "ncclscope_version": __version__,
@@ -47,7 +47,7 @@ def json_text(a: Analysis) -> str:
     return json.dumps(to_json(a), default=str)
 
 
-def _rank_summary(a: Analysis) -> list[dict[str, Any]]:
+def rank_summary(a: Analysis) -> list[dict[str, Any]]:
     run = a.run
     out = []
     procs = {p.rank: p for p in run.job.processes if p.rank is not None}

@@ -75,8 +75,11 @@ def _states(run: Run, findings: list[Finding], d: Decision) -> tuple[tuple[int, 
     waiting = tuple((hang.data.get("waiting") or []) if hang else ())
     stuck = f"{d.stuck.op or 'collective'} #{d.stuck.seq} of process group {d.stuck.pg}" if d.stuck else None
     finished = frozenset(x.rank for x in run.exits if x.exitcode == 0 and x.rank is not None)
+    from .metrics.progress import COMPLETED, states_at_stuck
+
+    past = frozenset(r for r, at in states_at_stuck(run, findings, d.stuck).items() if at == COMPLETED)
     facts = Facts(ranks, d.verdict.value, d.culprit_ranks, stuck, waiting, run.stacks, finished,
-                  run.job.exit_code is not None or bool(finished))
+                  run.job.exit_code is not None or bool(finished), past - set(d.culprit_ranks))
     return tuple((r, s.value, detail) for r, s, detail in rank_states(facts, failures_of_run(run)))
 
 
@@ -101,13 +104,13 @@ def mark_echoes(findings: Sequence[Finding], d: Decision) -> list[Finding]:
     return sorted(out, key=lambda f: (f.echo_of is not None or f.verdict != d.verdict, SEVERITY_ORDER[f.severity]))
 
 
-INCIDENTS = ("hang", "desync", "crash")
+INCIDENTS = ("hang", "desync", "crash", "config_error")
 
 
 def of_alerts(alerts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The live monitor's verdict from its alerts: the first incident that stands (a hang followed by
     ``cleared`` does not), as {verdict, culprit_ranks, stuck}; "healthy" when none stands. The live
-    monitor judges hang, desync and crash only."""
+    monitor judges hang, desync, crash and the config mistakes a failure's own text names (``rules.config``)."""
     standing: list[dict[str, Any]] = []
     for a in alerts:
         if a.get("kind") in INCIDENTS:

@@ -47,6 +47,79 @@ def render_state(snap: dict[str, Any], console: Any) -> None:
         console.print(Text.assemble(("warning:", "yellow"), " ", clean(e)))
 
 
+def judged_state(run_dir: Path, a: Any, ended: str | None) -> dict[str, Any]:
+    """The one judgement of the folder (``analyze``'s: ``Analysis``) as ``watch`` shows it: the verdict,
+    every rank's state and progress as judged, the stuck collective. Nothing here decides anything."""
+    from ..report import rank_summary
+
+    d = a.decision
+    ranks = []
+    exits = {x.rank: x.exitcode for x in a.run.exits if x.rank is not None}
+    for r in rank_summary(a):
+        pgs = {pg: st for pg, st in r["pg_status"].items() if not pg.endswith(":p2p")}
+        ranks.append({"rank": r["rank"], "host": r["host"], "state": r["state"], "detail": r["detail"],
+                      "enqueued": {pg: st["last_enqueued"] for pg, st in pgs.items() if st["last_enqueued"] is not None},
+                      "completed": {pg: st["last_completed"] for pg, st in pgs.items() if st["last_completed"] is not None},
+                      "exit_code": exits.get(r["rank"]), "where": r["where"]})
+    pending = []
+    if d.stuck is not None:
+        by = {}
+        for rank, state, _ in d.states:
+            by.setdefault(state, []).append(rank)
+        pending.append({"pg": d.stuck.pg, "seq": d.stuck.seq, "op": d.stuck.op,
+                        "never_joined": sorted(by.get("never_joined", []) + by.get("stuck_outside_nccl", [])),
+                        "mismatched": sorted(by.get("mismatched", [])),
+                        "waiting": sorted(by.get("stuck_in_collective", []))})
+    return {"run_dir": str(run_dir), "world_size": a.run.job.world_size, "ranks": ranks, "pending": pending,
+            "verdict": {"verdict": d.verdict.value, "culprit_ranks": list(d.culprit_ranks),
+                        "stuck": d.stuck.to_json() if d.stuck else None, "headline": d.headline,
+                        "certainty": d.certainty_json()},
+            "exited": ended is not None, "ended": ended, "files": len(a.run.files), "problems": list(a.run.problems)}
+
+
+def render_judged(snap: dict[str, Any], console: Any) -> None:
+    """``judged_state``'s object on the terminal: the ranks' table, then the verdict."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..rules.states import fmt_ranks
+    from ..text_safety import clean, markup
+
+    t = Table(title=markup(f"ncclscope: {snap['run_dir']}"), title_justify="left")
+    hosts = len({r.get("host") for r in snap["ranks"] if r.get("host")}) > 1  # one column per host only when several
+    for col in ("rank", *(("host",) if hosts else ()), "state", "enqueued", "completed", "exit", "where"):
+        t.add_column(col, overflow="fold")
+    for r in snap["ranks"]:
+        cells = (str(r["rank"]), *((r.get("host") or "",) if hosts else ()), (r["state"] or "").replace("_", " "),
+                 " ".join(f"pg{k}:{v}" for k, v in sorted(r["enqueued"].items())),
+                 " ".join(f"pg{k}:{v}" for k, v in sorted(r["completed"].items())),
+                 "" if r["exit_code"] is None else str(r["exit_code"]), r["where"] or "")
+        t.add_row(*(Text(clean(c)) for c in cells))
+    console.print(t)
+    v = snap["verdict"]
+    console.print(Text(clean(f"VERDICT: {v['verdict'].upper()}  {v['headline']}")))
+    if v["culprit_ranks"]:
+        console.print(Text(clean(f"Culprit rank(s): {fmt_ranks(v['culprit_ranks'])}")))
+    for p in snap["pending"]:
+        console.print(Text(clean(f"stuck: {p['op'] or 'collective'} #{p['seq']} of process group {p['pg']}; "
+                                 f"never joined: {fmt_ranks(p['never_joined']) or '-'}; "
+                                 f"waiting: {fmt_ranks(p['waiting']) or '-'}")))
+    if snap.get("ended"):
+        console.print(Text(clean(f"the job has ended: {snap['ended']}")))
+    for e in snap["problems"]:
+        console.print(Text.assemble(("not read:", "yellow"), " ", clean(e)))
+
+
+def judge_folder(run_dir: Path, ended: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the judged state, the judgement as an alert: none for a job judged healthy, degraded or unknown)."""
+    from ..analysis import analyze_paths
+    from ..live.alerts import judgement_alert
+
+    a = analyze_paths([run_dir], cache=False)
+    alert = judgement_alert(a)
+    return judged_state(run_dir, a, ended), [alert] if alert else []
+
+
 def not_read(mon: Any) -> list[str]:
     """The files the tailer refused to open (a link planted in the folder, a FIFO), one line each."""
     try:
@@ -88,19 +161,11 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
     if once:
         if not run_dir.is_dir():
             raise click.ClickException(f"{run_dir} is not a folder")
-        cfg = LiveConfig(stall_seconds=stall_seconds, poll=poll, console=not as_json, write=False)
-        mon = LiveMonitor(run_dir, cfg, console=boxes)
-        try:
-            alerts = mon.run_once()
-            snap = mon.snapshot()
-        finally:
-            mon.stop()
+        snap, alerts = _judge_or_refuse(run_dir, None)
         if as_json:
             click.echo(json.dumps({"state": snap, "alerts": alerts}, default=str))
         else:
-            render_state(snap, out)
-            for e in not_read(mon):
-                out.print(f"[yellow]warning:[/] {markup(e)}")
+            render_judged(snap, out)
             if not alerts:
                 out.print("no alert")
         return
@@ -112,21 +177,57 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
     out.print(f"watching {markup(run_dir)} (stall threshold: {rule}; Ctrl-C to stop)")
     reported: set[str] = set()
     mon.start()
-    exited_at = None
+    ended = None
     try:
-        while True:
-            time.sleep(0.5)
-            for e in [*mon.errors(), *not_read(mon)]:
-                if e not in reported:
-                    reported.add(e)
-                    out.print(f"[yellow]warning:[/] {markup(e)}")
-            if mon.state.exited():
-                exited_at = exited_at or time.monotonic()
-                if time.monotonic() - exited_at >= EXIT_GRACE_S:
-                    break
+        ended = _follow(mon, run_dir, lambda e: out.print(f"[yellow]warning:[/] {markup(e)}"), reported)
     except KeyboardInterrupt:
         pass
     finally:
         mon.stop()
-    render_state(mon.snapshot(), out)
-    out.print(f"{len(mon.alerts)} alert(s)")
+    out.print(f"{len(mon.alerts)} alert(s) raised while watching")
+    if run_dir.is_dir():
+        render_judged(_judge_or_refuse(run_dir, ended)[0], out)
+
+
+def _follow(mon: Any, run_dir: Path, warn: Any, reported: set[str]) -> str | None:
+    """Follow the folder until the job has ended (``live.ended``); the reason."""
+    from ..live.ended import job_ended
+
+    ended_at, why = None, None
+    size, grew_at = -1, time.monotonic()
+    while True:
+        time.sleep(0.5)
+        for e in [*mon.errors(), *not_read(mon)]:
+            if e not in reported:
+                reported.add(e)
+                warn(e)
+        now_size = _size(mon)
+        if now_size != size:
+            size, grew_at = now_size, time.monotonic()
+        hosts = [rs.host for rs in list(mon.state.ranks.values())]
+        why = why or job_ended(run_dir, mon.state.exited(), time.monotonic() - grew_at, hosts)
+        if why is not None:
+            ended_at = ended_at or time.monotonic()
+            if time.monotonic() - ended_at >= EXIT_GRACE_S:
+                return str(why)
+
+
+def _size(mon: Any) -> int:
+    """Bytes the monitor has read so far: the folder's growth as the monitor sees it."""
+    try:
+        return sum(getattr(st, "offset", 0) for st in list(mon.tailer.files.values()))
+    except RuntimeError:  # changed while copied by the monitor's thread: next time
+        return -1
+
+
+def _judge_or_refuse(run_dir: Path, ended: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    from ..input_names import InputError
+
+    try:
+        return judge_folder(run_dir, ended)
+    except InputError as e:  # nothing readable yet: no judgement, said as such
+        empty = {"run_dir": str(run_dir), "world_size": None, "ranks": [], "pending": [],
+                 "verdict": {"verdict": "unknown", "culprit_ranks": [], "stuck": None,
+                             "headline": f"nothing to judge yet: {e}", "certainty": None},
+                 "exited": ended is not None, "ended": ended, "files": 0, "problems": []}
+        return empty, []

@@ -15,12 +15,11 @@ from ..model import Finding, FindingKind, LogEvent, Run, Setting, Severity, Verd
 from ..nccl.gids import shown_routable
 from ..nccl.risky_settings import FORCED, NOTES
 from ..rules.cause import Failure, root_cause
+from ..rules.config import config_mistake
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run
 from .catalogue import KnownError, classify
 
-SETTING_IN_TEXT_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+|TORCH_[A-Z0-9_]+)\b")
-WAS_SET_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+) was set\b")
 SOCKET_IF_RE = re.compile(r"\[\d{1,3}\]([A-Za-z0-9_.@-]{1,40}):")  # NET/Socket : Using [0]eno1:10.0.0.1<0> [1]br0:...
 NCCL_FAILED_RE = re.compile(r"NCCL error|ncclSystemError|ncclRemoteError|ncclInternalError|unhandled system error")
 
@@ -33,22 +32,16 @@ def detect(run: Run) -> list[Finding]:
         e.kind == "dist_error" for e in run.events)
     # 1. a WARN that names a setting, in a failed job: the setting broke it
     candidates = [e for e in run.events if e.kind == "nccl_warn"] + [e for e in run.events if e.kind == "dist_error"]
-    for w in candidates:
-        text = w.text + " " + str(w.data.get("last_error") or "")
-        k = classify(text)
-        names = WAS_SET_RE.findall(text) or [n for n in SETTING_IN_TEXT_RE.findall(text)
-                                            if n in settings and n != "NCCL_DEBUG"]
-        if k is not None and k.kind == "config" and names:
-            ev = [w.evidence] + [settings[n].evidence for n in names if n in settings and settings[n].evidence]
-            values = ", ".join(f"{n}={settings[n].value}" if n in settings else n for n in dict.fromkeys(names))
-            ranks = sorted({e.rank for e in run.events if e.kind in ("nccl_warn", "dist_error") and e.rank is not None
-                            and classify(e.text + " " + str(e.data.get("last_error") or "")) is k})
-            findings.append(Finding(
-                kind=FindingKind.CONFIG, severity=Severity.CRITICAL if failed else Severity.ERROR,
-                message=f"{k.meaning} ({values}): {w.text.strip()[:200]}", ranks=tuple(ranks), hint=k.hint,
-                evidence=tuple(x for x in ev if x is not None), verdict=Verdict.CONFIG_ERROR if failed else None,
-                data={"settings": list(dict.fromkeys(names))}))
-            break
+    m = config_mistake([(e.rank, e.text + " " + str(e.data.get("last_error") or "")) for e in candidates], settings)
+    if m is not None:
+        k, names, w = m.entry, m.settings, candidates[m.index]
+        ev = [w.evidence] + [settings[n].evidence for n in names if n in settings and settings[n].evidence]
+        values = ", ".join(f"{n}={settings[n].value}" if n in settings else n for n in names)
+        findings.append(Finding(
+            kind=FindingKind.CONFIG, severity=Severity.CRITICAL if failed else Severity.ERROR,
+            message=f"{k.meaning} ({values}): {w.text.strip()[:200]}", ranks=m.ranks, hint=k.hint,
+            evidence=tuple(x for x in ev if x is not None), verdict=Verdict.CONFIG_ERROR if failed else None,
+            data={"settings": list(names)}))
     if not findings:
         findings += _setup_errors(run)
     if not findings:

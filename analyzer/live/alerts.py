@@ -49,6 +49,16 @@ def make_alert(kind: str, verdict: str, culprit_ranks: list[int] | tuple[int, ..
     return alert
 
 
+def judgement_alert(a: Any, ts: float | None = None) -> dict[str, Any] | None:
+    """The one judgement of a run (``result.Analysis``) as an alert: what ``watch --once`` and the end of a
+    followed job say; None for a job judged healthy, degraded or unknown (no incident)."""
+    d = a.decision
+    if d.verdict.value not in ("hang", "desync", "crash", "config_error"):
+        return None
+    return make_alert(d.verdict.value, d.verdict.value, d.culprit_ranks, d.stuck.to_json() if d.stuck else None,
+                      d.headline, dict(a.run.stacks), ts, certainty=d.certainty_json())
+
+
 def slack_text(alert: dict[str, Any]) -> str:
     lines = [f"*ncclscope {alert.get('kind', 'alert')}*: {alert.get('message', '')}"]
     for r, w in (alert.get("where") or {}).items():

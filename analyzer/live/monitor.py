@@ -30,6 +30,7 @@ from ..ingest import wrapped_join_known
 from ..input_names import SKIP_DIRS, SKIP_NAMES
 from ..rules import desync as desync_rule
 from ..rules.cause import Failure
+from ..rules.config import ConfigMistake, config_mistake
 from ..rules.exits import FailureKind
 from ..rules.facts import error_failure, exit_failure
 from ..rules.nodes import Heard, SilentNode, silent_nodes
@@ -68,6 +69,7 @@ VANISHED_S = 1.6  # heartbeats come every second: a rank silent this long before
 HEAD_BYTES = 65536  # what ``ingest.sniff`` reads of a file to tell its format
 MAX_FAILURES = 4096  # failure events kept for the root cause (the first ones are the ones that matter)
 TRACEBACK = "Traceback (most recent call last)"
+MAX_WARN_TEXT = 1000  # of an NCCL WARN's message kept for the config rule
 WRAP_HOLD_S = 1.0  # a read that ends in what may be a hard-wrapped line waits this long for its next pieces
 
 
@@ -152,6 +154,8 @@ class LiveMonitor:
         self._wrap_hold: dict[str, tuple[float, list[tuple[int, str]]]] = {}  # path -> (since, open wrap)
         self._torch_seen: dict[str, set[tuple[int, str]]] = {}
         self.nccl_warns: deque[str] = deque(maxlen=20)
+        # ((host, pid), message) of NCCL WARN lines: what the config rule reads (rules.config)
+        self.warn_texts: deque[tuple[tuple[str | None, int | None], str]] = deque(maxlen=64)
         self.nccl = NcclCounts()  # NCCL's own call counts (COLL lines), for a job without the hook
         self._nccl_open: Behind | None = None  # the hang claimed from them, until the ranks move again
         self.backend: str | None = None  # the hook's start record: which default timeout applies
@@ -294,6 +298,7 @@ class LiveMonitor:
                 if rec is not None:
                     if isinstance(rec, R.NcclWarn):
                         self.nccl_warns.append(f"{rec.host}:{rec.pid}: {rec.message}"[:300])
+                        self.warn_texts.append(((rec.host, rec.pid), rec.message[:MAX_WARN_TEXT]))
                     elif isinstance(rec, R.NcclColl):
                         self.nccl.coll(rec, arrived)
                     elif isinstance(rec, R.NcclInit):
@@ -574,9 +579,23 @@ class LiveMonitor:
             if w:
                 where[r] = w
         codes = {r: pending[r].get("code") for r in failed if pending[r].get("code") is not None}
+        mistake = self._config_mistake([(r, text(r) or "") for r in failed])
+        if mistake is not None:  # a setting broke it: what analyze calls it (rules.config)
+            return make_alert("config_error", "config_error", mistake.ranks, None,
+                              shorten(f"{mistake.entry.meaning} ({', '.join(mistake.settings)}): "
+                                      f"{'; '.join(dict.fromkeys(msgs))}", 500), where, ts=now,
+                              settings=list(mistake.settings), exit_codes={str(r): c for r, c in codes.items()})
         return make_alert("crash", "crash", tuple(culprits), None, "; ".join(dict.fromkeys(msgs)) or "a rank failed",
                           where, ts=now, exit_codes={str(r): c for r, c in codes.items()},
                           cause=cause.first.kind.value)
+
+    def _config_mistake(self, failed: list[tuple[int, str]]) -> ConfigMistake | None:
+        """``rules.config_mistake`` over the failed ranks' texts and the NCCL WARN lines (their rank by pid)."""
+        by_proc: dict[tuple[str | None, int | None], int] = {}
+        for (host, pid, _), (rank, _) in self.nccl.ranks.items():  # its first communicator: the world's
+            by_proc.setdefault((host, pid), rank)
+        by_pid = {rs.pid: r for r, rs in self.state.ranks.items() if rs.pid is not None}  # the hook's start records
+        return config_mistake([*((by_proc.get(proc, by_pid.get(proc[1])), t) for proc, t in self.warn_texts), *failed])
 
     def _mismatch_alert(self, seen: Failure, now: float) -> dict[str, Any] | None:
         """A backend's mismatch report came first (gloo's abort): a desync at the collective the ranks

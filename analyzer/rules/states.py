@@ -28,6 +28,7 @@ class Facts:
     where: Mapping[int, str] | None = None  # rank -> code location of its last stack
     finished: frozenset[int] = frozenset()  # ranks that exited with 0
     job_ended: bool = False  # the job's end is known (an exit code, every rank's exit)
+    past_stuck: frozenset[int] = frozenset()  # ranks whose records say they completed the stuck collective
 
 
 def rank_states(facts: Facts, failures: Iterable[Failure]) -> list[tuple[int, RankState, str | None]]:
@@ -53,6 +54,9 @@ def _state(r: int, facts: Facts, fs: list[Failure], culprits: frozenset[int],
             if where:
                 return RankState.STUCK_OUTSIDE_NCCL, f"at {where}; never joined {facts.stuck}"
             return RankState.NEVER_JOINED, f"never joined {facts.stuck}"
+        if r in facts.past_stuck and not any(f.is_cause for f in fs):  # e.g. the side of a desync NCCL let through
+            return RankState.STUCK_IN_COLLECTIVE, f"completed {facts.stuck}, then waits in a later collective" + (
+                f", called at {where}" if where else "")
         if r in waiting or not any(f.is_cause for f in fs):  # what ended it after is an echo
             return RankState.STUCK_IN_COLLECTIVE, f"in {facts.stuck}" + (f", called at {where}" if where else "")
     if facts.verdict == "hang" and not facts.stuck and r in culprits and not any(f.is_cause for f in fs):

@@ -116,13 +116,20 @@ def test_evidence_records_are_said_as_key_value() -> None:
 
 
 def test_no_next_step_once_the_job_has_exited() -> None:
-    import subprocess
-    import sys
+    """The live monitor's alert panel, replayed over a finished run: no advice for a job still running."""
+    import io
 
-    p = subprocess.run([sys.executable, "-m", "ncclscope", "watch", "--once", str(HANG)], capture_output=True,
-                       text=True, timeout=120, check=False, env={**__import__("os").environ, "COLUMNS": "200"})
-    assert "ncclscope hang" in p.stdout + p.stderr  # the command ended: exit.txt
-    assert "still running" not in p.stdout + p.stderr
+    from ncclscope.live.monitor import LiveConfig, LiveMonitor
+    from rich.console import Console
+
+    buf = io.StringIO()
+    mon = LiveMonitor(HANG, LiveConfig(console=True, write=False), console=Console(file=buf, width=200))
+    try:
+        mon.run_once()
+    finally:
+        mon.stop()
+    assert "ncclscope hang" in buf.getvalue()  # the command ended: exit.txt
+    assert "still running" not in buf.getvalue()
 
 
 def test_no_next_step_once_the_timeout_has_passed() -> None:
