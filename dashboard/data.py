@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -377,6 +377,10 @@ NCCL_SUBSYS = [  # first match wins: (substring in an NCCL line, subsystem); no 
 ]
 TORCH_LEVELS = {"I": "INFO", "W": "WARN", "E": "ERROR", "F": "ERROR"}
 LOG_COLUMNS = ["file", "line", "rank", "level", "subsys", "text"]
+HOOK_RECORD = r'^\{\s*"type"\s*:\s*"(\w+)"'  # a record of ncclscope's hook (ncclscope-rank<R>.jsonl)
+HOOK = "HOOK"  # its subsystem in the log view
+HEARTBEAT = "HEARTBEAT"  # its once-a-second "hb" record: most of its lines, hidden on the Logs page unless asked for
+FILE_ORDER = {"log": 0, "jsonl": 2}  # the log view lists NCCL / PyTorch / launcher logs first, hook records last
 
 
 def classify_lines(text: pd.Series, file_rank: np.ndarray, pid_rank: dict[int, int]) -> pd.DataFrame:
@@ -420,7 +424,20 @@ def classify_lines(text: pd.Series, file_rank: np.ndarray, pid_rank: dict[int, i
         subsys[is_nccl] = np.select(conds, [v for _, v in NCCL_SUBSYS], default="INIT")
     warn_words = text.str.contains("NCCL WARN", regex=False).fillna(False).to_numpy(dtype=bool) & ~is_nccl
     level[warn_words] = "WARN"
+    _mark_hook_records(text, subsys, ~is_nccl)
     return pd.DataFrame({"rank": rank.astype(np.int32), "level": level, "subsys": subsys})
+
+
+def _mark_hook_records(text: pd.Series, subsys: np.ndarray, candidates: np.ndarray) -> None:
+    """``subsys`` of the hook's JSON records set to HOOK, and of its heartbeats to HEARTBEAT (in place)."""
+    maybe = candidates & text.str.startswith("{").fillna(False).to_numpy(dtype=bool)
+    if not maybe.any():
+        return
+    kind = text[maybe].str.extract(HOOK_RECORD)[0]
+    found = kind.notna().to_numpy()
+    at = np.flatnonzero(maybe)
+    subsys[at[found]] = HOOK
+    subsys[at[found & (kind == "hb").fillna(False).to_numpy(dtype=bool)]] = HEARTBEAT
 
 
 def build_log_index(entry: Entry, max_lines: int = MAX_LOG_LINES) -> pd.DataFrame:
@@ -433,7 +450,7 @@ def build_log_index(entry: Entry, max_lines: int = MAX_LOG_LINES) -> pd.DataFram
     linenos: list[int] = []
     texts: list[str] = []
     file_ranks: list[np.ndarray] = []
-    for name in sorted(entry.files):
+    for name in sorted(entry.files, key=lambda n: (FILE_ORDER.get(fmts.get(n, ""), 1), n)):
         if fmts.get(name) not in TEXT_FORMATS or len(texts) >= max_lines:
             continue
         fr = FILE_RANK_RE.search(name)
@@ -478,8 +495,9 @@ def log_index_ready(entry: Entry) -> pd.DataFrame | None:
 
 def filter_logs(df: pd.DataFrame, file: str | None = None, ranks: list[int] | None = None,
                 levels: list[str] | None = None, subsys: list[str] | None = None,
-                search: str | None = None) -> pd.DataFrame:
-    """The rows matching every filter given (None / empty = no filter); search is a plain substring."""
+                search: str | None = None, hidden: Collection[str] = ()) -> pd.DataFrame:
+    """The rows matching every filter given (None / empty = no filter); search is a plain substring.
+    ``hidden``: subsystems left out unless ``subsys`` names them (the Logs page hides HEARTBEAT)."""
     mask = np.ones(len(df), dtype=bool)
     if not len(df):
         return df
@@ -491,6 +509,8 @@ def filter_logs(df: pd.DataFrame, file: str | None = None, ranks: list[int] | No
         mask &= df["level"].isin(levels).to_numpy()
     if subsys:
         mask &= df["subsys"].isin(subsys).to_numpy()
+    elif hidden:
+        mask &= ~df["subsys"].isin(list(hidden)).to_numpy()
     if search:
         mask &= df["text"].str.contains(search, case=False, regex=False).fillna(False).to_numpy(dtype=bool)
     return df[mask]

@@ -14,6 +14,7 @@ JOB_STATUS = "job-status"
 # overview
 UPLOAD = "upload"
 UPLOAD_STATUS = "upload-status"
+UPLOAD_KEY = "upload-key"  # dcc.Store: the key of this page's last upload, whose outcome UPLOAD_STATUS says
 OVERVIEW_BODY = "overview-body"
 VERDICT_BANNER = "verdict-banner"
 
@@ -55,3 +56,5 @@ LOG_INFO = "log-info"
 LOG_POLL = "log-poll"  # dcc.Interval: re-asks while the log index builds
 LOG_SCROLL = "log-scroll"  # dummy output of the clientside scroll to the evidence line
 LOG_TARGET = "log-target"  # dcc.Store: {"file", "line"} from an evidence link
+LOG_FOCUS = "log-focus"  # dcc.Store: the line the page opened on (the link's, else the verdict's evidence), scrolled to
+LOG_SHOW = "log-show"  # dcc.Checklist: line kinds hidden by default and shown on request (the hook's heartbeats)

@@ -1,5 +1,7 @@
 """Logs: every line of the run's text inputs, filtered by file, rank, level, subsystem and text; paged
-on the server (only the page on screen travels). Evidence links land here with ?file=...&line=..."""
+on the server (only the page on screen travels). Evidence links land here with ?file=...&line=...; opened
+without one, the page opens on the verdict's first evidence line. NCCL, PyTorch and launcher logs come
+first, the hook's records last, and its heartbeats (a line a second a rank) are hidden unless asked for."""
 from __future__ import annotations
 
 from typing import Any
@@ -20,6 +22,8 @@ from dash import (
 )
 from ncclscope.dashboard import ids
 from ncclscope.dashboard.data import (
+    FILE_ORDER,
+    HEARTBEAT,
     Entry,
     RunStore,
     current,
@@ -34,6 +38,7 @@ dash.register_page(__name__, path="/logs", name="Logs", order=5, title="ncclscop
 
 PAGE_SIZE = 100
 LEVELS = ["ERROR", "WARN", "INFO", "TRACE", "-"]
+SHOW_HEARTBEATS = "heartbeats"
 
 
 def layout(file: str | None = None, line: str | None = None, **_: Any) -> html.Div:
@@ -43,6 +48,7 @@ def layout(file: str | None = None, line: str | None = None, **_: Any) -> html.D
         target = None
     return html.Div([
         dcc.Store(id=ids.LOG_TARGET, data=target),
+        dcc.Store(id=ids.LOG_FOCUS),
         dcc.Store(id=ids.LOG_SCROLL),
         dcc.Interval(id=ids.LOG_POLL, interval=500, disabled=False),
         html.Div([
@@ -53,6 +59,8 @@ def layout(file: str | None = None, line: str | None = None, **_: Any) -> html.D
             html.Label(["subsystem", dcc.Dropdown(id=ids.LOG_SUBSYS, multi=True, placeholder="all")], className="ctl"),
             html.Label(["search", dcc.Input(id=ids.LOG_SEARCH, type="text", debounce=True, placeholder="text")],
                        className="ctl"),
+            dcc.Checklist(id=ids.LOG_SHOW, options=[{"label": " the hook's heartbeats", "value": SHOW_HEARTBEATS}],
+                          value=[], className="ctl"),
         ], className="controls"),
         html.Div(id=ids.LOG_INFO, className="muted"),
         dash_table.DataTable(  # type: ignore[attr-defined]
@@ -86,10 +94,39 @@ def options(rs: RunStore, key: str | None) -> tuple[list, list, list]:
     return files, [{"label": f"rank {r}", "value": r} for r in ranks], subs
 
 
+def focus(rs: RunStore, key: str | None, target: dict | None) -> dict | None:
+    """The line the page opens on: ``target`` (an evidence link's), else an evidence line of the first finding
+    (most severe first) with one in a text log, an NCCL / PyTorch log's line before a hook record; None when
+    there is none or no index yet."""
+    if target and target.get("file"):
+        return target
+    entry = rs.get(key)
+    df = log_index_ready(entry) if entry is not None else None
+    if entry is None or df is None or not len(df):
+        return None
+    logs = set(df["file"].cat.categories)
+    fmts = dict(entry.analysis.run.files)
+    for f in entry.analysis.findings:
+        shown = [e for e in f.evidence if e.file in logs and e.line]
+        if shown:
+            e = min(shown, key=lambda e: FILE_ORDER.get(fmts.get(e.file, ""), 1))  # the first of the best kind
+            return {"file": e.file, "line": int(e.line), "verdict": True}
+    return None
+
+
+def _is_heartbeat(df: pd.DataFrame, target: dict | None) -> bool:
+    """Whether the line to open on is a heartbeat (then the heartbeats are listed, so that it is there)."""
+    if not target or not target.get("file") or target["file"] not in set(df["file"].cat.categories):
+        return False
+    row = (df["file"] == target["file"]).to_numpy() & (df["line"] == int(target.get("line") or 0)).to_numpy()
+    return bool((df["subsys"][row] == HEARTBEAT).any())
+
+
 def page(rs: RunStore, key: str | None, file: str | None, ranks: list[int] | None, levels: list[str] | None,
          subsys: list[str] | None, search: str | None, page_current: int | None, target: dict | None,
-         jump: bool) -> tuple[list[dict], int, int, str, list[dict]]:
-    """(rows of the page, page count, page shown, info line, row styles). ``jump``: go to ``target``'s page."""
+         jump: bool, show: list[str] | None = None) -> tuple[list[dict], int, int, str, list[dict]]:
+    """(rows of the page, page count, page shown, info line, row styles). ``jump``: go to the page of ``target``
+    or, without one, of the verdict's evidence (``focus``). ``show``: SHOW_HEARTBEATS lists the hook's heartbeats."""
     entry = rs.get(key)
     base_styles = [{"if": {"filter_query": '{level} = "WARN"'}, "backgroundColor": "#fff7e0"},
                    {"if": {"filter_query": '{level} = "ERROR"'}, "backgroundColor": "#fde8e8"}]
@@ -101,11 +138,16 @@ def page(rs: RunStore, key: str | None, file: str | None, ranks: list[int] | Non
     if not len(df):
         return [], 1, 0, ("no text logs among the inputs (Flight Recorder dumps are binary: their records are on the "
                           "Timeline and the Hang report)"), base_styles
-    view = filter_logs(df, file, ranks, levels, subsys, search)
+    target = focus(rs, key, target)
+    hidden = () if SHOW_HEARTBEATS in (show or ()) or _is_heartbeat(df, target) else (HEARTBEAT,)
+    view = filter_logs(df, file, ranks, levels, subsys, search, hidden=hidden)
     pages = max(1, -(-len(view) // PAGE_SIZE))
     cur = min(max(page_current or 0, 0), pages - 1)
     styles = list(base_styles)
     info = f"{len(view):,} of {len(df):,} lines"
+    if hidden and not subsys:
+        beats = int((df["subsys"] == HEARTBEAT).sum())
+        info += f" ({beats:,} heartbeat records of the hook hidden)" if beats else ""
     if target and target.get("file"):
         if jump:
             cur = page_with_line(view, target["file"], int(target.get("line") or 0), PAGE_SIZE)
@@ -115,7 +157,8 @@ def page(rs: RunStore, key: str | None, file: str | None, ranks: list[int] | Non
         if target["file"] not in set(df["file"].cat.categories):
             info += f" - {target['file']} is not a text log (evidence from a dump); its line is quoted on the finding"
         else:
-            info += (f" - evidence: {target['file']} line {target.get('line')} highlighted"
+            whose = "the verdict's evidence" if target.get("verdict") else "evidence"
+            info += (f" - {whose}: {target['file']} line {target.get('line')} highlighted"
                      f" (page {cur + 1} of {pages})")
     return page_of(view, cur, PAGE_SIZE), pages, cur, info, styles
 
@@ -130,18 +173,22 @@ def _options(key: str | None, _n: int | None) -> tuple[Any, Any, Any, bool]:
     return files, ranks, subs, ready
 
 
-# once the page of the evidence line is on screen, scroll its row into view (assets/scroll.js)
+# once the page of the line it opened on is on screen, scroll its row into view (assets/scroll.js)
 clientside_callback(ClientsideFunction(namespace="ncclscope", function_name="scrollToTarget"),
-                    Output(ids.LOG_SCROLL, "data"), Input(ids.LOG_TABLE, "data"), State(ids.LOG_TARGET, "data"))
+                    Output(ids.LOG_SCROLL, "data"), Input(ids.LOG_TABLE, "data"), State(ids.LOG_FOCUS, "data"))
 
 
 @callback(Output(ids.LOG_TABLE, "data"), Output(ids.LOG_TABLE, "page_count"), Output(ids.LOG_TABLE, "page_current"),
           Output(ids.LOG_INFO, "children"), Output(ids.LOG_TABLE, "style_data_conditional"),
+          Output(ids.LOG_FOCUS, "data"),
           Input(ids.RUN_KEY, "data"), Input(ids.LOG_FILE, "value"), Input(ids.LOG_RANK, "value"),
           Input(ids.LOG_LEVEL, "value"), Input(ids.LOG_SUBSYS, "value"), Input(ids.LOG_SEARCH, "value"),
-          Input(ids.LOG_TABLE, "page_current"), Input(ids.LOG_POLL, "disabled"), State(ids.LOG_TARGET, "data"))
+          Input(ids.LOG_TABLE, "page_current"), Input(ids.LOG_POLL, "disabled"), Input(ids.LOG_SHOW, "value"),
+          State(ids.LOG_TARGET, "data"))
 def _page(key: str | None, file: str | None, ranks: list[int] | None, levels: list[str] | None,
           subsys: list[str] | None, search: str | None, page_current: int | None, _indexing: bool | None,
-          target: dict | None) -> tuple:
-    jump = ctx.triggered_id in (None, ids.RUN_KEY, ids.LOG_FILE, ids.LOG_POLL)
-    return page(current(), key, file, ranks, levels, subsys, search, page_current, target, jump)
+          show: list[str] | None, target: dict | None) -> tuple:
+    jump = ctx.triggered_id in (None, ids.RUN_KEY, ids.LOG_FILE, ids.LOG_POLL, ids.LOG_SHOW)
+    rs = current()
+    return (*page(rs, key, file, ranks, levels, subsys, search, page_current, target, jump, show),
+            focus(rs, key, target))

@@ -19,6 +19,7 @@ def layout(**_: Any) -> html.Div:
                                       "here, or "), html.A("choose files"),
                                       f" (at most {MAX_UPLOAD_BYTES // 2**20} MB in all)"])),
         html.Div(id=ids.UPLOAD_STATUS),
+        dcc.Store(id=ids.UPLOAD_KEY),
         dcc.Loading(html.Div(id=ids.OVERVIEW_BODY), delay_show=300),
     ])
 
@@ -80,15 +81,32 @@ def settings_block(settings: list[dict[str, str]]) -> list[Any]:
     return out
 
 
-def handle_upload(rs: RunStore, filenames: list[str] | None, contents: list[str] | None) -> tuple[Any, Any]:
-    """(pending key, message): the upload is written server-side and parsed in the background."""
+def handle_upload(rs: RunStore, filenames: list[str] | None, contents: list[str] | None) -> tuple[Any, Any, Any]:
+    """(pending key, message, upload key): the upload is written server-side and parsed in the background."""
     if not contents:
-        return no_update, no_update
+        return no_update, no_update, no_update
     try:
         key = rs.submit_upload(list(filenames or []), list(contents))
     except UploadError as e:
-        return no_update, html.Div(str(e), className="banner error", id="upload-error")
-    return key, html.Div(f"received {len(contents)} file(s); analysing...", className="muted")
+        return no_update, html.Div(str(e), className="banner error", id="upload-error"), None
+    return key, html.Div(f"received {len(contents)} file(s); analysing...", className="muted",
+                         id="upload-running"), key
+
+
+def upload_outcome(rs: RunStore, key: str | None) -> Any:
+    """The status line of the upload ``key`` once its analysis is over: its verdict and headline, or why it
+    failed; ``no_update`` (the 'analysing...' line stays) while it still runs or when there is no upload."""
+    if not key:
+        return no_update
+    st = rs.status(key)
+    if st is None:
+        return html.Div("that upload is gone (the server restarted?)", className="banner error", id="upload-error")
+    if st["state"] == "done":
+        return html.Div(f"{st['label']}: analysed in {st['elapsed_s']:.1f} s - {st['message']}", className="muted",
+                        id="upload-done")
+    if st["state"] == "error":
+        return html.Div(f"{st['label']}: not analysed - {st['message']}", className="banner error", id="upload-error")
+    return no_update
 
 
 @callback(Output(ids.OVERVIEW_BODY, "children"), Input(ids.RUN_KEY, "data"))
@@ -97,6 +115,14 @@ def _render(key: str | None) -> Any:
 
 
 @callback(Output(ids.PENDING_KEY, "data", allow_duplicate=True), Output(ids.UPLOAD_STATUS, "children"),
-          Input(ids.UPLOAD, "contents"), State(ids.UPLOAD, "filename"), prevent_initial_call=True)
-def _upload(contents: list[str] | None, filenames: list[str] | None) -> tuple[Any, Any]:
+          Output(ids.UPLOAD_KEY, "data"), Input(ids.UPLOAD, "contents"), State(ids.UPLOAD, "filename"),
+          prevent_initial_call=True)
+def _upload(contents: list[str] | None, filenames: list[str] | None) -> tuple[Any, Any, Any]:
     return handle_upload(current(), filenames, contents)
+
+
+# the job poll clears the pending key once the job is done or failed: then the upload's line says how it ended
+@callback(Output(ids.UPLOAD_STATUS, "children", allow_duplicate=True), Input(ids.PENDING_KEY, "data"),
+          State(ids.UPLOAD_KEY, "data"), prevent_initial_call=True)
+def _upload_outcome(_pending: str | None, key: str | None) -> Any:
+    return upload_outcome(current(), key)

@@ -459,3 +459,33 @@ def test_1024_ranks_every_page_renders_within_budget(tmp_path: Path, browser: Br
     finally:
         server.close()
         rs.close()
+
+
+def test_upload_status_says_the_outcome_and_logs_open_on_the_evidence(tmp_path: Path, browser: Browser) -> None:
+    """An upload's line ends on its verdict (it stayed on 'analysing...'); the Logs page, opened from the
+    navigation, starts at the verdict's evidence line scrolled into view, heartbeats hidden until asked for."""
+    rs = RunStore(tmp_path / "store")
+    server = Server(create_app(run_store=rs))
+    try:
+        b = browser
+        b.get(server.url + "/")
+        b.send_keys("#upload input[type=file]", str(_zip_run(ROOT / "samples" / "gpu_hang", tmp_path / "run.zip")))
+        done = b.wait_text("#upload-done", "hang: rank 1 never joined allreduce #125", timeout=120)
+        assert done.startswith("run.zip: analysed in") and "analysing" not in b.text("#upload-status")
+        b.wait_text("#verdict-banner", "HANG")
+
+        b.click("#nav-logs")
+        stderr = "run.zip.d/gpu_hang/stderr.log"  # the upload's display name of the run's stderr.log
+        info = b.wait_text("#log-info", f"the verdict's evidence: {stderr} line 7 highlighted")
+        assert "heartbeat records of the hook hidden" in info
+        b.wait_match("body", lambda _t: b.driver.execute_script(
+            "return document.body.getAttribute('data-scrolled-to')") == f"{stderr}:7", "the scroll to its line 7")
+        rows = _datatable_rows(b, "#log-table")
+        assert rows[0]["file"] == stderr and not any(r["subsys"] == "HEARTBEAT" for r in rows)
+        assert "Watchdog caught collective operation timeout" in next(r["text"] for r in rows if r["line"] == "7")
+
+        b.click("#log-show input[type=checkbox]")
+        b.wait_match("#log-info", lambda t: t.startswith("1,019 of 1,019 lines"), "every line, heartbeats included")
+    finally:
+        server.close()
+        rs.close()
