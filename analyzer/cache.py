@@ -63,7 +63,7 @@ def code_digest() -> str:
     global _DIGEST
     if _DIGEST is None:
         here = Path(__file__).resolve().parent
-        _DIGEST = _digest([*here.glob("sources/**/*.py"), here / "ingest.py", *here.glob("model_build/*.py"), here / "model.py",
+        _DIGEST = _digest([*here.glob("sources/**/*.py"), *here.glob("ingest/*.py"), *here.glob("model_build/*.py"), here / "model.py",
                            here / "cache.py", *here.glob("nccl/*.py")])
     return _DIGEST
 
@@ -114,7 +114,7 @@ def input_key(paths: list[Path]) -> list[list[Any]] | None:
 
 
 def _scan_key(folder: str, out: list[list[Any]]) -> bool:
-    """Append the key rows of ``folder`` (same order and same files as ``ingest._walk``); False: too many."""
+    """Append the key rows of ``folder`` (same order and same files as ``ingest.files._walk``); False: too many."""
     try:
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)

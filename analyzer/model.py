@@ -246,6 +246,28 @@ class Setting:
     evidence: Evidence | None = None
 
 
+class Format(enum.StrEnum):
+    """What an input file holds, as ``ingest`` reads it (``inputs[].format`` in the report): told by its
+    content (``ingest.formats.sniff``), then made precise by reading it (a JSON file is a Flight Recorder
+    dump, a RAS report or an nccl-tests result), or why it was not read."""
+
+    LOG = "log"  # NCCL, PyTorch and launcher lines
+    JSONL = "jsonl"  # JSON lines: ncclscope's hook, PyTorch's completion hook
+    JSON = "json"  # JSON that is none of the kinds below (not read)
+    PICKLE = "pickle"  # a pickle that gave no Flight Recorder dump
+    FLIGHT_RECORDER = "flight_recorder"  # a Flight Recorder dump (pickle or JSON)
+    RAS = "ras"  # NCCL RAS report (text or JSON)
+    NCCL_TESTS = "nccl_tests"  # nccl-tests output (text or JSON)
+    PERF_JSON = "perf_json"  # ``ncclscope perf``'s JSON (its perf.txt is read as nccl-tests)
+    XML = "xml"  # NCCL topology dump
+    ENV = "env"  # NAME=value lines
+    EMPTY = "empty"
+    BINARY = "binary"  # not a log, dump or table
+    REFUSED = "refused"  # a pickle that would run code
+    UNREADABLE = "unreadable"  # could not be opened or read
+    SKIPPED = "skipped"  # not a regular file (a link, a FIFO), or a folder that could not be read
+
+
 @dataclass(frozen=True, slots=True)
 class ExitRecord:
     """How a process ended, as the launcher reported it."""
@@ -353,7 +375,7 @@ class Run:
     exits: list[ExitRecord]
     ras: list[dict[str, Any]] = field(default_factory=list)  # per comm: {rank: counts}
     stacks: dict[int, str] = field(default_factory=dict)  # rank -> where (hook stack snapshots)
-    files: list[tuple[str, str]] = field(default_factory=list)  # (file, format)
+    files: list[tuple[str, Format]] = field(default_factory=list)  # (file, format)
     problems: list[str] = field(default_factory=list)  # files refused or unreadable, said plainly
     heartbeats: pd.DataFrame | None = None
     nccl_tests: list[dict[str, Any]] = field(default_factory=list)

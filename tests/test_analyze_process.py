@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from ncclscope import ingest
+from ncclscope.ingest import groups, handover
+from ncclscope.ingest import pool as parse_pool
 from ncclscope.analysis import analyze_paths
 from ncclscope.report import json_text
 from ncclscope.synth import generate_run
@@ -47,8 +49,8 @@ def test_pool_started_early_gives_the_serial_parse(tmp_path, monkeypatch):
     same files, formats and records as parsing in this process."""
     generate_run(tmp_path / "run", nranks=16, steps=30, fault="hang", fault_step=20, seed=3)
     serial = ingest.ingest([tmp_path / "run"], workers=1)
-    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)  # several groups of small logs
+    monkeypatch.setattr(parse_pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(groups, "GROUP_BYTES", 30_000)  # several groups of small logs
     with ingest.start_ingest([tmp_path / "run"], workers=2) as job:
         assert job._pool is not None
         pooled = job.result()
@@ -65,8 +67,8 @@ def test_pool_size_parses_small_inputs_in_process():
 
 def test_a_job_closed_early_stops_its_pool_and_removes_its_folder(tmp_path, monkeypatch):
     generate_run(tmp_path / "run", nranks=8, steps=10, seed=1)
-    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)
+    monkeypatch.setattr(parse_pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(groups, "GROUP_BYTES", 30_000)
     job = ingest.start_ingest([tmp_path / "run"], workers=2)
     pool = job._pool
     assert pool is not None
@@ -88,8 +90,8 @@ def test_worker_results_come_back_as_mapped_files_not_through_the_pool(tmp_path,
     gets are views of that mapping (no copy of them on the way in; through the pool's pipe they were
     copied five times). The folder is gone once the job is closed."""
     generate_run(tmp_path / "run", nranks=16, steps=30, fault="hang", fault_step=20, seed=3)
-    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)
+    monkeypatch.setattr(parse_pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(groups, "GROUP_BYTES", 30_000)
     with ingest.start_ingest([tmp_path / "run"], workers=2) as job:
         assert job.parallel
         layouts = [f.result() for f in job._futures]
@@ -109,12 +111,12 @@ def test_worker_results_come_back_as_mapped_files_not_through_the_pool(tmp_path,
 
 def test_a_cut_result_file_is_an_error_not_wrong_records(tmp_path):
     dest = str(tmp_path / "0.pickle")
-    layout = ingest._write_result(ingest._parse_job([(str(SAMPLES / "gpu_hang" / n), n, (SAMPLES / "gpu_hang" / n).stat().st_size)
-                                                     for n in sorted(os.listdir(SAMPLES / "gpu_hang"))]), dest)
+    layout = handover.write_result(groups.parse_job([(str(SAMPLES / "gpu_hang" / n), n, (SAMPLES / "gpu_hang" / n).stat().st_size)
+                                                    for n in sorted(os.listdir(SAMPLES / "gpu_hang"))]), dest)
     with open(dest, "r+b") as f:
         f.truncate(layout[0] - 1)
     with pytest.raises(OSError, match="cut short"):
-        ingest._read_result(dest, layout)
+        handover.read_result(dest, layout)
 
 
 def test_knowledge_base_is_read_while_the_workers_parse(tmp_path, monkeypatch):
@@ -123,8 +125,8 @@ def test_knowledge_base_is_read_while_the_workers_parse(tmp_path, monkeypatch):
     from ncclscope.nccl import failures
 
     generate_run(tmp_path / "run", nranks=16, steps=30, fault="hang", fault_step=20, seed=3)
-    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)
+    monkeypatch.setattr(parse_pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(groups, "GROUP_BYTES", 30_000)
     seen: list[tuple[bool, int]] = []
     collect = ingest.IngestJob.result
 
@@ -179,7 +181,7 @@ def test_a_result_file_that_cannot_be_written_comes_back_through_the_pool(tmp_pa
 
     generate_run(tmp_path / "run", nranks=16, steps=30, fault="hang", fault_step=20, seed=3)
     serial = ingest.ingest([tmp_path / "run"], workers=1)
-    write = ingest._write_result
+    write = handover.write_result
 
     def full(parsed, dest):
         if dest.endswith(("1.pickle", "3.pickle")):
@@ -188,9 +190,9 @@ def test_a_result_file_that_cannot_be_written_comes_back_through_the_pool(tmp_pa
             raise OSError(errno.ENOSPC, "No space left on device")
         return write(parsed, dest)
 
-    monkeypatch.setattr(ingest, "_write_result", full)  # the workers fork after this: they inherit it
-    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)
+    monkeypatch.setattr(handover, "write_result", full)  # the workers fork after this: they inherit it
+    monkeypatch.setattr(parse_pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(groups, "GROUP_BYTES", 30_000)
     with ingest.start_ingest([tmp_path / "run"], workers=2) as job:
         assert len(job.groups) > 3
         layouts = [f.result() for f in job._futures]

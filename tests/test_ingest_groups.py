@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import ncclscope.ingest as ingest
-from ncclscope.ingest import GROUP_BYTES, SMALL_LOG_BYTES, _groups, _parse_job, parse_file
+from ncclscope.ingest import groups
+from ncclscope.ingest.formats import parse_file
+from ncclscope.ingest.groups import GROUP_BYTES, SMALL_LOG_BYTES, group_files, parse_job
 from ncclscope.sources.coll import kernel as coll_kernel
 from ncclscope.sources.nccl_log import NcclCollBatch
 from ncclscope.synth import generate_run
@@ -40,7 +41,7 @@ def flat(records) -> list:
 
 def both_ways(folder: Path) -> None:
     files = [(str(p), p.name, p.stat().st_size) for p in sorted(folder.iterdir()) if p.is_file()]
-    together = {r.file: r for g in _groups(files) for r in _parse_job(g)}
+    together = {r.file: r for g in group_files(files) for r in parse_job(g)}
     assert set(together) == {name for _, name, _ in files}
     for path, name, _ in files:
         alone = parse_file(Path(path), name)
@@ -57,10 +58,10 @@ def test_generated_rank_logs(tmp_path):
 def test_many_groups_through_one_reused_buffer(tmp_path, monkeypatch):
     # groups of about 30 KB, parsed one after the other into the same buffer: records of earlier groups
     # must not change when later ones overwrite it (both_ways compares after all groups are parsed)
-    monkeypatch.setattr(ingest, "GROUP_BYTES", 30_000)
+    monkeypatch.setattr(groups, "GROUP_BYTES", 30_000)
     generate_run(tmp_path / "run", nranks=32, steps=12, fault="hang", seed=2)
     files = [(str(p), p.name, p.stat().st_size) for p in (tmp_path / "run").iterdir() if p.is_file()]
-    assert len(_groups(files)) > 5
+    assert len(group_files(files)) > 5
     both_ways(tmp_path / "run")
 
 
@@ -83,10 +84,10 @@ def test_odd_files_in_a_group(tmp_path, corpus):
 
 def test_groups_pack_small_files_and_keep_big_ones_alone():
     files = [(f"f{i}", f"f{i}", 600_000) for i in range(20)] + [("big", "big", SMALL_LOG_BYTES + 1)]
-    groups = _groups(files)
-    assert groups[0] == [("big", "big", SMALL_LOG_BYTES + 1)]
-    assert sum(len(g) for g in groups) == 21
-    assert all(sum(f[2] for f in g) <= GROUP_BYTES for g in groups[1:])
+    made = group_files(files)
+    assert made[0] == [("big", "big", SMALL_LOG_BYTES + 1)]
+    assert sum(len(g) for g in made) == 21
+    assert all(sum(f[2] for f in g) <= GROUP_BYTES for g in made[1:])
 
 
 def test_records_of_every_kind_survive_the_trip_from_a_worker(corpus):

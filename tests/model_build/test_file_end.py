@@ -49,7 +49,7 @@ def test_text_after_is_bounded_and_grouped_logs_get_the_ends_they_get_alone(tmp_
     alone = {p.file: p.end for p in ingest.ingest([tmp_path], workers=1)}
     assert alone["a.log"].text_after == ingest.TEXT_AFTER_MAX
     files = sorted((str(p), p.name, p.stat().st_size) for p in tmp_path.iterdir())
-    grouped = {p.file: p.end for p in ingest._parse_job(files)}
+    grouped = {p.file: p.end for p in ingest.parse_job(files)}
     assert grouped == alone
     assert all(not isinstance(r, type(alone["a.log"])) for p in ingest.ingest([tmp_path], workers=1) for r in p.records)
 

@@ -20,10 +20,10 @@ SAMPLE = ROOT / "samples" / "gpu_hang"
 SWAP = """
 import json, os, sys
 from pathlib import Path
-from ncclscope import ingest
+from ncclscope.ingest import pool
 from ncclscope.analysis import analyze_paths
 
-real = ingest.collect_files
+real = pool.collect_files
 def walk_then_swap(paths, workdir, skipped=None):
     files = real(paths, workdir, skipped) if skipped is not None else real(paths, workdir)
     for p, _ in files:  # between the walk and the reads: another user swaps two logs
@@ -32,7 +32,7 @@ def walk_then_swap(paths, workdir, skipped=None):
         if p.name == "stdout.log":
             p.unlink(); p.symlink_to("/etc/passwd")
     return files
-ingest.collect_files = walk_then_swap
+pool.collect_files = walk_then_swap
 res = analyze_paths([Path(sys.argv[1])], cache=False)
 print(json.dumps({"verdict": res.decision.verdict.value, "problems": res.run.problems}))
 """
@@ -99,9 +99,9 @@ def test_capped_read_of_a_link_to_dev_zero(tmp_path):
 
 
 def test_structured_file_claiming_more_than_the_limit(tmp_path, monkeypatch):
-    from ncclscope import ingest
+    from ncclscope.ingest import blocks
 
-    monkeypatch.setattr(ingest, "MAX_STRUCTURED_BYTES", 1 << 16)
+    monkeypatch.setattr(blocks, "MAX_STRUCTURED_BYTES", 1 << 16)
     (tmp_path / "topo.xml").write_bytes(b"<system>" + b"<cpu/>" * 20000 + b"</system>")
     (tmp_path / "a.log").write_text("node1:11:11 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n")
     res = analyze_paths([tmp_path], cache=False)

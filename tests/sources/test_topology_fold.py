@@ -61,7 +61,7 @@ def _log(tmp_path: Path) -> Path:
 
 
 def _unfolded(monkeypatch: pytest.MonkeyPatch, path: Path):
-    monkeypatch.setattr("ncclscope.ingest.fold_topology", lambda recs, batches: recs)
+    monkeypatch.setattr("ncclscope.ingest.assemble.fold_topology", lambda recs, batches: recs)
     try:
         return parse_file(path, path.name)
     finally:
@@ -128,7 +128,7 @@ def test_a_batch_is_cut_only_where_the_model_needs_the_cut(tmp_path: Path, monke
     process, one communicator: where they fall among the rows changes nothing), and the model is the one
     made when every record cuts the batches, communicators and collectives table alike."""
     import pandas as pd
-    from ncclscope import ingest
+    from ncclscope.ingest import assemble
     from ncclscope.sources.records import Rec
 
     lines: list[str] = []
@@ -143,7 +143,7 @@ def test_a_batch_is_cut_only_where_the_model_needs_the_cut(tmp_path: Path, monke
     two = _log(tmp_path)  # two processes in one file, a second communicator's init between rows
     for path in (one, two):
         now = build_run([parse_file(path, path.name)])
-        monkeypatch.setattr(ingest, "_MOVES_CURRENT", (Rec,))  # every record cuts, as before
+        monkeypatch.setattr(assemble, "_MOVES_CURRENT", (Rec,))  # every record cuts, as before
         cut = build_run([parse_file(path, path.name)])
         monkeypatch.undo()
         assert _topology(now) == _topology(cut)
