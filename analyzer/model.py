@@ -268,6 +268,14 @@ class Format(enum.StrEnum):
     SKIPPED = "skipped"  # not a regular file (a link, a FIFO), or a folder that could not be read
 
 
+class Origin(enum.StrEnum):
+    """Who wrote an input file, told once by its name where ``ingest`` opens it (``ingest.formats.origin_of``)."""
+
+    INPUT = "input"  # the job's own logs, dumps and tables
+    RUN = "run"  # a file of a folder that ``ncclscope run`` made (``ncclscope-runs/<date>/stdout.log``)
+    HOOK = "hook"  # ncclscope's in-process hook (``ncclscope-rank<N>.jsonl``)
+
+
 @dataclass(frozen=True, slots=True)
 class ExitRecord:
     """How a process ended, as the launcher reported it."""
@@ -280,6 +288,7 @@ class ExitRecord:
     root_cause: bool = False
     time: str | None = None
     evidence: Evidence | None = None
+    origin: Origin = Origin.INPUT  # who wrote the file it was read from: the hook's exit records are ``HOOK``
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +385,7 @@ class Run:
     ras: list[dict[str, Any]] = field(default_factory=list)  # per comm: {rank: counts}
     stacks: dict[int, str] = field(default_factory=dict)  # rank -> where (hook stack snapshots)
     files: list[tuple[str, Format]] = field(default_factory=list)  # (file, format)
+    origins: dict[str, Origin] = field(default_factory=dict)  # file -> who wrote it, for those not ``INPUT``
     problems: list[str] = field(default_factory=list)  # files refused or unreadable, said plainly
     heartbeats: pd.DataFrame | None = None
     nccl_tests: list[dict[str, Any]] = field(default_factory=list)
@@ -390,6 +400,15 @@ class Run:
             return []
         summ = df.groupby("source", observed=True, sort=False).agg(rows=("seq", "size"), ranks=("rank", "nunique"))
         return sorted((str(src), int(r.rows), int(r.ranks)) for src, r in summ.iterrows())
+
+    def origin(self, file: str) -> Origin:
+        """Who wrote the input ``file`` (told once, where ingest read it)."""
+        return self.origins.get(file, Origin.INPUT)
+
+    def from_ncclscope(self) -> bool:
+        """Whether some input file is ncclscope's own: the hook's records or a file of a folder that
+        ``ncclscope run`` made (else the input is the job's files alone, often a pasted excerpt)."""
+        return any(o is not Origin.INPUT for o in self.origins.values())
 
     def ranks(self) -> list[int]:
         if self.job.world_size:

@@ -8,7 +8,7 @@ and no stall signal are a snapshot of a running job, not a hang.
 """
 from __future__ import annotations
 
-from ..model import Evidence, Finding, FindingKind, Run, Severity, Stuck, Verdict
+from ..model import Evidence, Finding, FindingKind, Origin, Run, Severity, Stuck, Verdict
 from ..rules.exits import from_outside
 from ..rules.facts import failures_of_run, teardown_of_run
 from ..rules.hang import (
@@ -45,7 +45,7 @@ def finished_ok(run: Run) -> bool:
     """The job ended by itself with success: whatever stalled on the way resumed (a pause, not a hang)."""
     if run.job.exit_code == 0:
         return True
-    codes = {e.rank: e.exitcode for e in run.exits if e.evidence and "ncclscope-rank" in e.evidence.file}
+    codes = {e.rank: e.exitcode for e in run.exits if e.origin is Origin.HOOK}
     ranks = run.ranks()
     return bool(ranks) and all(codes.get(r) == 0 for r in ranks)
 
@@ -153,7 +153,7 @@ def _exit_hang(run: Run, status: dict) -> list[Finding]:
     outside: the process hangs on its way out (no destroy_process_group, pending work, threads)."""
     if not from_outside(run.job.exit_code):
         return []
-    hook_ranks = {e.rank for e in run.events if e.evidence.file.startswith("ncclscope-rank")}
+    hook_ranks = {e.rank for e in run.events if run.origin(e.evidence.file) is Origin.HOOK}
     hook_ranks |= {s.rank for by in status.values() for s in by.values()}
     if not hook_ranks or not status:
         return []
@@ -161,7 +161,7 @@ def _exit_hang(run: Run, status: dict) -> list[Finding]:
         for s in by_rank.values():
             if s.enqueued is not None and (s.completed is None or s.completed < s.enqueued):
                 return []  # work pending: not an exit hang
-    exited = {e.rank for e in run.exits if e.evidence and "ncclscope-rank" in e.evidence.file}
+    exited = {e.rank for e in run.exits if e.origin is Origin.HOOK}
     stuck = sorted(r for r in run.ranks() if r not in exited)
     if not stuck:
         return []
@@ -230,7 +230,7 @@ def _excerpt_init_stall(run: Run) -> list[Finding]:
     if failures_of_run(run) or any(e.kind in ("nccl_warn", "dist_error") for e in run.events):
         return []  # something failed: its own finding tells the story, not the log's end
     exit_known = run.job.exit_code is not None or bool(run.exits)
-    excerpt = not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files)
+    excerpt = not run.from_ncclscope()
     if excerpt and not exit_known:
         partial = _partial_init_hang(run)
         if partial:
@@ -406,7 +406,7 @@ def _after_init_hang(run: Run) -> list[Finding]:
     st = ends_after_init(
         (int(e.data.get("text_after_nccl") or 0) for e in ends), complete, bool(len(run.collectives)),
         bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events), _end_known(run),
-        not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files))
+        not run.from_ncclscope())
     if st is None:
         return _setup_hang(run, ends)
     # ranks of a communicator the log never shows (another node's log, not pasted): built as far as it can tell
@@ -461,7 +461,7 @@ def _setup_hang(run: Run, ends: list) -> list[Finding]:
         (int(e.data.get("text_after_nccl") or 0) for e in ends), any(p.host or p.pid for p in run.job.processes),
         bool(run.communicators), bool(len(run.collectives)),
         bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events), _end_known(run),
-        not any(f.startswith("ncclscope-") or "/ncclscope-" in f for f, _ in run.files))
+        not run.from_ncclscope())
     if st is None:
         return []
     return [Finding(

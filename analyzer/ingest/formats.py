@@ -1,6 +1,6 @@
-"""What an input file is and how it is read: its format told by its first bytes (``sniff``), and one table
-from format to reader (``READERS``) that ``parse_file`` goes through. Structured files (JSON, pickle, XML)
-are read whole and bounded; text line by line.
+"""What an input file is and how it is read: its format told by its first bytes (``sniff``), who wrote it
+told by its name (``origin_of``), and one table from format to reader (``READERS``) that ``parse_file``
+goes through. Structured files (JSON, pickle, XML) are read whole and bounded; text line by line.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import safe_io
-from ..model import Format
+from ..model import Format, Origin
 from ..safe_pickle import UnsafePickleError
 from ..sources.env_file import parse_env_lines
 from ..sources.flight_recorder import parse_fr_json, parse_fr_pickle
@@ -23,17 +23,30 @@ from ..sources.topo_xml import parse_topo_xml
 from .assemble import parse_log
 from .blocks import iter_lines, read_bounded
 
-__all__ = ["Format", "Parsed", "READERS", "LOG_EVIDENCE", "parse_file", "sniff"]
+__all__ = ["Format", "Origin", "Parsed", "READERS", "LOG_EVIDENCE", "origin_of", "parse_file", "sniff"]
 
 HEAD_BYTES = 65536  # the first bytes of a file, read to tell its format
 # lines that only NCCL or PyTorch print: a head holding one is a log, whatever junk (NUL runs left by a
 # crash, a binary blob, invalid UTF-8) surrounds it
 LOG_EVIDENCE = (b"NCCL INFO", b"NCCL WARN", b"ProcessGroupNCCL", b"torch.distributed", b"Traceback (most recent")
+HOOK_MARK = "ncclscope-rank"  # the hook's files: ncclscope-rank<N>.jsonl (analyzer/hook), maybe renamed node3-...
+RUN_PREFIX = "ncclscope-"  # what ``ncclscope run`` names: its run folders (ncclscope-runs/) and files
+
+
+def origin_of(name: str) -> Origin:
+    """Who wrote the file named ``name`` (relative to the input root): the hook (its file's name holds
+    ``ncclscope-rank``), ``ncclscope run`` (a part of its path starts with ``ncclscope-``:
+    ``ncclscope-runs/<date>/stdout.log``), else the job. The one place a file's name decides anything."""
+    if HOOK_MARK in name.rpartition("/")[2]:
+        return Origin.HOOK
+    if name.startswith(RUN_PREFIX) or "/" + RUN_PREFIX in name:
+        return Origin.RUN
+    return Origin.INPUT
 
 
 @dataclass
 class Parsed:
-    """One input file, parsed: its records, or why there are none."""
+    """One input file, parsed: its records, or why there are none. ``origin`` follows from ``file``."""
 
     file: str  # name relative to the input root, used in evidence
     fmt: Format
@@ -41,6 +54,10 @@ class Parsed:
     problem: str | None = None
     size: int = 0
     end: FileEnd | None = None  # a text log's: where it ends against its NCCL lines (not one of its records)
+    origin: Origin = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.origin = origin_of(self.file)
 
 
 _NONPRINT = dict.fromkeys([*range(9), *range(14, 32), 0xFFFD])  # str.translate deletes these

@@ -49,7 +49,7 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
     return Run(job=job, communicators=communicators, collectives=coll.table, pg_status=coll.pg_status,
                events=events, exits=exits, ras=[_ras_dict(r) for r in g.ras], stacks=coll.stacks, files=files,
                problems=problems, heartbeats=coll.heartbeats, nccl_tests=[_tests_dict(t) for t in g.tests],
-               killed_pids={s.pid for s in g.signals})
+               killed_pids={s.pid for s in g.signals}, origins=g.origins)
 
 
 def _ras_dict(r: R.RasComm) -> dict[str, object]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import ExitRecord, LogEvent, PgStatus
+from ..model import ExitRecord, LogEvent, Origin, PgStatus
 from ..nccl.ops import canonical_op
 from ..sources import records as R
 from .gather import Gathered
@@ -125,9 +125,10 @@ def build_exits(g: Gathered, proc_rank: dict[ProcKey, int]) -> list[ExitRecord]:
         sig = None
         if le.traceback and "Signal" in le.traceback:
             sig = le.traceback.split("(", 1)[-1].split(")", 1)[0] if "(" in le.traceback else le.traceback
-        exits.append(ExitRecord(rank, le.exitcode, le.pid, le.host, sig, le.root_cause, le.time, ev(le)))
+        exits.append(ExitRecord(rank, le.exitcode, le.pid, le.host, sig, le.root_cause, le.time, ev(le),
+                                g.origins.get(le.file, Origin.INPUT)))
     for h in g.hook:
         if h.type == "exit" and isinstance(h.rank, int) and isinstance(h.data.get("code"), int):
             exits.append(ExitRecord(h.rank, h.data["code"], h.data.get("pid"), h.data.get("host"), None, False,
-                                    None, ev(h)))
+                                    None, ev(h), g.origins.get(h.file, Origin.INPUT)))
     return exits

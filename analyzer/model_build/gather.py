@@ -13,7 +13,7 @@ from typing import cast
 import numpy as np
 
 from ..ingest import Parsed
-from ..model import Connection, Setting
+from ..model import Connection, Origin, Setting
 from ..sources import records as R
 from ..sources.coll import NcclCollBatch
 from ..sources.lines import prefix_rank
@@ -52,6 +52,7 @@ class Gathered:
     pending: dict[tuple[str, int, int], list[R.NcclRec]] = field(default_factory=lambda: defaultdict(list))
     # from "[rank3]:" / "[default3]:" / mpirun "[1,3]<stdout>:" prefixes
     wrapper_rank: dict[ProcKey, int] = field(default_factory=dict)
+    origins: dict[str, Origin] = field(default_factory=dict)  # file -> who wrote it, for those not Origin.INPUT
 
 
 def gather(parsed: list[Parsed]) -> Gathered:
@@ -61,6 +62,8 @@ def gather(parsed: list[Parsed]) -> Gathered:
         R.HookRec: g.hook, R.RasComm: g.ras, R.NcclTestsRow: g.tests, R.UnreadLines: g.unread,
     }
     for p in parsed:
+        if p.origin is not Origin.INPUT:
+            g.origins[p.file] = p.origin
         if p.end is not None:
             g.file_ends.append(p.end)
         for rec in p.records:
