@@ -1,5 +1,5 @@
 """The real-world log shapes (tests/data/wild/<case>/): how each case is checked against EXPECTED.jsonl, and,
-run as a script, the accuracy tables the README shows (by NCCL release, by launcher, by fault class).
+run as a script, the accuracy tables docs/accuracy.md shows (by NCCL release, by launcher, by fault class).
 
     .venv/bin/python tests/data/wild/table.py          # markdown tables on stdout
     .venv/bin/python tests/data/wild/table.py --cases  # plus one line per case that is wrong today
