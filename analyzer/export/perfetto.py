@@ -16,21 +16,12 @@ import numpy as np
 import pandas as pd
 
 from ..result import Analysis
-from ..metrics.progress import NEVER_JOINED, states_at_stuck
+from ..metrics.progress import NEVER_JOINED, WAITING, states_at_stuck
 from ..metrics.records import arrival, pg_choices, strs
-from ..metrics.timeline import completed_through, pg_records
+from ..metrics.timeline import completed_through, pg_records, run_end, spans
 
 SLOT_US = 1000.0  # one sequence number's slot when there are no timestamps
 MIN_DUR_US = 1.0
-
-
-def _times(view: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) in seconds of each record; end from completion time, else start + duration, else NaN."""
-    start = arrival(view)
-    end = view["t_completed"].to_numpy(dtype=float)
-    dur = view["duration_ms"].to_numpy(dtype=float) / 1e3
-    end = np.where(np.isfinite(end), end, start + np.where(np.isfinite(dur), dur, np.nan))
-    return start, end
 
 
 def _enc(cache: dict[str, str], text: str | None) -> str:
@@ -54,14 +45,14 @@ def _pg_events(a: Analysis, pg: str, tid: int, t0: float | None, t_end: float | 
     view = pg_records(a.run.collectives, pg, completed_through(a.run, a.findings, pg, here))
     if not len(view):
         return []
-    start, end = _times(view)
+    at = states_at_stuck(a.run, a.findings, here) if here is not None else {}
+    start, end = spans(view, here, [r for r, s in at.items() if s == WAITING], t_end)
     seq = view["seq"].to_numpy(np.int64)
     states = strs(view["state"])
     timed = t0 is not None and np.isfinite(start).any()
-    if timed:  # times in us since t0, vectorised; an open collective lasts to the end of the trace
+    if timed:  # times in us since t0, vectorised; a wait lasts to the end of the run (metrics.timeline.spans)
         ok = np.isfinite(start)
-        open_end = np.full(len(seq), t_end) if t_end is not None else start
-        stop = np.where(np.isfinite(end), end, np.where(states != "completed", open_end, start))
+        stop = np.where(np.isfinite(end), end, start)
         ts = np.where(ok, (start - t0) * 1e6, seq * SLOT_US)  # type: ignore[operator]
         dur = np.where(ok, np.maximum((stop - start) * 1e6, MIN_DUR_US), SLOT_US * 0.8)
     else:
@@ -112,9 +103,7 @@ def trace_text(a: Analysis) -> str:
     t = arrival(df) if len(df) else np.array([])
     t_ok = t[np.isfinite(t)]
     t0 = float(t_ok.min()) if len(t_ok) else None
-    ends = df["t_completed"].to_numpy(dtype=float) if len(df) else np.array([])
-    t_end = float(max(np.nanmax(ends) if np.isfinite(ends).any() else -np.inf, t_ok.max() if len(t_ok) else -np.inf))
-    t_end_opt = t_end if math.isfinite(t_end) else None
+    t_end_opt = run_end(a.run) if t0 is not None else None
     meta: list[dict[str, Any]] = []
     ranks = sorted(set(a.run.ranks()) | {int(r) for r in df["rank"].unique()} if len(df) else set(a.run.ranks()))
     culprits = set(a.decision.culprit_ranks)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..result import Analysis
 from ..metrics.progress import judged_progress
+from ..metrics.timeline import run_end
 from ..metrics.records import arrival, strs
 from ..model import Verdict
 
@@ -69,14 +70,9 @@ def last_progress(a: Analysis) -> dict[tuple[int, str], float]:
 
 
 def last_seen(a: Analysis, progress: dict[tuple[int, str], float]) -> float:
-    """The time of the run's last sign of life: its last record, heartbeat or timed event (epoch s)."""
-    times = list(progress.values()) + [e.ts for e in a.run.events if e.ts is not None]
-    hb = a.run.heartbeats
-    if hb is not None and len(hb) and "t" in hb:
-        t = hb["t"].to_numpy(dtype=float)
-        if np.isfinite(t).any():
-            times.append(float(np.nanmax(t)))
-    return max(times, default=time.time())
+    """The time of the run's last sign of life (``metrics.timeline.run_end``; epoch s), now when nothing is timed."""
+    t = run_end(a.run)
+    return max([*progress.values(), *([t] if t is not None else [])], default=time.time())
 
 
 def prometheus_text(a: Analysis, alerts: Sequence[dict[str, Any]] = (), now: float | None = None) -> str:

@@ -3,7 +3,8 @@ folded into a ranks x sequence-number window matrix around the stuck collective,
 row grouped, so that the ranks that differ stand out at 4,096 ranks as at 2."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,7 +13,7 @@ import pandas as pd
 from ..model import Finding, Run, Stuck
 from ..text_fit import rank_runs
 from .progress import NEVER_JOINED, WAITING, judged_progress
-from .records import best_records, strs
+from .records import arrival, best_records, strs
 
 # cell codes of the progress matrix
 NO_RECORD, DONE, IN_FLIGHT, STUCK_WAITING, STUCK_NEVER, ISSUED = 0, 1, 2, 3, 4, 5
@@ -36,6 +37,43 @@ def pg_records(df: pd.DataFrame, pg: str | None, done_through: Mapping[int, int]
         return view
     state[more] = "completed"
     return view.assign(state=state)
+
+
+def run_end(run: Run) -> float | None:
+    """When the run's last sign of life was recorded (epoch s): its last collective record or completion, timed
+    event or heartbeat; None when nothing is timed."""
+    times: list[float] = []
+    df = run.collectives
+    if len(df):
+        for t in (arrival(df), df["t_completed"].to_numpy(dtype=float)):
+            if np.isfinite(t).any():
+                times.append(float(np.nanmax(t)))
+    times += [e.ts for e in run.events if e.ts is not None and math.isfinite(e.ts)]
+    hb = run.heartbeats
+    if hb is not None and len(hb) and "t" in hb:
+        t = hb["t"].to_numpy(dtype=float)
+        if np.isfinite(t).any():
+            times.append(float(np.nanmax(t)))
+    return max(times, default=None)
+
+
+def spans(view: pd.DataFrame, stuck: Stuck | None, waits: Collection[int], t_end: float | None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of each record of ``view`` in epoch seconds (NaN: not known), as the Timeline and Perfetto
+    draw them. The end is the completion, else start + duration; a record not completed with no end, and the
+    stuck collective on a rank that waits in it (``waits``: its record's end is where it gave up, a timeout, not
+    a completion), last until ``t_end``, the end of the run: a wait is drawn as long as it was."""
+    start = arrival(view)
+    end = view["t_completed"].to_numpy(dtype=float)
+    dur = view["duration_ms"].to_numpy(dtype=float) / 1e3
+    end = np.where(np.isfinite(end), end, start + np.where(np.isfinite(dur), dur, np.nan))
+    if t_end is None:
+        return start, end
+    open_ = (strs(view["state"]) != "completed") & ~np.isfinite(end)
+    if stuck is not None and len(waits):
+        waiting = (view["seq"].to_numpy() == stuck.seq) & np.isin(view["rank"].to_numpy(), list(waits))
+        open_ |= waiting
+    return start, np.where(open_ & np.isfinite(start), np.maximum(t_end, start), end)
 
 
 def completed_through(run: Run, findings: Sequence[Finding], pg: str | None, stuck: Stuck | None) -> dict[int, int]:

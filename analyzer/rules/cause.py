@@ -155,15 +155,20 @@ def _same_text(a: Failure, b: Failure) -> bool:
 def vanished(last_seen: Mapping[int, float], ended: Iterable[int], failures: Iterable[Failure],
              end_t: float | None) -> list[Failure]:
     """Ranks that stopped writing without an exit record (SIGKILL, os._exit, a segfault, the OOM
-    killer) before the first failure of the others, while the others went on writing until ``end_t``."""
+    killer) before the first failure of the others, while the others went on writing until ``end_t``,
+    or while every other rank seen says a peer went away (gloo and NCCL notice a killed peer at once,
+    so the others may end well within ``VANISHED_S``: their word stands for the time)."""
     fs = list(failures)
     first = min((f.t for f in fs if f.t is not None), default=None)
     if first is None or end_t is None:
         return []
     gone = set(ended) | {f.rank for f in fs if f.rank is not None}
+    silent = {r: t for r, t in last_seen.items() if r not in gone and t < first}
+    lost = {f.rank for f in fs if f.kind is FailureKind.PEER}
+    told = bool(silent) and all(r in lost for r in last_seen if r not in silent)
     return [Failure(r, FailureKind.VANISHED, f"rank {r} stopped without an exit record (killed, os._exit, "
-                    "segfault or OOM)", t, ("", 0)) for r, t in sorted(last_seen.items())
-            if r not in gone and t < first and end_t - t > VANISHED_S]
+                    "segfault or OOM)", t, ("", 0)) for r, t in sorted(silent.items())
+            if told or end_t - t > VANISHED_S]
 
 
 def mismatch_is_echo(sides: Iterable[Iterable[int]], mismatch_t: float | None, failures: Iterable[Failure]) -> bool:

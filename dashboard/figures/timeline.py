@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from ncclscope.metrics.progress import NEVER_JOINED, WAITING
 from ncclscope.metrics.records import arrival, strs
-from ncclscope.metrics.timeline import CELL_NAMES, ProgressMatrix
+from ncclscope.metrics.timeline import CELL_NAMES, ProgressMatrix, spans
 from ncclscope.model import Stuck
 
 from .base import STUCK_COLOR, empty_figure, int_axis, op_color
@@ -18,7 +18,8 @@ CELL_COLORS = ["#f2f2f2", "#9ecae1", "#fdae6b", STUCK_COLOR, "#000000", "#c7d3e0
 
 
 def timeline_figure(view: pd.DataFrame, ranks: Sequence[int], stuck: Stuck | None = None,
-                    states: Mapping[int, str] | None = None, axis: str = "seq", pg: str | None = None) -> go.Figure:
+                    states: Mapping[int, str] | None = None, axis: str = "seq", pg: str | None = None,
+                    t_end: float | None = None) -> go.Figure:
     """Swimlanes of ``view`` (one process group's records, ``metrics.timeline.pg_records``): completed
     collectives filled in their op's colour, the others open; at the stuck collective a red x on the
     ranks that wait in it and a black diamond on those that never joined it (``states``)."""
@@ -28,7 +29,9 @@ def timeline_figure(view: pd.DataFrame, ranks: Sequence[int], stuck: Stuck | Non
                             "Flight Recorder dump (TORCH_FR_BUFFER_SIZE) records them")
     fig = go.Figure()
     if axis == "time":
-        if not _time_traces(fig, view):
+        here = stuck if stuck is not None and str(stuck.pg) == str(pg) else None
+        waits = [r for r, st in (states or {}).items() if st == WAITING] if here is not None else []
+        if not _time_traces(fig, view, spans(view, here, waits, t_end)):
             return empty_figure("this process group has no timestamps; use the sequence-number view")
         xtitle = "seconds since the first collective"
     else:
@@ -61,13 +64,12 @@ def _seq_traces(fig: go.Figure, view: pd.DataFrame) -> None:
                             "opacity": 0.5 if k == 1 else 1.0}))
 
 
-def _time_traces(fig: go.Figure, view: pd.DataFrame) -> bool:
+def _time_traces(fig: go.Figure, view: pd.DataFrame, span: tuple[np.ndarray, np.ndarray]) -> bool:
+    """``span``: each record's (start, end), ``metrics.timeline.spans`` (a wait lasts to the end of the run)."""
     ops = strs(view["op"])
     rank = view["rank"].to_numpy(dtype=float)
-    start = arrival(view)
-    end = view["t_completed"].to_numpy(dtype=float)
-    dur = view["duration_ms"].to_numpy(dtype=float) / 1e3
-    end = np.where(np.isfinite(end), end, start + np.where(np.isfinite(dur), dur, 0))
+    start, end = span
+    end = np.where(np.isfinite(end), end, start)
     ok = np.isfinite(start)
     if not ok.any():
         return False

@@ -14,7 +14,7 @@ from ncclscope.dashboard.data import Entry, RunStore, current
 from ncclscope.dashboard.tables import timeline_counts
 from ncclscope.metrics.progress import states_at_stuck
 from ncclscope.metrics.records import pg_choices
-from ncclscope.metrics.timeline import completed_through, pg_records, progress_matrix
+from ncclscope.metrics.timeline import completed_through, pg_records, progress_matrix, run_end
 
 dash.register_page(__name__, path="/timeline", name="Timeline", order=2, title="ncclscope - timeline")
 
@@ -64,7 +64,7 @@ def _build(entry: Entry, pg: str | None, axis: str, matrix: bool) -> go.Figure:
     if matrix:
         pm = progress_matrix(view, a.run.ranks(), stuck if states else None, states)
         return figures.progress_figure(pm, stuck, pg, len(set(a.run.ranks()) | set(view["rank"].tolist())))
-    return figures.timeline_figure(view, a.run.ranks(), stuck, states, axis, pg)
+    return figures.timeline_figure(view, a.run.ranks(), stuck, states, axis, pg, run_end(a.run))
 
 
 def figure(rs: RunStore, key: str | None, pg: str | None, axis: str, view: str = "auto") -> tuple[go.Figure, Any]:
