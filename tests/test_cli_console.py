@@ -35,7 +35,8 @@ def test_piped_report_prints_the_headline_and_hints_on_one_line_each() -> None:
     lines = text.splitlines()
     assert lines[0] == f"VERDICT: {report['verdict'].upper()}  {report['headline']}"
     for f in report["findings"]:
-        head = lines.index(f"{f['severity'].upper():8} {f['kind']}: {f['message']}")  # the finding's one line
+        head = next(i for i, x in enumerate(lines)  # the finding's one line, its whole message on it
+                    if x.startswith(f"{f['severity'].upper():8} {f['kind']}") and x.endswith(f": {f['message']}"))
         if f["hint"]:
             assert lines[head + 1].strip() == f"fix: {f['hint']}"
     assert max(map(len, lines)) > 200
