@@ -9,6 +9,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+# the Flight Recorder part of the model: imported here so that the cache reads its classes back too
+from .fr_model import DumpOrigin, FrField, FrGroup, FrJob, FrMismatch, FrOp, FrPart, FrRank, FrSide, FrState  # noqa: F401
+
 if TYPE_CHECKING:  # pandas is imported where a table is made: a cached re-open needs none
     import pandas as pd
 
@@ -390,6 +393,7 @@ class Run:
     heartbeats: pd.DataFrame | None = None
     nccl_tests: list[dict[str, Any]] = field(default_factory=list)
     killed_pids: set[int] = field(default_factory=set)  # pids the launcher sent a closing signal
+    flight_recorder: FrJob | None = None  # what the Flight Recorder dumps say (model_build.fr_job)
     # derived tables computed once per analysis and shared by detectors (never persisted)
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

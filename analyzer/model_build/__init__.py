@@ -17,6 +17,7 @@ from ..sources import records as R
 from .collectives import build_collectives
 from .communicators import build_communicators, identities
 from .events import build_events, build_exits
+from .fr_job import build_fr_job
 from .gather import gather
 from .ranks import assign_ranks, build_job, drop_implausible
 
@@ -49,7 +50,8 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
     return Run(job=job, communicators=communicators, collectives=coll.table, pg_status=coll.pg_status,
                events=events, exits=exits, ras=[_ras_dict(r) for r in g.ras], stacks=coll.stacks, files=files,
                problems=problems, heartbeats=coll.heartbeats, nccl_tests=[_tests_dict(t) for t in g.tests],
-               killed_pids={s.pid for s in g.signals}, origins=g.origins)
+               killed_pids={s.pid for s in g.signals}, flight_recorder=build_fr_job(g.frs),
+               origins=g.origins)
 
 
 def _ras_dict(r: R.RasComm) -> dict[str, object]:
