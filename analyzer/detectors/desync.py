@@ -29,6 +29,7 @@ from ..rules.desync import (
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run
 from .common import dense_groups, entries_at, group_key, not_p2p, rows_where
+from .fr_findings import desync_finding as fr_desync_finding
 
 NCCL_CHECK_RE = re.compile(r"Mismatched collective detected.{0,120}?\baround rank (\d{1,7})")
 HINT = ("Ranks must call the same collectives in the same order with the same sizes and dtypes. Look for "
@@ -36,13 +37,17 @@ HINT = ("Ranks must call the same collectives in the same order with the same si
         "tensors), or a collective skipped on an exception path. The call sites below show where each side is.")
 
 
-def first_mismatch(df: pd.DataFrame, groups: Groups | None = None) -> tuple[str, int, pd.DataFrame] | None:
+def first_mismatch(df: pd.DataFrame, groups: Groups | None = None,
+                   judged: frozenset[str] = frozenset()) -> tuple[str, int, pd.DataFrame] | None:
     """The earliest (pg, seq) whose ranks disagree on op, count or dtype, with those ranks' rows.
-    ``groups``: ``df``'s (pg, seq) groups, when known (``table_groups``).
+    ``groups``: ``df``'s (pg, seq) groups, when known (``table_groups``). ``judged``: Flight Recorder files
+    whose rows ``fr_findings`` compared field by field already (left out here).
 
     Flight Recorder and hook rows first (PyTorch's own sequence numbers); without them, NCCL COLL
     lines by their per-communicator call number (send/recv excluded: their counts differ by peer)."""
     torch_rows = df[df["source"].isin(["fr", "hook"])]
+    if judged:
+        torch_rows = torch_rows[~((torch_rows["source"] == "fr") & torch_rows["file"].isin(list(judged)))]
     found = _first_mismatch(torch_rows.drop_duplicates(["rank", "pg", "seq"], keep="first"))
     if found is None:
         # (rank, communicator, call number) is unique by construction for NCCL rows
@@ -143,7 +148,11 @@ def _first_t(rows: pd.DataFrame) -> float | None:
 
 def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
-    hit = first_mismatch(run.collectives, table_groups(run))
+    fr = fr_desync_finding(run)  # every field of every member, when there are Flight Recorder dumps
+    if fr is not None:
+        findings.append(fr)
+    judged = frozenset(r.file for r in run.flight_recorder.ranks) if run.flight_recorder is not None else frozenset()
+    hit = None if fr is not None else first_mismatch(run.collectives, table_groups(run), judged)
     if hit is not None:
         pg, seq, rows = hit
         sides: list[dict[str, Any]] = []

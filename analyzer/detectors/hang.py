@@ -8,6 +8,8 @@ and no stall signal are a snapshot of a running job, not a hang.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..model import Evidence, Finding, FindingKind, Origin, Run, Severity, Stuck, Verdict
 from ..rules.exits import from_outside
 from ..rules.facts import failures_of_run, teardown_of_run
@@ -28,6 +30,7 @@ from ..rules.hang import (
 )
 from ..rules.stopped import stopped_unfinished
 from .common import RankPg, entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
+from .fr_findings import hang_finding as fr_hang_finding
 
 HINT_NEVER_JOINED = (
     "Rank {r} stopped issuing collectives before #{seq}: look at what it runs between its last collective and "
@@ -112,6 +115,9 @@ def detect(run: Run) -> list[Finding]:
                 data={"class": "never_completed", "waiting": waiting, "where": where}))
         break  # the first stuck process group is the story; others usually wait on it
 
+    fr = fr_hang_finding(run, bool(stalls), stall_ev)
+    if fr is not None and _fr_says_more(fr, findings):
+        findings = [replace(fr, evidence=tuple(_dedupe([*fr.evidence, *_ras_evidence(run, list(fr.ranks))])))]
     if not findings:
         findings.extend(_from_nccl_counts(run, stall_ev))
     if not findings:
@@ -131,6 +137,15 @@ def detect(run: Run) -> list[Finding]:
     if not findings:
         findings.extend(_stopped_hang(run, bool(stalls)))
     return findings
+
+
+def _fr_says_more(fr: Finding, findings: list[Finding]) -> bool:
+    """The Flight Recorder judgement (``fr_findings``, with each operation's members, states and peers) over
+    the process-group counts; the counts stay where they found a rank that died, or where the dumps name a
+    culprit only by its missing dump."""
+    if not findings:
+        return True
+    return findings[0].data.get("class") in ("never_joined", "never_completed") and fr.data.get("class") != "no_dump"
 
 
 def _with_timeouts(status: dict[str, dict[int, RankPg]], run: Run) -> dict[str, dict[int, RankPg]]:
