@@ -28,7 +28,16 @@ from collections.abc import Iterable, Mapping
 
 from ..fr_model import DumpOrigin, FrGroup, FrJob, FrMismatch, FrOp, FrPart, FrRank, FrState
 from ..sources import records as R
-from .fr_entries import Call, Entry, GroupKey, group_calls, origin_of, parse_entry, read_configs, records_timing
+from .fr_entries import (
+    Call,
+    Entry,
+    GroupKey,
+    group_calls,
+    origin_of,
+    parse_entry,
+    read_configs,
+    records_timing,
+)
 from .fr_match import compare
 
 # which dump of a rank to judge by, when it left several

@@ -99,7 +99,7 @@ def compare(group: GroupKey, desc: str, seq: int, calls: Mapping[int, Call],
         fields += (FrField.TOTAL,)
     k = member or 0
     sides = []
-    for sig, ranks in by_sig.items():
+    for ranks in by_sig.values():
         c = calls[ranks[0]]
         e = c.ops[k] if k < len(c.ops) else c.entry
         sides.append(FrSide(
