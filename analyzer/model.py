@@ -127,6 +127,11 @@ class Finding:
         # a kind given as its word is taken as the enum member; an unknown word is a bug here
         object.__setattr__(self, "kind", FindingKind(self.kind))
 
+    @property
+    def label(self) -> str:
+        """Its kind as every output names it: ``hang``, or ``hang (echo of the desync)``."""
+        return f"{self.kind.value} (echo of the {self.echo_of.value.replace('_', ' ')})" if self.echo_of else self.kind.value
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind.value,

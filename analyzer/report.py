@@ -135,9 +135,8 @@ def render_text(a: Analysis, console: Any, max_evidence: int = 4) -> None:
         console.print(Text(clean(f"  rank {r} is at {where}")))
     console.print()
     for f in a.findings:
-        echo = f" (echo of the {f.echo_of.value.replace('_', ' ')})" if f.echo_of else ""
         console.print(Text.assemble((f"{f.severity.value.upper():8}", SEV_STYLE[f.severity]), " ",
-                                    (clean(f.kind), "bold"), echo, ": ", clean(f.message)))
+                                    (clean(f.label), "bold"), ": ", clean(f.message)))
         if f.hint:
             _print_indented(console, "fix:", clean(f.hint))
         for e in f.evidence[:max_evidence]:

@@ -43,7 +43,7 @@ def verdict_banner(decision: Decision) -> html.Div:
 
 
 def finding_card(f: Finding) -> html.Div:
-    head = [html.Span(f.severity.value.upper(), className=f"sev sev-{f.severity.value}"), html.B(f" {f.kind}: "),
+    head = [html.Span(f.severity.value.upper(), className=f"sev sev-{f.severity.value}"), html.B(f" {f.label}: "),
             html.Span(f.message)]
     body: list[Any] = [html.Div(head)]
     if f.ranks:

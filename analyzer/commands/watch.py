@@ -174,11 +174,11 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
     if not run_dir.is_dir():
         out.print(f"waiting for {markup(run_dir)} to appear (Ctrl-C to stop)")
     rule = f"{stall_seconds:g} s" if stall_seconds else "from the job rhythm"
-    out.print(f"watching {markup(run_dir)} (stall threshold: {rule}; Ctrl-C to stop)")
     reported: set[str] = set()
     mon.start()
     ended = None
-    try:
+    try:  # a Ctrl-C from here on ends the watch with the judgement of what it saw
+        out.print(f"watching {markup(run_dir)} (stall threshold: {rule}; Ctrl-C to stop)")
         ended = _follow(mon, run_dir, lambda e: out.print(f"[yellow]warning:[/] {markup(e)}"), reported)
     except KeyboardInterrupt:
         pass

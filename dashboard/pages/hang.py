@@ -12,6 +12,7 @@ from ncclscope.dashboard import ids
 from ncclscope.dashboard.components import evidence_list, not_ready, verdict_banner
 from ncclscope.dashboard.data import RunStore, current
 from ncclscope.dashboard.tables import rank_status_rows
+from ncclscope.model import FindingKind
 
 dash.register_page(__name__, path="/hang", name="Hang report", order=4, title="ncclscope - hang report")
 
@@ -27,7 +28,7 @@ def render(rs: RunStore, key: str | None) -> Any:
     if entry is None:
         return not_ready(rs, key)
     a = entry.analysis
-    hangs = [f for f in a.findings if f.kind in ("hang", "desync")]
+    hangs = [f for f in a.findings if f.kind in (FindingKind.HANG, FindingKind.DESYNC)]
     rows = entry.cached("rank_status", lambda: rank_status_rows(a))
     out: list[Any] = [verdict_banner(a.decision)]
     if not hangs and a.decision.stuck is None:
@@ -35,7 +36,7 @@ def render(rs: RunStore, key: str | None) -> Any:
                             "(Flight Recorder pg_status, the hook's heartbeats, or the collectives recorded).",
                             className="muted"))
     for f in hangs:
-        out += [html.H3(f"{f.kind}: {f.message}"), html.Div(["fix: ", f.hint or "-"], className="hint")]
+        out += [html.H3(f"{f.label}: {f.message}"), html.Div(["fix: ", f.hint or "-"], className="hint")]
         where = f.data.get("where") or {}
         if where:
             out += [html.H4("Where the ranks are"),

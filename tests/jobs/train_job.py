@@ -14,7 +14,7 @@ Settings (all optional):
   JOB_DDP           1: DistributedDataParallel (default); 0: Python all_reduce of each gradient
   JOB_SUBGROUP      1: also all_reduce on a dist.new_group of all ranks each step
   JOB_HANG_RANK, JOB_HANG_STEP (10), JOB_HANG_S (3600)   that rank sleeps at that step
-  JOB_CRASH_RANK, JOB_CRASH_STEP (10), JOB_CRASH_CODE (3), JOB_CRASH_MODE (exit | raise | memory | hook)
+  JOB_CRASH_RANK, JOB_CRASH_STEP (10), JOB_CRASH_CODE (3), JOB_CRASH_MODE (exit | raise | memory | hook | sigkill)
                     memory: a MemoryError stands in for an out-of-memory error on that rank; hook: a
                     DDP communication hook raises on that rank at that step (inside torch's machinery)
   JOB_DESYNC_RANK, JOB_DESYNC_STEP (10), JOB_DESYNC_KIND (skip | op | size | dtype)
@@ -112,6 +112,10 @@ def main() -> int:
                 raise RuntimeError(f"simulated failure on rank {rank} at step {step}")
             if mode == "memory":
                 raise MemoryError(f"simulated out of memory on rank {rank} at step {step}")
+            if mode == "sigkill":  # as the kernel's OOM killer or a scheduler would: no exit record, no traceback
+                import signal
+
+                os.kill(os.getpid(), signal.SIGKILL)
             sys.stdout.flush()
             os._exit(code)
         if strag_rank == rank and step >= (strag_from or 0):
