@@ -48,7 +48,9 @@ def test_corpus_run_matches_expected(case, expected):
 def test_json_output_is_only_json_on_stdout(corpus):
     p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(corpus / "hang_rank1_stuck"), "--json"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
-    json.loads(p.stdout)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)  # the whole of stdout is one JSON object: nothing printed beside it
+    assert isinstance(got, dict) and got["verdict"] == "hang"
 
 
 def test_unreadable_input_exits_2_with_one_line(tmp_path):

@@ -54,7 +54,8 @@ def detect(run: Run, alpha: float = ALPHA, min_total_wait_ms: float = MIN_TOTAL_
             continue
         med = float(grp["wait_ms"].median())
         top = grp.sort_values("wait_ms", ascending=False).head(3)
-        ev = [Evidence("flight_recorder", 0, f"pg {r.pg} #{r.seq} {r.op}: others waited {r.wait_ms:.1f} ms for rank {rank}")
+        ev = [_record(run, int(rank), str(r.pg), int(r.seq),
+                      f"pg {r.pg} #{r.seq} {r.op}: others waited {r.wait_ms:.1f} ms for rank {rank}")
               for r in top.itertuples()]
         findings.append(Finding(
             kind=FindingKind.STRAGGLER, severity=Severity.WARNING,
@@ -66,3 +67,14 @@ def detect(run: Run, alpha: float = ALPHA, min_total_wait_ms: float = MIN_TOTAL_
             data={"late_count": k, "events": total_events, "wait_ms_total": round(wait, 1), "wait_ms_median": round(med, 1),
              "p_value": p}))
     return findings
+
+
+def _record(run: Run, rank: int, pg: str, seq: int, what: str) -> Evidence:
+    """The late rank's own record of that collective (its file and line) as the evidence of ``what``."""
+    df = run.collectives
+    mine = df[(df["rank"].to_numpy() == rank) & (df["seq"].to_numpy() == seq) & (df["pg"].astype(str).to_numpy() == pg)]
+    if len(mine):
+        r = mine.iloc[0]
+        return Evidence(str(r["file"]), int(r["line"]) if r["line"] == r["line"] else 0, what)
+    return Evidence("", 0, what)
+

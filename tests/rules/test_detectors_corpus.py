@@ -102,5 +102,6 @@ def test_desync_majority_vote_names_odd_rank(runs):
 
 def test_transport_and_hotspots_do_not_raise(runs):
     for run in runs.values():
-        transport.detect(run)
-        hotspots.detect(run)
+        for detect in (transport.detect, hotspots.detect):
+            found = detect(run)
+            assert isinstance(found, list) and all(f.evidence or f.kind == "hotspot" for f in found), found
