@@ -21,6 +21,7 @@ Every pattern is compiled once; callers prefilter with substring tests before an
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
@@ -70,6 +71,28 @@ _PLAIN = (
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{0,100}:"
 )
 TOOL_PREFIX_RE = re.compile(f"(?:{_RANKED}{_PLAIN})")
+
+# NCCL's head with what a poster hid put in place of the host, the pid or the tid (a head is metadata; the message
+# behind it is read all the same): letters or stars for the numbers ("gpu7:XXXX:YYYY [0] NCCL INFO", "h:***:*** [1]"),
+# a placeholder in angle or square brackets ("<hostname>:1201:1288 [0]", "node:<pid>:<tid> [0]", "[REDACTED]:41:41
+# [0]"). The [dev] and the NCCL word are required, so that no clock or application text is taken for one; a head
+# whose fields are all plain is NCCL_PREFIX_RE's.
+_HIDDEN = r"<[^<>\s]{1,64}>|\[[A-Za-z][\w .-]{0,30}\]|[A-Za-z*#?]{1,16}"
+REDACTED_HEAD_RE = re.compile(
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:\.\d+)?)\] ?)?"
+    r"(?<![^\s:\[\]()=])(?P<host>" + _HIDDEN + r"|[^\s:\[\]<>(),=]{1,255}|):(?P<pid>\d{1,10}|" + _HIDDEN + r"):"
+    r"(?P<tid>\d{1,10}|" + _HIDDEN + r") \[(?P<dev>\d{1,4})\] (?:(?P<ms>\d+\.\d+) )?"
+    r"(?:(?P<src>[\w./-]{1,200}:\d{1,6})(?: \((?P<func>[^()\s]{1,200})\))? )?NCCL (?P<level>INFO|WARN)\b ?"
+)
+REDACTED_PID_BASE = 2_000_000_000  # pids made for hidden ones: above any Linux pid (2^22), within 32 bits
+
+
+def hidden_id(token: str, dev: int) -> int:
+    """A stable stand-in for a pid (or tid) a poster hid: the same token on the same device is one process. One token
+    for every process ("XXXX" on each line) leaves the device to tell them apart; a number that was kept is itself."""
+    if token.isdigit():
+        return int(token)
+    return REDACTED_PID_BASE + (zlib.crc32(token.encode()) % 100_000) * 1000 + dev % 1000
 MAX_PREFIXES = 6  # prefixes peeled off one line at most: tools nest (srun > torchrun > Ray), never deeper
 
 _PREFIX_START = frozenset("#[(0123456789 |RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b\u2502\u2503")  # first characters a prefix can have
@@ -208,7 +231,7 @@ MAX_WRAP_PIECES = 12  # a wrapped line is joined from this many pieces at most (
 # starts of lines that are never the tail of a wrapped line: an NCCL head, a glog head, a wrapper prefix,
 # a traceback's frame
 LINE_START_RE = re.compile(
-    r"\[?\d{4}-\d\d-\d\d[ T]|[^\s:\[\]<>(),=]{1,255}:\d{1,10}:\d{1,10} |\[(?:rank|default)\d+\]:|\[\d+,\d+\]<"
+    r"\[?\d{4}-\d\d-\d\d[ T]|[^\s:\[\]<>(),=]{0,255}:\d{1,10}:\d{1,10} |\[(?:rank|default)\d+\]:|\[\d+,\d+\]<"
     r"|\[?[EWIF]\d{4} |\[[EWIF] [\w./-]+:\d+\]|Traceback \(|\s{1,40}File \"|\(\w[\w.:-]* (?:rank=\d+ )?pid=|frame #\d"
     r"|terminate called after throwing |\s{0,4}what\(\): |Exception raised from "  # the C++ runtime's abort
     r"|(?:\[[\d,]{1,24}\](?:<std(?:out|err)>)?:? ?)?NCCL version \d"  # NCCL <= 2.21's bare version line, often
@@ -221,7 +244,7 @@ def starts_a_line(text: str) -> bool:
     frame), so that it is never taken for the tail of a wrapped line."""
     if LINE_START_RE.match(text) is not None:
         return True
-    if "NCCL " in text and NCCL_PREFIX_RE.search(text) is not None:
+    if "NCCL " in text and (NCCL_PREFIX_RE.search(text) is not None or REDACTED_HEAD_RE.match(text) is not None):
         return True
     return text[:1] in _PREFIX_START and TOOL_PREFIX_RE.match(text) is not None
 

@@ -20,7 +20,7 @@ from dataclasses import fields
 from ..nccl.ops import NCCL_OPS
 from .coll.grammar import MESSAGE_23_RE
 from .coll import MESSAGE_RE, NcclCollBatch, parse_ts, scan_coll_block, scan_coll_block_regex  # noqa: F401 - re-exported
-from .lines import NCCL_PREFIX_RE, maybe_nccl, strip_tool_prefixes
+from .lines import NCCL_PREFIX_RE, REDACTED_HEAD_RE, hidden_id, maybe_nccl, strip_tool_prefixes
 from .records import (
     NcclBacktrace,
     NcclChannels,
@@ -31,6 +31,7 @@ from .records import (
     NcclEnv,
     NcclInit,
     NcclInitTimings,
+    NcclLaunch,
     NcclNet,
     NcclPattern,
     NcclRasLine,
@@ -126,6 +127,10 @@ COLL_RE = MESSAGE_RE  # the COLL line has one definition: coll.grammar
 COLL_OLD_RE = MESSAGE_23_RE  # 2.3's, without the op name
 BACKTRACE_RE = re.compile(r"^(?P<src>[\w./-]+\.(?:cc|cu|h|cpp|c):\d+)(?: \(\w+\))? -> (?P<code>\d+)")
 NET_USING_RE = re.compile(r"^NET/(?P<which>IB|Socket|[\w-]+) ?: ?Using (?P<v>.*)$")
+CALL_RE = re.compile(r"^(nccl\w{2,40})\(")  # NCCL_DEBUG=TRACE's "NCCL CALL ncclAllReduce(0x7f.., ...)"
+# the calls of NCCL_DEBUG=TRACE that launch work on the GPU (a collective or point-to-point), not set-up calls
+LAUNCH_CALLS = frozenset({"ncclAllReduce", "ncclBroadcast", "ncclBcast", "ncclReduce", "ncclAllGather", "ncclReduceScatter",
+                          "ncclSend", "ncclRecv", "ncclAllToAll", "ncclAlltoAll", "ncclGather", "ncclScatter"})
 
 
 # The plain head nearly every line of a rank log has (``[TS] host:pid:tid [dev] NCCL INFO ``, the
@@ -234,6 +239,9 @@ def parse_nccl_line_regex(text: str, file: str = "", lineno: int = 0) -> NcclRec
     base: Base = (file, lineno, text, host, int(pid), int(tid), parse_ts(ts_text))
     if level == "WARN":
         return NcclWarn(*base, m.group("src"), m.group("func"), msg.strip())
+    if level == "CALL":  # NCCL_DEBUG=TRACE: an application call; one of a collective or point-to-point launches work
+        c = CALL_RE.match(msg.strip())
+        return NcclLaunch(*base, "launch", c.group(1)) if c is not None and c.group(1) in LAUNCH_CALLS else None
     if level != "INFO":
         return None
     return _parse_info(msg.strip(), base)
@@ -247,12 +255,17 @@ def _other_head(text: str, file: str, lineno: int) -> NcclRec | None:
     if len(text) > MAX_LINE:
         text = text[:MAX_LINE]
     m = OTHER_HEAD_RE.search(text)
-    if m is not None and _clock(m):
-        m = None
+    if m is not None and (_clock(m) or (not m.group("host") and text[m.start() - 1:m.start()] in (">", "]"))):
+        m = None  # a clock's HH:MM:SS, or an empty host right after a placeholder ("<hostname>:41:41 [0]")
     if m is not None:
         ts_text, host, pid, tid, level = m.group("ts", "host", "pid", "tid", "level")
         base: Base = (file, lineno, text, host, int(pid), int(tid), parse_ts(ts_text))
         src = m.group("src") or m.group("src2")
+    elif (r := REDACTED_HEAD_RE.search(text)) is not None:  # host, pid or tid hidden by the poster
+        ts_text, host, pid, tid, level = r.group("ts", "host", "pid", "tid", "level")
+        dev = int(r.group("dev"))
+        base = (file, lineno, text, host, hidden_id(pid, dev), hidden_id(tid, dev), parse_ts(ts_text))
+        src, m = r.group("src"), r
     else:
         m = HEADLESS_RE.match(text)
         body = text
@@ -271,11 +284,12 @@ def _other_head(text: str, file: str, lineno: int) -> NcclRec | None:
 
 def _headless(m: re.Match[str], text: str, body: str, file: str, lineno: int) -> NcclRec | None:
     """A ``HEADLESS_RE`` line: no process (host "", pid 0), so no rank but the one its message names. Without the
-    word ``NCCL`` (2.0's heads) an INFO line is NCCL's only when its message is one modelled, a WARN only with
-    2.0's ``WARN file.cc:N`` source, so that an application's ``INFO ...`` / ``WARN ...`` is left to its parser."""
+    word ``NCCL`` (2.0's heads) an INFO line is NCCL's only when its message is one modelled, a WARN only with a
+    source of NCCL's tree beside it (2.0's ``WARN file.cc:N``, 2.1-2.2's ``misc/ibvwrap.cu:60 WARN`` with the head cut
+    off), so that an application's ``INFO ...`` / ``WARN ...`` is left to its parser."""
     level, src = m.group("level"), m.group("src") or m.group("src3")
     bare = m.group("bare") is None
-    if bare and level == "WARN" and m.group("src3") is None:
+    if bare and level == "WARN" and src is None:
         return None
     base: Base = (file, lineno, text, "", 0, 0, parse_ts(m.group("ts")))
     msg = body[m.end():].rstrip("\r\n").strip()
@@ -395,6 +409,8 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
             return NcclConnection(*base, int(m.group("c")), int(m.group("ci")), r, r, m.group("dir"),
                                   _norm_via(m.group("via")))
         return None
+    if msg.startswith("Launch mode "):  # 2.3-2.8: printed when the process launches its first collective
+        return NcclLaunch(*base, "launch", msg[len("Launch mode "):].strip())
     if msg.startswith("RAS ") and ("timeout" in msg or "DEAD" in msg):
         return NcclRasLine(*base, msg)
     if c0 == "[" and msg.startswith(SERVICE_CLOSED):
@@ -522,7 +538,8 @@ def _timings(msg: str, base: Base) -> NcclInitTimings | None:
                 parts[kv[0]] = float(kv[1])
             except ValueError:
                 pass
-    return NcclInitTimings(*base, int(m.group("rank")), int(m.group("nranks")), float(m.group("total")), parts)
+    return NcclInitTimings(*base, "init_timings", msg, int(m.group("rank")), int(m.group("nranks")),
+                           float(m.group("total")), parts)
 
 
 def _norm_via(via: str) -> str:

@@ -27,7 +27,7 @@ from .records import (
     Rec,
     WorldSize,
 )
-from .torch_log import RankTagged, mpi_exit
+from .torch_log import TEST_FAILURE_RE, RankTagged, mpi_exit
 
 ROW_RE = re.compile(  # no root before 2.x; no redop in the oldest tables of the gather/copy tests
     r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?:(?P<redop>[A-Za-z]\w*)\s+)?(?:(?P<root>-?\d+)\s+)?"
@@ -37,7 +37,6 @@ ROW_RE = re.compile(  # no root before 2.x; no redop in the oldest tables of the
 TEST_RE = re.compile(r"Collective test starting: (\w+)|^# (\w+_perf)\b|ncclscope perf: (\w+)")
 NRANKS_RE = re.compile(r"nranks[= ](\d+)|nGpus (\d+)")
 RANK_DEV_RE = re.compile(r"^#\s+Rank\s+\d+ ")
-TEST_FAILURE_RE = re.compile(r"(?:^|: )(?:Test )?(?P<lib>NCCL|CUDA) failure (?P<src>[\w./-]{1,200}:\d{1,6}) '(?P<msg>[^']{0,1000})'")
 OOB_OK_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*0\s+OK\b")  # the run's last check passed: it ends here
 # "#  Rank  3 Group  0 Pid 4121 on node-b2 device  3 [0x4e] NVIDIA A100" (no Group before 2.13)
 DEVICE_LINE_RE = re.compile(r"^#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d{1,10})\s+on\s+(?P<host>[^\s:]{1,255})\s")
@@ -133,11 +132,11 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
         if "noticed that process rank" in text and (ended := mpi_exit(text, file, lineno)) is not None:
             yield ended  # mpirun's "... noticed that process rank 37 with PID N on node H exited on signal 6"
             continue
-        if "NCCL failure " in text or "CUDA failure " in text:
+        if "NCCL failure " in text or "CUDA failure " in text or "Cuda failure " in text:  # (2018's tests: "Cuda")
             f = TEST_FAILURE_RE.search(text)
             if f:  # the test's own abort: "host: Test NCCL failure common.cu:1012 'internal error ...'", "Test CUDA
                 # failure common.cu:1037 'an illegal memory access was encountered'"
-                yield DistError(file, lineno, text, None, None, None, None, f"{f.group('lib')} failure",
+                yield DistError(file, lineno, text, None, None, None, None, f"{f.group('lib').upper()} failure",
                                 f.group("msg").strip(" /"))
                 continue
         if text.startswith("#"):

@@ -5,6 +5,7 @@ timestamp when NCCL printed one (``NCCL_DEBUG_TIMESTAMP_*``, 2.26+), as seconds 
 """
 from __future__ import annotations
 
+import enum
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -174,11 +175,22 @@ class NcclTuning(NcclRec):
 
 
 @dataclass(slots=True)
-class NcclInitTimings(NcclRec):
+class NcclInitTimings(NcclNet):
+    """2.23+'s ``Init timings - ncclCommInitRank: rank 0 nranks 8 total 2.45 (kernels 0.21, ...)``, printed right
+    after a communicator's Init COMPLETE: how long its init took on that rank (``kind`` "init_timings", ``value`` the
+    message as printed; an event of the run like the network lines)."""
+
     rank: int
     nranks: int
     total: float
     parts: dict[str, float]
+
+
+@dataclass(slots=True)
+class NcclLaunch(NcclNet):
+    """A collective launched: 2.3-2.8's ``Launch mode Parallel`` / ``Launch mode Group/CGMD`` (printed at the first
+    kernel launch of a process, not at init), NCCL_DEBUG=TRACE's ``NCCL CALL ncclAllReduce(...)`` (an application
+    call of a collective or point-to-point). ``kind`` "launch", ``value`` the mode or the call's name."""
 
 
 @dataclass(slots=True)
@@ -312,6 +324,30 @@ class MonitoredBarrierFailure(TorchRec):
 @dataclass(slots=True)
 class HeartbeatTimeout(TorchRec):
     pass
+
+
+class StoreSocket(str, enum.Enum):
+    """What one of c10d's own socket / store lines says (``[c10d]``, ``[c10d - debug]``: socket.cpp, TCPStore.cpp)."""
+
+    CONNECTING = "connecting"  # "will attempt to connect to", "has connected to", "has accepted a connection"
+    CONNECT_RETRY = "connect_retry"  # "failed to connect to [h]:p (errno: 111 ...)", "TCP client failed to connect/
+    # validate to host ... - retrying": the store is not reachable (yet)
+    CONNECT_TIMEOUT = "connect_timeout"  # "has timed out after Ns while trying to connect to (h, p)": gave up
+    BIND_FAILED = "bind_failed"  # "failed to bind to [::]:p (errno: 98 ...)", "cannot be initialized on": one address
+    LISTEN_FAILED = "listen_failed"  # "failed to listen on any local network address": the store never started
+    WAIT_TIMEOUT = "wait_timeout"  # a store get / wait that timed out ("wait timeout after Nms, keys: ...")
+    PEER_GONE = "peer_gone"  # the store's connection reset or closed ("Connection reset by peer", "Broken pipe")
+    OTHER = "other"
+
+
+@dataclass(slots=True)
+class C10dLine(TorchRec):
+    """A line of c10d's own socket and store code (``[W socket.cpp:719] [c10d] The client socket has failed to connect
+    to [node-a]:29500 (errno: 110 - Connection timed out).``): ``what`` it says and the ``peer`` (host:port) it names.
+    Debug and retry lines show a rank at its rendezvous; the failures among them are also read as the rank's error."""
+
+    what: StoreSocket
+    peer: str | None = None
 
 
 @dataclass(slots=True)

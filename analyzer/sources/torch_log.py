@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from .lines import split_tool_prefixes, strip_tool_prefixes
 from .records import (
+    C10dLine,
     CollectiveMismatch,
     DesyncReport,
     DistError,
@@ -44,6 +45,7 @@ from .records import (
     RankFinished,
     Rec,
     StoreBarrierWait,
+    StoreSocket,
     TorchRec,
     TorchVersionLine,
     TorchWarning,
@@ -81,6 +83,10 @@ DUMP_SIGNAL_RE = re.compile(
 )
 DESYNC_LAG_RE = re.compile(r"ranks \[(?P<ranks>[\d, ]*)\] are the lagging ranks")
 DESYNC_AT_RE = re.compile(r"Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)")
+# the report's lag analysis (TraceUtils.h): "[1] joined but didn't finish collective #5 (count from 1)", "[0, 2]
+# finished collective #5, but didn't join collective #6 (count from 1)": the ranks it names caused the desync
+DESYNC_JOINED_RE = re.compile(r"\[(?P<ranks>[\d, ]{1,20000})\] (?:joined but didn't finish collective #(?P<seq>\d{1,19})"
+                              r"|finished collective #\d{1,19}, but didn't join collective #(?P<next>\d{1,19}))")
 MISMATCH_RE = re.compile(r"Rank (?P<rank>\d+) is running collective: (?P<fp>CollectiveFingerPrint\([^)]{0,4000}\))")
 MISMATCH_SEQ_RE = re.compile(r"CollectiveFingerPrint\(SequenceNumber=(\d{1,19})")
 BACKEND_MISMATCH_RE = re.compile(r"Is there a distributed collective mismatch|Mismatched collective detected")
@@ -131,6 +137,7 @@ FINISH_RE = re.compile(
     r"(?:completed?|finished|done)\b"
     r"|\b(?:finished|done with|completed) (?:the )?training\b|\ball done\b|\btraining time: [\d.]+ ?s"
     r"|\bTrainer\.fit`? stopped: |\brank[ =:]?\d{1,7}\b.{0,40}\b(?:finished|done|exiting)\b"
+    r"|\brank[ =:]?\d{1,7}:? (?:has )?completed[.!]?\s*$"  # "Rank 3 completed": the script's own last print
     r"|^\s*(?:all )?(?:done|finished)[.!]*\s*$"
 )
 RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")  # a pid is no rank: "process 4711 exiting" names none
@@ -161,6 +168,24 @@ PY_FATAL_RE = re.compile(r"Fatal Python error: (?P<what>Segmentation fault|Bus e
                          r"Illegal instruction)")
 PY_FATAL_SIGNALS = {"Segmentation fault": 11, "Bus error": 7, "Aborted": 6, "Floating point exception": 8,
                     "Illegal instruction": 4}
+# a native crash handler's announcement: sglang's / vLLM's "!!!!!!! Segfault encountered !!!!!!!", glog's and folly's
+# "*** SIGSEGV (@0x0) received by PID 4711 (TID 0x7f..) from PID 0; stack trace: ***"; the frames it prints follow
+NATIVE_CRASH_RE = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|\*\*\* (?P<sig>SIG[A-Z]{3,6}) \(@0x[0-9a-fA-F]{1,16}\) "
+                             r"received by PID (?P<pid>\d{1,10})")
+# one frame of a native stack: the handler's Python-like 'File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()',
+# glog's "@ 0x7f12.. ncclCommInitRank", OpenMPI's "[host:pid] [ 4] /usr/lib/libnccl.so.2(+0xbd72c)[0x7f..]", UCX's
+# " 4 0x00000000000bd72c ncclCommInitRankFunc()  /src/init.cc:1408"
+NATIVE_FRAME_RE = re.compile(
+    r'^\s{0,12}(?:File "(?P<file>[^"]{1,300})", line (?P<line>\d{1,7}), in (?P<func>\S{1,200})'
+    r"|@\s{1,8}0x[0-9a-fA-F]{1,16}\s{1,8}(?P<func2>\S{1,200})"
+    r"|\[[^\]\s]{1,255}:\d{1,10}\] \[ ?\d{1,3}\] (?P<lib>\S{1,300})"
+    r"|\d{1,3} {1,4}0x[0-9a-fA-F]{1,16} (?P<func3>\S{1,200}) {1,4}(?P<file3>\S{1,300}))"
+)
+# a frame inside NCCL: its sources (init.cc, misc/cudawrap.cc, transport/net_ib.cc), its functions (ncclCommInitRank),
+# its library (libnccl.so.2)
+NCCL_FRAME_RE = re.compile(r"\bnccl[A-Z_]\w{0,80}|libnccl|(?:^|[/\s\"])(?:misc|transport|graph|device|plugin)/\w{1,60}\.cc\b"
+                           r"|(?:^|/)(?:init|enqueue|group|bootstrap|proxy|transport|channel|collectives)\.cc\b")
+NATIVE_SOURCE_RE = re.compile(r"\.(?:cc|cu|cpp|cxx|c|h|hpp)$")  # a frame of a native source (never Python's own)
 # a launcher command in the text and the processes it starts (sources.records.LaunchedTasks); LAUNCH_WORDS gate them
 LAUNCH_WORDS = ("srun ", "mpirun ", "mpiexec ", "prterun ", "torchrun ", "torch.distributed.run ",
                 "torch.distributed.launch ", "#SBATCH")
@@ -172,6 +197,32 @@ NODES_RE = re.compile(r"(?:^|\s)(?:-N ?|--nodes[= ]|--nnodes[= ])(?P<n>\d{1,5})(
 PER_NODE_RE = re.compile(r"--(?:ntasks-per-node|tasks-per-node|nproc[_-]per[_-]node)[= ](?P<n>\d{1,4})\b")
 # the TCPStore server of init_process_group (torch 2.x) giving up on its clients: the barrier of the ranks' start-up
 STORE_CLIENTS_RE = re.compile(r"Timed out after \d{1,9} seconds waiting for clients\. (?P<c>\d{1,7})/(?P<w>\d{1,7}) clients joined")
+# c10d's own socket and store lines (socket.cpp, TCPStore.cpp), behind a glog head: "[c10d] " or "[c10d - debug] "
+C10D_TAG_RE = re.compile(r"^\[c10d(?: - (?:debug|trace))?\] ?")
+C10D_WHAT = (  # the first that matches says what the line is
+    (StoreSocket.CONNECT_RETRY, re.compile(r"- retrying|has failed to connect to|failed to connect/validate")),
+    (StoreSocket.CONNECT_TIMEOUT, re.compile(r"timed out after \S{1,20} while trying to connect to")),
+    (StoreSocket.LISTEN_FAILED, re.compile(r"failed to listen on any local network address")),
+    (StoreSocket.BIND_FAILED, re.compile(r"has failed to bind to|cannot be initialized on")),
+    (StoreSocket.WAIT_TIMEOUT, re.compile(r"wait timeout after|Socket Timeout|Timed out waiting \d{1,12}ms for")),
+    (StoreSocket.PEER_GONE, re.compile(r"Connection reset by peer|Broken pipe|Connection closed by peer|"
+                                       r"failed to recv, got 0 bytes")),
+    (StoreSocket.CONNECTING, re.compile(r"will attempt to connect to|has connected to|has accepted a connection|"
+                                        r"is listening on|started to listen")),
+)
+# the lines among them that are the rank's error (a glog E line): it gave up connecting, could not listen, timed out
+# waiting for a key, or lost the store
+C10D_FAILED = frozenset({StoreSocket.CONNECT_TIMEOUT, StoreSocket.LISTEN_FAILED, StoreSocket.WAIT_TIMEOUT,
+                         StoreSocket.PEER_GONE})
+C10D_PEER_RE = re.compile(r"\[(?P<h>[^\]\s]{1,255})\]:(?P<p>\d{1,5})|\((?P<h2>[^,\s()]{1,255}), ?(?P<p2>\d{1,5})\)"
+                          r"|to host (?P<h3>[^\s:]{1,255}):(?P<p3>\d{1,5})")
+# nccl-tests' own abort on a failed call ("Cuda failure common.cu:891 '...'" of 2018's tests, "Test NCCL failure
+# common.cu:1012 'internal error'", behind "host: " at times), read here where the file is not nccl-tests' table
+TEST_FAILURE_RE = re.compile(r"(?:^|: )(?:Test )?(?P<lib>NCCL|CUDA|Cuda) failure (?P<src>[\w./-]{1,200}:\d{1,6}) "
+                             r"'(?P<msg>[^']{0,1000})'")
+# exceptions of torch.distributed's store and sockets, read with or without a traceback above them
+DIST_EXC_TYPES = ("DistNetworkError", "DistStoreError", "DistError", "RendezvousTimeoutError",
+                  "RendezvousConnectionError")
 # srun's report of a task's end ("srun: error: node7: task 3: Exited with exit code 1", "... tasks 0-3: Terminated"):
 # the task number is a rank only when srun starts the ranks itself, so the record names none
 SRUN_TASK_END_RE = re.compile(r"srun: error: (?P<host>[^\s:]{1,255}): tasks? (?P<t>[\d,-]{1,40}): (?:Exited with exit code "
@@ -286,6 +337,18 @@ class _State:
     progress: int = 0  # the program's progress prints read (ProgressSeen, given once at the end)
     progress_first: int = 0
     progress_last: tuple[int, str, int | None] | None = None  # (line, text, rank) of the last
+    native: _Native | None = None  # a native crash report being read (its frames follow its announcement)
+    c10d_errors: dict[int | None, str] = field(default_factory=dict)  # c10d's own error line last read, by rank
+
+
+@dataclass
+class _Native:
+    """A native crash handler's report: its announcement (or its first frame) and the frames inside NCCL."""
+
+    head: tuple[int, str, int | None]  # (line, text, rank) of its first line
+    signal: int
+    pid: int | None
+    nccl: list[str] = field(default_factory=list)  # "func (file:line)" of each frame inside NCCL, innermost first
 
 
 def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
@@ -295,6 +358,7 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
         text = raw[:MAX_LINE].rstrip("\r\n")
         if text:
             yield from _line(st, lineno, text)
+    yield from _flush_native(st)
     yield from _flush_summary(st)
     if st.progress_last is not None:
         n, text, rank = st.progress_last
@@ -412,6 +476,10 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         glued = GLUED_RANK_RE.search(body)  # another process's output glued in front of "[rank3]:"
         if glued:
             prefix_rank, body = int(glued.group(1)), body[glued.end():]
+    if st.native is not None or ".c" in body or "Segfault" in body or "***" in body:
+        if _native(st, lineno, text, body, prefix_rank):
+            return
+        yield from _flush_native(st)
     stripped = body.strip()
     summary = _summary_line(st, lineno, body, stripped)
     if summary is not None:
@@ -464,7 +532,76 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
             yield RankTagged(st.file, lineno, text, prefix_rank, sev, ts_text, None)
 
 
+def _native(st: _State, lineno: int, text: str, body: str, rank: int | None) -> bool:
+    """A native crash report's line (its announcement, or one of its frames): read into ``st.native``, True. A report
+    announced by its handler (``NATIVE_CRASH_RE``) or, unannounced, a handler's Python-like frame of a native source
+    inside NCCL ('File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()'): only crash handlers print those."""
+    a = NATIVE_CRASH_RE.search(body) if "Segfault" in body or "***" in body else None
+    if a is not None:
+        sig = _SIGNALS.get(a.group("sig") or "SIGSEGV", 11)
+        st.native = _Native((lineno, text, rank), sig, int(a.group("pid")) if a.group("pid") else None)
+        return True
+    f = NATIVE_FRAME_RE.match(body)
+    if f is None:
+        return False
+    file = f.group("file") or f.group("file3") or f.group("lib") or ""
+    func = f.group("func") or f.group("func2") or f.group("func3") or ""
+    inside = NCCL_FRAME_RE.search(f"{func} {file}") is not None
+    if st.native is None:
+        if not (inside and f.group("file") and NATIVE_SOURCE_RE.search(file)):
+            return False
+        st.native = _Native((lineno, text, rank), 11, None)
+    if inside and len(st.native.nccl) < 8:
+        where = f"{file.rsplit('/src/', 1)[-1]}:{f.group('line')}" if f.group("line") else file.rsplit("/", 1)[-1]
+        st.native.nccl.append(f"{func} ({where})" if func else where)
+    return True
+
+
+def _flush_native(st: _State) -> Iterator[Rec]:
+    """The native crash report read so far, as the process's end by its signal (``LauncherExit``, code -signal), the
+    frames inside NCCL named in its description."""
+    n, st.native = st.native, None
+    if n is None:
+        return
+    line, text, rank = n.head
+    name = _SIGNAL_NAMES.get(n.signal, f"signal {n.signal}")
+    where = ""
+    if n.nccl:
+        where = f" inside NCCL at {n.nccl[0]}" + (f", called from {n.nccl[-1]}" if len(n.nccl) > 1 else "")
+    what = f"{_NATIVE_WORDS.get(n.signal, name)}{where} (a native crash report)"
+    yield LauncherExit(st.file, line, text, rank, None, -n.signal, n.pid, None, None,
+                       f"Signal {n.signal} ({name}): {what}", False)
+    yield DistError(st.file, line, text, rank, None, None, None, "native crash", what, None, [])
+
+
+def _c10d(st: _State, head: Head, msg: str, rank: int | None) -> Iterator[Rec]:
+    """One of c10d's own socket / store lines (``C10dLine``); when it is a glog error (E, F) that ends the rank's
+    rendezvous or store use (``C10D_FAILED``), also the rank's error (``DistError``, type ``c10d``)."""
+    what = next((w for w, r in C10D_WHAT if r.search(msg)), StoreSocket.OTHER)
+    p = C10D_PEER_RE.search(msg)
+    peer = None
+    if p is not None:
+        peer = f"{p.group('h') or p.group('h2') or p.group('h3')}:{p.group('p') or p.group('p2') or p.group('p3')}"
+    yield C10dLine(*head, what, peer)
+    msg = msg.strip()
+    if what in C10D_FAILED and head[4] in ("E", "F") and (rank, msg) not in st.errors:
+        st.errors.add((rank, msg))
+        st.c10d_errors[rank] = msg
+        yield DistError(*head, "c10d", msg[:2000], None, [])
+
+
 def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
+    if " failure " in body and "'" in body and (t := TEST_FAILURE_RE.search(body)) is not None:
+        if (rank, t.group("msg")) not in st.errors:
+            st.errors.add((rank, t.group("msg")))
+            yield DistError(*head, f"{t.group('lib').upper()} failure", t.group("msg").strip(" /"), None,
+                            [t.group("src")])
+        return
+    if body.startswith("[c10d"):
+        c = C10D_TAG_RE.match(body)
+        if c is not None:
+            yield from _c10d(st, head, body[c.end():], rank)
+            return
     if "watchdog thread terminated" in body or "async exception" in body:
         yield from _watchdog_exception(st, head, body, rank)
         return
@@ -485,6 +622,12 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
         m = OLD_FAILURE_RE.search(body)
         if m:
             yield WatchdogFailure(*head, int(m.group("seq")), int(m.group("e")), int(m.group("c")))
+        return
+    if "didn't finish collective #" in body or "but didn't join collective #" in body:
+        j = DESYNC_JOINED_RE.search(body)
+        if j is not None:
+            ranks = [int(x) for x in j.group("ranks").replace(" ", "").split(",") if x]
+            yield DesyncReport(*head, ranks, int(j.group("seq") or j.group("next")), None)
         return
     if "lagging ranks" in body or "Timeout at collective:" in body:
         lag = DESYNC_LAG_RE.search(body)
@@ -797,7 +940,11 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
             yield LauncherExit(st.file, head[1], head[2], i, i, code, None, None, None,
                                f"Signal ({m.group('sig')})" if m.group("sig") else None, False)
         return
-    if not (st.frames.get(rank) or "DistBackendError" in etype or "NCCL" in msg):
+    if not (st.frames.get(rank) or "DistBackendError" in etype or "NCCL" in msg or etype.endswith(DIST_EXC_TYPES)):
+        return
+    prev = st.c10d_errors.get(rank)
+    if prev and msg.startswith(prev.rstrip(".")):  # c10d's own error line said it already, as the exception does
+        st.frames.pop(rank, None)
         return
     st.spawn_rank = None
     if (rank, msg) in st.errors and not st.frames.get(rank):
@@ -842,6 +989,8 @@ def mpi_exit(text: str, file: str, lineno: int) -> LauncherExit | None:
 _SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGABRT": 6, "SIGBUS": 7, "SIGFPE": 8,
             "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15}
 _SIGNAL_NAMES = {n: name for name, n in _SIGNALS.items()}
+_NATIVE_WORDS = {11: "Segmentation fault", 7: "Bus error", 6: "Aborted", 8: "Floating point exception",
+                 4: "Illegal instruction"}
 
 
 FACT_RES = (WORK_RE, FAILURE_RE, OLD_FAILURE_RE, DUMP_SIGNAL_RE, WATCHDOG_EXC_RE, ASYNC_EXC_RE, DESYNC_LAG_RE,

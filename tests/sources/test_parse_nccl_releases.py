@@ -96,7 +96,8 @@ CASES = [
     ("2.18", "[1,2]<stderr>:[2] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.7.0.12<41022> "
              "with error 12, opcode 0, len 0, vendor err 129",
      R.NcclWarn, {"source": "transport/net_ib.cc:1295", "pid": 0}),
-    ("2.26", f"{H} NCCL CALL ncclAllReduce(0x7f1c00000000,0x7f1c00000000,262144,7,0,0x5581c0a0,0x55d0)", type(None), {}),
+    ("2.26", f"{H} NCCL CALL ncclAllReduce(0x7f1c00000000,0x7f1c00000000,262144,7,0,0x5581c0a0,0x55d0)", R.NcclLaunch,
+     {"kind": "launch", "value": "ncclAllReduce"}),
     ("2.29", f"{H} NCCL INFO comm 0x5581c0a0 rank 3 nRanks 32 nNodes 4 localRanks 8 localRank 3 MNNVL 0",
      R.NcclCommInfo, {"nranks": 32, "nnodes": 4, "local_ranks": 8}),
     ("2.29", f"{H} NCCL INFO ncclCommSplit comm 0x55aa0 rank 1 nranks 8 cudaDev 3 nvmlDev 3 busId 3d000 parent 0x5581c0a0 "
