@@ -14,7 +14,14 @@ from typing import Any
 
 from . import rules
 from .model import Certainty, Finding, FindingKind, Run, Severity, Stuck, Verdict
-from .rules.facts import failures_of_run, stall_time
+from .rules.facts import (
+    FILE_END_EVENT,
+    failures_of_run,
+    left_ranks,
+    stall_time,
+    start_only_of_run,
+    sweep_done_of_run,
+)
 
 PRIORITY = [Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH, Verdict.DEGRADED]
 INCIDENT_VERDICTS = (Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH, Verdict.DEGRADED)
@@ -241,6 +248,9 @@ def _all_exited(run: Run) -> bool:
 
 def _no_incident(run: Run, findings: list[Finding]) -> Decision:
     went = _went_on(run)
+    shown = _shown(run, findings, went)
+    if shown is not None:
+        return shown
     usable = any(fmt in ("log", "flight_recorder", "jsonl") for _, fmt in run.files) and (
         len(run.collectives) or run.communicators or run.exits or run.pg_status) or (
         run.nccl_tests and run.job.exit_code == 0) or (  # a benchmark that ran every size and checked out
@@ -253,12 +263,42 @@ def _no_incident(run: Run, findings: list[Finding]) -> Decision:
     errors = [f for f in findings if f.severity in (Severity.ERROR, Severity.CRITICAL)]
     outlived = went is not None and all(f.evidence and went.outlived((f.evidence[0].file, f.evidence[0].line))
                                         for f in errors)
-    if errors and not outlived:
+    covered = start_only_of_run(run) or sweep_done_of_run(run) if went is None else None
+    if errors and not outlived and not (covered is not None and all(_survived(run, f) for f in errors)):
         return Decision(Verdict.UNKNOWN, (), None, errors[0].message)
     if went is not None and (errors or not (len(run.collectives) or run.communicators or run.exits)):
         past = f" after the errors it reported ({errors[0].message[:160]})" if errors else ""
         return Decision(Verdict.HEALTHY, (), None, f"{went.why}{past}"[:500])
+    if covered is not None:  # the input shows a normal start (or a benchmark's sweep) and nothing after it
+        return Decision(Verdict.HEALTHY, (), None, covered.why[:500], Certainty.POSSIBLE.value,
+                        "the input covers the job's start (or a benchmark) only: nothing failed in it")
     return Decision(Verdict.HEALTHY, (), None, "no hang, crash, desync or straggler found")
+
+
+def _shown(run: Run, findings: list[Finding], went: rules.healthy.WentOn | None) -> Decision | None:
+    """A failure the text shows that no detector turned into a verdict (``rules.shown``): echoes alone on the time
+    line, or an error finding nothing outlived; None when the program went on or the job ended well."""
+    if went is not None or run.job.exit_code == 0:
+        return None
+    s = rules.shown.echoes_only(failures_of_run(run), left_ranks(run)) or rules.shown.errors_shown(
+        (f.message, _survived(run, f)) for f in findings
+        if f.kind is FindingKind.ERROR and f.verdict is None and f.severity in (Severity.ERROR, Severity.CRITICAL))
+    if s is None:
+        return None
+    return Decision(s.verdict, s.culprits, None, s.why[:500], s.level, "what the input shows of the failure")
+
+
+def _survived(run: Run, f: Finding) -> bool:
+    """An NCCL WARN finding of a start that completed anyway: every communicator's init went on to Init COMPLETE,
+    and NCCL printed more in the WARN's file than the WARN and its return chain (it was not NCCL's last word)."""
+    if not isinstance(f.data.get("warn"), str) or not f.evidence or not run.communicators or any(
+            c.init_started - c.init_complete or not c.init_complete for c in run.communicators):
+        return False
+    at = f.evidence[0]
+    chain = f.data.get("chain") or []
+    last = next((int(e.data.get("last_nccl_line") or 0) for e in run.events
+                 if e.kind == FILE_END_EVENT and e.evidence.file == at.file), 0)
+    return last > at.line + len(chain)
 
 
 def _went_on(run: Run) -> rules.healthy.WentOn | None:

@@ -91,7 +91,7 @@ def _exit_finding(run: Run, root: ExitRecord, exits: list[ExitRecord], caused: b
     hint = _exit_hint(root, sig)
     if errs:
         detail = f": {errs[0].data.get('type', '')}: {errs[0].data.get('message', '')}"[:300]
-        k = classify(errs[0].text + " " + str(errs[0].data.get("last_error") or ""))
+        k = classify(f"{errs[0].text} {errs[0].data.get('message') or ''} {errs[0].data.get('last_error') or ''}")
         if k:
             hint = k.hint
     who = f"rank {root.rank}" if root.rank is not None else "a process whose lines name no rank"

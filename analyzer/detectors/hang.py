@@ -11,8 +11,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..model import Evidence, Finding, FindingKind, Origin, Run, Severity, Stuck, Verdict
+from ..nccl.ops import canonical_op
 from ..rules.exits import from_outside
-from ..rules.facts import failures_of_run, teardown_of_run
+from ..rules.facts import (
+    DESYNC_REPORT_EVENT,
+    FILE_END_EVENT,
+    failures_of_run,
+    left_ranks,
+    start_only_of_run,
+    teardown_of_run,
+)
 from ..rules.hang import (
     after_stall,
     barrier_stall,
@@ -28,6 +36,8 @@ from ..rules.hang import (
     stuck_collective,
     unique_id_wait,
 )
+from ..rules.named import desync_named
+from ..rules.shown import pending_at_end
 from ..rules.stopped import stopped_unfinished
 from .common import RankPg, entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 from .fr_findings import hang_finding as fr_hang_finding
@@ -56,11 +66,15 @@ def finished_ok(run: Run) -> bool:
 def detect(run: Run) -> list[Finding]:
     if finished_ok(run):
         return []
+    named = _backend_named(run)
+    if named:  # what PyTorch's own desync analysis states is trusted over what the statuses would say
+        return named
     stalls = stall_events(run)
     status = _with_timeouts(pg_status_by_rank(run), run)
     findings: list[Finding] = []
     stall_ev = tuple(e.evidence for e in stalls[:3])
-    world = {p.rank for p in run.job.processes if p.rank is not None} | {r for by in status.values() for r in by}
+    left = left_ranks(run)  # ranks that ended their program: they are in no collective after it
+    world = {p.rank for p in run.job.processes if p.rank is not None} | {r for by in status.values() for r in by} | left
 
     lagging = {s.pg for s in run.pg_status if s.completion_may_lag}  # gloo's Flight Recorder counts
     for pg, by_rank in sorted(status.items()):
@@ -72,6 +86,8 @@ def detect(run: Run) -> list[Finding]:
         if not stalls:
             continue  # in-flight work in a snapshot of a running job
         stuck_seq, never = st.seq, list(st.never)
+        if not never:  # members with no status of their own that left the job never came to it
+            never = sorted(r for r in enq if enq[r] is None and r in left)
         at = entries_at(run, pg, stuck_seq)
         op = _op_for(run, at, stuck_seq)
         waiting = sorted(r for r in by_rank if r not in never)
@@ -146,6 +162,29 @@ def _fr_says_more(fr: Finding, findings: list[Finding]) -> bool:
     if not findings:
         return True
     return findings[0].data.get("class") in ("never_joined", "never_completed") and fr.data.get("class") != "no_dump"
+
+
+def _backend_named(run: Run) -> list[Finding]:
+    """PyTorch's desync report naming the lagging ranks (``rules.named.desync_named``): the hang and its culprits."""
+    reports = [e for e in run.events if e.kind == DESYNC_REPORT_EVENT]
+    world = bounded_world(run.job.world_size, {p.rank for p in run.job.processes if p.rank is not None}
+                          | {s.rank for s in run.pg_status})
+    named = desync_named(((list(e.data.get("lagging") or []), e.data.get("seq"), e.data.get("op")) for e in reports),
+                         world)
+    if named is None:
+        return []
+    pg = next((str(e.data.get("pg")) for e in reports if e.data.get("pg")), "0")
+    stuck = Stuck(pg, int(named.seq), canonical_op(named.op) if named.op else None) if named.seq is not None else None
+    who = f"rank{'s' if len(named.culprits) > 1 else ''} {fmt_ranks(list(named.culprits))}" if named.culprits else ""
+    what = f"{stuck.op or 'collective'} #{stuck.seq} of process group {pg}" if stuck else "the collective it timed out in"
+    msg = f"{who} never finished or never joined {what}: {named.why}" if who else f"{named.why} ({what})"
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL, message=msg, ranks=named.culprits,
+        hint=HINT_NEVER_JOINED.format(r=named.culprits[0], seq=stuck.seq if stuck else "N") if named.culprits
+        else HINT_ALL_JOINED.format(seq=stuck.seq if stuck else "N"),
+        evidence=tuple(e.evidence for e in reports[:3]), stuck=stuck, verdict=Verdict.HANG,
+        data={"class": "backend_named", "certainty": {"level": "confirmed", "why": "PyTorch's own desync report "
+                                                     "names them"}})]
 
 
 def _with_timeouts(status: dict[str, dict[int, RankPg]], run: Run) -> dict[str, dict[int, RankPg]]:
@@ -424,6 +463,8 @@ def _after_init_hang(run: Run) -> list[Finding]:
         not run.from_ncclscope())
     if st is None:
         return _setup_hang(run, ends)
+    if start_only_of_run(run) is not None:  # NCCL's lines alone, ending at a completed init: a start, no silence
+        return []
     # ranks of a communicator the log never shows (another node's log, not pasted): built as far as it can tell
     built = ("every communicator built" if all(len(c.init_complete) >= c.nranks for c in run.communicators if c.init_complete)
              else "every rank it shows built its communicators; the others' lines are not in it")
@@ -587,6 +628,10 @@ def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]
             low = min((per_rank[r] for r in behind), default=0)
             certainty = {"level": "likely", "why": f"NCCL call counts at the end of the logs: {len(per_rank) - len(behind)} "
                          f"ranks agree on {max(per_rank.values(), default=0)} calls, these are behind; no stall signal"}
+            if not behind and (behind := list(pending_at_end(per_rank, _ends_in_nccl(run)))):
+                low = min(per_rank[r] for r in behind)
+                certainty = {"level": "possible", "why": "the logs stop with this collective pending on the ranks "
+                             "behind and nothing after it (no timeout line yet, no exit, no line of the application)"}
         if not behind:
             continue
         at = nccl.index[((nccl["pg"] == comm) & (nccl["rank"] == behind[0]) & (nccl["seq"] == low)).to_numpy()]
@@ -600,6 +645,14 @@ def _from_nccl_counts(run: Run, stall_ev: tuple[Evidence, ...]) -> list[Finding]
             ranks=tuple(behind), hint=HINT_NEVER_JOINED.format(r=behind[0], seq=low + 1), evidence=tuple(ev) + stall_ev,
             verdict=Verdict.HANG, data={"class": "never_joined_nccl", "certainty": certainty})]
     return []
+
+
+def _ends_in_nccl(run: Run) -> bool:
+    """Every log ends in NCCL's own lines (no line of the application after its last one), the job's end is not
+    known and nothing failed: the logs stop where NCCL last printed (``rules.shown.pending_at_end``)."""
+    ends = [e for e in run.events if e.kind == FILE_END_EVENT and e.data.get("last_nccl_line") is not None]
+    return bool(ends) and all(not int(e.data.get("text_after_nccl") or 0) for e in ends) and not _end_known(run) \
+        and not failures_of_run(run)
 
 
 def _dedupe(evs: list[Evidence]) -> list[Evidence]:

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field, replace
 from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
 from ..nccl.failures import Entry, classify, classify_in_area
 from ..nccl.gids import shown_routable
+from ..rules.chain import warn_chains as _chains
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, in_teardown, teardown_of_run
 
 MAX_QUOTE = 240
-CHAIN_GAP = 64  # lines: a return chain follows its WARN closely, even with other threads' lines between
 SETTING_RE = re.compile(r"\bNCCL_[A-Z0-9_]{2,60}\b")
 CONNECT_RE = re.compile(r"(?i)\bconnect\b")  # a connection this rank tried to make
 # size checks of a transport that a desync trips as well as a setup difference between nodes
@@ -191,30 +191,6 @@ def _config_reports(text: str, settings: Mapping[str, Setting]) -> bool:
     """The config detector reports a config entry when the text names a setting ('X was set', or one
     the job set)."""
     return " was set" in text or any(n in settings for n in SETTING_RE.findall(text))
-
-
-def _chains(events: list[LogEvent]) -> dict[int, tuple[tuple[str, int, Evidence], ...]]:
-    """Index of each WARN -> the return-chain lines after it: same file, same rank, before that
-    rank's next WARN, within CHAIN_GAP lines of the previous one."""
-    open_warn: dict[tuple[str, int | None], tuple[int, int]] = {}  # (file, rank) -> (warn index, last line)
-    out: dict[int, list[tuple[str, int, Evidence]]] = {}
-    order = sorted((i for i, e in enumerate(events) if e.kind in ("nccl_warn", "nccl_backtrace")),
-                   key=lambda i: (events[i].evidence.file, events[i].evidence.line))
-    for i in order:
-        e = events[i]
-        key = (e.evidence.file, e.rank)
-        if e.kind == "nccl_warn":
-            open_warn[key] = (i, e.evidence.line)
-        elif e.kind == "nccl_backtrace" and key in open_warn:
-            wi, last = open_warn[key]
-            if not 0 < e.evidence.line - last <= CHAIN_GAP:
-                del open_warn[key]
-                continue
-            code = e.data.get("code")
-            out.setdefault(wi, []).append((e.text.rsplit(" -> ", 1)[0], code if isinstance(code, int) else 0,
-                                           e.evidence))
-            open_warn[key] = (wi, e.evidence.line)
-    return {k: tuple(v) for k, v in out.items()}
 
 
 def _add(groups: dict[str, _Group], key: str, entry: Entry | None, w: LogEvent,

@@ -50,12 +50,12 @@ likely, ``hang.behind_by_counts``) and defaults to confirmed in ``verdict.decide
 """
 from __future__ import annotations
 
-from . import healthy
+from . import healthy, shown
 from .cause import Cause, Failure, mismatch_is_echo, root_cause
 from .desync import Side, odd_ranks
 from .exits import ExitClass, FailureKind, exit_class, failure_kind, is_echo_text
 from .hang import bounded_world, stuck_collective
 from .stall import p99, threshold
 
-__all__ = ["Cause", "healthy", "ExitClass", "Failure", "FailureKind", "Side", "bounded_world", "exit_class",
+__all__ = ["Cause", "healthy", "shown", "ExitClass", "Failure", "FailureKind", "Side", "bounded_world", "exit_class",
            "failure_kind", "is_echo_text", "mismatch_is_echo", "odd_ranks", "p99", "root_cause", "stuck_collective", "threshold"]

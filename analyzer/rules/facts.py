@@ -10,7 +10,9 @@ from collections.abc import Iterable
 
 from ..model import ExitRecord, LogEvent, Run
 from ..nccl.failures import classify
+from . import healthy
 from .cause import Failure, explain, vanished
+from .chain import returned_to_caller, warn_chains
 from .exits import ExitClass, FailureKind, exit_class, failure_kind
 
 LINK_AREAS = ("ib", "socket", "proxy")
@@ -139,9 +141,33 @@ def failures_of_run(run: Run) -> list[Failure]:
     return list(memo)
 
 
+def returned_failures(events: list[LogEvent], taken: set[tuple[str, int]]) -> list[Failure]:
+    """NCCL WARNs whose return chain reached the application's call (``chain.returned_to_caller``): the WARN is the
+    failure of that call, on its rank's time line, whether or not the framework's exception made it into the
+    input. Its kind is what the message says (an OOM, a CUDA error, a peer gone, a timeout: ``failure_kind``); a
+    failure of the link the knowledge base knows (its IB, socket or proxy entries) is a network error; anything
+    else NCCL's own error. ``taken``: WARN lines already on the time line."""
+    out = []
+    for i, chain in warn_chains(events).items():
+        e = events[i]
+        order = (e.evidence.file, e.evidence.line)
+        if order in taken or not returned_to_caller(chain):
+            continue
+        src = e.data.get("source")
+        text = f"NCCL WARN {e.text.strip()}"
+        kind = failure_kind(e.text)
+        if kind in (FailureKind.EXCEPTION, FailureKind.NETWORK):
+            entry = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
+            kind = FailureKind.NETWORK if entry is not None and entry.area in LINK_AREAS else FailureKind.NCCL
+        out.append(Failure(e.rank, kind, f"{text} (returned to the caller: {chain[-1][0]} -> {chain[-1][1]})"[:500],
+                           e.ts, order))
+    return out
+
+
 def _failures(run: Run) -> list[Failure]:
     down = teardown_of_run(run)
     out = [f for e in run.events if not in_teardown(e, down) and (f := _event_failure(e)) is not None]
+    out += returned_failures(run.events, {f.order for f in out})
     out += [f for x in run.exits if (f := _launcher_failure(x, run.killed_pids)) is not None]
     seen: dict[int, float] = {}
     for st in run.pg_status:
@@ -150,6 +176,56 @@ def _failures(run: Run) -> list[Failure]:
     ended = {e.rank for e in run.events if e.kind == "hook_exit" and e.rank is not None}
     out = explain(out)
     return out + vanished(seen, ended, out, max(seen.values(), default=None))
+
+
+# events of NCCL's own lines (model_build.events: "nccl_" + what, "nccl_net_" + an NcclNet's kind) and the end of a
+# file; every other event is a line of the application, its launcher or a tool
+NCCL_EVENT_PREFIX = "nccl_"
+FILE_END_EVENT = "file_end"
+LAUNCH_EVENT = "nccl_net_launch"  # sources.records.NcclLaunch: a collective launched
+TIMINGS_EVENT = "nccl_net_init_timings"  # sources.records.NcclInitTimings
+FINISHED_EVENTS = ("rank_finished", "program_exit")  # sources.records.RankFinished, ProgramExit: a rank's own end
+DESYNC_REPORT_EVENT = "desync_report"  # sources.records.DesyncReport
+TOTAL_RE = re.compile(r"\btotal (\d{1,7}(?:\.\d{1,6})?)\b")
+
+
+def start_only_of_run(run: Run) -> healthy.Covered | None:
+    """``healthy.start_only`` over the run: its communicators (each started rank's init complete), the longest init
+    its ``Init timings`` lines report, whether a collective was launched, whether any line of the application or a
+    launcher is in the input (an event that is not NCCL's, an exit record, a file of another format)."""
+    comms = run.communicators
+    if not comms or any(c.init_started - c.init_complete for c in comms):
+        return None
+    totals = [float(m.group(1)) for e in run.events if e.kind == TIMINGS_EVENT and (m := TOTAL_RE.search(e.text))]
+    application = bool(run.exits) or any(fmt != "log" for _, fmt in run.files) or any(
+        (not e.kind.startswith(NCCL_EVENT_PREFIX) and e.kind != FILE_END_EVENT) or _behind_prefix(e.evidence.text)
+        for e in run.events)
+    return healthy.start_only(((c.nranks, len(c.init_complete)) for c in comms), max(totals, default=None),
+                              any(e.kind == LAUNCH_EVENT for e in run.events), application, bool(len(run.collectives)),
+                              bool(failures_of_run(run)), run.job.exit_code)
+
+
+def _behind_prefix(line: str) -> bool:
+    """An NCCL line whose head is not at its start (after NCCL's own ``[timestamp] ``): a launcher's or a tool's prefix
+    is in front of it (pdsh's ``node3: ``, ``[1,3]<stdout>:``), so the stream it came in is the job's console."""
+    m = PROC_RE.search(line[:400])
+    if m is None or m.start() == 0:
+        return False
+    return not (line.startswith("[") and line[:m.start()].rstrip().endswith("]") and line[1:5].isdigit())
+
+
+def sweep_done_of_run(run: Run) -> healthy.Covered | None:
+    """``healthy.sweep_done`` over the run's nccl-tests rows."""
+    sizes = [int(t["size"]) for t in run.nccl_tests if isinstance(t.get("size"), int)]
+    return healthy.sweep_done(len(run.nccl_tests), sizes, run.job.exit_code, bool(failures_of_run(run)))
+
+
+def left_ranks(run: Run) -> frozenset[int]:
+    """The ranks known to have left the job of their own: a clean exit (code 0), their own end printed (a rank's
+    ``finished`` print, torch's exit-time warning). They issue nothing more: not in any collective after it."""
+    left = {x.rank for x in run.exits if x.exitcode == 0 and x.rank is not None}
+    left |= {e.rank for e in run.events if e.kind in FINISHED_EVENTS and e.rank is not None}
+    return frozenset(left)
 
 
 def stall_time(run: Run) -> tuple[bool, float | None]:

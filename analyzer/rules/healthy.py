@@ -12,7 +12,18 @@ printing its progress after them in the same file.
   and answering) at least ``MIN_PROGRESS`` times.
 
 Never when anything failed (a failure of the time line: an exception, a timeout, an interrupt, a kill, a network
-error), when a stall was seen, or when an exit code is non-zero: those are the other rules' stories."""
+error), when a stall was seen, or when an exit code is non-zero: those are the other rules' stories.
+
+What an input that shows only a normal start covers (``start_only``), healthy as far as it goes (certainty possible):
+
+- NCCL's lines alone, every communicator's init complete (Init COMPLETE, ``Init timings``), and nothing after them:
+  no collective launched (no COLL line, no 2.3-2.8 ``Launch mode`` line, which NCCL prints at the first launch, no
+  TRACE ``NCCL CALL ncclAllReduce``) and no line of the application or its launcher anywhere in the input. NCCL prints
+  nothing while a job trains, so a file of its lines (NCCL_DEBUG_FILE, a paste of them) that ends at init is how a
+  healthy start looks; a stream that also carried the application's output and fell silent after init, or a
+  collective launched and never heard of again, is the hang rules' (``hang.ends_after_init``). Slow is not hung:
+  an init that took a minute and completed is a start like any other (its time is said).
+- A completed nccl-tests sweep: every size of its table ran, the benchmark's summary printed."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -50,3 +61,50 @@ def went_on(progress: Iterable[tuple[str, int, int]], failed: bool, stalled: boo
         return WentOn(f"the program kept printing its progress ({count} lines) and nothing failed, timed out or "
                       "was stopped", last)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Covered:
+    """What an input that shows only a normal start covers, said plainly (the verdict's headline)."""
+
+    why: str
+
+
+SLOW_INIT_S = 30.0  # an init this long is said to be slow (it completed: slow is not hung)
+
+
+def start_only(communicators: Iterable[tuple[int, int]], init_seconds: float | None, launched: bool,
+               application: bool, collectives: bool, failed: bool, exit_code: int | None) -> Covered | None:
+    """``communicators``: (nranks, ranks that printed Init COMPLETE) of each; ``init_seconds``: the longest init a
+    rank reported (``Init timings``), None when not printed; ``launched``: a collective was launched (Launch mode,
+    NCCL CALL); ``application``: a line of the application or a launcher is in the input (NCCL's own lines behind a
+    launcher's prefix too: the stream is the job's console); ``collectives``: a collective was recorded. The input
+    shows NCCL's start alone and that it completed on every rank of every communicator: what it covers, else None
+    (a log that shows some ranks of a communicator says nothing of the others)."""
+    comms = list(communicators)
+    if (not comms or any(done != nranks for nranks, done in comms) or launched or application or collectives or failed
+            or exit_code not in (None, 0)):
+        return None  # a communicator some of whose ranks the input does not show complete: it says nothing of them
+    nranks = max(n for n, _ in comms)
+    took = f" in {init_seconds:.2f} s" if init_seconds is not None else ""
+    slow = " (a slow init, but it completed)" if init_seconds is not None and init_seconds >= SLOW_INIT_S else ""
+    more = f" ({len(comms)} communicators)" if len(comms) > 1 else ""
+    return Covered(f"{nranks} of {nranks} ranks finished init{took}{slow}{more}; nothing after it: the input covers "
+                   "the job's start only, which was normal")
+
+
+def sweep_done(rows: int, sizes: Iterable[int], exit_code: int | None, failed: bool) -> Covered | None:
+    """nccl-tests output whose sweep ran to its summary (``exit_code`` 0 from it): what it covers, else None."""
+    ss = sorted(set(sizes))
+    if not rows or not ss or exit_code != 0 or failed:
+        return None
+    return Covered(f"the nccl-tests sweep completed: {len(ss)} sizes from {_size(ss[0])} to {_size(ss[-1])} ran and its "
+                   "summary printed; the input covers that benchmark only")
+
+
+def _size(n: int) -> str:
+    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k and n % k == 0:
+            return f"{n // k} {unit}"
+    return f"{n} B"
+
