@@ -17,10 +17,10 @@ say ``completed``: it retires an entry when its work is done, so a retired gloo 
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..fr_model import DumpOrigin, FrState
 from ..sources.flight_recorder import MAX_INT
@@ -49,8 +49,9 @@ def origin_of(file: str) -> DumpOrigin:
     return DumpOrigin.UNKNOWN
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
+    """One entry (a tuple: a job's dumps hold millions of them, a frozen dataclass costs 3x to make)."""
+
     record_id: int
     pg: str
     desc: str
@@ -71,7 +72,13 @@ class Entry:
     t_started: float | None
     t_completed: float | None
     timeout_s: float | None
-    where: str | None
+    frames: Any = None  # the entry's own stack and thread, read when asked
+    thread: Any = None
+
+    @property
+    def where(self) -> str | None:
+        """The first user frame of its stack, or the autograd thread that issued it."""
+        return frames_where(self.frames, self.thread)
 
     @property
     def is_marker(self) -> bool:
@@ -83,8 +90,7 @@ class Entry:
         return self.state == "completed" or (self.backend == "gloo" and self.retired)
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """One rank's part at one point of a process group: a collective, or one send / recv."""
 
     rank: int
@@ -120,21 +126,35 @@ def _int(v: Any, default: int = -1) -> int:
 
 
 def _sizes(v: Any) -> tuple[tuple[int, ...], ...]:
+    """Lists of dims as tuples (a dim that is no int is kept as it is: ``fr_match.numel`` does not count it)."""
+    if type(v) is list and all(type(t) is list for t in v):
+        return tuple(map(tuple, v))  # what PyTorch writes
     if not isinstance(v, (list, tuple)):
         return ()
-    out = []
-    for t in v:
-        if isinstance(t, (list, tuple)):
-            out.append(tuple(_int(d, 0) for d in t))
-    return tuple(out)
+    return tuple(tuple(_int(d, 0) for d in t) for t in v if isinstance(t, (list, tuple)))
 
 
 def _dtypes(v: Any) -> tuple[str, ...]:
+    if type(v) is list and all(type(d) is str for d in v):
+        return tuple(v)
     if isinstance(v, str):
         return (v,) if v else ()
     if not isinstance(v, (list, tuple)):
         return ()
     return tuple(str(d) for d in v if d is not None and str(d))
+
+
+@functools.lru_cache(maxsize=4096)
+def _name(profiling_name: str) -> tuple[str, str | None, tuple[int, int] | None]:
+    """``nccl:send 1->2`` -> (op, backend, (src, dst) group ranks); a job repeats few names."""
+    backend, _, rest = profiling_name.partition(":") if ":" in profiling_name else ("", "", profiling_name)
+    op, _, meta = rest.strip().partition(" ")
+    m = _PEER_RE.match(meta.strip()) if meta else None
+    peers = None
+    if m:
+        a, arrow, b = int(m.group(1)), m.group(2), int(m.group(3))
+        peers = (a, b) if arrow == "->" else (b, a)
+    return op, backend or None, peers
 
 
 def read_members(ranks: Any) -> tuple[int, ...] | None:
@@ -158,15 +178,9 @@ def read_configs(pg_config: Mapping[str, Any]) -> dict[str, tuple[str, tuple[int
 
 def parse_entry(e: Mapping[str, Any]) -> Entry | None:
     name = e.get("profiling_name")
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str) or not name or len(name) > 1000:
         return None
-    backend, _, rest = name.partition(":") if ":" in name else ("", "", name)
-    op, _, meta = rest.strip().partition(" ")
-    peers = None
-    m = _PEER_RE.match(meta.strip()) if meta else None
-    if m:
-        a, arrow, b = int(m.group(1)), m.group(2), int(m.group(3))
-        peers = (a, b) if arrow == "->" else (b, a)
+    op, backend, peers = _name(name)
     pg = e.get("process_group")
     pg_name = str(pg[0]) if isinstance(pg, (list, tuple)) and pg else (pg if isinstance(pg, str) else None)
     desc = str(pg[1]) if isinstance(pg, (list, tuple)) and len(pg) > 1 else ""
@@ -180,14 +194,14 @@ def parse_entry(e: Mapping[str, Any]) -> Entry | None:
     return Entry(
         record_id=_int(e.get("record_id")), pg=pg_name, desc=desc, pg_id=None if pg_id is None else str(pg_id),
         seq=_int(e.get("collective_seq_id")), p2p_seq=_int(e.get("p2p_seq_id")), is_p2p=is_p2p, op=op,
-        backend=backend or None, peers=peers, input_sizes=_sizes(e.get("input_sizes")),
+        backend=backend, peers=peers, input_sizes=_sizes(e.get("input_sizes")),
         input_dtypes=_dtypes(e.get("input_dtypes")), output_sizes=_sizes(e.get("output_sizes")),
         output_dtypes=_dtypes(e.get("output_dtypes")), state=str(e.get("state") or ""),
         retired=bool(e.get("retired")), t_created=_ns(e.get("time_created_ns")),
         t_started=_ns(e.get("time_discovered_started_ns")), t_completed=_ns(e.get("time_discovered_completed_ns")),
         timeout_s=float(timeout) / 1000 if isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
         and 0 < timeout < MAX_INT else None,
-        where=frames_where(e.get("frames"), e.get("thread_name")))
+        frames=e.get("frames"), thread=e.get("thread_name"))
 
 
 def records_timing(entries: Iterable[Entry], raw: Iterable[Mapping[str, Any]]) -> bool:

@@ -75,7 +75,7 @@ def build_fr_job(frs: Iterable[R.FrDump]) -> FrJob | None:
         return None
     keys, descs = _group_keys(views)
     for r, v in views.items():
-        _status(v, keys[r])
+        _status(v, keys[r], descs)
         done = {k: st[1] for k, st in v.status.items()}
         v.colls, v.p2p = group_calls(r, v.entries, keys[r], v.timing, done)
     groups = sorted(set(descs), key=lambda k: (_pg_order(k[0]), k[1]))
@@ -153,16 +153,23 @@ def _group_keys(views: Mapping[int, _View]) -> tuple[dict[int, dict[str, GroupKe
     return keys, descs
 
 
-def _status(v: _View, keys: Mapping[str, GroupKey]) -> None:
-    """The dump's pg_status (keyed by pg id) by group, through its entries' pg id -> group name."""
+def _status(v: _View, keys: Mapping[str, GroupKey], groups: Iterable[GroupKey]) -> None:
+    """The dump's pg_status (keyed by pg id) by group, through its entries' pg id -> group name. A pg id no
+    entry names (the rank's entries of that group all left its buffer, or only active entries were dumped)
+    goes to the group of that name holding the rank: PyTorch names groups "0", "1", ... in the order it
+    creates them, and numbers them alike while every group is of one backend."""
     id_name = {e.pg_id: e.pg for e in v.entries if e.pg_id is not None}
+    named = set(id_name.values())
     for pg_id, st in v.fr.pg_status.items():
         name = id_name.get(pg_id)
-        if name is None or name not in keys:
+        key = keys.get(name) if name is not None else None
+        if key is None and name is None and pg_id not in named:
+            key = next((k for k in groups if k[0] == pg_id and v.rank in k[1]), None)
+        if key is None:
             continue
         enq, done = st.get("last_enqueued"), st.get("last_completed")
-        v.status[keys[name]] = (enq if enq is not None and enq >= 0 else None,
-                                done if done is not None and done >= 0 else None)
+        v.status[key] = (enq if enq is not None and enq >= 0 else None,
+                         done if done is not None and done >= 0 else None)
 
 
 def _part(v: _View | None, rank: int, key: GroupKey, seq: int) -> FrPart:

@@ -49,7 +49,11 @@ def call_sig(c: Call) -> tuple[str, tuple[OpSig, ...]]:
 
 
 def numel(sizes: tuple[tuple[int, ...], ...]) -> int:
-    return sum(math.prod(s) for s in sizes)
+    """Elements of the tensors; -1 when a dim is no number (a damaged entry: then no size rule is checked)."""
+    try:
+        return int(sum(math.prod(s) for s in sizes))
+    except (TypeError, ValueError, OverflowError):
+        return -1
 
 
 def malformed_op(e: Entry, group_size: int) -> str | None:
@@ -57,6 +61,8 @@ def malformed_op(e: Entry, group_size: int) -> str | None:
     if e.is_marker or not e.input_sizes or not e.output_sizes:
         return None
     nin, nout = numel(e.input_sizes), numel(e.output_sizes)
+    if nin < 0 or nout < 0:
+        return None
     if e.op in SAME_SHAPE and e.input_sizes != e.output_sizes:
         return f"{e.op} with input {_fmt(e.input_sizes)} but output {_fmt(e.output_sizes)}"
     if e.op in GATHERS and nout != nin * group_size:
@@ -87,7 +93,9 @@ def compare(group: GroupKey, desc: str, seq: int, calls: Mapping[int, Call],
     by_sig: dict[tuple[str, tuple[OpSig, ...]], list[int]] = {}
     for r in sorted(calls):
         by_sig.setdefault(call_sig(calls[r]), []).append(r)
-    bad = {r: malformed_call(c, n) for r, c in calls.items()}
+    # a call's own check depends on its signature alone: once per distinct call
+    own = {sig: malformed_call(calls[ranks[0]], n) for sig, ranks in by_sig.items()}
+    bad = {r: own[sig] for sig, ranks in by_sig.items() for r in ranks}
     total = _all_to_all_total(calls, group[1])
     if len(by_sig) == 1 and not any(bad.values()) and total is None:
         return None
@@ -141,8 +149,11 @@ def _all_to_all_total(calls: Mapping[int, Call], members: tuple[int, ...]) -> st
         return None
     if any(not c.entry.input_sizes or not c.entry.output_sizes for c in calls.values()):
         return None
-    nin = sum(numel(c.entry.input_sizes) for c in calls.values())
-    nout = sum(numel(c.entry.output_sizes) for c in calls.values())
+    ins = [numel(c.entry.input_sizes) for c in calls.values()]
+    outs = [numel(c.entry.output_sizes) for c in calls.values()]
+    if min(ins + outs) < 0:
+        return None
+    nin, nout = sum(ins), sum(outs)
     return None if nin == nout else f"the members' inputs add up to {nin} elements, their outputs to {nout}"
 
 

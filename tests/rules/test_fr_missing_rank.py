@@ -81,3 +81,38 @@ def test_a_cached_run_keeps_the_judgement(tmp_path, monkeypatch):
     assert entry is not None and entry.run.flight_recorder == first.run.flight_recorder
     again = analyze_paths([tmp_path / "run"], cache=True).decision
     assert (again.verdict.value, again.culprit_ranks, again.stuck) == ("hang", (1,), first.decision.stuck)
+
+
+def _only_active(folder: Path) -> None:
+    """Rewrite the dumps as PyTorch writes them with only active entries (TORCH_INCLUDE_ONLY_ACTIVE)."""
+    for f in folder.iterdir():
+        obj = pickle.loads(f.read_bytes())  # our own fixture: plain data
+        obj["entries"] = [e for e in obj["entries"] if e["state"] != "completed"]
+        f.write_bytes(pickle.dumps(obj))
+
+
+def test_dumps_of_active_entries_only_are_read_by_their_status(tmp_path):
+    from fr_dumps import RankDump, world
+
+    ds = [RankDump(r, world(3)) for r in range(3)]
+    for d in ds:
+        for _ in range(5):
+            d.coll("all_reduce", [[1024]])
+    for d in ds[:2]:  # ranks 0, 1 dumped while in #6; rank 2 dumped later, #6 done (its status says so)
+        d.coll("all_reduce", [[1024]], state="started")
+    ds[2].coll("all_reduce", [[1024]])
+    (tmp_path / "later").mkdir()
+    (tmp_path / "behind").mkdir()
+    for d in ds:
+        d.write(tmp_path / "later", "nccl_trace_rank_")
+    _only_active(tmp_path / "later")
+    assert judge(tmp_path / "later").verdict == "healthy"  # rank 2 has no entry left, its pg_status completed #6
+    for d in ds[:2]:
+        d.write(tmp_path / "behind", "nccl_trace_rank_")
+    ds2 = RankDump(2, world(3))
+    for _ in range(5):
+        ds2.coll("all_reduce", [[1024]])
+    ds2.write(tmp_path / "behind", "nccl_trace_rank_")
+    _only_active(tmp_path / "behind")
+    j = judge(tmp_path / "behind")
+    assert (j.verdict, j.culprits, j.stuck) == ("hang", (2,), ("0", 6)), j.headline
