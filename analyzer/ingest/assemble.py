@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from ..sources.fold import fold_topology
-from ..sources.lines import maybe_nccl, nccl_only, rejoin_wrapped, strip_tool_prefixes, unglue_host
-from ..sources.nccl_log import NcclCollBatch, join_adds, parse_nccl_line, scan_coll_block
+from ..sources.lines import strip_tool_prefixes, unglue_host
+from ..sources.nccl_log import NcclCollBatch, scan_coll_block
 from ..sources.records import (
     FileEnd,
     NcclChannels,
@@ -31,7 +31,8 @@ from ..sources.records import (
     TorchRec,
     UnreadLines,
 )
-from ..sources.torch_log import parse_torch_lines, torch_line_facts
+from ..sources.route import Route, route_lines, wrapped_join_known
+from ..sources.torch_log import parse_torch_lines
 from .blocks import iter_blocks
 
 # PyTorch and launcher output: a log holding such lines is read even when no line of it is one we model
@@ -68,19 +69,17 @@ def log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
     end = _End()
 
     def rest() -> Iterator[tuple[int, str]]:
-        for lineno, text in rejoin_wrapped(lines, wrapped_join_known):
+        for route, lineno, text, rec in route_lines(lines, name):  # the live monitor's router too
             end.last = lineno
-            if maybe_nccl(text):  # 2.2 printed no "NCCL" word
-                rec = parse_nccl_line(text, name, lineno)
-                if rec is not None:
-                    out.append(rec)
-                    end.nccl = lineno
-                    continue
-                if nccl_only(text):
-                    if "] NCCL " in text:  # behind an NCCL head ("[dev] NCCL INFO"): a line of NCCL's, not text naming it
-                        unread.add(lineno, text)
-                    end.nccl = lineno
-                    continue
+            if route is Route.NCCL:
+                out.append(rec)  # type: ignore[arg-type]  # an NCCL route carries its record
+                end.nccl = lineno
+                continue
+            if route is Route.NCCL_UNREAD:
+                if "] NCCL " in text:  # behind an NCCL head ("[dev] NCCL INFO"): a line of NCCL's, not text naming it
+                    unread.add(lineno, text)
+                end.nccl = lineno
+                continue
             if any(map(text.__contains__, TORCH_EVIDENCE)):  # no generator frame per word: 8 words a line
                 torch_seen.add(lineno, text)
             if text and not text.isspace() and (len(text) > PREFIX_ONLY_MAX or strip_tool_prefixes(text)[1].strip()):
@@ -125,17 +124,6 @@ class _End:
             if len(b):
                 last, nccl = max(last, int(b.lines[-1])), max(nccl, int(b.lines[-1]))
         return FileEnd(name, last, "", nccl, sum(1 for ln in self.text if ln > nccl))
-
-
-def wrapped_join_known(first: str, joined: str) -> bool:
-    """Whether the pieces of a hard-wrapped line, joined, are a line the parsers know: an NCCL line that
-    reads more than its first piece alone (cut at the wrap, that lost the rest of its message), or a
-    PyTorch line that reads at least the facts its first piece alone does (a watchdog's exception whose
-    quoted timeout was cut at the wrap)."""
-    if join_adds(first, joined):  # a complete NCCL line and the short line after it are no wrap
-        return True
-    facts = torch_line_facts(joined)
-    return facts > 0 and facts >= torch_line_facts(first)
 
 
 def _unglue_hosts(recs: list[Rec], batches: list[NcclCollBatch]) -> None:

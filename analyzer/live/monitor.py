@@ -1,7 +1,8 @@
 """The live monitor: tail a run folder, keep per-rank progress, raise alerts.
 
 Data flow: ``DirWatcher`` (watchdog events + rescans) -> ``Tailer`` (new complete lines only)
--> the pure parsers (``parse_jsonl``, ``parse_torch_lines``, ``parse_nccl_line``) -> ``stall.apply``
+-> the pure parsers (``parse_jsonl``; ``sources.route``, analyze's router, for logs: NCCL records, the rest
+to ``parse_torch_lines``) -> ``stall.apply``
 (per-rank state) -> ``stall.judge_hang`` / ``check_desync`` / crashes -> ``Sinks``.
 
 Incidents: one alert each (``hang``, ``desync``, ``crash``), a ``hang_detail`` follow-up with the
@@ -26,7 +27,6 @@ from typing import Any
 
 from .. import rules, safe_io
 from ..detectors.launch import is_start_error
-from ..ingest import wrapped_join_known
 from ..input_names import SKIP_DIRS, SKIP_NAMES
 from ..rules import desync as desync_rule
 from ..rules.cause import Failure
@@ -41,13 +41,10 @@ from ..sources.lines import (
     MAX_WRAP_PIECES,
     WRAP_MAX,
     WRAP_MIN,
-    maybe_nccl,
-    nccl_only,
-    rejoin_wrapped,
     starts_a_line,
     strip_tool_prefixes,
 )
-from ..sources.nccl_log import parse_nccl_line
+from ..sources.route import Route, route_lines
 from ..sources.torch_log import parse_torch_lines
 from ..text_fit import shorten
 from ..verdict import of_alerts
@@ -292,21 +289,16 @@ class LiveMonitor:
         if not lines:
             return
         rest = []
-        for lineno, text in rejoin_wrapped(lines, wrapped_join_known):  # a line a terminal hard-wrapped
-            if maybe_nccl(text):
-                rec = parse_nccl_line(text, path, lineno)
-                if rec is not None:
-                    if isinstance(rec, R.NcclWarn):
-                        self.nccl_warns.append(f"{rec.host}:{rec.pid}: {rec.message}"[:300])
-                        self.warn_texts.append(((rec.host, rec.pid), rec.message[:MAX_WARN_TEXT]))
-                    elif isinstance(rec, R.NcclColl):
-                        self.nccl.coll(rec, arrived)
-                    elif isinstance(rec, R.NcclInit):
-                        self.nccl.init(rec)
-                    continue
-                if nccl_only(text):
-                    continue
-            rest.append((lineno, text))
+        for route, lineno, text, rec in route_lines(lines, path):  # analyze's router (sources.route)
+            if isinstance(rec, R.NcclWarn):
+                self.nccl_warns.append(f"{rec.host}:{rec.pid}: {rec.message}"[:300])
+                self.warn_texts.append(((rec.host, rec.pid), rec.message[:MAX_WARN_TEXT]))
+            elif isinstance(rec, R.NcclColl):
+                self.nccl.coll(rec, arrived)
+            elif isinstance(rec, R.NcclInit):
+                self.nccl.init(rec)
+            if route is Route.TEXT:
+                rest.append((lineno, text))
         if rest:
             self._feed_torch(path, rest)
 
