@@ -128,7 +128,12 @@ def _int(v: Any, default: int = -1) -> int:
 def _sizes(v: Any) -> tuple[tuple[int, ...], ...]:
     """Lists of dims as tuples (a dim that is no int is kept as it is: ``fr_match.numel`` does not count it)."""
     if type(v) is list and all(type(t) is list for t in v):
-        return tuple(map(tuple, v))  # what PyTorch writes
+        out = tuple(map(tuple, v))  # what PyTorch writes
+        try:
+            hash(out)  # plain values only: it is compared and grouped by
+            return out
+        except TypeError:
+            pass
     if not isinstance(v, (list, tuple)):
         return ()
     return tuple(tuple(_int(d, 0) for d in t) for t in v if isinstance(t, (list, tuple)))
@@ -136,7 +141,7 @@ def _sizes(v: Any) -> tuple[tuple[int, ...], ...]:
 
 def _dtypes(v: Any) -> tuple[str, ...]:
     if type(v) is list and all(type(d) is str for d in v):
-        return tuple(v)
+        return tuple(v)  # strings: hashable
     if isinstance(v, str):
         return (v,) if v else ()
     if not isinstance(v, (list, tuple)):
