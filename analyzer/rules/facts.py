@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from ..model import ExitRecord, LogEvent, Run
 from ..nccl.failures import classify
+from ..sources.lines import nccl_head
 from . import healthy
 from .cause import Failure, explain, vanished
 from .chain import returned_to_caller, warn_chains
@@ -19,13 +20,12 @@ LINK_AREAS = ("ib", "socket", "proxy")
 STALL_KINDS = ("watchdog_timeout", "watchdog_failure", "heartbeat_timeout", "hook_stall", "dump_signal")
 TEARDOWN_ENTRY = "proxy-close-teardown"  # a rank's proxy failed a Close: that process was destroying its communicator
 TEARDOWN_AREAS = ("proxy", "socket")
-PROC_RE = re.compile(r"([^\s:\[\]]{1,255}):(\d{1,10}):\d{1,10} \[")  # NCCL's "host:pid:tid [dev]" head
 
 
 def process_of(line: str) -> str | None:
     """``host:pid`` of an NCCL line's head, wherever a launcher's prefix put it."""
-    m = PROC_RE.search(line[:400])
-    return f"{m.group(1)}:{m.group(2)}" if m else None
+    h = nccl_head(line)
+    return f"{h[0]}:{h[1]}" if h else None
 
 
 def teardown_processes(events: Iterable[LogEvent]) -> frozenset[str]:
@@ -208,10 +208,10 @@ def start_only_of_run(run: Run) -> healthy.Covered | None:
 def _behind_prefix(line: str) -> bool:
     """An NCCL line whose head is not at its start (after NCCL's own ``[timestamp] ``): a launcher's or a tool's prefix
     is in front of it (pdsh's ``node3: ``, ``[1,3]<stdout>:``), so the stream it came in is the job's console."""
-    m = PROC_RE.search(line[:400])
-    if m is None or m.start() == 0:
+    h = nccl_head(line)
+    if h is None or h[3] == 0:
         return False
-    return not (line.startswith("[") and line[:m.start()].rstrip().endswith("]") and line[1:5].isdigit())
+    return not (line.startswith("[") and line[:h[3]].rstrip().endswith("]") and line[1:5].isdigit())
 
 
 def sweep_done_of_run(run: Run) -> healthy.Covered | None:

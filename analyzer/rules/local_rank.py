@@ -4,11 +4,11 @@ OOM killer) with nothing of its own in the log. At an orderly teardown every pro
 several local ranks; one local rank reported by its neighbours, and no other, is the one that went first."""
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-HEAD_RE = re.compile(r"([^\s:\[\]]{1,255}):(\d{1,10}):\d{1,10} \[(\d{1,4})\]")  # NCCL's "host:pid:tid [dev]"
+from ..sources.lines import nccl_head
+
 MIN_REPORTERS = 2  # neighbours that saw it: one process's line alone may be its own teardown
 
 
@@ -21,8 +21,8 @@ class ClosedLocalRank:
 
 def reporter(line: str) -> tuple[str, int, int] | None:
     """(host, pid, device) of an NCCL line's head."""
-    m = HEAD_RE.search(line[:400])
-    return (m.group(1), int(m.group(2)), int(m.group(3))) if m else None
+    h = nccl_head(line)
+    return (h[0], h[1], h[2]) if h is not None and h[2] is not None else None
 
 
 def closed_local_rank(reports: Iterable[tuple[str, int, int, int]]) -> ClosedLocalRank | None:

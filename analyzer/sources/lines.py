@@ -310,3 +310,20 @@ def _pieces(lineno: int, text: str) -> Iterator[tuple[int, str]]:
     """A line's glued records (``split_glued``), each with the line's number."""
     for piece in split_glued(text):
         yield lineno, piece
+
+
+def nccl_head(line: str) -> tuple[str, int, int | None, int] | None:
+    """(host, pid, device or None, where the head starts) of an NCCL line's ``host:pid:tid [dev]`` head, wherever
+    a launcher's prefix put it in the first 400 characters; a head whose fields a poster hid is read too (its pid a
+    stable stand-in, ``hidden_id``). The one reading of the head for code outside the parsers (the rules)."""
+    text = line[:400]
+    m = NCCL_PREFIX_RE.search(text)
+    if m is not None:
+        dev = m.group("dev")
+        return m.group("host"), int(m.group("pid")), int(dev) if dev is not None else None, m.start()
+    m = REDACTED_HEAD_RE.search(text)
+    if m is None:
+        return None
+    dev_ = int(m.group("dev"))
+    return m.group("host"), hidden_id(m.group("pid"), dev_), dev_, m.start()
+
