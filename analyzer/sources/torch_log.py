@@ -171,7 +171,9 @@ PY_FATAL_SIGNALS = {"Segmentation fault": 11, "Bus error": 7, "Aborted": 6, "Flo
 # a native crash handler's announcement: sglang's / vLLM's "!!!!!!! Segfault encountered !!!!!!!", glog's and folly's
 # "*** SIGSEGV (@0x0) received by PID 4711 (TID 0x7f..) from PID 0; stack trace: ***"; the frames it prints follow
 NATIVE_CRASH_RE = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|\*\*\* (?P<sig>SIG[A-Z]{3,6}) \(@0x[0-9a-fA-F]{1,16}\) "
-                             r"received by PID (?P<pid>\d{1,10})")
+                             r"received by PID (?P<pid>\d{1,10})"
+                             # gdb: "Program received signal SIGSEGV, Segmentation fault.", "Thread 1 "python" received ..."
+                             r"|^(?:Program|Thread \d{1,7}(?: \"[^\"]{0,60}\")?) received signal (?P<gsig>SIG[A-Z]{3,6}), ")
 # one frame of a native stack: the handler's Python-like 'File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()',
 # glog's "@ 0x7f12.. ncclCommInitRank", OpenMPI's "[host:pid] [ 4] /usr/lib/libnccl.so.2(+0xbd72c)[0x7f..]", UCX's
 # " 4 0x00000000000bd72c ncclCommInitRankFunc()  /src/init.cc:1408"
@@ -179,7 +181,10 @@ NATIVE_FRAME_RE = re.compile(
     r'^\s{0,12}(?:File "(?P<file>[^"]{1,300})", line (?P<line>\d{1,7}), in (?P<func>\S{1,200})'
     r"|@\s{1,8}0x[0-9a-fA-F]{1,16}\s{1,8}(?P<func2>\S{1,200})"
     r"|\[[^\]\s]{1,255}:\d{1,10}\] \[ ?\d{1,3}\] (?P<lib>\S{1,300})"
-    r"|\d{1,3} {1,4}0x[0-9a-fA-F]{1,16} (?P<func3>\S{1,200}) {1,4}(?P<file3>\S{1,300}))"
+    r"|\d{1,3} {1,4}0x[0-9a-fA-F]{1,16} (?P<func3>\S{1,200}) {1,4}(?P<file3>\S{1,300})"
+    # gdb's "#3  0x00007ff58be01168 in initOnceFunc () at misc/ibvwrap.cc:94", "#1  ncclTopoGpuDistance (...) at
+    # graph/topo.cc:640", "#2  0x.. in ncclCommInitRank () from /usr/lib/libnccl.so.2"
+    r"|#\d{1,3} {1,4}(?:0x[0-9a-fA-F]{1,16} in )?(?P<func4>[\w:~<>]{1,200}) \([^\n]{0,400}?\)(?: (?:at|from) (?P<file4>\S{1,300}))?)"
 )
 # a frame inside NCCL: its sources (init.cc, misc/cudawrap.cc, transport/net_ib.cc), its functions (ncclCommInitRank),
 # its library (libnccl.so.2)
@@ -220,6 +225,12 @@ C10D_PEER_RE = re.compile(r"\[(?P<h>[^\]\s]{1,255})\]:(?P<p>\d{1,5})|\((?P<h2>[^
 # common.cu:1012 'internal error'", behind "host: " at times), read here where the file is not nccl-tests' table
 TEST_FAILURE_RE = re.compile(r"(?:^|: )(?:Test )?(?P<lib>NCCL|CUDA|Cuda) failure (?P<src>[\w./-]{1,200}:\d{1,6}) "
                              r"'(?P<msg>[^']{0,1000})'")
+# the same check as NCCL's own examples spell it, copied into applications ("Failed, NCCL error
+# .../nccl_utils.cc:296 'unhandled cuda error'", "Failed: Cuda error file.cu:41 'out of memory'")
+APP_CHECK_RE = re.compile(r"\bFailed[,:] (?P<lib>NCCL|CUDA|Cuda) error (?P<src>[\w./-]{1,200}:\d{1,6}) '(?P<msg>[^']{0,1000})'")
+# an NCCL call a framework reports failed ("ncclCommInitRank failed: unhandled cuda error", "NCCL operation
+# ncclCommInitRank(&comm, nranks, id, rank) failed: ..."): the message names NCCL by its call
+NCCL_CALL_FAILED_RE = re.compile(r"\bnccl[A-Z]\w{2,40}(?:\([^()]{0,300}\))? failed\b")
 # exceptions of torch.distributed's store and sockets, read with or without a traceback above them
 DIST_EXC_TYPES = ("DistNetworkError", "DistStoreError", "DistError", "RendezvousTimeoutError",
                   "RendezvousConnectionError")
@@ -476,7 +487,7 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         glued = GLUED_RANK_RE.search(body)  # another process's output glued in front of "[rank3]:"
         if glued:
             prefix_rank, body = int(glued.group(1)), body[glued.end():]
-    if st.native is not None or ".c" in body or "Segfault" in body or "***" in body:
+    if st.native is not None or ".c" in body or "Segfault" in body or "***" in body or "received signal" in body:
         if _native(st, lineno, text, body, prefix_rank):
             return
         yield from _flush_native(st)
@@ -536,16 +547,16 @@ def _native(st: _State, lineno: int, text: str, body: str, rank: int | None) -> 
     """A native crash report's line (its announcement, or one of its frames): read into ``st.native``, True. A report
     announced by its handler (``NATIVE_CRASH_RE``) or, unannounced, a handler's Python-like frame of a native source
     inside NCCL ('File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()'): only crash handlers print those."""
-    a = NATIVE_CRASH_RE.search(body) if "Segfault" in body or "***" in body else None
+    a = NATIVE_CRASH_RE.search(body) if "Segfault" in body or "***" in body or "received signal" in body else None
     if a is not None:
-        sig = _SIGNALS.get(a.group("sig") or "SIGSEGV", 11)
+        sig = _SIGNALS.get(a.group("sig") or a.group("gsig") or "SIGSEGV", 11)
         st.native = _Native((lineno, text, rank), sig, int(a.group("pid")) if a.group("pid") else None)
         return True
     f = NATIVE_FRAME_RE.match(body)
     if f is None:
         return False
-    file = f.group("file") or f.group("file3") or f.group("lib") or ""
-    func = f.group("func") or f.group("func2") or f.group("func3") or ""
+    file = f.group("file") or f.group("file3") or f.group("lib") or f.group("file4") or ""
+    func = f.group("func") or f.group("func2") or f.group("func3") or f.group("func4") or ""
     inside = NCCL_FRAME_RE.search(f"{func} {file}") is not None
     if st.native is None:
         if not (inside and f.group("file") and NATIVE_SOURCE_RE.search(file)):
@@ -591,7 +602,8 @@ def _c10d(st: _State, head: Head, msg: str, rank: int | None) -> Iterator[Rec]:
 
 
 def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
-    if " failure " in body and "'" in body and (t := TEST_FAILURE_RE.search(body)) is not None:
+    if (" failure " in body or " error " in body) and "'" in body and (
+            t := TEST_FAILURE_RE.search(body) or APP_CHECK_RE.search(body)) is not None:
         if (rank, t.group("msg")) not in st.errors:
             st.errors.add((rank, t.group("msg")))
             yield DistError(*head, f"{t.group('lib').upper()} failure", t.group("msg").strip(" /"), None,
@@ -940,7 +952,8 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
             yield LauncherExit(st.file, head[1], head[2], i, i, code, None, None, None,
                                f"Signal ({m.group('sig')})" if m.group("sig") else None, False)
         return
-    if not (st.frames.get(rank) or "DistBackendError" in etype or "NCCL" in msg or etype.endswith(DIST_EXC_TYPES)):
+    if not (st.frames.get(rank) or "DistBackendError" in etype or "NCCL" in msg or etype.endswith(DIST_EXC_TYPES)
+            or ("nccl" in msg and NCCL_CALL_FAILED_RE.search(msg))):
         return
     prev = st.c10d_errors.get(rank)
     if prev and msg.startswith(prev.rstrip(".")):  # c10d's own error line said it already, as the exception does

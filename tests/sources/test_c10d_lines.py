@@ -95,3 +95,25 @@ def test_text_naming_none_of_nccl_c10d_or_a_launcher_is_still_nothing_readable(t
                                   "segfault_stack_in_nccl_cumem_init"])
 def test_cases_of_c10d_and_native_lines(name):
     check(name)
+
+
+def test_gdb_report_of_a_fatal_signal_names_the_frames_inside_nccl():
+    recs = _recs('Thread 1 "python" received signal SIGSEGV, Segmentation fault.',
+                 "#0  0x00007f1f0ba9b33c in pathDistance (links=<optimized out>) at graph/topo.cc:618",
+                 "#2  0x00007f1f0ba9c1aa in ncclCommInitRank () from /usr/lib/x86_64-linux-gnu/libnccl.so.2")
+    ends = [r for r in recs if isinstance(r, R.LauncherExit)]
+    errs = [r for r in recs if isinstance(r, R.DistError)]
+    assert [e.exitcode for e in ends] == [-11]
+    assert "pathDistance (topo.cc:618)" in errs[0].message and "ncclCommInitRank" in errs[0].message
+
+
+@pytest.mark.parametrize("line, etype", [
+    ("Failed, NCCL error /src/utils/nccl_utils.cc:296 'unhandled cuda error (run with NCCL_DEBUG=INFO for details)'",
+     "NCCL failure"),
+    ("Failed: Cuda error test.cu:41 'out of memory'", "CUDA failure"),
+    ("horovod.common.exceptions.HorovodInternalError: ncclCommInitRank failed: unhandled cuda error",
+     "horovod.common.exceptions.HorovodInternalError"),
+])
+def test_a_failed_nccl_call_or_check_is_read_without_a_traceback(line, etype):
+    errs = [r for r in _recs(line) if isinstance(r, R.DistError)]
+    assert [e.exc_type for e in errs] == [etype], errs
