@@ -6,11 +6,17 @@ for a log between a folder walk and the read cannot block the open, ``O_NOFOLLOW
 caller names the path itself, then ``fstat`` on the open descriptor: anything but a regular file is
 refused (``NotRegularFile``). Checking the descriptor, not the name, leaves no window for a swap.
 
-Writing (``create_new``, ``write_replace``, ``open_append``): ``O_NOFOLLOW`` always; new files with
-``O_EXCL``; a whole-file write goes to a fresh ``O_EXCL`` temporary beside the target and is renamed
-over it (a rename replaces a planted link itself, never what it points to); an append checks that the
-file it opened is a regular file of ours with one name. ``check_private_dir`` says why a folder is
-not safe to write into (not ours, or writable by others), ``private_dir`` makes or checks one (0700).
+Writing (``create_new``, ``write_replace``, ``write_at``, ``open_append``): ``O_NOFOLLOW`` always; new
+files with ``O_EXCL``; a whole-file write goes through a descriptor of the target's folder
+(``open_dir``): a fresh ``O_EXCL`` temporary under a name from ``secrets`` is written there and renamed
+over the target within that descriptor (a rename replaces a planted link itself, never what it points
+to, and a folder swapped for a link after the open changes nothing); with ``regular_only`` a target
+that exists and is not a regular file (a device, a FIFO, a link) is refused (``NotRegularFile``). An
+append checks that the file it opened is a regular file of ours with one name. ``check_private_dir``
+says why a folder is not safe to write into (not ours, or writable by others), ``private_dir`` makes
+or checks one (0700) and the folders above it (``check_ancestors``: none another user could rename it
+out of); ``sub_dir`` opens (or makes) a folder inside a folder descriptor, refused when it is a link or
+not of an owner the caller names.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from typing import cast
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
 class NotRegularFile(OSError):
@@ -105,18 +112,75 @@ def check_private_dir(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def check_ancestors(path: str | os.PathLike[str]) -> str | None:
+    """Why a folder above ``path`` lets another user move ``path`` away or put something else in its
+    place (None: each folder above it, links resolved, is ours or root's, and writable by no one else
+    unless sticky, where others cannot rename what is ours)."""
+    here = Path(os.path.realpath(os.path.dirname(os.path.abspath(path))))
+    for folder in (here, *here.parents):
+        try:
+            st = os.lstat(folder)
+        except OSError as e:
+            return f"cannot inspect {folder} ({e.strerror or e})"
+        if st.st_uid not in (0, os.geteuid()):
+            return f"{folder} above it belongs to another user (uid {st.st_uid})"
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+            return f"others can write to {folder} above it (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
 def private_dir(path: str | os.PathLike[str], mode: int = 0o700) -> Path:
-    """``path`` as a folder of ours that only we can write: created (with its parents) if missing,
-    checked if present. Raises UnsafeFolder with the reason."""
+    """``path`` as a folder of ours that only we can write, in folders no other user can rename it out
+    of (``check_ancestors``): created (with its parents) if missing, checked if present. Raises
+    UnsafeFolder with the reason."""
     p = Path(path)
     try:
         p.mkdir(mode=mode, parents=True)
     except FileExistsError:
         pass
-    why = check_private_dir(p)
+    why = check_private_dir(p) or check_ancestors(p)
     if why is not None:
         raise UnsafeFolder(errno.EPERM, f"refused: {why}", str(p))
     return p
+
+
+def open_dir(path: str | os.PathLike[str], follow: bool = True) -> int:
+    """A descriptor of the folder ``path`` to create and rename names in (``write_at``, ``sub_dir``).
+
+    ``follow``: the user named this path, so a link in its last component is followed; without it a
+    link raises UnsafeFolder."""
+    try:
+        return os.open(path, os.O_RDONLY | DIRECTORY | CLOEXEC | (0 if follow else NOFOLLOW))
+    except OSError as e:
+        if not follow and e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path):
+            raise UnsafeFolder(errno.EPERM, "refused: it is a symbolic link", str(path)) from None
+        raise
+
+
+def sub_dir(parent_fd: int, name: str, owners: frozenset[int], mode: int = 0o755) -> int:
+    """A descriptor of the folder ``name`` inside the folder ``parent_fd``, made (``mode``) if missing;
+    raises UnsafeFolder when it is a link, no folder, of a user not in ``owners``, or writable by others."""
+    try:
+        os.mkdir(name, mode, dir_fd=parent_fd)
+    except FileExistsError:
+        pass
+    try:
+        fd = os.open(name, os.O_RDONLY | DIRECTORY | NOFOLLOW | CLOEXEC, dir_fd=parent_fd)
+    except OSError as e:
+        if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        raise UnsafeFolder(errno.EPERM, f"refused: it is {kind_of(st.st_mode)}", name) from None
+    st = os.fstat(fd)
+    why = None
+    if st.st_uid not in owners:
+        why = f"it belongs to another user (uid {st.st_uid})"
+    elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        why = f"others can write to it (mode {stat.S_IMODE(st.st_mode):04o})"
+    if why is not None:
+        os.close(fd)
+        raise UnsafeFolder(errno.EPERM, f"refused: {why}", name)
+    return fd
 
 
 def create_new(path: str | os.PathLike[str], mode: int = 0o644) -> int:
@@ -131,24 +195,52 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def write_replace(path: str | os.PathLike[str], data: bytes | str, mode: int = 0o644) -> None:
-    """Write ``data`` as the whole content of ``path``: a fresh temporary beside it, renamed over it."""
-    p = Path(path)
+def check_regular_at(dir_fd: int, name: str) -> None:
+    """Raises NotRegularFile when ``name`` in the folder ``dir_fd`` exists and is not a regular file
+    (a link, a device, a FIFO, a folder); a missing name is fine."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(errno.EINVAL, f"{kind_of(st.st_mode)}, not a regular file", name)
+
+
+def write_at(dir_fd: int, name: str, data: bytes | str, mode: int = 0o644, regular_only: bool = False) -> None:
+    """Write ``data`` as the whole content of ``name`` in the folder ``dir_fd``: a fresh temporary there
+    (``O_EXCL | O_NOFOLLOW``, a name nobody can guess), renamed over ``name`` within the descriptor.
+
+    ``regular_only``: refuse (NotRegularFile) a ``name`` that exists and is not a regular file."""
+    if not name or "/" in name or name in (".", ".."):
+        raise IsADirectoryError(errno.EISDIR, "not a file name", name)
+    if regular_only:
+        check_regular_at(dir_fd, name)
     blob = data.encode() if isinstance(data, str) else data
-    tmp = p.with_name(f".{p.name}.{secrets.token_hex(6)}.tmp")
-    fd = create_new(tmp, mode)
+    tmp = f".{name[:200]}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, mode, dir_fd=dir_fd)
     try:
-        _write_all(fd, blob)
+        try:
+            _write_all(fd, blob)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
         raise
-    os.close(fd)
+
+
+def write_replace(path: str | os.PathLike[str], data: bytes | str, mode: int = 0o644,
+                  regular_only: bool = False) -> None:
+    """Write ``data`` as the whole content of ``path`` (``write_at`` in the folder the caller named)."""
+    p = Path(path)
+    dfd = open_dir(p.parent)
     try:
-        os.replace(tmp, p)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        write_at(dfd, p.name, data, mode, regular_only)
+    finally:
+        os.close(dfd)
 
 
 def open_append(path: str | os.PathLike[str], mode: int = 0o644) -> int:

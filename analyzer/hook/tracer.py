@@ -707,8 +707,10 @@ class Tracer:
         self.put(R.stack(self.rank, reason, R.where_of(frames), R.trim(frames), **extra))
 
     def _control_key(self) -> tuple[int, int, int] | None:
-        """The dump-request file's identity, or None where there is none (or it is no regular file)."""
+        """The dump-request file's identity, or None where there is none (or it, or its folder, is a link)."""
         try:
+            if stat.S_ISLNK(os.lstat(self.control.parent).st_mode):
+                return None
             st = os.lstat(self.control)
         except OSError:
             return None

@@ -59,6 +59,7 @@ POLL_S = 0.25
 DETAIL_WAIT_S = 5.0  # how long to wait for the ranks' stacks after a dump request
 CRASH_GRACE_S = 2.0  # gather exit records and tracebacks of one crash into one alert
 DESYNC_WAIT_S = 2.0  # wait this long for the other ranks' records, and for a side's rank failing, before alerting
+DESYNC_MAX_WAIT_S = 30.0  # a member's record still missing this long after: alert on those read, follow up later
 CONTROL_DIR = "ncclscope-control"
 ALERTS_FILE = "alerts.jsonl"
 FR_RE = re.compile(r"^fr_(?:timeout|live|end|dump)?_?rank(\d+)")
@@ -158,6 +159,7 @@ class LiveMonitor:
         self.backend: str | None = None  # the hook's start record: which default timeout applies
         self.fr_files: dict[str, float] = {}  # path -> when first seen
         self.dump_id = 0
+        self._control_refused = False  # the control folder was refused once: said once, not asked again
         self.files_seen = 0
         self.lines_read = 0
         self._lock = threading.Lock()
@@ -166,6 +168,7 @@ class LiveMonitor:
         self._once = False
         self._now = clock()
         self._desync_wait: dict[tuple[str, int], float] = {}  # (pg, seq) -> first seen mismatched
+        self._desync_partial: dict[tuple[str, int], tuple[int, ...]] = {}  # alerted before every record was in
 
     # --- threads ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -366,8 +369,12 @@ class LiveMonitor:
 
     # --- incidents ------------------------------------------------------------------------------------
     def _desyncs(self, now: float) -> list[dict[str, Any]]:
-        """Mismatched (pg, seq), after DESYNC_WAIT_S: not when a side is a rank that failed right after (its echo)."""
-        out = []
+        """Mismatched (pg, seq), judged once every member's call there is read (``stall.desync_missing``;
+        records reach the folder late under load, and a tie of the first two is broken by the rest) and
+        DESYNC_WAIT_S has passed: not when a side is a rank that failed right after (its echo). A member
+        still missing after DESYNC_MAX_WAIT_S: the alert on those read, and ``desync_detail`` once the
+        rest arrive and name other culprits."""
+        out = self._desync_updates(now) if self._desync_partial else []
         for key, first in list(self._desync_wait.items()):
             pg, seq = key
             if pg in self.desync_pgs:
@@ -380,7 +387,9 @@ class LiveMonitor:
                 if len(sigs) >= members or now - first > 60:
                     self._desync_wait.pop(key, None)
                 continue
-            if not self._once and now - first < DESYNC_WAIT_S:
+            missing = stall.desync_missing(self.state, pg, seq)
+            waited = now - first
+            if not self._once and (waited < DESYNC_WAIT_S or (missing and waited < DESYNC_MAX_WAIT_S)):
                 continue  # a tie may be broken by the other ranks' records; a side may be failing
             sides: dict[tuple[str, str, str], list[int]] = {}
             for r, k in d.sigs.items():
@@ -391,15 +400,38 @@ class LiveMonitor:
                 continue  # a side's rank failed right after: the crash alert tells it
             self._desync_wait.pop(key, None)
             self.desync_pgs.add(pg)
-            parts = [f"rank {r}: {op} numel={numel} dtype={dtype}" for r, (op, numel, dtype) in d.sigs.items()]
-            who = (f"rank{'s' if len(d.culprits) > 1 else ''} {', '.join(map(str, d.culprits))} differ"
-                   if d.culprits else "the ranks disagree")
-            ops = sorted({k[0] for k in d.sigs.values()})
-            out.append(make_alert(
-                "desync", "desync", d.culprits, {"pg": pg, "seq": seq, "op": "/".join(ops)},
-                f"collective #{seq} of process group {pg} does not match across ranks ({who}): " + "; ".join(parts),
-                {r: s.where for r, s in sigs.items() if s.where}, ts=now))
+            if missing:
+                self._desync_partial[key] = d.culprits
+            out.append(self._desync_alert("desync", d, now, missing))
         return out
+
+    def _desync_updates(self, now: float) -> list[dict[str, Any]]:
+        """``desync_detail``: the records that were missing at the desync alert arrived and name culprits
+        the alert did not (by the same rule, ``stall.check_desync``)."""
+        out = []
+        for key, told in list(self._desync_partial.items()):
+            if stall.desync_missing(self.state, *key) and not self._once:
+                continue
+            del self._desync_partial[key]
+            d = stall.check_desync(self.state, *key)
+            if d is not None and d.culprits and d.culprits != told:
+                out.append(self._desync_alert("desync_detail", d, now, ()))
+        return out
+
+    def _desync_alert(self, kind: str, d: stall.Desync, now: float, missing: tuple[int, ...]) -> dict[str, Any]:
+        sigs = self.state.colls.get(d.pg, {}).get(d.seq, {})
+        parts = [f"rank {r}: {op} numel={numel} dtype={dtype}" for r, (op, numel, dtype) in d.sigs.items()]
+        who = (f"rank{'s' if len(d.culprits) > 1 else ''} {', '.join(map(str, d.culprits))} differ"
+               if d.culprits else "the ranks disagree")
+        ops = sorted({k[0] for k in d.sigs.values()})
+        msg = f"collective #{d.seq} of process group {d.pg} does not match across ranks ({who}): " + "; ".join(parts)
+        if missing:
+            msg += f"; no record yet from {_plural(missing)}"
+        elif kind == "desync_detail":
+            msg = "every rank's record is in: " + msg
+        return make_alert(kind, "desync", d.culprits, {"pg": d.pg, "seq": d.seq, "op": "/".join(ops)}, msg,
+                          {r: s.where for r, s in sigs.items() if s.where}, ts=now,
+                          **({"missing_ranks": list(missing)} if missing else {}))
 
     def _watchdog(self, rec: R.TorchRec) -> None:
         """PyTorch's own watchdog saw a timeout: a hang even without the hook (any launcher)."""
@@ -465,7 +497,7 @@ class LiveMonitor:
         self._crash_new = True
 
     def _judge(self, now: float) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = self._desyncs(now) if self._desync_wait else []
+        out: list[dict[str, Any]] = self._desyncs(now) if self._desync_wait or self._desync_partial else []
         st = self.state
         if self._wd and (self._once or now - self._wd.get("first", now) >= CRASH_GRACE_S):
             a = self._watchdog_alert(now)
@@ -721,18 +753,32 @@ class LiveMonitor:
             self.problems.append(f"kill on hang: {e}")
 
     def _request_dump(self, now: float) -> tuple[float | None, int | None]:
-        if not self.config.write:
+        """``CONTROL_DIR/dump-request``, written through descriptors (``safe_io.write_at``): the control
+        folder must be ours or the run folder's owner's, no link, writable by no one else; otherwise one
+        warning and the hang goes on without stacks (never a write where another user pointed)."""
+        if not self.config.write or self._control_refused:
             return None, None
-        self.dump_id += 1
         d = self.run_dir / CONTROL_DIR
         try:
-            d.mkdir(exist_ok=True)
-            tmp = d / f".dump-request.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps({"id": self.dump_id, "t": now}))
-            os.replace(tmp, d / "dump-request")
+            run_fd = safe_io.open_dir(self.run_dir)
+            try:
+                owners = frozenset({os.geteuid(), os.fstat(run_fd).st_uid})
+                ctl = safe_io.sub_dir(run_fd, CONTROL_DIR, owners)
+            finally:
+                os.close(run_fd)
+            try:
+                safe_io.write_at(ctl, "dump-request", json.dumps({"id": self.dump_id + 1, "t": now}))
+            finally:
+                os.close(ctl)
+        except safe_io.UnsafeFolder as e:
+            self._control_refused = True
+            self.problems.append(f"control folder {d} {e.strerror or e}; not asking the ranks for their "
+                                 "stacks (remove it, or watch as its owner)")
+            return None, None
         except OSError as e:
             self.problems.append(f"cannot write the dump request in {d}: {e.strerror or e}")
             return None, None
+        self.dump_id += 1
         return now, self.dump_id
 
     # --- views ------------------------------------------------------------------------------------------

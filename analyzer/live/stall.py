@@ -360,6 +360,21 @@ def check_desync(state: JobState, pg: str, seq: int) -> Desync | None:
     return Desync(pg, seq, dict(sorted(keys.items())), culprits)
 
 
+def desync_missing(state: JobState, pg: str, seq: int) -> tuple[int, ...]:
+    """The members of ``pg`` whose call at ``seq`` has not been read yet and may still come: not exited,
+    and not known (by a heartbeat's count) to have passed ``seq`` without its record. A mismatch is
+    judged once these are in: a tie between the first two ranks read is often broken by the third."""
+    sigs = state.colls.get(pg, {}).get(seq, {})
+    members = state.all_ranks() if pg == "0" else [r for r, s in state.ranks.items() if pg in s.enq]
+    out = []
+    for r in members:
+        rs = state.ranks.get(r)
+        if r in sigs or (rs is not None and (rs.exit_code is not None or rs.enq.get(pg, 0) >= seq)):
+            continue
+        out.append(r)
+    return tuple(out)
+
+
 def _one_where(wheres: list[str | None]) -> str | None:
     return next((w for w in wheres if w), None)
 
