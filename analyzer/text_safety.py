@@ -15,6 +15,7 @@ from typing import Any
 
 # C0 (tab kept), DEL, C1, and the bidirectional overrides / isolates that reorder what is shown
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_NO_NL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _visible(m: re.Match[str]) -> str:
@@ -26,6 +27,14 @@ def clean(s: Any) -> str:
     """``s`` as one line of plain text: every control character shown as ``\\xNN`` (newlines too)."""
     text = s if isinstance(s, str) else str(s)
     return _CONTROL.sub(_visible, text)
+
+
+def clean_escaped(s: Any) -> str:
+    """``clean`` for a format that escapes the backslash itself (Prometheus label values): every control
+    character but the newline as ``\\xNN`` (an escaped backslash, then ``xNN``), to be read back as
+    that printable text; the caller escapes the backslashes, quotes and newlines of ``s`` first."""
+    text = s if isinstance(s, str) else str(s)
+    return _CONTROL_NO_NL.sub(lambda m: "\\" + _visible(m), text)
 
 
 def clean_block(s: Any) -> str:

@@ -20,13 +20,16 @@ from ..metrics.progress import judged_progress
 from ..metrics.timeline import run_end
 from ..metrics.records import arrival, strs
 from ..model import Verdict
+from ..text_safety import clean_escaped
 
 PREFIX = "ncclscope"
 
 
 def _esc(value: object) -> str:
-    """A label value escaped as the text format asks (backslash, double quote, newline)."""
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value escaped as the text format asks (backslash, double quote, newline), and printable:
+    every other control character (ESC, BEL, CR, NUL, C1, bidi overrides) that log text may carry is
+    written as the visible text ``\\xNN`` (``text_safety.clean_escaped``), never as the raw byte."""
+    return clean_escaped(str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n"))
 
 
 def _labels(labels: dict[str, object]) -> str:
