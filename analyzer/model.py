@@ -200,6 +200,10 @@ class Communicator:
     init_complete: frozenset[int] = frozenset()  # comm ranks that printed Init COMPLETE
     init_started: frozenset[int] = frozenset()
     nnodes: int | None = None
+    # the first line that shows each transport, its rings, its trees (model_build.shown)
+    transport_lines: dict[str, Evidence] = field(default_factory=dict)
+    ring_line: Evidence | None = None
+    tree_line: Evidence | None = None
 
     @property
     def transports(self) -> list[str]:
@@ -242,6 +246,19 @@ class Communicator:
             "trees": self.unique_trees(),
             "init_complete_ranks": sorted(self.members.get(r, r) for r in self.init_complete),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class TuningChoice:
+    """NCCL's algorithm and protocol for one operation at one size, from its TUNING lines (``AllReduce: 33554432
+    Bytes -> Algo RING proto SIMPLE ...``): the lines of one (op, log2 size, algo, proto) counted, the first kept."""
+
+    op: str | None  # canonical (allreduce, ...); None for the releases whose line names no operation
+    bucket: int  # log2 of the bytes
+    algo: str
+    proto: str
+    lines: int
+    evidence: Evidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,6 +416,7 @@ class Run:
     nccl_tests: list[dict[str, Any]] = field(default_factory=list)
     killed_pids: set[int] = field(default_factory=set)  # pids the launcher sent a closing signal
     flight_recorder: FrJob | None = None  # what the Flight Recorder dumps say (model_build.fr_job)
+    tuning: list[TuningChoice] = field(default_factory=list)  # NCCL's algorithm choices (model_build.shown)
     # derived tables computed once per analysis and shared by detectors (never persisted)
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

@@ -20,6 +20,7 @@ from .events import build_events, build_exits
 from .fr_job import build_fr_job
 from .gather import gather
 from .ranks import assign_ranks, build_job, drop_implausible
+from .shown import tuning_choices
 
 __all__ = ["build_run"]
 
@@ -51,7 +52,7 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
                events=events, exits=exits, ras=[_ras_dict(r) for r in g.ras], stacks=coll.stacks, files=files,
                problems=problems, heartbeats=coll.heartbeats, nccl_tests=[_tests_dict(t) for t in g.tests],
                killed_pids={s.pid for s in g.signals}, flight_recorder=build_fr_job(g.frs),
-               origins=g.origins)
+               origins=g.origins, tuning=tuning_choices(g.tuning))
 
 
 def _ras_dict(r: R.RasComm) -> dict[str, object]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from ..model import Communicator, Connection
+from ..model import Communicator, Connection, Evidence
+from .shown import first_lines
 from .values import ProcKey
 
 CommKey = tuple[ProcKey, str]  # (process, communicator pointer)
@@ -40,6 +41,9 @@ class CommLocal:
     tree_downs: dict[int, tuple[int, ...]] = field(default_factory=dict)  # channel -> children (-1: none)
     connections: list[Connection] = field(default_factory=list)
     first_line: int = 0
+    transport_lines: dict[str, Evidence] = field(default_factory=dict)  # model_build.shown.note_topology
+    ring_line: Evidence | None = None
+    tree_line: Evidence | None = None
     launch: int = 0  # among the process's top-level views without commId of this size and rank: the k-th made
 
 
@@ -112,12 +116,14 @@ def _communicator(cid: str, members: list[CommLocal], ident: dict[CommKey, str],
     trees = build_trees(members)
     first = min(members, key=lambda m: m.first_line)
     parent_id = ident.get((first.proc, first.parent_ptr)) if first.parent_ptr else None
+    transport_lines, ring_line, tree_line = first_lines(members)
     return Communicator(
         id=cid, nranks=nranks, members=rank_map, parent=parent_id, color=first.color, caller=first.caller,
         n_channels=channels, rings=rings, trees=trees, connections=tuple(c for m in members for c in m.connections),
         init_complete=frozenset(m.rank for m in members if m.complete),
         init_started=frozenset(m.rank for m in members if m.started),
         nnodes=max((m.nnodes or 0 for m in members), default=0) or None,
+        transport_lines=transport_lines, ring_line=ring_line, tree_line=tree_line,
     )
 
 

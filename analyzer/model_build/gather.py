@@ -18,6 +18,7 @@ from ..sources import records as R
 from ..sources.coll import NcclCollBatch
 from ..sources.lines import prefix_rank
 from .communicators import CommLocal
+from .shown import TuningKey, count_tuning, note_topology
 from .values import ProcKey, ev
 
 
@@ -53,6 +54,7 @@ class Gathered:
     # from "[rank3]:" / "[default3]:" / mpirun "[1,3]<stdout>:" prefixes
     wrapper_rank: dict[ProcKey, int] = field(default_factory=dict)
     origins: dict[str, Origin] = field(default_factory=dict)  # file -> who wrote it, for those not Origin.INPUT
+    tuning: dict[TuningKey, list] = field(default_factory=dict)  # NCCL's TUNING lines, counted (shown.count_tuning)
 
 
 def gather(parsed: list[Parsed]) -> Gathered:
@@ -100,7 +102,7 @@ def _local(g: Gathered, key: ProcKey, comm: str, rank: int, nranks: int, line: i
 
 # the branch of ``_nccl`` each record type takes, by exact type (isinstance depends on the type alone): one
 # dict look-up instead of up to seven isinstance tests a record, most of them for the topology lines
-_COLL_BATCH, _COLL, _INIT, _COMM_INFO, _TOPOLOGY, _VERSION, _ENV, _EVENT, _OTHER = range(9)
+_COLL_BATCH, _COLL, _INIT, _COMM_INFO, _TOPOLOGY, _VERSION, _ENV, _EVENT, _TUNING, _OTHER = range(10)
 _BRANCH: dict[type, int] = {}
 
 
@@ -110,7 +112,7 @@ def _branch(cls: type) -> int:
                      ((R.NcclConnection, R.NcclRingOrder, R.NcclRing, R.NcclTrees, R.NcclTree, R.NcclChannels,
                        R.NcclTopologyRun), _TOPOLOGY),
                      (R.NcclVersion, _VERSION), (R.NcclEnv, _ENV),
-                     ((R.NcclWarn, R.NcclBacktrace, R.NcclRasLine, R.NcclNet), _EVENT)):
+                     ((R.NcclWarn, R.NcclBacktrace, R.NcclRasLine, R.NcclNet), _EVENT), (R.NcclTuning, _TUNING)):
         if issubclass(cls, kinds):
             return b
     return _OTHER
@@ -159,6 +161,8 @@ def _nccl(rec: R.NcclRec, g: Gathered) -> None:
             g.settings[env.name] = Setting(env.name, env.value, "nccl-log", ev(env))
     elif b == _EVENT:
         g.nccl_events.append((key, rec))
+    elif b == _TUNING:
+        count_tuning(g.tuning, cast(R.NcclTuning, rec))
 
 
 def _init(rec: R.NcclInit, key: ProcKey, g: Gathered) -> None:
@@ -182,6 +186,7 @@ def _init(rec: R.NcclInit, key: ProcKey, g: Gathered) -> None:
 
 
 def _topology(rec: R.NcclRec, cl: CommLocal) -> None:
+    note_topology(cl, rec)
     if type(rec) is R.NcclTopologyRun:  # a run of ring and connection lines, folded by the parse (sources.fold)
         for ch, prev, rank, nxt in rec.rings:
             cl.ring_next[ch] = (prev, rank, nxt)
