@@ -144,7 +144,8 @@ def _scan_key(folder: str, out: list[list[Any]]) -> bool:
 
 def cache_root() -> Path:
     """``$XDG_CACHE_HOME/ncclscope/runs`` (``~/.cache``), made 0700 if missing; raises
-    ``safe_io.UnsafeFolder`` when it, or ``ncclscope`` above it, is not the user's alone."""
+    ``safe_io.UnsafeFolder`` when it, or ``ncclscope`` above it, is not the user's alone, or when a folder
+    above those belongs to another user or others can write to it (``safe_io.check_ancestors``)."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ncclscope"
     safe_io.private_dir(base)
     return safe_io.private_dir(base / "runs")

@@ -11,7 +11,9 @@ Folder: ``$NCCLSCOPE_KERNEL_DIR``, else ``$XDG_CACHE_HOME/ncclscope/kernel`` (``
 module there is loaded only from a folder and file owned by this user and writable by no one
 else, and never by its path after that check: the file is opened (no symlinks, non-blocking),
 checked on the open descriptor, and its bytes loaded from a private copy, so that another user
-who swaps the folder or file in between gets nothing run. Run as ``python -m
+who swaps the folder or file in between gets nothing run; every folder above it must be ours or
+root's and writable by no one else (``safe_io.check_ancestors``), and the build lock is opened in the
+checked folder without following a link or truncating anything. Run as ``python -m
 ncclscope.sources.coll.kernel_build OUTDIR`` it builds into OUTDIR.
 """
 from __future__ import annotations
@@ -30,6 +32,8 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from ... import safe_io
 
 MODULE = "ncclscope_coll_kernel"
 # the kernel's arguments, as read_coll_columns_compiled passes them
@@ -62,16 +66,8 @@ def module_path(folder: Path) -> Path:
     return folder / (MODULE + importlib.machinery.EXTENSION_SUFFIXES[0])
 
 
-def _private(p: Path) -> bool:
-    """Owned by this user and writable by no one else (a module anyone could swap would run their code)."""
-    try:
-        st = p.stat()
-    except OSError:
-        return False
-    return _private_stat(st)
-
-
 def _private_stat(st: os.stat_result) -> bool:
+    """Owned by this user and writable by no one else (a module anyone could swap would run their code)."""
     return st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
@@ -105,7 +101,7 @@ def load(folder: Path | None = None) -> Callable[..., None] | None:
     """The built kernel, or None when it is not there (or not private). The checked bytes are loaded
     from a copy in a fresh private temporary folder (an extension module can only be loaded by path)."""
     folder = folder or kernel_dir()
-    if folder is None:
+    if folder is None or safe_io.check_ancestors(folder) is not None:
         return None
     data = read_private_module(folder)
     if data is None or len(data) > MAX_MODULE_BYTES:
@@ -124,20 +120,46 @@ def load(folder: Path | None = None) -> Callable[..., None] | None:
     return kernel
 
 
+def _open_lock(folder: Path) -> int | None:
+    """The build lock ``.lock`` of ``folder``: opened in the checked folder's descriptor, never through a
+    link, never truncated (the file's bytes are nobody's business), a regular file only; None if not."""
+    try:
+        dfd = safe_io.open_dir(folder, follow=False)
+    except OSError:
+        return None
+    try:
+        if not _private_stat(os.fstat(dfd)):
+            return None
+        fd = os.open(".lock", os.O_WRONLY | os.O_CREAT | safe_io.NOFOLLOW | safe_io.NONBLOCK | safe_io.CLOEXEC,
+                     0o600, dir_fd=dfd)
+    except OSError:
+        return None
+    finally:
+        os.close(dfd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
 def build(note: Callable[[str], None] | None = None) -> Path | None:
     """Build the module (in a child process, under a lock) unless it is there; its folder, or None."""
     folder = kernel_dir()
     if folder is None:
         return None
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not _private(folder):
+    try:  # ours, writable by no one else, and so is every folder above it that is not root's
+        safe_io.private_dir(folder)
+    except OSError:
         return None
     target = module_path(folder)
-    with open(folder / ".lock", "w") as lock:
+    lock = _open_lock(folder)
+    if lock is None:
+        return None
+    with os.fdopen(lock, "wb") as f:
         with contextlib.suppress(ImportError):
             import fcntl
 
-            fcntl.flock(lock, fcntl.LOCK_EX)  # another process building it: wait, then find it built
+            fcntl.flock(f, fcntl.LOCK_EX)  # another process building it: wait, then find it built
         if target.is_file():
             return folder
         if note is not None:
