@@ -34,7 +34,10 @@ SENDBUFF = b"sendbuff "
 RECVBUFF = b"recvbuff "
 COUNT = b"count "
 
-HOST_CHARS = r"[^\s:\[\]<>(),=]"  # what a host name cannot contain (a prefix's brackets, a colon, spaces)
+# what a host name cannot contain: a prefix's brackets, a colon, spaces, and NUL. A NUL (a hole a crash
+# left in the file, or a planted byte) is dropped from every other line as it is decoded
+# (``ingest.blocks``), so a COLL line that holds one goes to the line parser too: one host, not two
+HOST_CHARS = r"[^\s:\[\]<>(),=\x00]"
 TS = rf"\d{{4}}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:\.\d{{1,{TS_FRACTION_DIGITS}}})?"
 HEAD = (rf"({HOST_CHARS}{{1,{HOST_MAX}}}):(\d{{1,{PID_DIGITS}}}):\d{{1,{TID_DIGITS}}} "
         rf"(?:\[\d{{1,{DEV_DIGITS}}}\] )?NCCL INFO ")  # groups: host, pid
