@@ -15,6 +15,10 @@ Each scenario's dumps are written to a temporary folder (removed at the end unle
 An answer is right when verdict, culprit ranks and stuck (process group, sequence number) are the expected ones.
 
     .venv/bin/python benchmarks/fr_trace/run.py [--only NAME ...] [--markdown FILE] [--keep DIR]
+                                                [--baseline PYTHON]
+
+``--baseline PYTHON``: also run another installed ncclscope (``PYTHON -m ncclscope analyze --json
+--no-cache``), e.g. an earlier release, as a column of its own.
 """
 from __future__ import annotations
 
@@ -126,6 +130,21 @@ def run_fr_trace(folder: Path, python: str, order: str) -> tuple[Answer, str]:
     return read_fr_trace(out, p.returncode), out
 
 
+def run_ncclscope_process(folder: Path, python: str) -> Answer:
+    """Another installed ncclscope, as a process: its ``analyze --json``."""
+    import json
+
+    p = subprocess.run([python, "-m", "ncclscope", "analyze", str(folder), "--json", "--no-cache", "--no-progress"],
+                       capture_output=True, text=True, timeout=300, check=False, cwd=folder)
+    try:
+        j = json.loads(p.stdout)
+    except ValueError:
+        return Answer("error", note=(p.stderr.strip().splitlines() or ["no output"])[-1][:80])
+    st = j.get("stuck")
+    return Answer(j["verdict"], tuple(sorted(j.get("culprit_ranks") or [])),
+                  (str(st["pg"]), int(st["seq"])) if st else None)
+
+
 def run_ncclscope(folder: Path) -> tuple[Answer, str | None]:
     from ncclscope.analysis import analyze_paths
 
@@ -134,7 +153,8 @@ def run_ncclscope(folder: Path) -> tuple[Answer, str | None]:
     return Answer(d.verdict.value, tuple(sorted(d.culprit_ranks)), stuck), d.certainty
 
 
-Row = tuple[Scenario, Answer, Answer, Answer, str | None]  # scenario, fr_trace (asc, desc), ncclscope, certainty
+# scenario, fr_trace (rank 0 first, last rank first), ncclscope, its certainty, the baseline ncclscope (or None)
+Row = tuple[Scenario, Answer, Answer, Answer, str | None, Answer | None]
 
 
 def _ok(a: Answer, s: Scenario) -> str:
@@ -142,11 +162,14 @@ def _ok(a: Answer, s: Scenario) -> str:
 
 
 def table(rows: list[Row], markdown: bool) -> str:
+    base = any(r[5] is not None for r in rows)
     head = ["scenario", "source", "expected", "fr_trace (rank 0 first)", "ok", "fr_trace (last rank first)", "ok",
-            "ncclscope", "certainty", "ok"]
+            *(["ncclscope before", "ok"] if base else []), "ncclscope", "certainty", "ok"]
     body = [[s.name, s.group, expected_text(s.expected), fa.short(), _ok(fa, s),
-             "same" if fd == fa else fd.short(), _ok(fd, s), nc.short(), c or "-", _ok(nc, s)]
-            for s, fa, fd, nc, c in rows]
+             "same" if fd == fa else fd.short(), _ok(fd, s),
+             *([b.short(), _ok(b, s)] if b is not None else ["-", "-"] if base else []),
+             nc.short(), c or "-", _ok(nc, s)]
+            for s, fa, fd, nc, c, b in rows]
     if markdown:
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(x.replace("|", "/") for x in r) + " |" for r in body]
@@ -156,16 +179,19 @@ def table(rows: list[Row], markdown: bool) -> str:
     return "\n".join(fmt.format(*r) for r in [head, *body])
 
 
-def totals(rows: list[Row]) -> list[tuple[str, int, int, int, int, int]]:
-    """(group, scenarios, fr_trace right rank 0 first, last rank first, in both orders, ncclscope right)."""
+def totals(rows: list[Row]) -> list[tuple[str, int, int, int, int, int | None, int]]:
+    """(group, scenarios, fr_trace right rank 0 first, last rank first, in both orders, the baseline ncclscope
+    right (None when not run), ncclscope right)."""
     out = []
     for group in ("test_fr_analysis", "miss", "fr_trace_fault", "real", "all"):
         mine = [r for r in rows if group in ("all", r[0].group)]
         if mine:
-            out.append((group, len(mine), sum(fa.right(s.expected) for s, fa, _, _, _ in mine),
-                        sum(fd.right(s.expected) for s, _, fd, _, _ in mine),
-                        sum(fa.right(s.expected) and fd.right(s.expected) for s, fa, fd, _, _ in mine),
-                        sum(nc.right(s.expected) for s, _, _, nc, _ in mine)))
+            base = None if any(r[5] is None for r in mine) else sum(
+                b.right(s.expected) for s, _, _, _, _, b in mine if b is not None)
+            out.append((group, len(mine), sum(fa.right(s.expected) for s, fa, *_ in mine),
+                        sum(fd.right(s.expected) for s, _, fd, *_ in mine),
+                        sum(fa.right(s.expected) and fd.right(s.expected) for s, fa, fd, *_ in mine), base,
+                        sum(nc.right(s.expected) for s, _, _, nc, *_ in mine)))
     return out
 
 
@@ -175,6 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--markdown", type=Path, help="also write the table and totals as Markdown to this file")
     ap.add_argument("--keep", type=Path, help="write the dumps here and keep them")
     ap.add_argument("--python", default=sys.executable, help="the Python that runs fr_trace (with torch)")
+    ap.add_argument("--baseline", help="the Python of another installed ncclscope to run as a column of its own")
     ap.add_argument("-v", "--verbose", action="store_true", help="print fr_trace's output of wrong answers")
     args = ap.parse_args(argv)
     chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
@@ -188,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             fa, out_a = run_fr_trace(folder, args.python, "asc")
             fd, out_d = run_fr_trace(folder, args.python, "desc")
             nc, certainty = run_ncclscope(folder)
-            rows.append((s, fa, fd, nc, certainty))
+            base = run_ncclscope_process(folder, args.baseline) if args.baseline else None
+            rows.append((s, fa, fd, nc, certainty, base))
             if args.verbose:
                 for order, a, out in (("rank 0 first", fa, out_a), ("last rank first", fd, out_d)):
                     if not a.right(s.expected):
@@ -198,15 +226,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
     print(table(rows, markdown=False))
     print()
-    print(f"{'':18} {'':13} fr_trace right: rank 0 first / last rank first / both   ncclscope right")
-    for group, n, a, d, both, nc in totals(rows):
-        print(f"{group:18} {n:3} scenarios   {a:3} / {d:3} / {both:3}   {nc:3}")
+    print(f"{'':18} {'':13} fr_trace right: rank 0 first / last rank first / both"
+          f"{'   ncclscope before' if args.baseline else ''}   ncclscope right")
+    for group, n, a, d, both, base, nc in totals(rows):
+        before = f"   {base:16}" if base is not None else ""
+        print(f"{group:18} {n:3} scenarios   {a:3} / {d:3} / {both:3}{before}   {nc:3}")
     print(f"({time.perf_counter() - t0:.0f} s)")
     if args.markdown:
         lines = [table(rows, markdown=True), "",
-                 "| scenarios | count | fr_trace right, rank 0 first | last rank first | in both orders | ncclscope right |",
-                 "|---|---|---|---|---|---|"]
-        lines += [f"| {g} | {n} | {a} | {d} | {b} | {c} |" for g, n, a, d, b, c in totals(rows)]
+                 "| scenarios | count | fr_trace right, rank 0 first | last rank first | in both orders |"
+                 + (" ncclscope before |" if args.baseline else "") + " ncclscope right |",
+                 "|---|---|---|---|---|" + ("---|" if args.baseline else "") + "---|"]
+        lines += [f"| {g} | {n} | {a} | {d} | {b} |" + (f" {base} |" if args.baseline else "") + f" {c} |"
+                  for g, n, a, d, b, base, c in totals(rows)]
         args.markdown.write_text("\n".join(lines) + "\n")
     return 0
 
