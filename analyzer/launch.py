@@ -28,7 +28,8 @@ from .ports import DASHBOARD_PORT, port_taken  # noqa: F401 - port_taken: where 
 
 HOOK_SITE = ".ncclscope-site"  # the old in-folder name; the site is now a private temporary folder
 HOOK_PACKAGE = "_ncclscope_hook"
-HOOK_FILES = ("__init__.py", "budget.py", "records.py", "tracer.py")
+HOOK_FILES = ("__init__.py", "budget.py", "calls.py", "chaos.py", "poller.py", "records.py", "tracer.py",
+              "writer.py")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 Note = Callable[[str], None]
 

@@ -79,12 +79,23 @@ def apply_variant(variant: str) -> None:
     def no_fr(self: object) -> dict[str, object]:
         return {}
 
+    # the writer's and the poller's thread bodies: their own classes, or (an older hook) the tracer's methods
+    writer, poller = getattr(T, "Writer", None), getattr(T, "Poller", None)
     if variant in ("hook-nothreads", "hook-nowriter"):
-        T.Tracer._write_loop = nothing  # type: ignore[method-assign, assignment]
+        if writer is not None:
+            writer._loop = nothing
+        else:
+            T.Tracer._write_loop = nothing  # type: ignore[method-assign, assignment]
     if variant in ("hook-nothreads", "hook-noticker"):
-        T.Tracer._tick_loop = nothing  # type: ignore[method-assign, assignment]
+        if poller is not None:
+            poller._loop = nothing
+        else:
+            T.Tracer._tick_loop = nothing  # type: ignore[method-assign, assignment]
     if variant == "hook-nofr":
-        T.Tracer._fr_status = no_fr  # type: ignore[method-assign, assignment]
+        if poller is not None:
+            poller._fr_status = no_fr
+        else:
+            T.Tracer._fr_status = no_fr  # type: ignore[method-assign, assignment]
 
 
 def _init(backend: str) -> tuple[object, object]:
