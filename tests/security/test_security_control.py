@@ -136,7 +136,7 @@ def test_hook_reads_no_request_through_a_linked_control_folder(tmp_path: Path) -
     """The rank's side: a request in a folder the control folder's link points to is not a request."""
     from types import SimpleNamespace
 
-    from ncclscope.hook.tracer import Tracer
+    from ncclscope.hook.poller import Poller
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -144,8 +144,8 @@ def test_hook_reads_no_request_through_a_linked_control_folder(tmp_path: Path) -
     d = tmp_path / "run"
     d.mkdir()
     os.symlink(elsewhere, d / CONTROL_DIR)
-    assert Tracer._control_key(SimpleNamespace(control=d / CONTROL_DIR / "dump-request")) is None  # type: ignore[arg-type]
+    assert Poller._control_key(SimpleNamespace(control=d / CONTROL_DIR / "dump-request")) is None  # type: ignore[arg-type]
     os.unlink(d / CONTROL_DIR)
     (d / CONTROL_DIR).mkdir()
     (d / CONTROL_DIR / "dump-request").write_text('{"id": 1}')
-    assert Tracer._control_key(SimpleNamespace(control=d / CONTROL_DIR / "dump-request")) is not None  # type: ignore[arg-type]
+    assert Poller._control_key(SimpleNamespace(control=d / CONTROL_DIR / "dump-request")) is not None  # type: ignore[arg-type]
