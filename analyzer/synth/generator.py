@@ -24,17 +24,28 @@ killed at a random moment: every rank somewhere in its last step); ``nccl_logs=F
 older PyTorch releases (no NumelIn / NumelOut, no PG status, no ``[rankN]:`` prefix) from the
 ranks that waited, and torchrun's summary.
 
+Performance knobs, for comparing two runs (``ncclscope diff``): ``algo`` (and ``proto``) makes rank 0 print
+NCCL's TUNING line after each COLL line (``AllReduce: 26214400 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}=
+{0..15}``; LL below 64 KiB, as NCCL picks it for small messages); ``busbw_gbs`` adds ncclscope's hook records
+(``ncclscope-rank<N>.jsonl``: start, one ``coll`` and one ``done`` per collective, exit) whose durations make every
+collective reach that bus bandwidth (the last rank to arrive waits for nobody; the others wait for it);
+``env`` adds ``NAME set by environment to VALUE`` lines at init.
+
 Speed: each rank's file is built from per-position templates in one list comprehension and
 written with one ``write``; 10 M lines take seconds.
 """
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
 import numpy as np
+
+from ..nccl.busbw import busbw_factor
+from ..nccl.ops import canonical_op
 
 FAULTS = (None, "hang", "crash", "desync", "straggler")
 # what the user has, as keyword presets of generate_run: everything; NCCL logs only (the job killed from
@@ -52,6 +63,10 @@ EVIDENCE_FAULTS: dict[str, tuple[str | None, ...]] = {
 }
 BUS_IDS = ("18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000")
 FLOAT32 = 7
+DTYPE_BYTES = {FLOAT32: 4, 4: 8}  # ncclFloat32, ncclInt64: the two datatypes the plan uses
+DTYPE_NAMES = {FLOAT32: "float32", 4: "int64"}
+LL_BELOW = 65536  # bytes: NCCL's TUNING lines name protocol LL below this size (the generator's choice)
+LATENCY_US = 12.0  # a collective's fixed cost in the hook records' durations
 NCCL_VERSION = "2.28.9+cuda12.9"
 T0_US = 1_795_980_000_000_000  # 2026-11-29 ~19:20 UTC, in microseconds since the epoch
 
@@ -256,16 +271,24 @@ def generate_run(  # one writer, every knob a keyword
     scatter: int = 0,
     nccl_logs: bool = True,
     old_watchdog: bool = False,
+    algo: str | None = None,
+    proto: str = "SIMPLE",
+    busbw_gbs: float | None = None,
+    env: dict[str, str] | None = None,
 ) -> SynthTruth:
     """Write the folder ``dest`` (created) and return its ground truth.
 
     ``watchdog_status`` adds PyTorch's ``failure detected by watchdog ... PG status`` line per waiting
-    rank (real jobs print it); without it stderr has only the ``Watchdog caught ...`` lines.
+    rank (real jobs print it); without it stderr has only the ``Watchdog caught ...`` lines. ``algo``,
+    ``proto``, ``busbw_gbs`` and ``env``: the performance knobs (module docstring); ``busbw_gbs`` is for runs
+    that complete (no fault, or a straggler).
     """
     if fault not in FAULTS:
         raise ValueError(f"fault must be one of {FAULTS}")
     if nranks < 2:
         raise ValueError("nranks must be at least 2")
+    if busbw_gbs is not None and (fault not in (None, "straggler") or not busbw_gbs > 0):
+        raise ValueError("busbw_gbs: a positive bandwidth, for a run without a fault or with a straggler")
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
     dest = Path(dest)
@@ -279,8 +302,9 @@ def generate_run(  # one writer, every knob a keyword
     plan = _plan(steps, buckets, bucket_mb, step_s, fault, fault_step)
     flt = _Fault(fault, fault_rank, fault_step, straggle_s, lag, scatter)
     total_lines = total_bytes = files = 0
+    perf = _Perf(algo, proto, dict(env or {}))
     for r in range(nranks):
-        body = _rank_log(lay, plan, flt, r, rng, nprng, timestamps)
+        body = _rank_log(lay, plan, flt, r, rng, nprng, timestamps, perf)
         if not nccl_logs:
             continue
         data = "".join(body).encode()
@@ -289,6 +313,13 @@ def generate_run(  # one writer, every knob a keyword
         total_lines += len(body)
         total_bytes += len(data)
     nccl_lines = total_lines
+    if busbw_gbs is not None:
+        for r, text in enumerate(_hook_files(lay, plan, flt, busbw_gbs, perf.env)):
+            data = text.encode()
+            (dest / f"ncclscope-rank{r}.jsonl").write_bytes(data)
+            files += 1
+            total_lines += text.count("\n")
+            total_bytes += len(data)
     if stderr:
         text = _stderr(fault, fault_rank, nranks, lay.pids, lay.hostname, lay.node_of, gpus_per_host, plan.stuck_seq,
                        plan.per_step, watchdog_status, plan.step_ops, old_watchdog)
@@ -319,8 +350,17 @@ def _issued(plan: _Plan, flt: _Fault, r: int, rng: random.Random) -> int:
     return n_issue
 
 
+@dataclass(frozen=True)
+class _Perf:
+    """What NCCL prints of its choices and settings (``algo`` None: no TUNING lines)."""
+
+    algo: str | None
+    proto: str
+    env: dict[str, str]
+
+
 def _rank_log(lay: _Layout, plan: _Plan, flt: _Fault, r: int, rng: random.Random, nprng: np.random.Generator,
-              timestamps: bool) -> list[str]:
+              timestamps: bool, perf: _Perf = _Perf(None, "SIMPLE", {})) -> list[str]:
     """The lines of rank ``r``'s NCCL log: init, its first collective, its connections, the rest."""
     n = lay.node_of[r]
     local = r - lay.hosts[n][0]
@@ -336,14 +376,16 @@ def _rank_log(lay: _Layout, plan: _Plan, flt: _Fault, r: int, rng: random.Random
         t_rank[len(plan.pre_ops):] += int(flt.straggle_s * 1e6)
     init_t = T0_US + local * 40 + np.arange(0, 400, dtype=np.int64) * 900
     it = iter(_ts_strings(init_t) if timestamps else [""] * 400)
-    lines = [f"{next(it)}{pre}{msg}\n" for msg in _init_messages(lay, r, comm)]
+    lines = [f"{next(it)}{pre}{msg}\n" for msg in _init_messages(lay, r, comm, perf.env)]
     ts = _ts_strings(T0_US + t_rank) if timestamps else [""] * n_issue
     coll = _coll_lines(lay, plan, flt, r, pre, comm, stream, bufbase, ts, n_issue)
+    if perf.algo is not None and r == 0:  # NCCL prints its TUNING line on rank 0, after the COLL line
+        coll = [x for pair in zip(coll, _tuning_lines(lay, plan, pre, ts, n_issue, perf), strict=True) for x in pair]
     cut = min(1, n_issue)
     return lines + coll[:cut] + [f"{ts[0] if ts else ''}{pre}{x}\n" for x in _conn_lines(lay, r)] + coll[cut:]
 
 
-def _init_messages(lay: _Layout, r: int, comm: str) -> list[str]:
+def _init_messages(lay: _Layout, r: int, comm: str, env: dict[str, str] | None = None) -> list[str]:
     n = lay.node_of[r]
     local = r - lay.hosts[n][0]
     nranks, nchannels = lay.nranks, lay.nchannels
@@ -351,6 +393,7 @@ def _init_messages(lay: _Layout, r: int, comm: str) -> list[str]:
     out = ["cudaDriverVersion 12090", f"Bootstrap: Using ib0:10.{n // 250}.{n % 250}.{10 + local}<0>",
            f"NCCL version {NCCL_VERSION}", "Comm config Blocking set to 1", "NCCL_SOCKET_IFNAME set by environment to ib0",
            "NCCL_IB_HCA set by environment to mlx5", "NCCL_IB_TIMEOUT set by environment to 22.",
+           *(f"{k} set by environment to {v}" for k, v in sorted((env or {}).items())),
            "NET/Plugin: Could not find: libnccl-net.so",
            "NET/IB : Using " + " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(lay.g))
            + f" [RO]; OOB ib0:10.{n // 250}.{n % 250}.{10 + local}<0>",
@@ -414,6 +457,56 @@ def _coll_lines(lay: _Layout, plan: _Plan, flt: _Fault, r: int, pre: str, comm: 
         heads[k] = f"{pre}AllGather: opCount "
         tails[k] = tails[k].replace(f" count {step_ops[0][1]} ", f" count {step_ops[0][1] // nranks + 7} ")
     return [f"{ts[i]}{heads[i]}{i:x}{tails[i]}" for i in range(n_issue)]
+
+
+def _op_sizes(plan: _Plan) -> list[tuple[str, int, int]]:
+    """(NCCL op name, bytes, datatype) of every planned collective, in order."""
+    ops = plan.pre_ops + plan.step_ops * plan.steps
+    return [(op, cnt * DTYPE_BYTES[dt], dt) for op, cnt, dt in ops]
+
+
+def _tuning_lines(lay: _Layout, plan: _Plan, pre: str, ts: list[str], n_issue: int, perf: _Perf) -> list[str]:
+    """NCCL's TUNING line of each collective rank 0 issues (2.19+ form), LL below ``LL_BELOW`` bytes."""
+    hi = lay.nchannels - 1
+    out = []
+    for i, (op, nbytes, _dt) in enumerate(_op_sizes(plan)[:n_issue]):
+        p = "LL" if nbytes < LL_BELOW else perf.proto
+        out.append(f"{ts[i]}{pre}{op}: {nbytes} Bytes -> Algo {perf.algo} proto {p} channel{{Lo..Hi}}={{0..{hi}}}\n")
+    return out
+
+
+def _hook_files(lay: _Layout, plan: _Plan, flt: _Fault, busbw_gbs: float, env: dict[str, str]) -> list[str]:
+    """Each rank's hook records (``analyzer/hook/records.py``'s layout): every collective of the plan reaches
+    ``busbw_gbs`` on the rank that arrived last (time = bytes x busbw factor / busbw, plus ``LATENCY_US``); the
+    others' durations include their wait for it. Arrival: the plan's time, 3 us apart per rank, the straggler's
+    late by ``straggle_s`` after the set-up collectives."""
+    n = lay.nranks
+    sizes = _op_sizes(plan)
+    ops = [canonical_op(op) for op, _b, _d in sizes]
+    transfer_us = np.array([b * busbw_factor(op, n) / (busbw_gbs * 1e3) + LATENCY_US
+                            for op, (_o, b, _d) in zip(ops, sizes, strict=True)])
+    arrive = plan.t_plan[None, :] + np.arange(n, dtype=np.int64)[:, None] * 3
+    if flt.kind == "straggler":
+        arrive[cast(int, flt.rank), len(plan.pre_ops):] += int(flt.straggle_s * 1e6)
+    end = arrive.max(axis=0) + transfer_us
+    out = []
+    for r in range(n):
+        t = (T0_US + arrive[r]) / 1e6
+        t_end = (T0_US + end) / 1e6
+        dur_ms = (end - arrive[r]) / 1e3
+        lines = [json.dumps({"type": "start", "t": T0_US / 1e6 + 3.9, "rank": r, "world": n, "local_rank": r % lay.g,
+                             "host": lay.hostname[lay.node_of[r]], "pid": lay.pids[r], "backend": "nccl",
+                             "torch": "2.9.1", "nccl": NCCL_VERSION.split("+")[0], "cuda": "12.9", "env": env},
+                            separators=(",", ":")) + "\n"]
+        for i, (op, (_o, nbytes, dt)) in enumerate(zip(ops, sizes, strict=True)):
+            lines.append(f'{{"type":"coll","t":{t[i]:.6f},"rank":{r},"pg":"0","seq":{i + 1},"op":"{op}",'
+                         f'"numel":{nbytes // DTYPE_BYTES[dt]},"dtype":"{DTYPE_NAMES[dt]}","bytes":{nbytes},'
+                         f'"where":"train.py:{120 + i % plan.per_step} in train_step"}}\n')
+            lines.append(f'{{"type":"done","t":{t_end[i]:.6f},"rank":{r},"pg":"0","seq":{i + 1},'
+                         f'"dur_ms":{dur_ms[i]:.3f},"how":"event"}}\n')
+        lines.append(f'{{"type":"exit","t":{t_end[-1] + 0.5:.6f},"rank":{r},"code":0}}\n')
+        out.append("".join(lines))
+    return out
 
 
 def _ts_strings(us: np.ndarray) -> list[str]:
