@@ -32,7 +32,7 @@ class _LazyGroup(click.Group):
     """The subcommands in ``commands/`` are imported when one is named (or all, when ``--help`` lists them):
     ``analyze``, the command users wait on, loads none of them (~9 ms of start-up before its workers fork)."""
 
-    LAZY = ("bench", "doctor", "export", "perf", "run", "serve", "watch")
+    LAZY = ("bench", "diff", "doctor", "export", "perf", "run", "serve", "watch")
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})

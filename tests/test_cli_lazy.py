@@ -1,5 +1,5 @@
 """The CLI loads a subcommand's module only when it is named: ``analyze`` starts without run, serve, watch,
-bench, doctor, export or perf, and ``--help`` still lists every command."""
+bench, diff, doctor, export or perf, and ``--help`` still lists every command."""
 from __future__ import annotations
 
 import subprocess
@@ -8,7 +8,7 @@ import sys
 from click.testing import CliRunner
 from ncclscope.cli import cli
 
-COMMANDS = {"analyze", "bench", "doctor", "export", "perf", "run", "serve", "watch"}
+COMMANDS = {"analyze", "bench", "diff", "doctor", "export", "perf", "run", "serve", "watch"}
 
 
 def test_importing_the_cli_loads_no_subcommand_module() -> None:
