@@ -168,6 +168,10 @@ PY_FATAL_RE = re.compile(r"Fatal Python error: (?P<what>Segmentation fault|Bus e
                          r"Illegal instruction)")
 PY_FATAL_SIGNALS = {"Segmentation fault": 11, "Bus error": 7, "Aborted": 6, "Floating point exception": 8,
                     "Illegal instruction": 4}
+# the shell's report of a child killed by a fatal signal: "Segmentation fault (core dumped)", bash's "train.sh: line 4:
+# 4711 Segmentation fault      (core dumped) python train.py", or the signal's name alone on its line
+SHELL_FATAL_RE = re.compile(r"^(?:\S{1,200}: line \d{1,7}: {1,4}\d{1,10} {1,4})?(?P<what>Segmentation fault|Bus error|Aborted|"
+                            r"Floating point exception|Illegal instruction)(?: {1,12}\(core dumped\)(?: .{0,300})?)?$")
 # a native crash handler's announcement: sglang's / vLLM's "!!!!!!! Segfault encountered !!!!!!!", glog's and folly's
 # "*** SIGSEGV (@0x0) received by PID 4711 (TID 0x7f..) from PID 0; stack trace: ***"; the frames it prints follow
 NATIVE_CRASH_RE = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|\*\*\* (?P<sig>SIG[A-Z]{3,6}) \(@0x[0-9a-fA-F]{1,16}\) "
@@ -461,6 +465,12 @@ def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | N
                 yield LauncherExit(st.file, lineno, text, None, None, code, None, te.group("host"), None,
                                    f"srun: task {te.group('t')} ended ({te.group('sig') or f'exit code {code}'})", False)
             return True
+    if ("fault" in body or "error" in body or "Aborted" in body or "instruction" in body or "exception" in body) and (
+            f := SHELL_FATAL_RE.match(body.strip())) is not None:
+        sig = PY_FATAL_SIGNALS[f.group("what")]
+        yield LauncherExit(st.file, lineno, text, prefix_rank, None, -sig, None, None, None,
+                           f"Signal {sig} ({f.group('what')}): the shell's report of the process's end", False)
+        return True
     if "Fatal Python error: " in body:
         f = PY_FATAL_RE.search(body)
         if f:

@@ -117,3 +117,16 @@ def test_gdb_report_of_a_fatal_signal_names_the_frames_inside_nccl():
 def test_a_failed_nccl_call_or_check_is_read_without_a_traceback(line, etype):
     errs = [r for r in _recs(line) if isinstance(r, R.DistError)]
     assert [e.exc_type for e in errs] == [etype], errs
+
+
+@pytest.mark.parametrize("line, code", [
+    ("Segmentation fault (core dumped)", -11),
+    ("train.sh: line 4:  4711 Segmentation fault      (core dumped) python train.py", -11),
+    ("Bus error", -7),
+])
+def test_the_shells_report_of_a_fatal_signal_is_the_processs_end(line, code):
+    assert [r.exitcode for r in _recs(line) if isinstance(r, R.LauncherExit)] == [code]
+
+
+def test_a_fatal_signal_named_inside_a_sentence_is_no_end():
+    assert not [r for r in _recs("a Segmentation fault happened in an earlier run") if isinstance(r, R.LauncherExit)]
