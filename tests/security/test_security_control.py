@@ -74,7 +74,7 @@ def test_links_planted_at_the_request_and_temporary_names_are_not_followed(tmp_p
     victim.write_text("precious\n")
     os.symlink(victim, ctl / "dump-request")
     os.symlink(victim, ctl / f".dump-request.{os.getpid()}.tmp")  # the name it used to write under
-    a, mon = _alert(d)
+    a, _ = _alert(d)
     assert a["stacks_requested"] is True and victim.read_text() == "precious\n"
     req = ctl / "dump-request"
     assert not req.is_symlink() and json.loads(req.read_text())["id"] == 1  # the link itself was replaced

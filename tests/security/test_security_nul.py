@@ -4,17 +4,14 @@ host is the host of its process's other lines. One NUL byte used to turn a hang 
 claimed by 2 processes". Both COLL readers (numpy, compiled) give the regex's rows."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from coll_rows import rows, same_as_regex
 from ncclscope.analysis import analyze_paths
 from ncclscope.sources.coll import kernel as coll_kernel
 from ncclscope.sources.coll import scan_coll_block
 from ncclscope.synth import generate_run
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from coll_rows import rows, same_as_regex  # noqa: E402
 
 LINE = (b"[2026-11-29 19:20:05.250000] %s:42:43 [3] NCCL INFO AllReduce: opCount %x sendbuff 0x1 recvbuff 0x2 "
         b"count 5 datatype 9 op 2 root -1 comm 0xabc [nranks=16]\n")
