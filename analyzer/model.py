@@ -284,6 +284,8 @@ class Format(enum.StrEnum):
     RAS = "ras"  # NCCL RAS report (text or JSON)
     NCCL_TESTS = "nccl_tests"  # nccl-tests output (text or JSON)
     PERF_JSON = "perf_json"  # ``ncclscope perf``'s JSON (its perf.txt is read as nccl-tests)
+    INSPECTOR = "inspector"  # NCCL's Inspector profiler plugin: JSON lines of per-collective kernel times
+    INSPECTOR_PROM = "inspector_prom"  # the Inspector's Prometheus textfile (aggregates of the last interval)
     XML = "xml"  # NCCL topology dump
     ENV = "env"  # NAME=value lines
     EMPTY = "empty"

@@ -16,6 +16,12 @@ from ..safe_pickle import UnsafePickleError
 from ..sources.env_file import parse_env_lines
 from ..sources.flight_recorder import parse_fr_json, parse_fr_pickle
 from ..sources.hook_jsonl import parse_jsonl
+from ..sources.inspector import (
+    InspectorReader,
+    looks_like_inspector,
+    looks_like_inspector_prom,
+    parse_inspector_prom,
+)
 from ..sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
 from ..sources.ras import looks_like_ras_json, parse_ras_job, parse_ras_json, parse_ras_text
 from ..sources.records import FileEnd, Rec
@@ -64,7 +70,8 @@ _NONPRINT = dict.fromkeys([*range(9), *range(14, 32), 0xFFFD])  # str.translate 
 
 
 def sniff(head: bytes, name: str) -> Format:
-    """Format of a file from its first bytes: pickle, json, jsonl, xml, ras, nccl_tests, env, log, binary."""
+    """Format of a file from its first bytes: pickle, json, jsonl, inspector, xml, ras, nccl_tests, env,
+    inspector_prom, log, binary."""
     if not head:
         return Format.EMPTY
     if head[:1] == b"\x80" and len(head) > 1 and head[1] <= 5:
@@ -75,6 +82,8 @@ def sniff(head: bytes, name: str) -> Format:
     if first.startswith((b"{'", b"[{'")) and b"\n" in stripped.strip():
         pass  # a Python dict printed as a log's line (HF Trainer's "{'loss': 0.12, ...}"): JSON quotes keys with '"'
     elif stripped.startswith(b"{") or (stripped.startswith(b"[") and stripped[1:].lstrip()[:1] in (b"{", b"[", b'"', b"]")):
+        if looks_like_inspector(first, head):
+            return Format.INSPECTOR
         if first.startswith(b"{") and first.endswith(b"}") and b"\n" in stripped.strip():
             try:
                 json.loads(first)
@@ -86,6 +95,8 @@ def sniff(head: bytes, name: str) -> Format:
         return Format.XML
     if b"\x00" in head[:4096] and not any(e in head for e in LOG_EVIDENCE):
         return Format.BINARY
+    if looks_like_inspector_prom(first):
+        return Format.INSPECTOR_PROM
     probe = head[:MARKER_PROBE]
     marked = _marker(probe if len(head) > MARKER_PROBE and COLL_MARK in probe else head)
     if marked is not None:
@@ -152,6 +163,20 @@ def _read_jsonl(p: Parsed, path: Path, head: bytes) -> None:
     p.records = list(parse_jsonl(iter_lines(path), p.file))
 
 
+def _read_inspector(p: Parsed, path: Path, head: bytes) -> None:
+    reader = InspectorReader(p.file)
+    p.records = list(reader.read(iter_lines(path)))
+    if reader.skipped and reader.first_skipped is not None:
+        line, text = reader.first_skipped
+        p.problem = (f"{p.file}: {reader.skipped} line{'s' if reader.skipped > 1 else ''} that are no Inspector record "
+                     f"(cut, damaged, or a 4.3 record no dump_stats marker accounts for), skipped; the first, line {line}: "
+                     f"{text[:120]}")
+
+
+def _read_inspector_prom(p: Parsed, path: Path, head: bytes) -> None:
+    p.records = list(parse_inspector_prom(iter_lines(path), p.file))
+
+
 def _read_xml(p: Parsed, path: Path, head: bytes) -> None:
     p.records = [parse_topo_xml(read_bounded(path), p.file)]
 
@@ -184,6 +209,8 @@ READERS: dict[Format, Reader] = {
     Format.PICKLE: _read_pickle,
     Format.JSON: _read_json,
     Format.JSONL: _read_jsonl,
+    Format.INSPECTOR: _read_inspector,
+    Format.INSPECTOR_PROM: _read_inspector_prom,
     Format.XML: _read_xml,
     Format.RAS: _read_ras,
     Format.NCCL_TESTS: _read_nccl_tests,

@@ -562,3 +562,128 @@ class LaunchedTasks(TorchRec):
 
     count: int
     launcher: str
+
+
+# --- NCCL's Inspector profiler plugin (plugins/profiler/inspector) ----------------------------
+
+
+class InspectorTiming(str, enum.Enum):
+    """How the Inspector timed an operation (``coll_timing_source`` / ``p2p_timing_source`` / ``timing_source``)."""
+
+    KERNEL_GPU = "kernel_gpu"  # the kernel's own GPU clock (globaltimer): what the plugin keeps by default
+    KERNEL_CPU = "kernel_cpu"  # host timestamps of the kernel's channel events
+    COLLECTIVE_CPU = "collective_cpu"  # host timestamps of the whole operation
+    PROXY_CPU = "proxy_cpu"  # the proxy thread's callbacks (proxy records)
+    UNKNOWN = "unknown"
+
+
+class ProxyRecordKind(str, enum.Enum):
+    """What one ``proxy_trace`` record is (``record_type``), or the older branch's ``event_type``."""
+
+    OP = "proxy_op"  # a finished ProxyOp: one channel's transfer with one peer, totals
+    STEP = "proxy_step"  # one step of a ProxyOp (flat mode), its wait phases
+    OP_START = "proxy_op_start"  # nested mode: an Op seen starting
+    OP_SEGMENT = "proxy_op_segment"  # nested mode: completed steps of an Op still running
+    CTRL = "proxy_ctrl"  # the proxy thread's own state (older branch)
+
+
+@dataclass(slots=True)
+class InspectorRec(Rec):
+    """A record of the Inspector's JSON output: the process (``hostname``, ``pid`` of its ``metadata``), the
+    communicator (``header``: ``id`` = NCCL's commHash, its name, this process's ``rank`` in it, ``n_ranks``,
+    ``nnodes``), the format version (``v4.0``...) and when the dump thread wrote it (``dump_us``, µs since epoch).
+    Version 4.3's records after a ``dump_stats`` marker carry none of these: they are the marker's."""
+
+    host: str
+    pid: int
+    comm: str
+    comm_name: str | None
+    rank: int
+    nranks: int
+    nnodes: int | None
+    version: str | None
+    dump_us: int | None
+
+
+@dataclass(slots=True)
+class InspectorOp(InspectorRec):
+    """One completed collective (``coll_perf``) or point-to-point operation (``p2p_perf``) on one rank. ``sn`` is
+    NCCL's sequence number of that operation type in the communicator (``comm->seqNumber[func]``: an AllReduce and
+    an AllGather can both be #5); ``exec_us`` the kernel time (the longest channel's, by the GPU clock when
+    ``timing`` says so). Verbose records (``NCCL_INSPECTOR_DUMP_VERBOSE=1``) add host timestamps, µs since epoch:
+    ``start_us`` when the operation was posted, ``kernel_start_us`` / ``kernel_stop_us`` the first channel's
+    start and the last channel's stop as the host saw them, ``channels`` how many channels ran it."""
+
+    p2p: bool
+    op: str  # canonical (allreduce, send, ...)
+    nccl_op: str  # as written (AllReduce, Send)
+    sn: int
+    peer: int | None
+    nbytes: int
+    exec_us: float
+    timing: InspectorTiming
+    algbw_gbs: float | None
+    busbw_gbs: float | None
+    algo: str | None = None  # v4.2+: RING, TREE, NVLS...
+    proto: str | None = None  # v4.2+: LL, LL128, SIMPLE
+    user_tag: str | None = None  # a v4.3 branch: the application's tag, as written (a decimal string)
+    start_us: int | None = None
+    kernel_start_us: int | None = None
+    kernel_stop_us: int | None = None
+    channels: int = 0
+
+
+@dataclass(slots=True)
+class InspectorDumpStats(InspectorRec):
+    """v4.1+'s ``dump_stats`` marker, once per communicator per dump: how many records follow and how many the
+    plugin's rings overwrote before they could be written (per dump and in all); 4.3's records after it inherit its
+    header and metadata. The proxy counts are None where the plugin tracks no proxy events."""
+
+    coll_records: int
+    coll_dropped_total: int
+    coll_dropped_new: int
+    p2p_records: int
+    p2p_dropped_total: int
+    p2p_dropped_new: int
+    proxy_records: int | None = None
+    proxy_dropped_total: int | None = None
+    proxy_dropped_new: int | None = None
+
+
+@dataclass(slots=True)
+class InspectorProxy(InspectorRec):
+    """One proxy record (``proxy_trace``; the older branch's ``proxy_op`` / ``proxy_step``): the proxy thread moving
+    one channel's data to or from one ``peer`` over a network transport, for the operation ``parent`` #``parent_sn``
+    (``parent_p2p``: a send/recv, else a collective). ``waits``: the phases' µs (``gpu_produce_us``,
+    ``peer_credit_us``, ``wire_us`` when sending; ``wire_us``, ``flush_us``, ``gpu_consume_us`` when receiving), summed
+    over the steps the record holds; ``steps`` how many step timings were read."""
+
+    kind: ProxyRecordKind
+    proxy_rank: int | None
+    channel: int | None
+    peer: int | None
+    send: bool | None
+    parent_p2p: bool | None
+    parent_sn: int | None
+    proxy_op_sn: int | None
+    n_steps: int | None
+    steps_completed: int | None
+    steps_dropped: int | None
+    trans_bytes: int | None
+    total_us: float | None
+    bw_gbs: float | None
+    start_us: int | None
+    stop_us: int | None
+    waits: dict[str, float] = field(default_factory=dict)
+    steps: int = 0
+
+
+@dataclass(slots=True)
+class InspectorMetric(Rec):
+    """One line of the Inspector's Prometheus textfile (``nccl_inspector_metrics_<gpu>.prom``, rewritten at each
+    dump): an aggregate over the last interval, ``name{labels} value`` (``nccl_collective_exec_time_microseconds``
+    {node, gpu, comm_name, nranks, collective, message_size (a range), algo_proto, ...})."""
+
+    name: str
+    labels: dict[str, str]
+    value: float
