@@ -265,6 +265,11 @@ class RunStore:
         with self._lock:
             return self._entries.get(key)
 
+    def analysed(self) -> list[tuple[str, str]]:
+        """(key, label) of every analysis held, oldest first: the runs the Diff page compares."""
+        with self._lock:
+            return [(k, e.label) for k, e in self._entries.items()]
+
     def wait(self, key: str, timeout: float = 120.0) -> None:
         t = self._threads.get(key)
         if t is not None:

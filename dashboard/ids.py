@@ -58,3 +58,9 @@ LOG_SCROLL = "log-scroll"  # dummy output of the clientside scroll to the eviden
 LOG_TARGET = "log-target"  # dcc.Store: {"file", "line"} from an evidence link
 LOG_FOCUS = "log-focus"  # dcc.Store: the line the page opened on (the link's, else the verdict's evidence), scrolled to
 LOG_SHOW = "log-show"  # dcc.Checklist: line kinds hidden by default and shown on request (the hook's heartbeats)
+
+# diff (two runs compared)
+DIFF_A = "diff-a"  # dcc.Dropdown: the key of run A (the good one), among the analyses the server holds
+DIFF_B = "diff-b"  # dcc.Dropdown: the key of run B (the bad one)
+DIFF_BODY = "diff-body"
+DIFF_BUSBW = "diff-busbw"

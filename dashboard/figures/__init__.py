@@ -18,11 +18,12 @@ from .base import (
     op_color,
     warm_up,
 )
+from .diff import busbw_pair_figure
 from .hotspots import busbw_figure, time_share_figure, volume_figure, wait_heatmap_figure
 from .timeline import progress_figure, timeline_figure
 from .topology import host_edges, host_figure, rank_hosts, rank_labels, ring_figure, tree_figure
 
-__all__ = ["OP_COLORS", "STUCK_COLOR", "TRANSPORT_COLORS", "busbw_figure", "calls", "empty_figure", "fmt_ms", "host_edges",
-           "host_figure", "int_axis", "op_color", "progress_figure", "rank_hosts", "rank_labels", "ring_figure",
-           "time_share_figure", "timeline_figure", "transport_class", "tree_figure", "volume_figure",
-           "wait_heatmap_figure", "warm_up"]
+__all__ = ["OP_COLORS", "STUCK_COLOR", "TRANSPORT_COLORS", "busbw_figure", "busbw_pair_figure", "calls",
+           "empty_figure", "fmt_ms", "host_edges", "host_figure", "int_axis", "op_color", "progress_figure",
+           "rank_hosts", "rank_labels", "ring_figure", "time_share_figure", "timeline_figure",
+           "transport_class", "tree_figure", "volume_figure", "wait_heatmap_figure", "warm_up"]

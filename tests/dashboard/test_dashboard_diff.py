@@ -1,0 +1,115 @@
+"""The Diff page: two analysed runs picked by key, their differences in ``compare``'s order with where each run
+shows them, and both runs' busbw against size on one figure (pure figure, render function, layout defaults)."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from conftest import SAMPLES
+from ncclscope.dashboard import figures
+from ncclscope.dashboard.app import create_app
+from ncclscope.dashboard.data import RunStore
+from ncclscope.synth import generate_run
+from plotly.utils import PlotlyJSONEncoder
+
+
+def _js(component: object) -> str:
+    return json.dumps(component, cls=PlotlyJSONEncoder)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("diffpage")
+    generate_run(root / "ring", nranks=8, steps=4, algo="RING", busbw_gbs=180.0, seed=1)
+    generate_run(root / "tree", nranks=8, steps=4, algo="TREE", busbw_gbs=40.0, seed=1)
+    rs = RunStore(root / "store")
+    app = create_app(run_store=rs)  # registers the pages, so that their modules can be imported
+    keys = {name: rs.analyze([p], name) for name, p in (("ring", root / "ring"), ("tree", root / "tree"),
+                                                       ("healthy", SAMPLES / "gpu_healthy"),
+                                                       ("straggler", SAMPLES / "gpu_straggler"))}
+    yield rs, keys, app
+    rs.close()
+
+
+def test_busbw_pair_figure_draws_each_run_and_op_apart() -> None:
+    a = pd.DataFrame({"op": ["allreduce", "allreduce"], "bucket": [20, 24], "busbw": [100.0, 170.0], "calls": [5, 9]})
+    b = pd.DataFrame({"op": ["allreduce"], "bucket": [24], "busbw": [40.0], "calls": [9]})
+    fig = figures.busbw_pair_figure(a, b, "good", "bad")
+    assert [t.name for t in fig.data] == ["A: allreduce", "B: allreduce"]
+    assert list(fig.data[0].x) == [2.0 ** 20, 2.0 ** 24] and list(fig.data[1].y) == [40.0]
+    assert (fig.data[0].line.dash, fig.data[1].line.dash) == ("solid", "dash")
+    empty = figures.busbw_pair_figure(a.iloc[:0], b.iloc[:0])
+    assert not empty.data and "neither run has timed collectives" in _js(empty)
+
+
+def test_render_orders_the_differences_and_draws_both_runs(store) -> None:
+    from ncclscope.dashboard.pages import diff
+
+    rs, keys, _ = store
+    body, fig = diff.render(rs, keys["ring"], keys["tree"])
+    text = _js(body)
+    assert "allreduce of 16-32 MiB: busbw" in text and "RING/SIMPLE -> TREE/SIMPLE" in text
+    assert text.index("allreduce of 16-32 MiB: busbw") < text.index("RING/SIMPLE -> TREE/SIMPLE")
+    assert ".nccl.log:" in text and "ncclscope-rank" in text  # where each run shows it
+    assert {t.legendgroup for t in fig.data} == {"A", "B"}
+    a_bw = max(y for t in fig.data if t.legendgroup == "A" for y in t.y)
+    b_bw = max(y for t in fig.data if t.legendgroup == "B" for y in t.y)
+    assert a_bw > 3 * b_bw
+
+
+def test_render_names_the_straggler_of_the_samples(store) -> None:
+    from ncclscope.dashboard.pages import diff
+
+    rs, keys, _ = store
+    text = _js(diff.render(rs, keys["healthy"], keys["straggler"])[0])
+    assert "rank 1 became a straggler in B: the others waited 7.53 s for it" in text
+    assert "DEGRADED" in text and "HEALTHY" in text
+
+
+def test_render_asks_for_two_runs(store) -> None:
+    from ncclscope.dashboard.pages import diff
+
+    rs, keys, _ = store
+    assert "Pick two analysed runs" in _js(diff.render(rs, keys["ring"], None)[0])
+    assert "Pick two analysed runs" in _js(diff.render(rs, "nope", keys["ring"])[0])
+    assert "the same run" in _js(diff.render(rs, keys["ring"], keys["ring"])[0])
+
+
+def test_choices_and_the_pair_serve_was_given(store) -> None:
+    from ncclscope.dashboard.pages import diff
+
+    rs, keys, app = store
+    opts = diff.choices(rs)
+    assert [o["label"] for o in opts] == ["ring", "tree", "healthy", "straggler"]
+    assert diff.default_pair(rs, None) == (keys["ring"], keys["tree"])
+    app.server.config[diff.DIFF_PAIR] = (keys["healthy"], keys["straggler"])
+    try:
+        with app.server.test_request_context("/diff"):
+            text = _js(diff.layout())
+    finally:
+        app.server.config.pop(diff.DIFF_PAIR)
+    assert f'"value": "{keys["healthy"]}"' in text and f'"value": "{keys["straggler"]}"' in text
+
+
+def test_the_comparison_is_computed_once_a_pair(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ncclscope.dashboard.pages import diff
+
+    rs, keys, _ = store
+    calls: list[int] = []
+    real = diff.compare
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(diff, "compare", counting)
+    for _ in range(3):
+        diff.render(rs, keys["tree"], keys["ring"])
+    assert calls == [1]
+
+
+def test_the_page_path_is_registered(store) -> None:
+    import dash
+
+    assert any(p["path"] == "/diff" and p["name"] == "Diff" for p in dash.page_registry.values())
