@@ -413,8 +413,9 @@ class Poller:
             if not data or len(data) < 64:
                 continue
             dest = self.run_dir / f"{stem}_rank{self.rank}.pkl"
-            tmp = self.run_dir / f".{stem}_rank{self.rank}.pkl.tmp"
-            with open(tmp, "wb") as f:
+            tmp = self.run_dir / f".{stem}_rank{self.rank}.{os.urandom(8).hex()}.tmp"  # no name to plant a link at
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644),
+                           "wb") as f:
                 f.write(data)
             os.replace(tmp, dest)
             return dest

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -119,7 +120,9 @@ class Writer:
                 text = self.lines(batch)
                 if f is None and time.monotonic() >= next_open:
                     try:
-                        f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+                        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                                     0o644)  # never through a link planted at its name
+                        f = open(fd, "a", encoding="utf-8")  # noqa: SIM115
                     except OSError:
                         next_open = time.monotonic() + 5.0
                 if f is None:

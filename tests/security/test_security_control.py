@@ -149,3 +149,31 @@ def test_hook_reads_no_request_through_a_linked_control_folder(tmp_path: Path) -
     (d / CONTROL_DIR).mkdir()
     (d / CONTROL_DIR / "dump-request").write_text('{"id": 1}')
     assert Poller._control_key(SimpleNamespace(control=d / CONTROL_DIR / "dump-request")) is not None  # type: ignore[arg-type]
+
+
+def test_hook_writes_no_record_and_no_dump_through_a_planted_link(tmp_path: Path, monkeypatch) -> None:
+    """The rank's own files in a run folder others can write: its records file and the Flight Recorder
+    dump's temporary (it was ``.fr_live_rankR.pkl.tmp``, a name anyone could plant a link at)."""
+    import types
+
+    import torch._C._distributed_c10d as C
+    from ncclscope.hook.chaos import Chaos
+    from ncclscope.hook.poller import Poller
+    from ncclscope.hook.writer import Writer
+
+    d = shared(tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    os.symlink(victim, d / "ncclscope-rank0.jsonl")
+    w = Writer(0, d / "ncclscope-rank0.jsonl", 100, 1e9, Chaos(), {})
+    w.start()
+    w.put({"type": "start", "rank": 0})
+    w.stop(5)
+    assert victim.read_text() == "precious\n" and w.dropped == 1
+
+    os.symlink(victim, d / ".fr_live_rank0.pkl.tmp")
+    monkeypatch.setattr(C, "_dump_fr_trace", lambda *a: b"\x80" * 100, raising=False)
+    path = Poller.dump_fr(types.SimpleNamespace(run_dir=d, rank=0, backend="gloo"))  # type: ignore[arg-type]
+    assert path == d / "fr_live_rank0.pkl" and path.read_bytes() == b"\x80" * 100
+    assert victim.read_text() == "precious\n"
+    assert sorted(p.name for p in d.iterdir()) == [".fr_live_rank0.pkl.tmp", "fr_live_rank0.pkl", "ncclscope-rank0.jsonl"]
