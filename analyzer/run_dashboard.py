@@ -2,7 +2,9 @@
 
 ``start`` runs ``ncclscope serve --live DIR --port P`` in its own session (a Ctrl-C in the terminal reaches
 ``run``, not the dashboard), its output into ``DIR/.dashboard.log``; P is the port asked for or, when another
-process holds it, the next free one (``ports.free_port``), and the URL is said either way. ``finish`` ends
+process holds it, the next free one (``ports.free_port``), and the URL is said either way, with the
+dashboard's token (made here, handed over in the environment, never on the command line where every user of
+the node could read it; every request to the dashboard must carry it). ``finish`` ends
 it once the job is over and analysed, after ``hold`` returns when one is given (``until_interrupted``: the
 finished run stays served until Ctrl-C), and says that it stopped, or that it had stopped by itself before.
 Nothing here prints: every message goes through ``note``.
@@ -10,6 +12,7 @@ Nothing here prints: every message goes through ``note``.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -23,6 +26,7 @@ from .ports import free_port, url
 Note = Callable[[str], None]
 LOG_NAME = ".dashboard.log"
 HOST = "127.0.0.1"
+TOKEN_ENV = "NCCLSCOPE_DASHBOARD_TOKEN"  # read by `serve --token` (dashboard.access.TOKEN_ENV)
 
 
 @dataclass(frozen=True)
@@ -30,10 +34,16 @@ class Dashboard:
     proc: subprocess.Popen[bytes]
     url: str
     run_dir: Path
+    token: str = ""
 
     @property
     def log(self) -> Path:
         return self.run_dir / LOG_NAME
+
+    @property
+    def link(self) -> str:
+        """The URL to open: ``url`` with the token, which sets the dashboard's cookie."""
+        return f"{self.url}?token={self.token}" if self.token else self.url
 
 
 Hold = Callable[[Dashboard], None]
@@ -45,23 +55,29 @@ def start(run_dir: Path, port: int, note: Note, held: bool) -> Dashboard | None:
     chosen, why = free_port(port, HOST)
     if why is not None:
         note(f"dashboard: port {port} on {HOST} is taken ({why}); using port {chosen} instead")
-    try:
-        log = os.fdopen(safe_io.open_append(run_dir / LOG_NAME), "ab")
+    try:  # the dashboard's log holds its URL, token included: for the run's owner only
+        log = os.fdopen(safe_io.open_append(run_dir / LOG_NAME, 0o600), "ab")
+        try:
+            os.fchmod(log.fileno(), 0o600)
+        except OSError:
+            log.close()
+            raise
     except OSError as e:
         note(f"could not start the dashboard: {run_dir / LOG_NAME}: {e.strerror or e}")
         return None
+    token = secrets.token_urlsafe(24)
     try:
         proc = subprocess.Popen([sys.executable, "-m", "ncclscope", "serve", "--live", str(run_dir), "--host", HOST,
                                  "--port", str(chosen)], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                env={**os.environ, TOKEN_ENV: token}, start_new_session=True)
     except OSError as e:
         note(f"could not start the dashboard: {e}")
         return None
     finally:
         log.close()
-    d = Dashboard(proc, url(HOST, chosen), run_dir)
+    d = Dashboard(proc, url(HOST, chosen), run_dir, token)
     how_long = "it stays up after the job until Ctrl-C" if held else "it stops when the job ends"
-    note(f"dashboard: {d.url} (live; {how_long}; its log: {d.log})")
+    note(f"dashboard: {d.link} (live; {how_long}; its log: {d.log})")
     return d
 
 
@@ -71,7 +87,7 @@ def finish(d: Dashboard | None, hold: Hold | None, note: Note) -> None:
         return
     code = d.proc.poll()
     if code is None and hold is not None:
-        note(f"dashboard: still serving the finished run at {d.url}; press Ctrl-C to stop it")
+        note(f"dashboard: still serving the finished run at {d.link}; press Ctrl-C to stop it")
         try:
             hold(d)
         except KeyboardInterrupt:

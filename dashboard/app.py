@@ -1,26 +1,26 @@
 """``create_app``: the Dash app factory (pages in ``pages/``, data in ``data.py``, figures in ``figures.py``).
 
 The app shell holds the navigation, the run key (``dcc.Store``, the key only) and, in live mode,
-the polling interval and the alert banner. A token, when set, is checked on every request.
+the polling interval and the alert banner. Every request must carry the app's token (``access.py``);
+big requests pass the uploads' memory gate (``upload_gate.py``).
 """
 from __future__ import annotations
 
-import hmac
 import ipaddress
-import secrets
 import threading
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import dash
 from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
-from flask import Response, redirect, request
+from flask import Response, request
 
 from . import figures, ids
+from .access import TOKEN_COOKIE, install_token_check, new_token  # noqa: F401 - TOKEN_COOKIE, new_token: old homes
 from .data import MAX_UPLOAD_BYTES, RunStore, set_current
+from .upload_gate import install_upload_gate
 
-TOKEN_COOKIE = "ncclscope_token"
+MAX_REQUEST_BYTES = MAX_UPLOAD_BYTES * 4 // 3 + 1024 * 1024  # an upload's base64 + the callback's JSON
 PAGES = [("Overview", "/"), ("Topology", "/topology"), ("Timeline", "/timeline"), ("Hotspots", "/hotspots"),
          ("Hang report", "/hang"), ("Logs", "/logs")]
 LIVE_POLL_MS = 2000
@@ -50,7 +50,8 @@ def create_app(path: Path | None = None, live: Path | None = None, token: str | 
                run_store: RunStore | None = None, wait: bool = False, host: str = "127.0.0.1") -> Dash:
     """A Dash app over ``path`` (a finished run: folder, file or archive) or ``live`` (a run folder in progress).
 
-    ``token``: when set, every request must carry it (``?token=`` once, then a cookie). ``wait``:
+    ``token``: every request must carry it (``?token=`` once, then a cookie; or ``Authorization: Bearer``);
+    None makes a new one, found in ``app.server.config["ncclscope_token"]``. ``wait``:
     analyse ``path`` before returning instead of in the background. ``host``: the address bound; requests
     must name it (or a loopback name) in their Host header, and a POST from a browser must come from the
     same origin (``_install_origin_checks``).
@@ -70,11 +71,12 @@ def create_app(path: Path | None = None, live: Path | None = None, token: str | 
     app = Dash("ncclscope.dashboard", use_pages=True, pages_folder=str(Path(__file__).parent / "pages"),
                suppress_callback_exceptions=True, title="ncclscope",
                update_title=None)  # type: ignore[arg-type]
-    app.server.config["MAX_CONTENT_LENGTH"] = MAX_UPLOAD_BYTES * 4 // 3 + 1024 * 1024  # base64 + JSON overhead
+    app.server.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     app.server.config["ncclscope_store"] = rs
+    app.server.config["ncclscope_token"] = token = token or new_token()
     _install_origin_checks(app, host)
-    if token:
-        _install_token_check(app, token)
+    install_token_check(app.server, token)  # every route, every bind: loopback is shared by every user of the node
+    install_upload_gate(app, rs)
 
     nav = [dcc.Link(name, href=href, className="nav-link", id=f"nav-{href.strip('/') or 'overview'}")
            for name, href in PAGES]
@@ -182,11 +184,11 @@ def live_update(rs: RunStore, current: str | None) -> tuple[Any, Any]:
 
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})  # bound to every interface: the token guards
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})  # bound to every interface: only the token guards
 
 
 def allowed_hosts(host: str) -> frozenset[str] | None:
-    """Host header names a server bound to ``host`` answers (None: any, for a wildcard bind, which needs a token)."""
+    """Host header names a server bound to ``host`` answers (None: any, for a wildcard bind)."""
     if host in WILDCARD_HOSTS:
         return None
     return LOOPBACK_NAMES | {host.strip("[]").lower()}
@@ -225,27 +227,3 @@ def _install_origin_checks(app: Dash, host: str) -> None:
                 if netloc != (request.host or "").lower():
                     return Response("ncclscope: cross-origin request refused\n", status=403, mimetype="text/plain")
         return None
-
-
-def _install_token_check(app: Dash, token: str) -> None:
-    """Every request must carry the token: ``?token=...`` once (sets a cookie), then the cookie."""
-    server = app.server
-
-    @server.before_request
-    def _check() -> Any:
-        given = request.args.get("token")
-        if given is not None and hmac.compare_digest(given.encode(), token.encode()):
-            args = {k: v for k, v in request.args.items() if k != "token"}
-            target = request.path + ("?" + urlencode(args) if args else "")
-            resp = redirect(target)
-            resp.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
-            return resp
-        cookie = request.cookies.get(TOKEN_COOKIE, "")
-        if cookie and hmac.compare_digest(cookie.encode(), token.encode()):
-            return None
-        return Response("ncclscope: this dashboard needs its access token (open the URL printed by "
-                        "'ncclscope serve', which carries ?token=...)\n", status=403, mimetype="text/plain")
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(24)

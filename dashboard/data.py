@@ -26,15 +26,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from ncclscope import archive, safe_io
 from ncclscope.analysis import Analysis, analyze_paths
 from ncclscope.ingest import SKIP_NAMES, InputError, iter_lines
+
+from . import uploads
 
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024  # decoded bytes, all files of one upload together
 MAX_EXTRACT_BYTES = 4 * 1024**3  # unpacked bytes, all archives of one upload together
 MAX_EXTRACT_FILES = 20_000  # unpacked files, all archives of one upload together
 MAX_ENTRIES = 8  # analyses kept in memory; the oldest is dropped first
+PINNED_MEMO = frozenset({"log_index"})  # never dropped from an entry's memo: an upload's files are gone once indexed
 MAX_LOG_LINES = 1_000_000  # the log view indexes at most this many lines per run
 LOG_TEXT_CHARS = 300
 TEXT_FORMATS = {"log", "ras", "env", "nccl_tests", "jsonl"}
@@ -48,7 +50,7 @@ class UploadError(ValueError):
 class JobStatus:
     key: str
     label: str
-    state: str = "queued"  # queued | extracting | parsing | analysing | done | error
+    state: str = "queued"  # receiving | queued | extracting | parsing | analysing | done | error
     done: int = 0
     total: int = 0
     message: str = ""
@@ -67,7 +69,7 @@ class Entry:
     key: str
     label: str
     analysis: Analysis
-    files: dict[str, Path]  # display name (as in evidence) -> file on this server
+    files: dict[str, Path]  # display name (as in evidence) -> file on this server; empty once an upload's are deleted
     parse_s: float
     memo: dict[Hashable, Any] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -81,7 +83,7 @@ class Entry:
         with self.lock:
             self.memo.setdefault(name, value)
             if len(self.memo) > 64:
-                self.memo.pop(next(iter(self.memo)))
+                self.memo.pop(next(k for k in self.memo if k not in PINNED_MEMO))
         return value
 
 
@@ -98,7 +100,8 @@ def _safe_name(name: str, taken: set[str]) -> str:
 
 
 def decode_upload(contents: str) -> bytes:
-    """A dcc.Upload data URL (``data:<type>;base64,<data>``) -> bytes."""
+    """A dcc.Upload data URL (``data:<type>;base64,<data>``) -> bytes (uploads are decoded into their files
+    a chunk at a time instead: ``uploads.decode_to``)."""
     if not isinstance(contents, str) or "," not in contents:
         raise UploadError("the upload arrived empty or malformed")
     try:
@@ -179,6 +182,10 @@ class RunStore:
         self._jobs: dict[str, JobStatus] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
+        # uploads: one memory and one disk budget for all of them together, and each upload's digest -> its key
+        self.memory = uploads.Budget("memory", uploads.MEMORY_BUDGET_BYTES)
+        self.disk = uploads.Budget("disk space", uploads.DISK_BUDGET_BYTES)
+        self._by_digest: dict[str, str] = {}
         self.default_key: str | None = None
         # live mode
         self.live_dir: Path | None = None
@@ -191,16 +198,20 @@ class RunStore:
     def submit(self, paths: list[Path], label: str, key: str | None = None,
                prepare: Callable[[JobStatus], list[Path]] | None = None) -> str:
         """Start analysing ``paths`` in a background thread; returns the key at once."""
-        key = key or secrets.token_urlsafe(12)
-        job = JobStatus(key, label)
+        job = JobStatus(key or secrets.token_urlsafe(12), label)
         with self._lock:
-            self._jobs[key] = job
-        t = threading.Thread(target=self._work, args=(job, paths, prepare), name=f"ncclscope-parse-{key[:6]}",
-                             daemon=True)
+            self._jobs[job.key] = job
+        return self._start(job, paths, prepare)
+
+    def _start(self, job: JobStatus, paths: list[Path], prepare: Callable[[JobStatus], list[Path]] | None = None,
+               cleanup: Callable[[], None] | None = None) -> str:
+        """Analyse in a background thread for ``job`` (registered); ``cleanup`` runs after, however it ended."""
+        t = threading.Thread(target=self._work, args=(job, paths, prepare, cleanup),
+                             name=f"ncclscope-parse-{job.key[:6]}", daemon=True)
         with self._lock:
-            self._threads[key] = t
+            self._threads[job.key] = t
         t.start()
-        return key
+        return job.key
 
     def analyze(self, paths: list[Path], label: str, key: str | None = None) -> str:
         """Analyse in the calling thread (startup, tests); raises what the analysis raises."""
@@ -211,8 +222,10 @@ class RunStore:
             raise InputError(job.message)
         return key
 
-    def _work(self, job: JobStatus, paths: list[Path], prepare: Callable[[JobStatus], list[Path]] | None) -> None:
+    def _work(self, job: JobStatus, paths: list[Path], prepare: Callable[[JobStatus], list[Path]] | None,
+              cleanup: Callable[[], None] | None = None) -> None:
         t0 = time.perf_counter()
+        entry: Entry | None = None
         try:
             if prepare is not None:
                 paths = prepare(job)
@@ -243,6 +256,10 @@ class RunStore:
         except Exception as e:  # noqa: BLE001 - a parse thread must report, never die silently
             job.state, job.message = "error", f"analysis failed: {type(e).__name__}: {e}"
         finally:
+            if cleanup is not None:  # an upload's files: deleted once analysed and indexed (the analysis stays)
+                cleanup()
+                if entry is not None:
+                    entry.files = {}
             job.finished = time.time()
 
     def _unpack(self, path: Path, job: JobStatus) -> Path:
@@ -283,33 +300,56 @@ class RunStore:
 
     # -- uploads --------------------------------------------------------------------------------
     def submit_upload(self, filenames: list[str], contents: list[str], max_bytes: int = MAX_UPLOAD_BYTES) -> str:
-        """Write the uploaded files into a fresh server folder and analyse it in the background.
+        """Write the uploaded files into a fresh server folder and analyse it in the background; the folder is
+        deleted once analysed (the analysis stays). The same files uploaded again are that analysis' key.
 
-        Raises UploadError (nothing written) when the files are over ``max_bytes`` in all.
+        Raises UploadError (nothing written) when the files are over ``max_bytes`` in all, or when all
+        uploads together would hold more than the disk budget (``uploads.DISK_BUDGET_BYTES``).
         """
         if not contents:
             raise UploadError("no files in the upload")
-        # base64 is 4/3 of the data: refuse before decoding anything big
-        approx = sum(len(c) * 3 // 4 for c in contents if isinstance(c, str))
+        try:  # base64 is 4/3 of the data: refuse before decoding anything
+            sizes = [uploads.decoded_size(c) for c in contents]
+        except ValueError as e:
+            raise UploadError(str(e)) from None
+        approx = sum(sizes)
         if approx > max_bytes + 4 * len(contents):
             raise UploadError(f"upload refused: {approx / 1e6:.0f} MB is over the {max_bytes / 1e6:.0f} MB limit")
-        blobs = [decode_upload(c) for c in contents]  # the body itself is capped as it streams (MAX_CONTENT_LENGTH)
-        total = sum(len(b) for b in blobs)
-        if total > max_bytes:
-            raise UploadError(f"upload refused: {total / 1e6:.0f} MB is over the {max_bytes / 1e6:.0f} MB limit")
-        key = secrets.token_urlsafe(12)
-        folder = self.workdir / f"u-{key}"
-        folder.mkdir()
         taken: set[str] = set()
-        for name, blob in zip(filenames or [], blobs, strict=False):
-            (folder / _safe_name(name, taken)).write_bytes(blob)
-        names = sorted(taken)
+        names = [_safe_name(n, taken) for n in list(filenames or [])[:len(contents)]]
+        names += [_safe_name("upload", taken) for _ in range(len(contents) - len(names))]
+        digest = uploads.digest(names, contents)
         label = names[0] if len(names) == 1 else f"{len(names)} uploaded files"
+        disk = uploads.Reservation(self.disk)
+        with self._lock:
+            same = self._by_digest.get(digest)
+            if same is not None and self._still_served(same):
+                return same  # identical files: analysed once
+            if not disk.grow(approx):
+                raise UploadError(self.disk.refusal(approx))
+            job = JobStatus(secrets.token_urlsafe(12), label, state="receiving")
+            self._jobs[job.key] = job
+            self._by_digest[digest] = job.key
+        folder = self.workdir / f"u-{job.key}"
+
+        def forget() -> None:  # nothing of the upload stays on disk, and its bytes go back to the budget
+            shutil.rmtree(folder, ignore_errors=True)
+            disk.release()
+
+        try:
+            folder.mkdir()
+            for name, c in zip(names, contents, strict=True):
+                with open(folder / name, "xb") as out:
+                    uploads.decode_to(c, out)
+        except (OSError, ValueError) as e:
+            forget()
+            job.state, job.message, job.finished = "error", f"the upload could not be stored: {e}", time.time()
+            raise UploadError(f"upload refused: {e}") from None
 
         def unpack_archives(job: JobStatus) -> list[Path]:
             # archives are unpacked in place (through analyzer.archive's limits), then removed; one budget
-            # of bytes and files for all the archives of the upload, not one per archive
-            budget = archive.Budget(MAX_EXTRACT_BYTES, MAX_EXTRACT_FILES)
+            # of bytes and files for all the archives of the upload, its bytes taken from the disk budget too
+            budget = uploads.DiskShare(disk, MAX_EXTRACT_BYTES, MAX_EXTRACT_FILES)
             for name in names:
                 p = folder / name
                 if archive.is_archive(p):
@@ -322,7 +362,15 @@ class RunStore:
                     p.unlink()
             return [folder]
 
-        return self.submit([folder], label, key, prepare=unpack_archives)
+        job.state = "queued"
+        return self._start(job, [folder], prepare=unpack_archives, cleanup=forget)
+
+    def _still_served(self, key: str) -> bool:
+        """Whether the analysis of ``key`` is under way or kept (an upload identical to its files is it)."""
+        job = self._jobs.get(key)
+        if job is None or job.state == "error":
+            return False
+        return job.state != "done" or key in self._entries
 
     # -- live folders ---------------------------------------------------------------------------
     def start_live(self, folder: Path) -> None:

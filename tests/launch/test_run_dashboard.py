@@ -33,8 +33,10 @@ def held_port() -> Iterator[int]:
 
 
 def _answers(url: str) -> str | None:
+    """The page at ``url`` (its ?token= sets the cookie the redirect to the page carries), None if refused."""
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
     try:
-        with urllib.request.urlopen(url, timeout=5) as r:  # noqa: S310 - a loopback URL the test made
+        with opener.open(url, timeout=5) as r:  # a loopback URL the test made
             return r.read().decode("utf-8", "replace") if r.status == 200 else None
     except OSError:
         return None
@@ -66,7 +68,7 @@ def test_run_dashboard_on_a_taken_port_serves_elsewhere_until_released_and_says_
     seen: list[tuple[run_dashboard.Dashboard, str]] = []
 
     def hold(d: run_dashboard.Dashboard) -> None:  # the user looks at the finished run, then presses Ctrl-C
-        seen.append((d, _wait_until_up(d.url, d.proc, d.log)))
+        seen.append((d, _wait_until_up(d.link, d.proc, d.log)))
         raise KeyboardInterrupt
 
     opts = RunOptions(command=(sys.executable, "-c", "print('step 1 loss 0.5')"), run_dir=tmp_path / "run",
@@ -78,8 +80,9 @@ def test_run_dashboard_on_a_taken_port_serves_elsewhere_until_released_and_says_
     assert port != held_port and "ncclscope" in page
     said = "\n".join(notes)
     assert f"port {held_port} on 127.0.0.1 is taken" in said and f"using port {port} instead" in said
-    assert f"dashboard: {d.url} (live; it stays up after the job until Ctrl-C" in said
-    assert f"dashboard: still serving the finished run at {d.url}; press Ctrl-C to stop it" in said
+    assert d.link == f"{d.url}?token={d.token}" and d.token  # every request needs the token: the URL said carries it
+    assert f"dashboard: {d.link} (live; it stays up after the job until Ctrl-C" in said
+    assert f"dashboard: still serving the finished run at {d.link}; press Ctrl-C to stop it" in said
     assert notes[-1].startswith(f"dashboard stopped ({d.url})") and "ncclscope serve" in notes[-1]
     assert d.proc.poll() is not None and _answers(d.url) is None
     assert (tmp_path / "run" / "report.json").exists()  # the run was analysed before the hold
@@ -112,7 +115,7 @@ def test_the_cli_ends_with_the_job_when_not_on_a_terminal(tmp_path: Path, held_p
                         "raise SystemExit(4)"], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
                        cwd=ROOT, timeout=300)
     assert p.returncode == 4, p.stderr[-3000:]
-    m = re.search(r"dashboard: (http://127\.0\.0\.1:(\d+)/) \(live; it stops when the job ends", p.stderr)
+    m = re.search(r"dashboard: (http://127\.0\.0\.1:(\d+)/)\?token=\S+ \(live; it stops when the job ends", p.stderr)
     assert m and int(m[2]) != held_port, p.stderr[-3000:]
     assert f"port {held_port} on 127.0.0.1 is taken" in p.stderr
     assert f"dashboard stopped ({m[1]})" in p.stderr, p.stderr[-3000:]
@@ -127,16 +130,26 @@ def test_serve_takes_a_free_port_only_when_none_was_given(held_port: int, monkey
     explicit = CliRunner().invoke(command, ["--port", str(held_port)])
     assert explicit.exit_code != 0 and f"port {held_port}" in explicit.output and "leave --port out" in explicit.output
 
-    import ncclscope.dashboard.app as app_module
+    from ncclscope.dashboard import server as server_module
 
     class Served(Exception):
         pass
 
-    def fake_run(self, host: str, port: int, **_kw: object) -> None:  # type: ignore[no-untyped-def]
-        raise Served(port)
+    class FakeServer:
+        def __init__(self, port: int) -> None:
+            self.port = port
+
+        def run(self) -> None:
+            raise Served(self.port)
+
+        def stop(self) -> None:
+            pass
+
+    def fake_make_server(_app: object, host: str, port: int, *_a: object, **_kw: object) -> FakeServer:
+        return FakeServer(port)
 
     monkeypatch.setattr(ports, "DASHBOARD_PORT", held_port)
-    monkeypatch.setattr(app_module.Dash, "run", fake_run)
+    monkeypatch.setattr(server_module, "make_server", fake_make_server)
     import signal
 
     before = signal.getsignal(signal.SIGTERM)
@@ -172,9 +185,9 @@ def test_on_a_terminal_the_finished_run_stays_served_until_ctrl_c(tmp_path: Path
             assert chunk, seen.decode("utf-8", "replace")[-3000:]
             seen += chunk
         text = seen.decode("utf-8", "replace")
-        m = re.search(r"still serving the finished run at (http://127\.0\.0\.1:\d+/)", text)
+        m = re.search(r"still serving the finished run at (http://127\.0\.0\.1:\d+/)(\?token=[\w-]+)", text)
         assert m and p.poll() is None, text[-3000:]
-        assert "ncclscope" in _wait_until_up(m[1], p, tmp_path / "run" / ".dashboard.log")  # up after the job
+        assert "ncclscope" in _wait_until_up(m[1] + m[2], p, tmp_path / "run" / ".dashboard.log")  # up after the job
         os.killpg(p.pid, signal.SIGINT)  # what the terminal sends its foreground group on Ctrl-C
         assert p.wait(timeout=60) == 5
         while True:

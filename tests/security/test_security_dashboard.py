@@ -42,20 +42,24 @@ def _data_url(blob: bytes) -> str:
     ("10.1.2.3", "attacker.example", False), ("0.0.0.0", "anything.example", True)])
 def test_host_header_allow_list(store, host, header, ok):
     app = create_app(run_store=store, host=host)
-    status = app.server.test_client().get("/_dash-layout", headers={"Host": header}).status_code
+    auth = f"Bearer {app.server.config['ncclscope_token']}"
+    status = app.server.test_client().get("/_dash-layout", headers={"Host": header, "Authorization": auth}).status_code
     assert (status == 200) == ok, status
 
 
 def test_cross_origin_post_refused(store):
-    client = create_app(run_store=store).server.test_client()
+    app = create_app(run_store=store)
+    client = app.server.test_client()
+    auth = f"Bearer {app.server.config['ncclscope_token']}"  # even with the token: the Origin is checked
     body = {"output": "x.children", "outputs": {"id": "x", "property": "children"}, "inputs": [], "changedPropIds": []}
     evil = client.post("/_dash-update-component", json=body,
-                       headers={"Host": "127.0.0.1:8050", "Origin": "http://evil.example"})
+                       headers={"Host": "127.0.0.1:8050", "Origin": "http://evil.example", "Authorization": auth})
     assert evil.status_code == 403
-    null = client.post("/_dash-update-component", json=body, headers={"Host": "127.0.0.1:8050", "Origin": "null"})
+    null = client.post("/_dash-update-component", json=body,
+                       headers={"Host": "127.0.0.1:8050", "Origin": "null", "Authorization": auth})
     assert null.status_code == 403
     same = client.post("/_dash-update-component", json=body,
-                       headers={"Host": "127.0.0.1:8050", "Origin": "http://127.0.0.1:8050"})
+                       headers={"Host": "127.0.0.1:8050", "Origin": "http://127.0.0.1:8050", "Authorization": auth})
     assert same.status_code != 403
 
 
@@ -94,6 +98,7 @@ def test_chunked_body_is_cut_at_the_limit(store):
     from werkzeug.serving import make_server
 
     app = create_app(run_store=store)
+    auth = f"Bearer {app.server.config['ncclscope_token']}"  # the owner's own request: only the size refuses it
     app.server.config["MAX_CONTENT_LENGTH"] = 1 << 20
     srv = make_server("127.0.0.1", 0, app.server, threaded=True)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
@@ -109,7 +114,8 @@ def test_chunked_body_is_cut_at_the_limit(store):
 
         try:
             conn.request("POST", "/_dash-update-component", body=body(), encode_chunked=True,
-                         headers={"Content-Type": "application/json", "Host": f"127.0.0.1:{srv.server_port}"})
+                         headers={"Content-Type": "application/json", "Host": f"127.0.0.1:{srv.server_port}",
+                                  "Authorization": auth})
             status = conn.getresponse().status
         except (ConnectionError, BrokenPipeError):
             status = 411  # the server stopped reading and closed: also refused, not buffered
@@ -119,6 +125,7 @@ def test_chunked_body_is_cut_at_the_limit(store):
         conn.putrequest("POST", "/_dash-update-component", skip_host=True)
         conn.putheader("Host", f"127.0.0.1:{srv.server_port}")
         conn.putheader("Content-Type", "application/json")
+        conn.putheader("Authorization", auth)
         conn.putheader("Content-Length", str(10 << 30))
         conn.endheaders()
         conn.send(b'{"inputs": ')
