@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..nccl.risky_settings import FORCED, NOTES, SETTING_WARNINGS
-from .model import Difference, Direction, Tier
+from .model import Difference, Direction
 
 # a busbw change counts when it is at least this far from 1 (the faster side over the slower: 1.25 = 25 %) ...
 BUSBW_CHANGE = 1.25

@@ -98,8 +98,7 @@ def shares(a: Run, b: Run) -> list[Difference]:
     ta, tb = run_busbw(a), run_busbw(b)
     if not len(ta) or not len(tb):
         return []
-    sa = dict(zip(time_share(ta, "op")["op"], time_share(ta, "op")["share"], strict=True))
-    sb = dict(zip(time_share(tb, "op")["op"], time_share(tb, "op")["share"], strict=True))
+    sa, sb = (dict(zip(s["op"], s["share"], strict=True)) for s in (time_share(ta, "op"), time_share(tb, "op")))
     out = []
     for op in sorted(set(sa) | set(sb)):
         xa, xb = float(sa.get(op, 0.0)), float(sb.get(op, 0.0))
