@@ -167,6 +167,7 @@ class Process:
     rank: int | None
     cuda_dev: int | None = None
     bus_id: str | None = None
+    evidence: Evidence | None = None  # its first NCCL line (None for a rank known only from PyTorch's lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +201,8 @@ class Communicator:
     init_complete: frozenset[int] = frozenset()  # comm ranks that printed Init COMPLETE
     init_started: frozenset[int] = frozenset()
     nnodes: int | None = None
+    # comm rank -> the last of its Init lines (START, the comm-info line, COMPLETE) that rank printed
+    init_lines: dict[int, Evidence] = field(default_factory=dict)
     # the first line that shows each transport, its rings, its trees (model_build.shown)
     transport_lines: dict[str, Evidence] = field(default_factory=dict)
     ring_line: Evidence | None = None
@@ -330,6 +333,8 @@ class Job:
     nccl_versions: dict[int, str] = field(default_factory=dict)  # pid -> version, to spot mixes
     exit_code: int | None = None
     nnodes: int | None = None  # nodes: as NCCL states them (nNodes), else the hosts seen
+    world_lines: tuple[Evidence, ...] = ()  # the lines that claim ``world_size`` (an Init line, a dump, a hook record)
+    version_lines: dict[str, Evidence] = field(default_factory=dict)  # NCCL version -> the first line that printed it
 
     def to_json(self) -> dict[str, Any]:
         return {

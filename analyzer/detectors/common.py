@@ -7,11 +7,11 @@ import pandas as pd
 # process-group status and the per-collective keys are metrics the dashboard shows too: defined once there
 from ..metrics.progress import SOURCE_RANK, RankPg, pg_status_by_rank
 from ..metrics.records import collective_rows, dense_groups, group_key, in_values
-from ..model import LogEvent, Run
+from ..model import Evidence, LogEvent, Run
 from ..rules.states import fmt_ranks
 
 __all__ = ["SOURCE_RANK", "STALL_EVENTS", "RankPg", "collective_rows", "dense_groups", "entries_at", "fmt_ranks",
-           "group_key", "not_p2p", "pg_status_by_rank", "rows_where", "stall_events"]
+           "group_key", "not_p2p", "pg_status_by_rank", "record_evidence", "rows_where", "stall_events"]
 
 STALL_EVENTS = ("watchdog_timeout", "watchdog_failure", "dump_signal", "heartbeat_timeout", "hook_stall",
                 "desync_report", "barrier_failure")
@@ -34,6 +34,24 @@ def entries_at(run: Run, pg: str, seq: int) -> dict[int, dict]:
     rows = df[mask]
     rows = rows[rows["pg"].astype(str) == pg]
     return {int(r["rank"]): r for r in rows.to_dict("records")}
+
+
+def record_evidence(run: Run, pg: str, seq: int, what: str, rank: int | None = None) -> Evidence | None:
+    """The record of collective (pg, seq) in the table as the evidence of ``what``: ``rank``'s own when given and
+    present, a record with a line number before a dump's (line 0), the first in table order; None when the table
+    holds none. The table keeps no line text: ``what`` says what the record shows."""
+    df = run.collectives
+    if not len(df):
+        return None
+    rows = df[df["seq"].to_numpy() == seq]
+    rows = rows[rows["pg"].astype(str).to_numpy() == pg]
+    if not len(rows):
+        return None
+    ranks, lines = rows["rank"].to_numpy(), rows["line"].to_numpy(dtype=float)
+    lined = np.nan_to_num(lines) >= 1
+    order = sorted(range(len(rows)), key=lambda i: (rank is not None and ranks[i] != rank, not lined[i]))
+    r = rows.iloc[order[0]]
+    return Evidence(str(r["file"]), int(r["line"]) if lined[order[0]] else 0, what)
 
 
 def not_p2p(d: pd.DataFrame) -> pd.DataFrame:

@@ -82,7 +82,8 @@ def detect(run: Run) -> list[Finding]:
         findings.append(Finding(kind=FindingKind.CONFIG, severity=Severity.ERROR,
                                 message="processes run different NCCL versions: " + "; ".join(
                                     f"{v} (pids {', '.join(map(str, p[:5]))})" for v, p in by.items()),
-                                hint="Install the same NCCL on every node.", evidence=()))
+                                hint="Install the same NCCL on every node.",
+                                evidence=tuple(run.job.version_lines[v] for v in by if v in run.job.version_lines)))
     return findings
 
 

@@ -13,7 +13,7 @@ import signal as _signal
 from typing import Any
 
 from .. import rules
-from ..model import ExitRecord, Finding, FindingKind, Run, Severity, Verdict
+from ..model import Evidence, ExitRecord, Finding, FindingKind, Run, Severity, Verdict
 from ..rules.cause import NO_CULPRIT
 from ..rules.exits import ExitClass, FailureKind, exit_class
 from ..rules.facts import failures_of_run
@@ -121,7 +121,13 @@ def _error_finding(run: Run, first: rules.Failure, named: bool) -> Finding:
         kind=FindingKind.ERROR, severity=Severity.ERROR, message=f"{who} failed first ({first.kind.value}): {first.text}"[:400],
         ranks=(first.rank,) if first.rank is not None else (),
         hint=k.hint if k else "Read the traceback of the first rank that failed.",
-        evidence=(ev.evidence,) if ev is not None else (), verdict=Verdict.CRASH, data=data)
+        evidence=(ev.evidence,) if ev is not None else _failure_line(first), verdict=Verdict.CRASH, data=data)
+
+
+def _failure_line(first: rules.Failure) -> tuple[Evidence, ...]:
+    """The failure's own line when no event holds it (its place on the time line is a file and line)."""
+    file, line = first.order
+    return (Evidence(file, line, first.text),) if file and line >= 1 else ()
 
 
 def _exit_hint(e: ExitRecord, sig: str | None) -> str:

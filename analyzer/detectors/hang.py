@@ -8,11 +8,12 @@ and no stall signal are a snapshot of a running job, not a hang.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
-from ..model import Evidence, Finding, FindingKind, Origin, Run, Severity, Stuck, Verdict
+from ..model import Communicator, Evidence, Finding, FindingKind, Origin, Run, Severity, Stuck, Verdict
 from ..nccl.ops import canonical_op
-from ..rules.exits import from_outside
+from ..rules.exits import FailureKind, from_outside
 from ..rules.facts import (
     DESYNC_REPORT_EVENT,
     FILE_END_EVENT,
@@ -226,7 +227,7 @@ def _exit_hang(run: Run, status: dict) -> list[Finding]:
         f"job was ended from outside (exit code {run.job.exit_code})", ranks=tuple(stuck),
         hint="The process hangs on its way out: call dist.destroy_process_group() at the end, wait for async work "
         "(work.wait()), and join or daemonize your own threads (data loaders, loggers).",
-        evidence=(), verdict=Verdict.HANG, data={"class": "exit", "where": where})]
+        evidence=_hook_lines(run, stuck), verdict=Verdict.HANG, data={"class": "exit", "where": where})]
 
 
 def _died_first(run: Run, ranks: list[int], stalls: list) -> tuple[int, int | str] | None:
@@ -274,8 +275,21 @@ def _init_hang(run: Run, stalls: list) -> list[Finding]:
             kind=FindingKind.HANG, severity=Severity.CRITICAL, message=msg, ranks=culprits,
             hint="Init waits for every rank: check that all ranks start (world size, scheduler), that MASTER_ADDR / "
             "MASTER_PORT are the same everywhere and reachable, NCCL_SOCKET_IFNAME, and firewalls between hosts.",
-            evidence=(), verdict=Verdict.HANG, data={"class": "init"}))
+            evidence=_init_lines(c, stuck or absent), verdict=Verdict.HANG, data={"class": "init"}))
     return out
+
+
+def _init_lines(c: Communicator, comm_ranks: Iterable[int], most: int = 4) -> tuple[Evidence, ...]:
+    """The last Init line of each of ``comm_ranks`` that printed one (its START or comm-info line when it never
+    completed); when none of them printed any (ranks that never started), the Init lines of those that did."""
+    mine = [c.init_lines[r] for r in sorted(comm_ranks) if r in c.init_lines]
+    return tuple((mine or [c.init_lines[r] for r in sorted(c.init_lines)])[:most])
+
+
+def _hook_lines(run: Run, ranks: list[int], most: int = 4) -> tuple[Evidence, ...]:
+    """The last line the hook wrote for each of ``ranks`` (what it saw last of a rank that never exited)."""
+    last = {e.rank: e.evidence for e in run.events if e.rank in ranks and run.origin(e.evidence.file) is Origin.HOOK}
+    return tuple(last[r] for r in sorted(last))[:most]
 
 
 def _excerpt_init_stall(run: Run) -> list[Finding]:
@@ -302,7 +316,7 @@ def _excerpt_init_stall(run: Run) -> list[Finding]:
             hint="Init waits for every rank: check that all ranks start (world size, scheduler), that MASTER_ADDR / "
             "MASTER_PORT are the same everywhere and reachable, NCCL_SOCKET_IFNAME, and firewalls between hosts; "
             "the logs of the ranks not shown here say whether they reached init.",
-            evidence=(), verdict=Verdict.HANG,
+            evidence=_init_lines(c, st.suspects), verdict=Verdict.HANG,
             data={"class": "init", "suspects": suspects[:4096], "certainty": {"level": st.level, "why": st.why}}))
         break  # one communicator's stall is the story
     return out
@@ -412,6 +426,13 @@ def _inits_done(run: Run) -> bool:
     return bool(run.communicators) and all(c.init_complete >= c.init_started for c in run.communicators)
 
 
+def _last_line_read(run: Run, file: str) -> tuple[Evidence, ...]:
+    """The last line of ``file`` that a record of the run holds (an event, an Init line): where the output ends."""
+    lines = [e.evidence for e in run.events if e.evidence.file == file and e.evidence.line >= 1]
+    lines += [e for c in run.communicators for e in c.init_lines.values() if e.file == file]
+    return (max(lines, key=lambda e: e.line),) if lines else ()
+
+
 def _tests_hang(run: Run) -> list[Finding]:
     """nccl-tests output with no result row after NCCL's init completed (``rules.hang.no_rows_after_init``)."""
     files = no_rows_after_init(
@@ -424,7 +445,7 @@ def _tests_hang(run: Run) -> list[Finding]:
         kind=FindingKind.HANG, severity=Severity.CRITICAL,
         message=f"nccl-tests output {files[0]} ends after NCCL's Init COMPLETE with no result row: the benchmark's first "
         "collective never completed (every rank in it, none at fault in the text)",
-        hint=HINT_FIRST_COLLECTIVE, evidence=(), verdict=Verdict.HANG,
+        hint=HINT_FIRST_COLLECTIVE, evidence=_last_line_read(run, files[0]), verdict=Verdict.HANG,
         data={"class": "first_collective", "certainty": {
             "level": "possible", "why": "the output ends inside the first collective and the run's end is unknown: "
             "a finished or failed benchmark prints its rows, its summary or its error"}})]
@@ -497,10 +518,17 @@ def _stopped_hang(run: Run, stalled: bool) -> list[Finding]:
         "(or under `ncclscope run`), and take a stack of each rank before stopping it (py-spy dump --native --pid): "
         "the rank outside the collective the others wait in is the one to look at. If every rank had finished, the "
         "processes hang on their way out: call dist.destroy_process_group() and join your own threads.",
-        evidence=tuple(e.evidence for e in run.events if e.kind in ("dist_error", "job_cancelled"))[:3],
+        evidence=(_stop_lines(run) + tuple(e.evidence for e in run.events if e.kind in ("dist_error", "job_cancelled")))[:3],
         verdict=Verdict.HANG,
         data={"class": "stopped", "waiting": list(st.waiting)[:4096], "finished": list(st.finished)[:4096],
               "certainty": {"level": st.level, "why": st.why}})]
+
+
+def _stop_lines(run: Run) -> tuple[Evidence, ...]:
+    """The first line that shows the job stopped from outside (the interrupt, the signal, the kill)."""
+    stops = sorted((f for f in failures_of_run(run) if f.kind in (FailureKind.INTERRUPT, FailureKind.KILLED)
+                    and f.order[1] >= 1), key=lambda f: (f.t is None, f.t or 0.0, f.order))
+    return tuple(Evidence(f.order[0], f.order[1], f.text) for f in stops[:1])
 
 
 def _end_known(run: Run) -> bool:

@@ -9,11 +9,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..model import Communicator, Finding, FindingKind, Run, Severity, Verdict
+from ..model import Communicator, Evidence, Finding, FindingKind, Run, Severity, Verdict
 from ..nccl.failures import classify_in_area
 from ..sources.nccl_tests import device_process
 
 MAX_LISTED = 16
+MAX_EVIDENCE = 8  # lines kept as a finding's evidence
+
+
+def first_lines(run: Run, procs: list[str]) -> tuple[Evidence, ...]:
+    """The first NCCL line of each of ``procs`` (``host:pid``), in that order."""
+    by_name = {f"{p.host}:{p.pid}": p.evidence for p in run.job.processes if p.evidence is not None}
+    return tuple(e for e in (by_name.get(p) for p in procs) if e is not None)[:MAX_EVIDENCE]
+
+
+def init_lines(comms: list[Communicator]) -> tuple[Evidence, ...]:
+    """One Init line of each of ``comms`` (its lowest rank's), in that order."""
+    return tuple(c.init_lines[min(c.init_lines)] for c in comms if c.init_lines)[:MAX_EVIDENCE]
 
 
 def ranks_with_input(run: Run) -> set[int]:
@@ -107,7 +119,7 @@ def _separate_jobs(run: Run, dup: dict[int, list[str]]) -> Finding | None:
         message=f"each host ran a job of its own: {len(roots)} communicators of {n} ranks, each of one node, "
         f"on its own host ({', '.join(sorted(claim_hosts)[:4])}), in one launcher's output, instead of one job of "
         f"{n * len(roots)} ranks across the hosts",
-        ranks=(), verdict=Verdict.CONFIG_ERROR,
+        ranks=(), verdict=Verdict.CONFIG_ERROR, evidence=init_lines(roots),
         hint="The launcher started one single-node job per host: nccl-tests must be built with MPI=1 to run as one job "
         "under mpirun (else each process is a test of its own); torchrun needs --nnodes and the same rendezvous "
         "(--rdzv-endpoint / MASTER_ADDR) on every host; srun needs --ntasks-per-node with one task per GPU.",
@@ -126,10 +138,13 @@ def _standalone_tests(run: Run) -> Finding | None:
     if len({f for f, _ in run.files}) != 1 or not run.nccl_tests:
         return None
     by_proc: dict[tuple[str, int], set[int]] = defaultdict(set)
+    rank0_lines: list[Evidence] = []  # each process's device line of its rank 0
     last_device_line = 0
     for e in run.events:
         if e.kind == "RankTagged" and e.rank is not None and (proc := device_process(e.text)) is not None:
             by_proc[proc].add(e.rank)
+            if e.rank == 0:
+                rank0_lines.append(e.evidence)
             last_device_line = max(last_device_line, e.evidence.line)
     if len(by_proc) < 2 or len({len(v) for v in by_proc.values()}) != 1:
         return None
@@ -147,7 +162,8 @@ def _standalone_tests(run: Run) -> Finding | None:
         message=f"each process ran an nccl-tests of its own: {len(by_proc)} processes {where} each print a header "
         f"whose device lines number ranks 0-{n - 1}, in one launcher's output, instead of one test of "
         f"{n * len(by_proc)} ranks: nccl-tests built without MPI=1",
-        hint=MPI_HINT, data={"hosts": hosts[:64], "processes": len(by_proc), "ranks_per_job": n})
+        hint=MPI_HINT, evidence=tuple(rank0_lines[:MAX_EVIDENCE]),
+        data={"hosts": hosts[:64], "processes": len(by_proc), "ranks_per_job": n})
 
 
 def detect(run: Run) -> list[Finding]:
@@ -167,6 +183,7 @@ def detect(run: Run) -> list[Finding]:
                 ranks=tuple(missing[:1024]),
                 hint="collect the NCCL logs, stderr and Flight Recorder dumps of the missing ranks (every node) "
                      "and analyse them together",
+                evidence=run.job.world_lines,
                 data={"missing_ranks": missing[:4096], "world_size": world},
             ))
 
@@ -193,7 +210,7 @@ def detect(run: Run) -> list[Finding]:
             f"processes ({', '.join(dup[first][:4])})"
             + (f", and {len(dup) - 1} more ranks likewise" if len(dup) > 1 else "")
             + ": no verdict is given for a mix; analyse each job on its own",
-            ranks=tuple(sorted(dup)[:1024]),
+            ranks=tuple(sorted(dup)[:1024]), evidence=first_lines(run, dup[first]),
             hint="analyse one job's files at a time: put each run in its own folder (NCCL_DEBUG_FILE=%h.%p "
                  "names files by host and pid; a restarted job reuses ranks but not pids)",
             verdict=Verdict.UNKNOWN,
@@ -214,7 +231,7 @@ def detect(run: Run) -> list[Finding]:
             message=f"the input mixes more than one job: {len(stray)} process{'es' if len(stray) > 1 else ''} "
             f"({', '.join(stray[:4])}) belong to communicators of {' or '.join(map(str, other_sizes[:4]))} ranks, "
             f"not to this job's world of {world or '?'}: no verdict is given for a mix; analyse each job on its own",
-            hint="put each job's files in its own folder",
+            hint="put each job's files in its own folder", evidence=first_lines(run, stray),
             verdict=Verdict.UNKNOWN,
             data={"processes": stray[:256], "other_world_sizes": other_sizes},
         ))
@@ -224,7 +241,7 @@ def detect(run: Run) -> list[Finding]:
             message=f"{len(stray)} process{'es' if len(stray) > 1 else ''} ({', '.join(stray[:4])}) "
             f"{'have' if len(stray) > 1 else 'has'} NCCL lines but no rank in this job's world of {world or '?'}: "
             "logs of another job, or cut before NCCL's Init lines; not judged",
-            hint="check that these files belong to the job being analysed",
+            hint="check that these files belong to the job being analysed", evidence=first_lines(run, stray),
             data={"processes": stray[:256], "other_world_sizes": other_sizes},
         ))
     return findings

@@ -305,10 +305,16 @@ def _releases(run: Run) -> list[Finding]:
         if entry is not None and entry.area == "release":
             out.append(Finding(kind=FindingKind.NOTE, severity=SEVERITY[entry.severity],
                                message=f"NCCL {version} has a known problem: {entry.cause}",
-                               hint=f"{entry.fix} ({entry.link})",
+                               hint=f"{entry.fix} ({entry.link})", evidence=_version_line(run, version),
                                data={"entry": entry.id, "area": entry.area, "cause": entry.cause, "fix": entry.fix,
                                      "link": entry.link, "releases": list(entry.releases)}))
     return out
+
+
+def _version_line(run: Run, version: str) -> tuple[Evidence, ...]:
+    """The first line that printed NCCL ``version``."""
+    line = run.job.version_lines.get(version)
+    return (line,) if line is not None else ()
 
 
 def _who(ranks: set[int], count: int) -> str:

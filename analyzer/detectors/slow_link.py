@@ -19,6 +19,7 @@ from ..metrics.busbw import busbw_table
 from ..metrics.link_floor import FLOOR_SHARE, LinkFacts, SlowSweep, link_facts, per_size, slow_sweeps
 from ..metrics.share import run_busbw
 from ..model import Evidence, Finding, FindingKind, Run, Severity, Verdict
+from .common import record_evidence
 
 __all__ = ["busbw_table", "detect"]
 
@@ -68,9 +69,26 @@ def detect(run: Run) -> list[Finding]:
                 message=f"collectives of ~{_human(2 ** bucket)} reach {bw:.1f} GB/s bus bandwidth, "
                 f"{bw / ref[bucket]:.0%} of the {ref[bucket]:.1f} GB/s this fabric reached in its sweep",
                 hint="Compare transports (NCCL_P2P_DISABLE / SHM / IB settings), look for other traffic on the links, "
-                "and for stragglers inflating collective time.", evidence=(), verdict=Verdict.DEGRADED,
+                "and for stragglers inflating collective time.", evidence=_bucket_lines(run, big, sweep, int(bucket)),
+                verdict=Verdict.DEGRADED,
                 data={"bucket_bytes": 2 ** bucket, "busbw": bw, "sweep_busbw": float(ref[bucket])}))
     return findings
+
+
+def _bucket_lines(run: Run, big: pd.DataFrame, sweep: pd.DataFrame, bucket: int) -> tuple[Evidence, ...]:
+    """The first collective of the size class and the sweep's best row of it."""
+    out: list[Evidence] = []
+    mine = big[(big["bucket"] == bucket).to_numpy()]
+    if len(mine):
+        c = mine.sort_values("seq").iloc[0]
+        seen = record_evidence(run, str(c["pg"]), int(c["seq"]), f"pg {c['pg']} #{int(c['seq'])} {c['op']}: "
+                               f"{int(c['bytes'])} B, busbw {float(c['busbw']):.2f} GB/s")
+        out += [seen] if seen is not None else []
+    rows = sweep[(sweep["bucket"] == bucket).to_numpy()]
+    if len(rows):
+        r = rows.loc[rows["busbw"].idxmax()]
+        out.append(Evidence(str(r["file"]), int(r["line"]), f"size {int(r['size'])} B: busbw {float(r['busbw']):.2f} GB/s"))
+    return tuple(out)
 
 
 def sweep_findings(run: Run) -> list[Finding]:

@@ -63,18 +63,19 @@ def detect(run: Run, alpha: float = ALPHA, min_total_wait_ms: float = MIN_TOTAL_
             f"the others waited {wait / 1000:.2f} s in all for it (median {med:.0f} ms each)",
             ranks=(int(rank),), hint="Look at what rank " + str(int(rank)) + " does before its collectives (data loading, "
             "host-side work, a slower GPU or thermal throttling, a noisy neighbour on its host).",
-            evidence=tuple(ev), verdict=Verdict.DEGRADED,
+            evidence=tuple(e for e in ev if e is not None), verdict=Verdict.DEGRADED,
             data={"late_count": k, "events": total_events, "wait_ms_total": round(wait, 1), "wait_ms_median": round(med, 1),
              "p_value": p}))
     return findings
 
 
-def _record(run: Run, rank: int, pg: str, seq: int, what: str) -> Evidence:
-    """The late rank's own record of that collective (its file and line) as the evidence of ``what``."""
+def _record(run: Run, rank: int, pg: str, seq: int, what: str) -> Evidence | None:
+    """The late rank's own record of that collective (its file and line) as the evidence of ``what``; None when the
+    table holds none (no location is made up)."""
     df = run.collectives
     mine = df[(df["rank"].to_numpy() == rank) & (df["seq"].to_numpy() == seq) & (df["pg"].astype(str).to_numpy() == pg)]
     if len(mine):
         r = mine.iloc[0]
         return Evidence(str(r["file"]), int(r["line"]) if r["line"] == r["line"] else 0, what)
-    return Evidence("", 0, what)
+    return None
 

@@ -70,7 +70,7 @@ def log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
 
     def rest() -> Iterator[tuple[int, str]]:
         for route, lineno, text, rec in route_lines(lines, name):  # the live monitor's router too
-            end.last = lineno
+            end.last, end.last_text = lineno, text
             if route is Route.NCCL:
                 out.append(rec)  # type: ignore[arg-type]  # an NCCL route carries its record
                 end.nccl = lineno
@@ -110,10 +110,11 @@ class _End:
     line among them (a record or an NCCL line no parser took), the line numbers of the last
     ``TEXT_AFTER_MAX`` non-blank lines that are not NCCL's (bounded, whatever the log's size)."""
 
-    __slots__ = ("last", "nccl", "text")
+    __slots__ = ("last", "last_text", "nccl", "text")
 
     def __init__(self) -> None:
         self.last = 0
+        self.last_text = ""
         self.nccl = 0
         self.text: collections.deque[int] = collections.deque(maxlen=TEXT_AFTER_MAX)
 
@@ -123,7 +124,8 @@ class _End:
         for b in batches:
             if len(b):
                 last, nccl = max(last, int(b.lines[-1])), max(nccl, int(b.lines[-1]))
-        return FileEnd(name, last, "", nccl, sum(1 for ln in self.text if ln > nccl))
+        text = self.last_text.strip() if last == self.last else "an NCCL COLL line"  # a COLL row keeps no text
+        return FileEnd(name, last, text, nccl, sum(1 for ln in self.text if ln > nccl))
 
 
 def _unglue_hosts(recs: list[Rec], batches: list[NcclCollBatch]) -> None:

@@ -41,6 +41,7 @@ class CommLocal:
     tree_downs: dict[int, tuple[int, ...]] = field(default_factory=dict)  # channel -> children (-1: none)
     connections: list[Connection] = field(default_factory=list)
     first_line: int = 0
+    init_line: Evidence | None = None  # the last of its Init lines (START, comm info, COMPLETE)
     transport_lines: dict[str, Evidence] = field(default_factory=dict)  # model_build.shown.note_topology
     ring_line: Evidence | None = None
     tree_line: Evidence | None = None
@@ -123,6 +124,7 @@ def _communicator(cid: str, members: list[CommLocal], ident: dict[CommKey, str],
         init_complete=frozenset(m.rank for m in members if m.complete),
         init_started=frozenset(m.rank for m in members if m.started),
         nnodes=max((m.nnodes or 0 for m in members), default=0) or None,
+        init_lines={m.rank: m.init_line for m in sorted(members, key=lambda m: m.first_line) if m.init_line is not None},
         transport_lines=transport_lines, ring_line=ring_line, tree_line=tree_line,
     )
 

@@ -13,7 +13,7 @@ from typing import cast
 import numpy as np
 
 from ..ingest import Parsed
-from ..model import Connection, Origin, Setting
+from ..model import Connection, Evidence, Origin, Setting
 from ..sources import records as R
 from ..sources.coll import NcclCollBatch
 from ..sources.lines import prefix_rank
@@ -29,6 +29,7 @@ class Gathered:
     comms: dict[tuple[ProcKey, str], CommLocal] = field(default_factory=dict)
     current: dict[ProcKey, CommLocal] = field(default_factory=dict)
     nccl_versions: dict[ProcKey, str] = field(default_factory=dict)
+    version_lines: dict[str, Evidence] = field(default_factory=dict)  # NCCL version -> the first line printing it
     cuda_version: str | None = None
     proc_dev: dict[ProcKey, tuple[int | None, str | None]] = field(default_factory=dict)
     settings: dict[str, Setting] = field(default_factory=dict)
@@ -45,7 +46,7 @@ class Gathered:
     unread: list[R.UnreadLines] = field(default_factory=list)
     file_ends: list[R.FileEnd] = field(default_factory=list)
     exit_code: int | None = None
-    proc_first_seen: dict[ProcKey, tuple[str, int]] = field(default_factory=dict)
+    proc_first_seen: dict[ProcKey, Evidence] = field(default_factory=dict)  # each process's first NCCL line
     # file -> unprefixed "NCCL version" lines (<=2.21), given to the next process seen in that file
     bare_versions: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     # topology lines printed before their communicator's only Init line (NCCL 2.5 to 2.12 print just
@@ -83,7 +84,7 @@ def gather(parsed: list[Parsed]) -> Gathered:
 
 
 def _first_seen(rec: R.NcclRec, key: ProcKey, g: Gathered) -> None:
-    g.proc_first_seen[key] = (rec.file, rec.line)
+    g.proc_first_seen[key] = ev(rec)
     if g.bare_versions.get(rec.file):  # the bare version line printed just before by this process
         g.nccl_versions.setdefault(key, g.bare_versions[rec.file].pop(0))
     wrapped = prefix_rank(rec.text)  # "[rank3]:", mpirun's "[1,3]<stdout>:", srun's "3: " ... (lines.py)
@@ -145,9 +146,12 @@ def _nccl(rec: R.NcclRec, g: Gathered) -> None:
         _init(cast(R.NcclInit, rec), key, g)
     elif b == _COMM_INFO:
         info = cast(R.NcclCommInfo, rec)
-        _local(g, key, info.comm, info.rank, info.nranks, info.line).nnodes = info.nnodes
+        cl = _local(g, key, info.comm, info.rank, info.nranks, info.line)
+        cl.nnodes, cl.init_line = info.nnodes, ev(info)
     elif b == _VERSION:
         ver = cast(R.NcclVersion, rec)
+        if ver.version not in g.version_lines:
+            g.version_lines[ver.version] = ev(ver)
         if ver.pid:
             g.nccl_versions[key] = ver.version
         else:
@@ -167,6 +171,7 @@ def _nccl(rec: R.NcclRec, g: Gathered) -> None:
 
 def _init(rec: R.NcclInit, key: ProcKey, g: Gathered) -> None:
     cl = _local(g, key, rec.comm, rec.rank, rec.nranks, rec.line)
+    cl.init_line = ev(rec)
     cl.caller = cl.caller or rec.caller
     cl.comm_id = cl.comm_id or rec.comm_id
     if rec.parent and rec.parent != "(nil)":
@@ -223,8 +228,10 @@ def _batch_current(b: NcclCollBatch, g: Gathered) -> None:
             if not len(rows):
                 continue
             first, last = int(rows[0]), int(rows[-1])
-        if proc[1] and proc not in g.proc_first_seen:
-            g.proc_first_seen[proc] = (b.file, int(b.lines[first]))
+        if proc[1] and proc not in g.proc_first_seen:  # a COLL row keeps no text: its first row's, or what it is
+            line = int(b.lines[first])
+            g.proc_first_seen[proc] = Evidence(b.file, line, b.text.strip() if line == b.line and b.text.strip()
+                                               else f"NCCL COLL line of process {proc[0]}:{proc[1]}")
         cl = g.comms.get((proc, b.comms[int(b.comm[last])]))
         if cl is not None:
             g.current[proc] = cl

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model import Job, Process, Setting
+from ..model import Evidence, Job, Process, Setting
 from ..sources import records as R
 from ..sources.lines import prefix_rank
 from ..sources.torch_log import NodeCount
@@ -24,6 +24,7 @@ MAX_RANKS = 1 << 20
 class Ranks:
     proc_rank: dict[ProcKey, int] = field(default_factory=dict)
     world: int | None = None
+    world_lines: tuple[Evidence, ...] = ()  # the lines that claim ``world``
     hook_versions: dict[str, str] = field(default_factory=dict)
 
 
@@ -51,6 +52,7 @@ def assign_ranks(g: Gathered) -> Ranks:
         if key not in out.proc_rank and key[1] in pid_rank_launcher:
             out.proc_rank[key] = pid_rank_launcher[key[1]]  # type: ignore[assignment]
     out.world = _world(g, top_nranks, hook_world)
+    out.world_lines = _world_lines(g, out.world, top_nranks, hook_world)
     return out
 
 
@@ -115,6 +117,38 @@ def _world(g: Gathered, top_nranks: int, hook_world: int | None) -> int | None:
     return world
 
 
+WORLD_LINES = 2  # the lines kept as the world size's evidence
+
+
+def _world_lines(g: Gathered, world: int | None, top_nranks: int, hook_world: int | None) -> tuple[Evidence, ...]:
+    """The lines that claim ``world`` (as ``_world`` chose it), the first ``WORLD_LINES`` of its source: the Init
+    lines of the top-level communicators of that size, the default group of a Flight Recorder dump (a dump has no
+    lines: line 0), the hook's start records, a launcher's or wrapper's printed size, else the record of the
+    highest rank seen."""
+    if world is None:
+        return ()
+    out: list[Evidence] = []
+    if world == top_nranks:
+        inits = sorted((cl.init_line for cl in g.comms.values()
+                        if cl.parent_ptr is None and cl.nranks == world and cl.init_line is not None),
+                       key=lambda e: (e.file, e.line))
+        out += inits[:WORLD_LINES]
+    for fr in g.frs:
+        for pg, cfg in fr.pg_config.items():
+            if len(out) < WORLD_LINES and isinstance(cfg, dict) and str(cfg.get("desc")) == "default_pg" \
+                    and count_ranks(cfg.get("ranks")) == world:
+                out.append(Evidence(fr.file, 0, f"pg_config[{pg}]: default_pg of {world} ranks"))
+    if not out and world == hook_world:
+        out += [ev(h) for h in g.hook if h.type == "start" and h.data.get("world") == world][:WORLD_LINES]
+    if not out:
+        out += [ev(r) for r in g.torch_recs if isinstance(r, R.WorldSize) and r.world_size == world][:WORLD_LINES]
+    if not out:
+        last = world - 1
+        out += [ev(le) for le in g.launcher if le.rank == last][:1] + [ev(c) for c in g.completions if c.rank == last][:1]
+        out += [Evidence(f.file, 0, f"Flight Recorder dump of rank {last}") for f in g.frs if f.rank == last][:1]
+    return tuple(out[:WORLD_LINES])
+
+
 def _printed_world(g: Gathered) -> int | None:
     """The world size a launcher or wrapper printed (``WorldSize``), the one printed most (the larger on a
     tie), when no NCCL communicator, hook or dump gave one."""
@@ -148,7 +182,7 @@ def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
     hosts = sorted({k[0] for k in g.proc_first_seen if k[0]})
     for key in sorted(g.proc_first_seen, key=lambda k: (proc_rank.get(k, 1 << 30), k)):
         dev, bus = g.proc_dev.get(key, (None, None))
-        processes.append(Process(key[0], key[1], proc_rank.get(key), dev, bus))
+        processes.append(Process(key[0], key[1], proc_rank.get(key), dev, bus, g.proc_first_seen[key]))
     held = {p.rank for p in processes if p.rank is not None}
     held |= {h.rank for h in g.hook if isinstance(h.rank, int)} | {f.rank for f in g.frs if f.rank is not None}
     held |= {c.rank for c in g.completions if c.rank is not None}  # ranks the hook or a dump shows already
@@ -164,8 +198,23 @@ def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
         torch_version=ranks.hook_versions.get("torch") or printed_torch,
         cuda_version=g.cuda_version or ranks.hook_versions.get("cuda"),
         settings=g.settings, nccl_versions={k[1]: v for k, v in g.nccl_versions.items() if k[1]},
-        exit_code=g.exit_code, nnodes=_nodes(g, ranks, hosts),
+        exit_code=g.exit_code, nnodes=_nodes(g, ranks, hosts), world_lines=ranks.world_lines,
+        version_lines=_version_lines(g, nccl_version),
     )
+
+
+def _version_lines(g: Gathered, nccl_version: str | None) -> dict[str, Evidence]:
+    """NCCL version -> the first line that printed it: NCCL's own version lines; for the job's version when
+    none printed it, the PyTorch line, the hook's start record or the Flight Recorder dump (line 0) that named it."""
+    out = dict(g.version_lines)
+    if nccl_version and nccl_version not in out:
+        said = next((ev(r) for r in g.torch_recs if isinstance(r, R.TorchVersionLine) and r.nccl == nccl_version), None) \
+            or next((ev(h) for h in g.hook if h.type == "start" and str(h.data.get("nccl") or "") == nccl_version), None) \
+            or next((Evidence(f.file, 0, f"comm_lib_version {f.comm_lib_version}") for f in g.frs
+                     if f.comm_lib_version and nccl_version in str(f.comm_lib_version)), None)
+        if said is not None:
+            out[nccl_version] = said
+    return out
 
 
 def _nodes(g: Gathered, ranks: Ranks, hosts: list[str]) -> int | None:

@@ -505,7 +505,7 @@ class FileEnd(Rec):
     """Where one text input ends, against its NCCL lines: ``line`` is its last line, ``last_nccl_line`` the line of
     its last NCCL record (0 for none) and ``text_after`` how many non-blank lines that no parser took follow it (the
     application's prints). A log that ends right after NCCL's init, with nothing after, may be a hang; one that goes
-    on with the program's output is not. Written by ingest once per file; ``text`` is empty."""
+    on with the program's output is not. Written by ingest once per file; ``text`` is the last line's."""
 
     last_nccl_line: int = 0
     text_after: int = 0
