@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 # the Flight Recorder part of the model: imported here so that the cache reads its classes back too
 from .fr_model import DumpOrigin, FrField, FrGroup, FrJob, FrMismatch, FrOp, FrPart, FrRank, FrSide, FrState  # noqa: F401
@@ -106,6 +106,69 @@ class FindingKind(enum.StrEnum):
     INTERNAL = "internal"  # a detector failed; the others' findings stand
 
 
+# What a finding holds beyond its message: ``Finding.data``, ``findings[].data`` in the report. Every key any
+# code writes, none required. The first group is what code reads back (the decision, the rank states, the
+# dashboard, the detectors among themselves), each with its reader; the rest are details for the report.
+# (Written as a call: ``class`` is a Python keyword.)
+FindingData = TypedDict("FindingData", {
+    # --- read back ---------------------------------------------------------------------------------------
+    # the ranks at fault when they differ from ``ranks``; [] for a finding that names ranks but blames none (the
+    # setup, the network or NCCL itself failed there): verdict._from
+    "culprits": list[int],
+    # how sure the finding is, {"level": a ``Certainty`` word, "why": a sentence}: verdict._from takes the first
+    # verdict finding's as the decision's certainty
+    "certainty": dict[str, str],
+    # which hang: never_joined, never_completed, process_died, no_dump (Flight Recorder), exit (a hang on the
+    # way out: never the verdict's story), init, store_barrier, ...: verdict.decide, metrics.progress.states_at_stuck,
+    # detectors.hang
+    "class": str,
+    # ranks that wait in the stuck collective for the culprits: verdict._states, metrics.progress.states_at_stuck
+    "waiting": list[int],
+    # rank -> its code location (a stack's top frame): metrics.progress.rank_status, the dashboard's Hang page
+    "where": dict[int, str],
+    # a desync's sides, each {"ranks": [...], "op": ..., and what that side called}: verdict._desync_is_echo
+    "sides": list[dict[str, Any]],
+    # what differs in a desync: "op", "size", "dtype", "detail" (PyTorch's DETAIL check), "nccl", "backend": verdict
+    "mismatch": list[str],
+    # when the mismatch was first seen (seconds since the epoch): verdict._desync_is_echo
+    "t": float | None,
+    # the NCCL WARN quoted, and its return chain ("file.cc:N -> code" each): verdict._survived
+    "warn": str,
+    "chain": list[str],
+    # the NCCL_ / TORCH_ settings the finding is about: detectors.config (one finding a setting)
+    "settings": list[str],
+    # the knowledge-base entry (nccl/failures.toml) and its area: detectors.nccl_warn
+    "entry": str | None,
+    "area": str,
+    # present on the input detector's findings it replaces: detectors.inputs
+    "communicators": list[str],
+    "missing_ranks": list[int],
+    # --- details for the report ----------------------------------------------------------------------------
+    # the knowledge-base entry's words
+    "cause": str, "fix": str, "link": str, "releases": list[str], "count": int,
+    "explained_by": str | None,  # the entry of the finding that explains this one
+    # hang and crash
+    "suspects": list[int], "finished": list[int], "source": str, "echoes": list[dict[str, Any]],
+    "last_enqueued": dict[int, Any], "last_completed": dict[int, Any],
+    "first_failure_rank": int | None, "exitcode": int | None, "exit_code": int | None, "signal": str | None,
+    "stopped_after": list[int], "error": str,
+    # desync
+    "odd_ranks": list[int], "culprit_by": str | None, "reported_by": int | None, "reports": int, "fields": list[str],
+    # input and launch
+    "world_size": int, "claimed_by": dict[str, list[str]], "hosts": list[str], "processes": Any,
+    "other_world_sizes": list[int], "ranks_per_job": int, "tasks": int, "world": int, "arrived": int,
+    "launcher": str, "doubled": list[list[int]], "unclaimed": list[int], "unclaimed_count": int,
+    # config
+    "interfaces": list[str], "value": str,
+    # straggler, hotspots, slow links, transport
+    "late_count": int, "events": int, "wait_ms_total": float, "wait_ms_median": float, "p_value": float,
+    "top": list[dict[str, Any]], "small": int, "total": int,
+    "bucket_bytes": int, "busbw": float, "sweep_busbw": float, "floor_gbs": float, "best_busbw": float, "path": str,
+    "links": int, "link_gbs": float, "reference": str, "gdr": bool | None, "gpus": list[str], "nnodes": int | None,
+    "busbw_by_size": list[list[float]], "transports": list[str],
+}, total=False)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
     kind: FindingKind
@@ -117,7 +180,7 @@ class Finding:
     stuck: Stuck | None = None
     # verdict this finding argues for, if any (hang, crash, ...); None for notes
     verdict: Verdict | None = None
-    data: dict[str, Any] = field(default_factory=dict)
+    data: FindingData = field(default_factory=lambda: FindingData())
     # the verdict this finding is a symptom of (``verdict.mark_echoes``): set once the job is judged, with
     # the severity the detector gave it (an echo is shown no higher than a warning)
     echo_of: Verdict | None = None

@@ -10,10 +10,9 @@ echo of the hang; a job stopped from outside with nothing failed before is said 
 from __future__ import annotations
 
 import signal as _signal
-from typing import Any
 
 from .. import rules
-from ..model import Evidence, ExitRecord, Finding, FindingKind, Run, Severity, Verdict
+from ..model import Evidence, ExitRecord, Finding, FindingData, FindingKind, Run, Severity, Verdict
 from ..rules.cause import NO_CULPRIT
 from ..rules.exits import ExitClass, FailureKind, exit_class
 from ..rules.facts import failures_of_run
@@ -70,7 +69,7 @@ def _exit_finding(run: Run, root: ExitRecord, exits: list[ExitRecord], caused: b
     evidence = [root.evidence] if root.evidence else []
     evidence += [e.evidence for e in errs[:1]] + [w.evidence for w in warns[:1]]
     killed = sorted({e.rank for e in exits if e.rank != root.rank and e.rank is not None})
-    data: dict[str, Any] = {"first_failure_rank": root.rank, "exitcode": root.exitcode}
+    data: FindingData = {"first_failure_rank": root.rank, "exitcode": root.exitcode}
     if not caused:
         cls = exit_class(root.exitcode)
         echo = _own_echo(run, root.rank)
@@ -111,7 +110,7 @@ def _error_finding(run: Run, first: rules.Failure, named: bool) -> Finding:
     text = ev.text + " " + str(ev.data.get("last_error") or "") if ev is not None else first.text
     k = classify(text)
     who = f"rank {first.rank}" if first.rank is not None else "a process"
-    data: dict[str, Any] = {"cause": first.kind.value}
+    data: FindingData = {"cause": first.kind.value}
     if first.kind in NO_CULPRIT and not named:  # the link or NCCL itself failed there: the rank only reported it
         data["culprits"] = []
         who = f"NCCL on {who}" if first.kind is FailureKind.NCCL else f"the network seen from {who}"
