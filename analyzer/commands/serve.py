@@ -1,4 +1,5 @@
-"""`ncclscope serve [PATH | --live DIR] [--host 127.0.0.1] [--port 8050] [--token T]`: the dashboard.
+"""`ncclscope serve [PATH | --live DIR] [--diff RUN_A RUN_B] [--host 127.0.0.1] [--port 8050] [--token T]`:
+the dashboard.
 
 Every route of every bind asks for a token, new at each start unless given (``--token``, or better the
 ``NCCLSCOPE_DASHBOARD_TOKEN`` variable: a command line is visible to every user of the node), printed in the
@@ -25,9 +26,12 @@ TOKEN_HELP = ("Access token every request must carry (default: a new random one 
               help="Port to listen on. Default 8050, or the next free one when another process holds 8050; "
                    "a port given here and taken is an error.")
 @click.option("--token", default=None, envvar="NCCLSCOPE_DASHBOARD_TOKEN", show_envvar=True, help=TOKEN_HELP)
+@click.option("--diff", "diff", nargs=2, default=None, metavar="RUN_A RUN_B",
+              type=click.Path(exists=True, path_type=Path),
+              help="Analyse two runs of one job before serving and open on the Diff page comparing them.")
 @click.pass_context
 def command(ctx: click.Context, path: Path | None, live: Path | None, host: str, port: int | None,
-            token: str | None) -> None:
+            token: str | None, diff: tuple[Path, Path] | None) -> None:
     """Serve the dashboard for a finished run (PATH: folder, files' folder or archive) or a live one (--live DIR).
 
     Without PATH, runs are uploaded from the browser. Never runs in debug mode.
@@ -59,6 +63,16 @@ def command(ctx: click.Context, path: Path | None, live: Path | None, host: str,
                                        "choose another with --port, or leave --port out to take a free one")
     secret = token or new_token()
     app = create_app(path=path, live=live, token=secret, host=host)
+    page = ""
+    if diff is not None:  # both analysed before the URL is printed: the page opens on them
+        from ncclscope.dashboard.pages.diff import serve_pair
+
+        click.echo(f"ncclscope: analysing {diff[0]} and {diff[1]}", err=True)
+        try:
+            page = serve_pair(app, diff)
+        except BaseException:
+            _close(app)
+            raise
     limits = dash_server.Limits(max_body_bytes=MAX_REQUEST_BYTES)
     try:
         srv = dash_server.make_server(app.server, host, port, limits,
@@ -66,7 +80,7 @@ def command(ctx: click.Context, path: Path | None, live: Path | None, host: str,
     except OSError as e:  # taken between the check and the bind
         _close(app)
         raise click.ClickException(f"cannot serve on {host} port {port}: {e.strerror or e}") from None
-    click.echo(f"ncclscope dashboard: {url(host, port)}?token={secret}", err=True)
+    click.echo(f"ncclscope dashboard: {url(host, port)}{page}?token={secret}", err=True)
     click.echo("every request needs the token (a cookie once the URL is opened; 'Authorization: Bearer <token>' "
                "for scripts and /metrics)" + ("" if is_loopback(host) else
                                               "; share this URL only with people who may read the logs"), err=True)

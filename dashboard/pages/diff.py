@@ -4,6 +4,7 @@ against message size. The runs are the analyses this server holds (uploads, the 
 given to ``ncclscope serve --diff A B``), picked by key; only the keys travel to the browser."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import dash
@@ -16,11 +17,29 @@ from ncclscope.dashboard import figures, ids
 from ncclscope.dashboard.data import Entry, RunStore, current
 from ncclscope.text_fit import evidence_line
 
-dash.register_page(__name__, path="/diff", name="Diff", order=6, title="ncclscope - diff")
+PATH = "/diff"
+dash.register_page(__name__, path=PATH, name="Diff", order=6, title="ncclscope - diff")
 
 DIFF_PAIR = "ncclscope_diff"  # the Flask config key of the (A, B) keys ``serve --diff`` analysed, when it did
 PICK = ("Pick two analysed runs: upload each on the Overview page, or start the dashboard with "
         "ncclscope serve --diff RUN_A RUN_B.")
+
+
+def serve_pair(app: Any, runs: tuple[Path, Path], wait_s: float = 5.0) -> str:
+    """Analyse ``runs`` (A, B) in the app's store before it serves (``ncclscope serve --diff``), make them the
+    page's default pair, and return the page's path. An input that cannot be read raises ``InputError``."""
+    from ncclscope.ingest import InputError
+
+    rs: RunStore = app.server.config["ncclscope_store"]
+    keys = [rs.submit([p], p.name or str(p)) for p in runs]  # both parse at once
+    for key in keys:
+        while rs.get(key) is None:
+            st = rs.status(key)
+            if st is None or st["state"] == "error":
+                raise InputError(f"{st['label'] if st else key}: {st['message'] if st else 'not analysed'}")
+            rs.wait(key, wait_s)
+    app.server.config[DIFF_PAIR] = (keys[0], keys[1])
+    return PATH.lstrip("/")
 
 
 def choices(rs: RunStore) -> list[dict[str, str]]:

@@ -113,3 +113,44 @@ def test_the_page_path_is_registered(store) -> None:
     import dash
 
     assert any(p["path"] == "/diff" and p["name"] == "Diff" for p in dash.page_registry.values())
+
+
+def test_serve_pair_analyses_both_runs_and_opens_on_them(tmp_path) -> None:
+    from ncclscope.dashboard.pages import diff
+    from ncclscope.ingest import InputError
+
+    rs = RunStore(tmp_path / "store")
+    app = create_app(run_store=rs)
+    try:
+        assert diff.serve_pair(app, (SAMPLES / "gpu_healthy", SAMPLES / "gpu_straggler")) == "diff"
+        ka, kb = app.server.config[diff.DIFF_PAIR]
+        assert (rs.get(ka).label, rs.get(kb).label) == ("gpu_healthy", "gpu_straggler")
+        (tmp_path / "empty").mkdir()
+        with pytest.raises(InputError):
+            diff.serve_pair(app, (SAMPLES / "gpu_healthy", tmp_path / "empty"))
+    finally:
+        rs.close()
+
+
+def test_serve_diff_prints_the_diff_page_url(tmp_path) -> None:
+    """``ncclscope serve --diff A B`` analyses both, then prints the URL of the Diff page (with its token)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NCCLSCOPE_DASHBOARD_TOKEN": "t" * 32}
+    proc = subprocess.Popen([sys.executable, "-m", "ncclscope", "serve", "--port", "0", "--diff",
+                             str(SAMPLES / "gpu_healthy"), str(SAMPLES / "gpu_straggler")],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+    lines = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # ends at the URL line (or when the process ends, failing the test)
+            lines.append(line)
+            if line.startswith("ncclscope dashboard: "):
+                break
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    assert lines[0].startswith("ncclscope: analysing ") and "gpu_straggler" in lines[0]
+    assert lines[-1].rstrip().endswith("/diff?token=" + "t" * 32), lines
