@@ -63,7 +63,7 @@ def judged_state(run_dir: Path, a: Any, ended: str | None) -> dict[str, Any]:
                       "exit_code": exits.get(r["rank"]), "where": r["where"]})
     pending = []
     if d.stuck is not None:
-        by = {}
+        by: dict[str, list[int]] = {}
         for rank, state, _ in d.states:
             by.setdefault(state, []).append(rank)
         pending.append({"pg": d.stuck.pg, "seq": d.stuck.seq, "op": d.stuck.op,
@@ -226,7 +226,7 @@ def _judge_or_refuse(run_dir: Path, ended: str | None) -> tuple[dict[str, Any], 
     try:
         return judge_folder(run_dir, ended)
     except InputError as e:  # nothing readable yet: no judgement, said as such
-        empty = {"run_dir": str(run_dir), "world_size": None, "ranks": [], "pending": [],
+        empty: dict[str, Any] = {"run_dir": str(run_dir), "world_size": None, "ranks": [], "pending": [],
                  "verdict": {"verdict": "unknown", "culprit_ranks": [], "stuck": None,
                              "headline": f"nothing to judge yet: {e}", "certainty": None},
                  "exited": ended is not None, "ended": ended, "files": 0, "problems": []}

@@ -618,7 +618,7 @@ class LiveMonitor:
         by_proc: dict[tuple[str | None, int | None], int] = {}
         for (host, pid, _), (rank, _) in self.nccl.ranks.items():  # its first communicator: the world's
             by_proc.setdefault((host, pid), rank)
-        by_pid = {rs.pid: r for r, rs in self.state.ranks.items() if rs.pid is not None}  # the hook's start records
+        by_pid: dict[int | None, int] = {rs.pid: r for r, rs in self.state.ranks.items() if rs.pid is not None}
         return config_mistake([*((by_proc.get(proc, by_pid.get(proc[1])), t) for proc, t in self.warn_texts), *failed])
 
     def _mismatch_alert(self, seen: Failure, now: float) -> dict[str, Any] | None:
