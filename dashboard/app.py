@@ -22,7 +22,7 @@ from .upload_gate import install_upload_gate
 
 MAX_REQUEST_BYTES = MAX_UPLOAD_BYTES * 4 // 3 + 1024 * 1024  # an upload's base64 + the callback's JSON
 PAGES = [("Overview", "/"), ("Topology", "/topology"), ("Timeline", "/timeline"), ("Hotspots", "/hotspots"),
-         ("Hang report", "/hang"), ("Logs", "/logs")]
+         ("Hang report", "/hang"), ("Logs", "/logs"), ("Diff", "/diff")]
 LIVE_POLL_MS = 2000
 
 JOB_POLL_MS = 400

@@ -55,6 +55,7 @@ def test_the_setting_behind_it_is_named_and_only_the_layout_differs_otherwise(pa
     if sizes == (8, 64):
         assert layout[0].a.value == "8 ranks on 1 node, 8 GPUs a node"
         assert layout[0].b.value == "64 ranks on 8 nodes, 8 GPUs a node"
+        assert "nranks 8 " in layout[0].a.evidence.text and "nranks 64 " in layout[0].b.evidence.text
         assert transports[0].direction is Direction.SLOWER and "NET/IB" in transports[0].b.value
     else:
         assert not layout and not transports

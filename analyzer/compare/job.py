@@ -13,13 +13,13 @@ _BOOKKEEPING_PARTS = ("_DUMP_", "DEBUG_FILE", "TEMP_FILE", "TIMESTAMP", "_DIR", 
 
 
 def _version_line(job: Job, version: str | None) -> Evidence | None:
-    lines: dict[str, Evidence] = getattr(job, "version_lines", {})  # the line that printed each NCCL version
-    return lines.get(version) if version else None
+    """The first line that printed NCCL version ``version``."""
+    return job.version_lines.get(version) if version else None
 
 
 def _world_line(job: Job) -> Evidence | None:
-    lines: tuple[Evidence, ...] = getattr(job, "world_lines", ())  # the lines that claim the world size
-    return lines[0] if lines else None
+    """The first of the lines that claim the world size."""
+    return job.world_lines[0] if job.world_lines else None
 
 
 def versions(a: Run, b: Run) -> list[Difference]:
