@@ -116,11 +116,11 @@ def test_the_page_path_is_registered(store) -> None:
 
 
 def test_serve_pair_analyses_both_runs_and_opens_on_them(tmp_path) -> None:
-    from ncclscope.dashboard.pages import diff
     from ncclscope.ingest import InputError
 
     rs = RunStore(tmp_path / "store")
     app = create_app(run_store=rs)
+    from ncclscope.dashboard.pages import diff  # registered by the app
     try:
         assert diff.serve_pair(app, (SAMPLES / "gpu_healthy", SAMPLES / "gpu_straggler")) == "diff"
         ka, kb = app.server.config[diff.DIFF_PAIR]
@@ -154,3 +154,66 @@ def test_serve_diff_prints_the_diff_page_url(tmp_path) -> None:
         proc.wait(timeout=60)
     assert lines[0].startswith("ncclscope: analysing ") and "gpu_straggler" in lines[0]
     assert lines[-1].rstrip().endswith("/diff?token=" + "t" * 32), lines
+
+
+@pytest.mark.browser
+@pytest.mark.xdist_group("browser")
+def test_the_page_in_the_browser_opens_on_the_pair_serve_was_given(tmp_path) -> None:
+    """Headless Chromium on the app served as `serve --diff` serves it: the Diff page, reached from the navigation,
+    shows the straggler first and draws both runs' busbw. Every wait ends on the text it waits for."""
+    import shutil
+    import threading
+    import time
+
+    from ncclscope.dashboard.access import headers_carry_token
+    from ncclscope.dashboard.server import Limits, make_server
+
+    chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver_bin):
+        pytest.skip("chromium / chromedriver not installed")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    rs = RunStore(tmp_path / "store")
+    app = create_app(run_store=rs)
+    from ncclscope.dashboard.pages import diff  # registered by the app
+
+    diff.serve_pair(app, (SAMPLES / "gpu_healthy", SAMPLES / "gpu_straggler"))
+    token = app.server.config["ncclscope_token"]
+    httpd = make_server(app.server, "127.0.0.1", 0, Limits(),
+                        admit=lambda headers, query: headers_carry_token(token, headers, query))
+    thread = threading.Thread(target=httpd.run, name="diff-test-server")
+    thread.start()
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"):
+        opts.add_argument(arg)
+    browser = webdriver.Chrome(service=Service(driver_bin), options=opts)
+
+    def wait_text(css: str, needle: str, bound_s: float = 120.0) -> str:  # the bound only ends a failed test
+        end, last = time.monotonic() + bound_s, ""
+        while time.monotonic() < end:
+            found = browser.find_elements(By.CSS_SELECTOR, css)
+            try:
+                last = found[0].text if found else ""
+            except Exception:  # noqa: BLE001 - replaced while read: read again
+                last = ""
+            if needle in last:
+                return last
+            time.sleep(0.1)
+        raise AssertionError(f"{css!r} never showed {needle!r}; last: {last[:300]!r}")
+
+    try:
+        browser.get(f"http://127.0.0.1:{httpd.port}/?token={token}")
+        wait_text("#nav", "Diff")
+        browser.find_element(By.CSS_SELECTOR, "#nav-diff").click()
+        table = wait_text("#diff-table", "became a straggler in B")
+        assert table.index("became a straggler") < table.index("verdict healthy -> degraded")
+        assert "gpu_straggler" in wait_text("#diff-run-b", "DEGRADED")
+        wait_text("#diff-busbw", "bus bandwidth against message size")
+    finally:
+        browser.quit()
+        httpd.stop()
+        thread.join(10)
+        rs.close()
