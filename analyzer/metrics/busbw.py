@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..model import Communicator
 from ..nccl.busbw import busbw_factor, has_busbw_factor
-from .records import TIMED_SOURCES
+from .records import timed_family
 
 BUSBW_COLUMNS = ["pg", "seq", "op", "bytes", "time_ms", "nranks", "algbw", "busbw", "bucket"]
 
@@ -27,7 +27,7 @@ def factor(op: str, nranks: int) -> float:
 
 def busbw_table(df: pd.DataFrame, world: int) -> pd.DataFrame:
     """Per (pg, seq): op, bytes, time (ms, min over ranks), algbw and busbw in GB/s, size bucket (log2)."""
-    d = df[df["source"].isin(TIMED_SOURCES) & df["duration_ms"].notna() & df["bytes"].notna()]
+    d = df[timed_family(df) & df["duration_ms"].notna().to_numpy() & df["bytes"].notna().to_numpy()] if len(df) else df
     d = d[(d["bytes"] > 0) & (d["duration_ms"] > 0) & (d["seq"] > 1)]
     if not len(d):
         return pd.DataFrame(columns=BUSBW_COLUMNS)

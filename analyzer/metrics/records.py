@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-SOURCE_PRIORITY = {"fr": 0, "hook": 1, "completion_hook": 2, "nccl": 3}
-TIMED_SOURCES = ("fr", "hook", "completion_hook")  # sources whose durations time the collective itself
+SOURCE_PRIORITY = {"fr": 0, "hook": 1, "completion_hook": 2, "inspector": 3, "nccl": 4}
+TORCH_TIMED = ("fr", "hook", "completion_hook")  # PyTorch's own records of its collectives, with durations
+TIMED_SOURCES = (*TORCH_TIMED, "inspector")  # sources whose durations time the collective itself
 
 
 def strs(s: pd.Series) -> np.ndarray:
@@ -32,6 +33,14 @@ def in_values(s: pd.Series, values: list[str]) -> np.ndarray:
     if hit.all() and (not len(codes) or codes.min() >= 0):  # -1: a missing value, never among ``values``
         return np.ones(len(codes), dtype=bool)
     return np.append(hit, False)[codes]  # code -1 picks the trailing False
+
+
+def timed_family(df: pd.DataFrame) -> np.ndarray:
+    """The rows of one family of timed sources: PyTorch's records when the table has any, else those of NCCL's
+    Inspector plugin. Both time the same collectives under different process-group names (PyTorch's group,
+    NCCL's communicator), so mixing the two would count each collective twice."""
+    torch = in_values(df["source"], list(TORCH_TIMED))
+    return torch if torch.any() else in_values(df["source"], ["inspector"])
 
 
 def _key(df: pd.DataFrame) -> np.ndarray:

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..model import Run
 from .busbw import busbw_table
-from .records import first_of_each, strs
+from .records import first_of_each, strs, timed_family
 
 BY = ("op", "size", "pg", "top")
 SHARE_COLUMNS = ["group", "op", "bucket", "pg", "time_ms", "calls", "share"]
@@ -62,13 +62,13 @@ def _label(by: str, op: object, bucket: object, pg: object) -> str:
 
 def one_row_per_collective(df: pd.DataFrame) -> pd.DataFrame:
     """op, bytes and pg of each collective (pg, seq), from one family of sources: PyTorch's records
-    (Flight Recorder, hook) when there are any, else NCCL's COLL lines (their pg names a communicator,
-    so mixing the two would count each call twice). The first row of each collective, by ``ufunc.at``."""
+    (Flight Recorder, hook) when there are any, else NCCL's Inspector plugin's, else NCCL's COLL lines
+    (their pg names a communicator, so mixing them would count each call twice). The first row of each
+    collective, by ``ufunc.at``."""
     if not len(df):
         return pd.DataFrame(columns=["pg", "seq", "op", "bytes"])
-    src = strs(df["source"])
-    torch_rows = src != "nccl"
-    keep = (torch_rows if torch_rows.any() else ~torch_rows) & np.isfinite(df["bytes"].to_numpy(dtype=float))
+    family = timed_family(df)  # PyTorch's records, else NCCL's Inspector's, else NCCL's COLL lines
+    keep = (family if family.any() else strs(df["source"]) == "nccl") & np.isfinite(df["bytes"].to_numpy(dtype=float))
     d = df[keep]
     if not len(d):
         return pd.DataFrame(columns=["pg", "seq", "op", "bytes"])

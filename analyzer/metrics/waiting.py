@@ -14,7 +14,16 @@ import numpy as np
 import pandas as pd
 
 from ..model import Run
-from .records import Groups, arrival, best_records, collective_rows, dense_groups, group_key, table_groups
+from .records import (
+    Groups,
+    arrival,
+    best_records,
+    collective_rows,
+    dense_groups,
+    group_key,
+    table_groups,
+    timed_family,
+)
 
 MIN_SPREAD_MS = 5.0
 LATE_COLUMNS = ["pg", "seq", "op", "late_rank", "wait_ms", "n"]
@@ -25,7 +34,7 @@ def late_arrivals(df: pd.DataFrame, groups: Groups | None = None) -> pd.DataFram
     ``df``'s (pg, seq) groups, when known (``table_groups``).
 
     Rows are chosen by one mask over the table, not by successive copies of it."""
-    torch_rows = df["source"].isin(["fr", "hook", "completion_hook"]).to_numpy()
+    torch_rows = timed_family(df)  # PyTorch's records, else the Inspector's: both with kernel durations
     if torch_rows.any():
         d = df[torch_rows].drop_duplicates(["rank", "pg", "seq"], keep="first")
         keep = np.ones(len(d), dtype=bool)

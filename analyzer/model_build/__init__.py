@@ -19,6 +19,7 @@ from .communicators import build_communicators, identities
 from .events import build_events, build_exits
 from .fr_job import build_fr_job
 from .gather import gather
+from .inspector_rows import inspector_problems
 from .ranks import assign_ranks, build_job, drop_implausible
 from .shown import tuning_choices
 
@@ -41,6 +42,7 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
     # the table has them (when the caller kept no reference to the parsed files)
     parsed.clear()
     problems += drop_implausible(g)
+    problems += inspector_problems(g.inspector_stats)
     ranks = assign_ranks(g)
     ident = identities(g.comms, ranks.proc_rank)
     communicators = build_communicators(g.comms, ident, ranks.proc_rank)

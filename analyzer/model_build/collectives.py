@@ -1,5 +1,6 @@
 """The per-rank collectives table (one row per collective per rank) and process-group status,
-from Flight Recorder dumps, the completion hook, ncclscope's hook records and NCCL COLL lines.
+from Flight Recorder dumps, the completion hook, ncclscope's hook records, NCCL COLL lines and
+NCCL's Inspector plugin (``inspector_rows``).
 
 Rows of the few record sources are collected as lists of column values; NCCL COLL lines, nearly
 all rows of a long job, are joined as columns (``nccl_table``).
@@ -16,6 +17,7 @@ from ..nccl.dtypes import DTYPE_BYTES, canonical_dtype
 from ..nccl.ops import canonical_op
 from ..sources import records as R
 from .gather import Gathered
+from .inspector_rows import inspector_table
 from .nccl_table import concat_tables, nccl_coll_table
 from .values import ProcKey, ev, ns_to_s, numel, opt_int, seq_of
 
@@ -71,6 +73,9 @@ def build_collectives(g: Gathered, proc_rank: dict[ProcKey, int], ident: dict[tu
     nccl = nccl_coll_table(g.coll_lines, proc_rank, ident, consume=True, release=release)
     if nccl is not None:
         table = concat_tables(table, nccl) if len(table) else nccl
+    inspector = inspector_table(g.inspector, proc_rank)  # NCCL's Inspector plugin: kernel times of each operation
+    if inspector is not None:
+        table = concat_tables(table, inspector) if len(table) else inspector
     out.table = table
     out.heartbeats = pd.DataFrame(hb_rows) if hb_rows else None
     return out

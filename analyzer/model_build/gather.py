@@ -55,6 +55,11 @@ class Gathered:
     # from "[rank3]:" / "[default3]:" / mpirun "[1,3]<stdout>:" prefixes
     wrapper_rank: dict[ProcKey, int] = field(default_factory=dict)
     origins: dict[str, Origin] = field(default_factory=dict)  # file -> who wrote it, for those not Origin.INPUT
+    # NCCL's Inspector profiler plugin: completed operations, dump markers, proxy records, Prometheus metrics
+    inspector: list[R.InspectorOp] = field(default_factory=list)
+    inspector_stats: list[R.InspectorDumpStats] = field(default_factory=list)
+    inspector_proxy: list[R.InspectorProxy] = field(default_factory=list)
+    inspector_metrics: list[R.InspectorMetric] = field(default_factory=list)
     tuning: dict[TuningKey, list] = field(default_factory=dict)  # NCCL's TUNING lines, counted (shown.count_tuning)
 
 
@@ -63,6 +68,8 @@ def gather(parsed: list[Parsed]) -> Gathered:
     simple: dict[type, list] = {
         R.LauncherExit: g.launcher, R.LauncherSignal: g.signals, R.FrDump: g.frs, R.CompletionRec: g.completions,
         R.HookRec: g.hook, R.RasComm: g.ras, R.NcclTestsRow: g.tests, R.UnreadLines: g.unread,
+        R.InspectorOp: g.inspector, R.InspectorDumpStats: g.inspector_stats, R.InspectorProxy: g.inspector_proxy,
+        R.InspectorMetric: g.inspector_metrics,
     }
     for p in parsed:
         if p.origin is not Origin.INPUT:
@@ -80,7 +87,23 @@ def gather(parsed: list[Parsed]) -> Gathered:
                 g.settings.setdefault(rec.name, Setting(rec.name, rec.value, "env-file", ev(rec)))
             elif isinstance(rec, R.ExitCode):
                 g.exit_code = rec.code
+    _inspector_views(g)
     return g
+
+
+def _inspector_views(g: Gathered) -> None:
+    """Processes that only the Inspector's records show (no NCCL line of theirs): each record's process and its
+    view of the communicator (its rank, size and nodes; initialised, since it ran operations) are taken as an Init
+    line would give them, so that ranks, world size and communicators come out as from NCCL's own lines."""
+    seen = set(g.proc_first_seen)
+    for rec in (*g.inspector_stats, *g.inspector):
+        key = (rec.host, rec.pid)
+        if key in seen or (key, rec.comm) in g.comms:
+            continue
+        g.proc_first_seen.setdefault(key, ev(rec))
+        cl = CommLocal(key, rec.comm, rec.rank, rec.nranks, comm_id=rec.comm, started=True, start_seen=True,
+                       complete=True, nnodes=rec.nnodes, first_line=rec.line, init_line=ev(rec))
+        g.comms[(key, rec.comm)] = cl
 
 
 def _first_seen(rec: R.NcclRec, key: ProcKey, g: Gathered) -> None:

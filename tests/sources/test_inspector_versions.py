@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import inspector_shapes as S  # noqa: E402
-
-from ncclscope.ingest import Format, parse_file, sniff  # noqa: E402
-from ncclscope.sources import records as R  # noqa: E402
-from ncclscope.sources.inspector import InspectorReader, parse_inspector_prom  # noqa: E402
+import inspector_shapes as S
+from ncclscope.ingest import Format, parse_file, sniff
+from ncclscope.sources import records as R
+from ncclscope.sources.inspector import InspectorReader, parse_inspector_prom
 
 
 def read(lines: list[str], name: str = "trn-a07-pid31337.log") -> tuple[list[R.Rec], InspectorReader]:
@@ -145,8 +144,8 @@ def test_sniffed_by_content(first, fmt):
 def test_damaged_lines_are_counted_never_raised(tmp_path):
     good = S.record("v4.0", "coll_perf", S.coll("v4.0", 1))
     bad = [good[:57], '{"header":{"id":"0x1","rank":5,"n_ranks":2},"metadata":{"pid":1},"coll_perf":{}}',
-           '{"header":{"id":"0x1","rank":0,"n_ranks":2},"metadata":{"pid":1},"coll_perf":{"coll":"AllReduce",'
-           '"coll_sn":1e400,"coll_msg_size_bytes":-1,"coll_exec_time_us":"x"}}', "[1,2]", "{" * 5000, "\x00\ufffd"]
+           ('{"header":{"id":"0x1","rank":0,"n_ranks":2},"metadata":{"pid":1},"coll_perf":{"coll":"AllReduce",'
+           '"coll_sn":1e400,"coll_msg_size_bytes":-1,"coll_exec_time_us":"x"}}'), "[1,2]", "{" * 5000, "\x00\ufffd"]
     f = tmp_path / "host-pid1.log"
     f.write_text("\n".join([good, *bad, good]) + "\n")
     p = parse_file(f, f.name)

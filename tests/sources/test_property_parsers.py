@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
 import fuzz_env  # noqa: E402
 import fuzz_fr  # noqa: E402
 import fuzz_ingest  # noqa: E402
+import fuzz_inspector  # noqa: E402
 import fuzz_jsonl  # noqa: E402
 import fuzz_nccl  # noqa: E402
 import fuzz_nccl_tests  # noqa: E402
@@ -53,7 +54,7 @@ PROFILE = dict(deadline=None, derandomize=os.environ.get("NCCLSCOPE_PROPERTY_RAN
 
 TARGETS = {"nccl": fuzz_nccl, "torch": fuzz_torch, "flight_recorder": fuzz_fr, "jsonl": fuzz_jsonl,
            "ras": fuzz_ras, "topo_xml": fuzz_xml, "nccl_tests": fuzz_nccl_tests, "env": fuzz_env,
-           "parse_file": fuzz_ingest, "safe_pickle": fuzz_pickle}
+           "parse_file": fuzz_ingest, "safe_pickle": fuzz_pickle, "inspector": fuzz_inspector}
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
