@@ -108,3 +108,15 @@ def test_a_straggler_is_measured_by_the_time_it_cost(tmp_path):
     assert first.a.value is None and first.b.evidence is not None
     verdict = next(d for d in c.differences if d.aspect is Aspect.VERDICT)
     assert (verdict.a.value, verdict.b.value) == ("healthy", "degraded (culprit rank 5)")
+
+
+def test_a_cached_analysis_compares_as_a_fresh_one(tmp_path, monkeypatch):
+    """The lines a comparison quotes (transports, rings, trees, TUNING choices) are kept in the cache entry."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    generate_run(tmp_path / "a", nranks=8, steps=STEPS, algo="RING", busbw_gbs=180.0, seed=1)
+    generate_run(tmp_path / "b", nranks=16, steps=STEPS, algo="TREE", busbw_gbs=40.0, seed=2, gpus_per_host=4)
+    fresh = compare(analyze_paths([tmp_path / "a"], cache=False), analyze_paths([tmp_path / "b"], cache=False))
+    for _ in range(2):  # the first call stores the entries, the second reads them back
+        cached = compare(analyze_paths([tmp_path / "a"]), analyze_paths([tmp_path / "b"]))
+    assert cached == fresh
+    assert {d.aspect for d in fresh.differences} >= {Aspect.BUSBW, Aspect.TRANSPORT, Aspect.ALGORITHM, Aspect.LAYOUT}
