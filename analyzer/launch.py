@@ -51,6 +51,7 @@ class RunOptions:
     grace_s: float = 10.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
     shared_dir: bool = False  # the run folder may be one others can write: accepted, nothing executable taken from it
+    inspector: Path | None = None  # NCCL's Inspector profiler plugin (.so), writing into the run folder
 
 
 class UnsafeRunDir(OSError):
@@ -153,6 +154,42 @@ def tracing_env(run_dir: Path, coll: bool, hook_site: Path | None,
     if hook_site is not None:
         env["PYTHONPATH"] = str(hook_site)
     return env
+
+
+# The Inspector's dump thread writes what completed every 0.2 s (its own default writes only at teardown, or
+# nothing in releases after 2.30): the live monitor sees kernel times while the job runs.
+INSPECTOR_DUMP_INTERVAL_US = 200_000
+
+
+def inspector_env(plugin: Path, run_dir: Path) -> dict[str, str]:
+    """What ``run --inspector PLUGIN`` sets for NCCL's Inspector profiler plugin (NCCL's repository,
+    ``plugins/profiler/inspector``): NCCL loads ``plugin`` (``NCCL_PROFILER_PLUGIN``) and the plugin writes
+    ``<host>-pid<pid>.log`` into the run folder. Verbose records carry each collective's and kernel's start
+    time (the time line needs them); every size is tracked (the plugin skips collectives under 8 KB by
+    default, which would leave holes in each communicator's sequence); ProxyOp summaries (per channel and
+    peer: wait times and bandwidth, network transports only, plugins that have them) without the per-step
+    records, which ``NCCL_INSPECTOR_DUMP_PROXY_STEPS=1`` of the user's adds. A variable the user set wins."""
+    return {
+        "NCCL_PROFILER_PLUGIN": str(plugin),
+        "NCCL_INSPECTOR_ENABLE": "1",
+        "NCCL_INSPECTOR_DUMP_DIR": str(run_dir),
+        "NCCL_INSPECTOR_DUMP_THREAD_ENABLE": "1",
+        "NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS": str(INSPECTOR_DUMP_INTERVAL_US),
+        "NCCL_INSPECTOR_DUMP_VERBOSE": "1",
+        "NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES": "0",
+        "NCCL_INSPECTOR_ENABLE_PROXY": "1",
+        "NCCL_INSPECTOR_DUMP_PROXY_STEPS": "0",
+    }
+
+
+def job_env(opts: RunOptions, hook_site: Path | None) -> dict[str, str]:
+    """Everything ncclscope would set for the job: tracing, the Inspector's settings (its messages in NCCL's
+    log: subsystem PROFILE), then the caller's extra variables."""
+    env = tracing_env(opts.run_dir, opts.coll, hook_site)
+    if opts.inspector is not None:
+        env.update(inspector_env(opts.inspector, opts.run_dir))
+        env["NCCL_DEBUG_SUBSYS"] += ",PROFILE"
+    return {**env, **opts.extra_env}
 
 
 def merge_env(base: Mapping[str, str], wanted: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
@@ -380,7 +417,7 @@ def run_job(opts: RunOptions, note: Note, render: Callable[[Any], None] | None =
     identity = (st.st_dev, st.st_ino)
     site = prepare_hook_site() if opts.hook else None
     env, applied, kept = merge_env(base_env if base_env is not None else os.environ,
-                                   {**tracing_env(run_dir, opts.coll, site), **opts.extra_env})
+                                   job_env(opts, site))
     write_env_record(opts, applied, kept)
     if kept:
         note("kept your settings: " + ", ".join(f"{k}={v}" for k, v in sorted(kept.items())))

@@ -28,10 +28,14 @@ import click
 @click.option("--dashboard-port", type=click.IntRange(0, 65535), default=8050, show_default=True,
               help="The dashboard's port; when another process holds it, the next free one (the URL is printed).")
 @click.option("--quiet", is_flag=True, help="Print only the job's own output and errors.")
+@click.option("--inspector", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              metavar="PLUGIN.so",
+              help="Load NCCL's Inspector profiler plugin (libnccl-profiler-inspector.so) into NCCL: per-collective "
+                   "kernel times written into the run folder, read back by the analysis (no COLL lines needed).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def command(run_dir: Path | None, shared_run_dir: bool, coll: bool, no_hook: bool, stall_seconds: float | None, webhook: str | None,
             alert_command: str | None, kill_on_hang: bool, poll: bool, dashboard: bool, dashboard_port: int,
-            quiet: bool, command: tuple[str, ...]) -> None:
+            quiet: bool, inspector: Path | None, command: tuple[str, ...]) -> None:
     """Run COMMAND (torchrun, srun, mpirun, deepspeed, a script) with NCCL / PyTorch tracing set up,
     tee its output, then analyse the run. Exits with COMMAND's exit code."""
     from ..launch import RunOptions, UnsafeRunDir, default_run_dir, run_job
@@ -64,7 +68,8 @@ def command(run_dir: Path | None, shared_run_dir: bool, coll: bool, no_hook: boo
         note(f"run folder: {folder}")
     opts = RunOptions(command=command, run_dir=folder, coll=coll, hook=not no_hook, stall_seconds=stall_seconds,
                       webhook=webhook, alert_command=alert_command, kill_on_hang=kill_on_hang, poll=poll,
-                      dashboard=dashboard, dashboard_port=dashboard_port, quiet=quiet, shared_dir=shared_run_dir)
+                      dashboard=dashboard, dashboard_port=dashboard_port, quiet=quiet, shared_dir=shared_run_dir,
+                      inspector=inspector.resolve() if inspector is not None else None)
     from ..run_dashboard import until_interrupted
 
     try:
