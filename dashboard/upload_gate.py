@@ -58,6 +58,5 @@ def refusal(app: Dash, message: str) -> Response:
     if output is not None and re.match(rb'\s*\{\s*"output"\s*:\s*' + re.escape(json.dumps(output).encode()), head):
         banner = html.Div(message, className="banner error", id="upload-error")
         body = {"multi": True, "response": {ids.UPLOAD_STATUS: {"children": banner}}}
-        return Response(json.dumps(body, cls=PlotlyJSONEncoder), status=200, mimetype="application/json",
-                        headers={"Connection": "close"})
-    return Response(f"ncclscope: {message}\n", status=503, mimetype="text/plain", headers={"Connection": "close"})
+        return Response(json.dumps(body, cls=PlotlyJSONEncoder), status=200, mimetype="application/json")
+    return Response(f"ncclscope: {message}\n", status=503, mimetype="text/plain")

@@ -30,7 +30,7 @@ _NOT_B64 = re.compile(r"[^A-Za-z0-9+/=]")
 
 
 def mb(n: int) -> str:
-    return f"{n / 1e6:,.0f} MB"
+    return f"{n / 1e6:,.0f} MB" if n >= 10**7 else f"{n / 1e6:.2g} MB"
 
 
 class Budget:
