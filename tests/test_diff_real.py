@@ -59,3 +59,18 @@ def test_samples_healthy_against_a_failed_run_says_the_verdict(bad, verdict):
     d = next(d for d in c.differences if d.aspect is Aspect.VERDICT)
     assert (d.a.value, d.b.value, d.direction) == ("healthy", verdict, Direction.SLOWER)
     assert d.b.evidence is not None and d.a.evidence is None  # a healthy run has no finding that argues for it
+
+
+def test_corpus_p2p_against_sockets_with_forced_tree_names_the_switches_first(corpus):
+    """B disabled P2P and SHM (sockets) and forced NCCL_ALGO=Tree, and failed before connecting: no transport line
+    can be compared, so the settings that switch transports off lead, then the forced algorithm."""
+    c = _compare(corpus / "healthy_ddp_p2p", corpus / "config_error_algo_tree")
+    settings = [d.subject for d in c.differences if d.tier is Tier.SETTING]
+    assert settings[:3] == ["NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_ALGO"]
+    assert c.differences[0].subject == "NCCL_P2P_DISABLE"
+    assert not [d for d in c.differences if d.aspect is Aspect.TRANSPORT]
+    assert "transports of the world communicator (2 ranks): B shows no connection lines" in c.not_compared
+    layout = next(d for d in c.differences if d.aspect is Aspect.LAYOUT)
+    assert layout.b.value == "2 ranks on 2 nodes, 1 GPU a node"  # NCCL's own nNodes once P2P and SHM are off
+    verdict = next(d for d in c.differences if d.aspect is Aspect.VERDICT)
+    assert verdict.b.value.startswith("config_error")

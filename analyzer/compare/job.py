@@ -93,7 +93,7 @@ def _per_node(job: Job) -> int | None:
 def _layout_text(job: Job) -> str:
     n, nodes, g = job.world_size, job.nnodes, _per_node(job)
     return (f"{n if n is not None else '?'} ranks on {nodes if nodes is not None else '?'} "
-            f"node{'s' if nodes != 1 else ''}, {g if g is not None else '?'} GPUs a node")
+            f"node{'s' if nodes != 1 else ''}, {g if g is not None else '?'} GPU{'s' if g != 1 else ''} a node")
 
 
 def layout(a: Run, b: Run) -> list[Difference]:
