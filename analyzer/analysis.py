@@ -1,11 +1,11 @@
 """The pipeline: paths -> parsed files -> run model -> findings -> decision."""
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .alerts_file import folder_alerts
 from .model import Run
 from .result import Analysis
 
@@ -13,8 +13,6 @@ from .result import Analysis
 # cached analysis needs none of them
 
 
-ALERTS_FILE = "alerts.jsonl"  # the live monitor's alerts in a run folder (live/monitor.py)
-ALERTS_MAX_BYTES = 4 << 20
 HEAP_WARM_SHARE = 4  # heap faulted in while the workers parse: a quarter of the input (malloc.warm_heap caps it)
 
 
@@ -30,29 +28,6 @@ def analyze_run(run: Run, alerts: list[dict[str, Any]] | None = None) -> Analysi
     return Analysis(run, mark_echoes(findings, d), d)
 
 
-def read_alerts(paths: list[Path]) -> list[dict[str, Any]]:
-    """The alerts of ``alerts.jsonl`` in the input folders: a regular file only, read without
-    blocking or following a link, at most 4 MB; a line that is not a JSON object is skipped."""
-    from . import safe_io
-
-    out: list[dict[str, Any]] = []
-    for p in paths:
-        f = Path(p) / ALERTS_FILE
-        try:
-            with safe_io.open_regular(f) as fh:
-                data = fh.read(ALERTS_MAX_BYTES)
-        except OSError:
-            continue
-        for line in data.decode("utf-8", "replace").splitlines():
-            try:
-                a = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(a, dict) and isinstance(a.get("kind"), str):
-                out.append(a)
-    return out
-
-
 def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None = None,
                   cache: bool = True, defer_store: bool = False,
                   note: Callable[[str], None] | None = None) -> Analysis:
@@ -60,7 +35,7 @@ def analyze_paths(paths: list[Path], progress: Callable[[int, int], None] | None
     findings and decision while the detectors' code is unchanged (cache.py). ``defer_store``: leave
     writing a new entry to ``Analysis.finish()``, so that a caller can show the verdict first. ``note``:
     told of one-off delays (ingest)."""
-    alerts = read_alerts(paths)
+    alerts = folder_alerts(paths)
     if cache:
         from . import cache as run_cache
 

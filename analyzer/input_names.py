@@ -2,8 +2,10 @@
 error for an input with nothing readable in it."""
 from __future__ import annotations
 
+from .alerts_file import ALERTS_FILE
+
 MAX_FILES = 50_000
-SKIP_NAMES = {"report.json", "alerts.jsonl", "cache.parquet", "ncclscope-env.json"}
+SKIP_NAMES = {"report.json", ALERTS_FILE, "cache.parquet", "ncclscope-env.json"}
 SKIP_DIRS = {"__pycache__", "ncclscope-control"}
 
 

@@ -128,14 +128,14 @@ def create_app(path: Path | None = None, live: Path | None = None, token: str | 
 def metrics_text(rs: RunStore) -> str | None:
     """The newest analysis (the live folder's, else the one served) in Prometheus' text format, with
     the live monitor's alerts; None before the first analysis."""
-    from ncclscope.export import read_alerts
+    from ncclscope.alerts_file import ALERTS_FILE, read_alerts
     from ncclscope.export.prometheus import prometheus_text
 
     key = rs.live_poll()[0] if rs.live_dir is not None else rs.default_key
     entry = rs.get(key)
     if entry is None:
         return None
-    alerts = read_alerts(rs.live_dir / "alerts.jsonl") if rs.live_dir is not None else []
+    alerts = read_alerts(rs.live_dir / ALERTS_FILE) if rs.live_dir is not None else []
     return entry.cached("prometheus", lambda: prometheus_text(entry.analysis, alerts)) if rs.live_dir is None \
         else prometheus_text(entry.analysis, alerts)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import atexit
 import base64
 import binascii
-import json
 import os
 import re
 import secrets
@@ -26,7 +25,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from ncclscope import archive, safe_io
+from ncclscope import archive
+from ncclscope.alerts_file import ALERTS_FILE, newest_alert
 from ncclscope.analysis import Analysis, analyze_paths
 from ncclscope.ingest import SKIP_NAMES, InputError, iter_lines
 
@@ -124,29 +124,6 @@ def folder_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
                 continue
             out.append((os.path.relpath(os.path.join(dirpath, fn), root), st.st_size, st.st_mtime_ns))
     return tuple(sorted(out))
-
-
-def newest_alert(path: Path, tail_bytes: int = 65536) -> dict[str, Any] | None:
-    """The last complete JSON line of ``alerts.jsonl`` (read from its end only), or None."""
-    try:  # a FIFO or a link planted as alerts.jsonl is not opened: no poll thread blocks on it
-        with safe_io.open_regular(path) as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - tail_bytes))
-            chunk = f.read()
-    except OSError:
-        return None
-    for raw in reversed(chunk.split(b"\n")):
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            return obj
-    return None
 
 
 _CURRENT: list[RunStore] = []
@@ -397,7 +374,7 @@ class RunStore:
                 self._live_count += 1
                 self._live_pending = self.submit([self.live_dir], f"live: {self.live_dir.name}",
                                                  f"live{self._live_count}-{secrets.token_urlsafe(6)}")
-        return self._live_key, newest_alert(self.live_dir / "alerts.jsonl")
+        return self._live_key, newest_alert(self.live_dir / ALERTS_FILE)  # a FIFO or a link there is never opened
 
 
 def _file_map(paths: list[Path], analysis: Analysis) -> dict[str, Path]:

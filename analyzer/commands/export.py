@@ -21,8 +21,9 @@ def command(run: Path, perfetto: Path | None, prometheus: Path | None, no_cache:
     """Export the analysis of RUN (a run folder, files or an archive) to other tools."""
     if perfetto is None and prometheus is None:
         raise click.UsageError("say what to write: --perfetto FILE and / or --prometheus FILE")
+    from ..alerts_file import folder_alerts
     from ..analysis import analyze_paths
-    from ..export import read_alerts, target_problem
+    from ..export import target_problem
 
     for target in (perfetto, prometheus):  # refused before the analysis, not after it
         why = target_problem(target) if target is not None else None
@@ -38,7 +39,7 @@ def command(run: Path, perfetto: Path | None, prometheus: Path | None, no_cache:
     if prometheus is not None:
         from ..export.prometheus import prometheus_text
 
-        _write(prometheus, prometheus_text(a, read_alerts(run / "alerts.jsonl") if run.is_dir() else []))
+        _write(prometheus, prometheus_text(a, folder_alerts([run])))
         click.echo(f"ncclscope: wrote {clean(prometheus)} (Prometheus text format)", err=True)
 
 

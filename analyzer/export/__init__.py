@@ -9,11 +9,9 @@ cannot be written; ``write_problem`` says it of a write that failed."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 from .. import safe_io
 
@@ -54,24 +52,3 @@ def write_atomic(path: Path, text: str) -> None:
     textfile collector, a browser) never sees half a file; a target that is a link, a device, a FIFO
     or a folder is refused (``safe_io.NotRegularFile``), never replaced or followed."""
     safe_io.write_replace(Path(path), text.encode("utf-8"), 0o644, regular_only=True)
-
-
-def read_alerts(path: Path, tail_bytes: int = 4 * 1024 * 1024) -> list[dict[str, Any]]:
-    """The live monitor's alerts: the complete JSON lines in the last ``tail_bytes`` of ``alerts.jsonl``
-    (a regular file only, never through a link)."""
-    try:
-        with safe_io.open_regular(path) as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - tail_bytes))
-            chunk = f.read()
-    except OSError:
-        return []
-    out = []
-    for raw in chunk.split(b"\n"):
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out

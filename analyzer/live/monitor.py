@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rules, safe_io
+from ..alerts_file import ALERTS_FILE
 from ..detectors.launch import is_start_error
 from ..input_names import SKIP_DIRS, SKIP_NAMES
 from ..rules import desync as desync_rule
@@ -61,7 +62,6 @@ CRASH_GRACE_S = 2.0  # gather exit records and tracebacks of one crash into one 
 DESYNC_WAIT_S = 2.0  # wait this long for the other ranks' records, and for a side's rank failing, before alerting
 DESYNC_MAX_WAIT_S = 30.0  # a member's record still missing this long after: alert on those read, follow up later
 CONTROL_DIR = "ncclscope-control"
-ALERTS_FILE = "alerts.jsonl"
 FR_RE = re.compile(r"^fr_(?:timeout|live|end|dump)?_?rank(\d+)")
 VANISHED_S = 1.6  # heartbeats come every second: a rank silent this long before others fail is gone
 HEAD_BYTES = 65536  # what ``ingest.sniff`` reads of a file to tell its format
