@@ -49,7 +49,7 @@ def corpus_sets(corpus: Path) -> Iterator[tuple[str, list[Path]]]:
 
 def wild_sets() -> Iterator[tuple[str, list[Path]]]:
     sys.path.insert(0, str(HERE))
-    from wild_cases import table  # noqa: PLC0415 - the wild table is loaded as the wild tests load it
+    from wild_cases import table  # the wild table, loaded as the wild tests load it
 
     for want in table.load_expected():
         yield f"wild/{want['case']}", table.case_inputs(want["case"])

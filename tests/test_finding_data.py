@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import evidence_audit as audit
 import pytest
-
 from ncclscope.analysis import analyze_paths
 from ncclscope.model import FindingData
 

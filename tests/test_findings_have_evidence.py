@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import evidence_audit as audit
 import pytest
 from conftest import CORPUS, corpus_runs
-
 from ncclscope.analysis import analyze_paths
 from ncclscope.input_names import InputError
 from ncclscope.model import Evidence, Finding, FindingKind, Format, Severity
