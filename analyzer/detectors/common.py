@@ -7,18 +7,12 @@ import pandas as pd
 # process-group status and the per-collective keys are metrics the dashboard shows too: defined once there
 from ..metrics.progress import SOURCE_RANK, RankPg, pg_status_by_rank
 from ..metrics.records import collective_rows, dense_groups, group_key, in_values
-from ..model import Evidence, LogEvent, Run
+from ..model import Evidence, Run
+from ..rules.facts import stall_events  # the stall signals: one list, the judgement's (rules.facts.STALL_KINDS)
 from ..rules.states import fmt_ranks
 
-__all__ = ["SOURCE_RANK", "STALL_EVENTS", "RankPg", "collective_rows", "dense_groups", "entries_at", "fmt_ranks",
+__all__ = ["SOURCE_RANK", "RankPg", "collective_rows", "dense_groups", "entries_at", "fmt_ranks",
            "group_key", "not_p2p", "pg_status_by_rank", "record_evidence", "rows_where", "stall_events"]
-
-STALL_EVENTS = ("watchdog_timeout", "watchdog_failure", "dump_signal", "heartbeat_timeout", "hook_stall",
-                "desync_report", "barrier_failure")
-
-
-def stall_events(run: Run) -> list[LogEvent]:
-    return [e for e in run.events if e.kind in STALL_EVENTS]
 
 
 def entries_at(run: Run, pg: str, seq: int) -> dict[int, dict]:

@@ -18,7 +18,8 @@ Hang (``hang.stuck_collective``): in a process group, the first collective N not
 every member (``N = min(completed) + 1``) was enqueued by at least one; the members whose last
 enqueued < N never joined: they are the culprits (none: every rank joined, NCCL or network
 side). Live it needs no progress for longer than the threshold; offline, a stall signal
-(watchdog timeout, dump signal, the hook's stall record). A pause where every rank stops with
+(watchdog timeout or failure, dump signal, heartbeat monitor, the hook's stall record, PyTorch's desync
+report, a monitored barrier that timed out: ``facts.STALL_KINDS``). A pause where every rank stops with
 nothing pending is never a hang. Ranks claimed by a ``world`` but never seen count only as far
 as what was seen bounds them (``hang.bounded_world``).
 

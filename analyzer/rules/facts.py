@@ -17,7 +17,12 @@ from .chain import returned_to_caller, warn_chains
 from .exits import ExitClass, FailureKind, exit_class, failure_kind
 
 LINK_AREAS = ("ib", "socket", "proxy")
-STALL_KINDS = ("watchdog_timeout", "watchdog_failure", "heartbeat_timeout", "hook_stall", "dump_signal")
+# The stall signals: events that say ranks waited past a timeout or made no progress. A collective's watchdog timed
+# out or failed, a rank was asked to dump its Flight Recorder, the heartbeat monitor saw a watchdog stuck, the hook saw
+# no progress, PyTorch's desync report (printed after a collective timed out), a monitored barrier that timed out
+# waiting for ranks. The one list: the hang detector and the decision's time line (``stall_time``) both read it.
+STALL_KINDS = ("watchdog_timeout", "watchdog_failure", "dump_signal", "heartbeat_timeout", "hook_stall",
+               "desync_report", "barrier_failure")
 TEARDOWN_ENTRY = "proxy-close-teardown"  # a rank's proxy failed a Close: that process was destroying its communicator
 TEARDOWN_AREAS = ("proxy", "socket")
 
@@ -228,8 +233,13 @@ def left_ranks(run: Run) -> frozenset[int]:
     return frozenset(left)
 
 
+def stall_events(run: Run) -> list[LogEvent]:
+    """The run's stall signals (``STALL_KINDS``), in the events' order."""
+    return [e for e in run.events if e.kind in STALL_KINDS]
+
+
 def stall_time(run: Run) -> tuple[bool, float | None]:
     """(a stall signal was seen, the earliest time known for one)."""
-    ev = [e for e in run.events if e.kind in STALL_KINDS]
+    ev = stall_events(run)
     ts = [e.ts for e in ev if isinstance(e.ts, (int, float))]
     return bool(ev), (min(ts) if ts else None)
