@@ -159,7 +159,8 @@ def test_write_excerpt_refuses_what_it_cannot_write(tmp_path):
 
 
 def test_matrix_after_init_excerpts_raise_no_false_alarm():
-    """One host's NCCL init, then nothing (a possible hang) or 1 to 5 training lines (healthy)."""
+    """One host's NCCL init, then nothing or 1 to 5 training lines: a normal start either way (healthy, possible,
+    when nothing follows): never a hang alarm on a start alone."""
     m = _matrix()
     outcomes = m.run_matrix([4, 16], 3, 6, [m.EXCERPT + "after_init"])
     wrong = [(o.truth, o.got) for o in outcomes if not o.verdict_ok]
