@@ -143,6 +143,8 @@ FindingData = TypedDict("FindingData", {
     # present on the input detector's findings it replaces: detectors.inputs
     "communicators": list[str],
     "missing_ranks": list[int],
+    # what the nodes differ in (an NCCL version, a network plugin): the config error behind what followed, verdict
+    "environment_mismatch": str,
     # --- details for the report ----------------------------------------------------------------------------
     # the knowledge-base entry's words
     "cause": str, "fix": str, "link": str, "releases": list[str], "count": int,
@@ -160,6 +162,8 @@ FindingData = TypedDict("FindingData", {
     "launcher": str, "doubled": list[list[int]], "unclaimed": list[int], "unclaimed_count": int,
     # config
     "interfaces": list[str], "value": str,
+    "values": list[list[Any]],  # an environment mismatch's values, each [value, [hosts]]
+    "runs": int,  # runs one console holds (restarts): the last is judged
     # straggler, hotspots, slow links, transport
     "late_count": int, "events": int, "wait_ms_total": float, "wait_ms_median": float, "p_value": float,
     "top": list[dict[str, Any]], "small": int, "total": int,
