@@ -8,13 +8,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..model import ExitRecord, LogEvent, Run
+from ..model import ExitRecord, LogEvent, Origin, Run
 from ..nccl.failures import classify
 from ..sources.lines import nccl_head
+from ..sources.records import GPU_FAULT_EVENT
 from . import healthy
 from .cause import Failure, explain, vanished
 from .chain import returned_to_caller, warn_chains
 from .exits import ExitClass, FailureKind, exit_class, failure_kind
+from .init_echo import init_echoes
+from .lost_peer import Report, lost_peer
+from .startup import orphan_failures, startup_failures
 
 LINK_AREAS = ("ib", "socket", "proxy")
 # The stall signals: events that say ranks waited past a timeout or made no progress. A collective's watchdog timed
@@ -85,7 +89,16 @@ def error_failure(rank: int | None, exc_type: str, message: str, last_error: str
     last = last_error or message.partition("Last error:")[2]  # one glued line holds it in the message
     if kind is FailureKind.PEER and last.strip() and _link_failed(last.strip()):
         kind = FailureKind.NETWORK  # ncclRemoteError whose last error is the link's own failure
+    elif _nccl_bug(last.strip() or text):
+        kind = FailureKind.NCCL  # NCCL's own bug (its RAS thread, a net id it lost, NVLS resources it exhausted)
     return Failure(rank, kind, text[:500], t, order)
+
+
+def _nccl_bug(text: str) -> bool:
+    """The knowledge base calls the message a known bug of NCCL's own (area nccl-bug): whichever rank it hit, NCCL
+    failed, not that rank's code (``cause.lone_nccl_error`` names no rank for it)."""
+    entry = classify(text)
+    return entry is not None and entry.is_bug
 
 
 def _link_failed(last_error: str) -> bool:
@@ -113,7 +126,20 @@ def _event_failure(e: LogEvent) -> Failure | None:
         return Failure(None, kind, e.text.strip()[:500], e.ts, order)
     if e.kind == "job_cancelled":  # the scheduler ended it (time limit, scancel, preemption): from outside
         return Failure(None, FailureKind.KILLED, e.text.strip()[:500], e.ts, order)
+    if e.kind == GPU_FAULT_EVENT:
+        return gpu_failure(e.text, order)
     return None
+
+
+def gpu_failure(text: str, order: tuple[str, int]) -> Failure | None:
+    """A driver's kernel line about a GPU (``sources.kernel_log``) that the knowledge base calls a fault of the GPU
+    or its NVLink (a critical Xid entry: 79 fallen off the bus, 74 NVLink, 48 / 95 ECC, GSP timeouts): a cause no
+    rank's code is behind, its time unknown to the job's clock. An application's own fault (Xid 13 / 31 / 43) and the
+    driver's notes are not."""
+    entry = classify(text)
+    if entry is None or entry.area != "xid" or entry.severity != "critical":
+        return None
+    return Failure(None, FailureKind.GPU, text.strip()[:500], None, order)
 
 
 def warn_failure(e: LogEvent, order: tuple[str, int]) -> Failure | None:
@@ -125,11 +151,13 @@ def warn_failure(e: LogEvent, order: tuple[str, int]) -> Failure | None:
     entry = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
     if entry is None or entry.verdict != "crash" or entry.area == "socket":
         return None
-    return Failure(e.rank, FailureKind.NETWORK, f"NCCL WARN {e.text.strip()}"[:500], e.ts, order)
+    own = entry.area not in LINK_AREAS and (entry.is_bug or entry.area == "cuda")  # NCCL's bug, a CUDA call inside it
+    return Failure(e.rank, FailureKind.NCCL if own else FailureKind.NETWORK, f"NCCL WARN {e.text.strip()}"[:500], e.ts,
+                   order)
 
 
 def _launcher_failure(x: ExitRecord, killed: set[int]) -> Failure | None:
-    if x.evidence is not None and "ncclscope-rank" in x.evidence.file:
+    if x.origin is Origin.HOOK:
         return None  # the hook's exit records come in as events, with their time and exception
     order = (x.evidence.file, x.evidence.line) if x.evidence else ("", 0)
     f = exit_failure(x.rank, x.exitcode, "", None, order, x.pid in killed and not x.root_cause)
@@ -161,9 +189,11 @@ def returned_failures(events: list[LogEvent], taken: set[tuple[str, int]]) -> li
         src = e.data.get("source")
         text = f"NCCL WARN {e.text.strip()}"
         kind = failure_kind(e.text)
+        entry = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
         if kind in (FailureKind.EXCEPTION, FailureKind.NETWORK):
-            entry = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
             kind = FailureKind.NETWORK if entry is not None and entry.area in LINK_AREAS else FailureKind.NCCL
+        elif entry is not None and entry.is_bug:
+            kind = FailureKind.NCCL  # NCCL's own bug, whatever its words (an 'out of memory' of NVLS resources)
         out.append(Failure(e.rank, kind, f"{text} (returned to the caller: {chain[-1][0]} -> {chain[-1][1]})"[:500],
                            e.ts, order))
     return out
@@ -173,14 +203,45 @@ def _failures(run: Run) -> list[Failure]:
     down = teardown_of_run(run)
     out = [f for e in run.events if not in_teardown(e, down) and (f := _event_failure(e)) is not None]
     out += returned_failures(run.events, {f.order for f in out})
+    taken = {f.order for f in out}
+    initialised = {c.members.get(r, r) for c in run.communicators for r in c.init_complete}
+    out += startup_failures(((e.rank, e.text, e.ts, (e.evidence.file, e.evidence.line)) for e in run.events
+                             if e.kind == "nccl_warn" and (e.evidence.file, e.evidence.line) not in taken), initialised)
+    out += orphan_failures(run.events, taken)
     out += [f for x in run.exits if (f := _launcher_failure(x, run.killed_pids)) is not None]
     seen: dict[int, float] = {}
     for st in run.pg_status:
         if st.source == "hook" and isinstance(st.ts, (int, float)):
             seen[st.rank] = max(seen.get(st.rank, st.ts), st.ts)
     ended = {e.rank for e in run.events if e.kind == "hook_exit" and e.rank is not None}
-    out = explain(out)
-    return out + vanished(seen, ended, out, max(seen.values(), default=None))
+    out = explain(init_echoes(out, any(c.init_started - c.init_complete for c in run.communicators)))
+    out += vanished(seen, ended, out, max(seen.values(), default=None))
+    if not any(f.kind is FailureKind.VANISHED for f in out):
+        out += _lost_peer(run, out)
+    return out
+
+
+BOOTSTRAP_ADDR_RE = re.compile(r":(?P<a>[0-9A-Fa-f.:]{3,60}?)(?:%\w{1,20})?<\d{1,5}>")  # "eth0:10.1.0.9<0>"
+
+
+def _lost_peer(run: Run, failures: list[Failure]) -> list[Failure]:
+    """``lost_peer.lost_peer`` over the run's logs: the ranks seen, the lines saying a peer went away (failures, NCCL
+    WARNs, PyTorch's last errors), the ranks whose end is known, and each rank's host and bootstrap address."""
+    reports = [Report(f.rank, f.text, f.t) for f in failures]
+    for e in run.events:
+        if e.kind in ("nccl_warn", "dist_error"):
+            reports.append(Report(e.rank, f"{e.text} {e.data.get('last_error') or ''}", e.ts))
+    addresses: dict[int, set[str]] = {}
+    for p in run.job.processes:
+        if p.rank is not None and p.host:
+            addresses.setdefault(p.rank, set()).add(p.host)
+    for e in run.events:
+        if e.kind == "nccl_net_bootstrap" and e.rank is not None and (m := BOOTSTRAP_ADDR_RE.search(e.text)):
+            addresses.setdefault(e.rank, set()).add(m.group("a"))
+    seen = {p.rank for p in run.job.processes if p.rank is not None}
+    ended = set(left_ranks(run)) | {x.rank for x in run.exits if x.rank is not None}
+    lost = lost_peer(seen, failures, reports, ended, addresses)
+    return [lost] if lost is not None else []
 
 
 # events of NCCL's own lines (model_build.events: "nccl_" + what, "nccl_net_" + an NcclNet's kind) and the end of a
