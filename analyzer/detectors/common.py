@@ -1,4 +1,5 @@
-"""Helpers shared by detectors: process-group status per rank, stall signals, code locations."""
+"""Helpers shared by detectors: process-group status per rank, stall signals (the judgement's one list,
+``rules.facts.STALL_KINDS``), code locations, a table record as evidence."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ import pandas as pd
 from ..metrics.progress import SOURCE_RANK, RankPg, pg_status_by_rank
 from ..metrics.records import collective_rows, dense_groups, group_key, in_values
 from ..model import Evidence, Run
-from ..rules.facts import stall_events  # the stall signals: one list, the judgement's (rules.facts.STALL_KINDS)
+from ..rules.facts import stall_events
 from ..rules.states import fmt_ranks
 
 __all__ = ["SOURCE_RANK", "RankPg", "collective_rows", "dense_groups", "entries_at", "fmt_ranks",
