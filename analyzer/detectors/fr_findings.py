@@ -84,6 +84,11 @@ def _message(h: fr_hang.FrHang, stacks: dict[int, str]) -> str:
     return msg
 
 
+def by_silence(f: Finding) -> bool:
+    """A hang finding of the dumps whose culprits are named by their missing dumps only."""
+    return f.data.get("class") == Block.NO_DUMP
+
+
 def hang_finding(run: Run, stalled: bool, stall_ev: tuple[Evidence, ...] = ()) -> Finding | None:
     """The hang the dumps show, or None (no dumps, nothing pending, or an all-joined operation they do not
     prove hung)."""

@@ -41,6 +41,7 @@ from ..rules.named import desync_named
 from ..rules.shown import pending_at_end
 from ..rules.stopped import stopped_unfinished
 from .common import RankPg, entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
+from .fr_findings import by_silence as fr_by_silence
 from .fr_findings import hang_finding as fr_hang_finding
 
 HINT_NEVER_JOINED = (
@@ -162,7 +163,7 @@ def _fr_says_more(fr: Finding, findings: list[Finding]) -> bool:
     culprit only by its missing dump."""
     if not findings:
         return True
-    return findings[0].data.get("class") in ("never_joined", "never_completed") and fr.data.get("class") != "no_dump"
+    return findings[0].verdict is Verdict.HANG and not fr_by_silence(fr)
 
 
 def _backend_named(run: Run) -> list[Finding]:
