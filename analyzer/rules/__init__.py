@@ -45,6 +45,17 @@ aborted), and when it comes first the verdict is desync, at the collective after
 member completed (``desync.mismatch_collective``), its culprits those of the ranks' last recorded
 calls (``desync.last_call_culprits``: a majority, else the novel call; one call, nobody).
 
+Flight Recorder dumps alone (``fr_hang``, ``fr_desync``, over ``model_build.fr_job``): per process
+group the first collective some member waits in and none completed; its culprits the members that never
+issued it, else those on which it is still scheduled where others started (timing on), else members whose
+dump is missing (no more than those seen). The cause is the first group that lost a rank: a rank held in
+another pending collective is not lost there, the wait-for chain is followed (a send/recv chain, paired
+by peer, blames its head); the others are its echoes. Sure: confirmed with a stall or the dumps' own
+proof of a timeout, likely for PyTorch's own dumps, possible for dumps taken on request; every rank
+inside one that never completed is a hang only in PyTorch's own dumps or with a stall. A mismatch in
+any field (each coalesced member, each call against its op and group size) blames the rank whose own
+call is wrong, else the odd ranks out; never the order of the files.
+
 Rank states (``states.rank_states``) are decided here too. How sure a verdict is comes with the
 finding that made it (``data["certainty"]``, e.g. NCCL call counts behind a unanimous majority:
 likely, ``hang.behind_by_counts``) and defaults to confirmed in ``verdict.decide``.
