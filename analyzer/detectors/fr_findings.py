@@ -59,8 +59,12 @@ def _message(h: fr_hang.FrHang, stacks: dict[int, str]) -> str:
     s = "s" if len(h.culprits) > 1 else ""
     waiting = f"rank{'s' if len(h.waiting) > 1 else ''} {fmt_ranks(h.waiting) or '-'}"
     if h.why is Block.NEVER_JOINED and op.is_p2p:
-        side = "send" if op.src in h.culprits else "recv"
-        msg = f"rank{s} {who} never posted the {side} of {_name(op)} that {waiting} wait{'s' if len(h.waiting) == 1 else ''} in"
+        if op.src in h.culprits:
+            msg = (f"rank {op.src} never posted the send to rank {op.dst} that rank {op.dst}'s recv #{op.seq} of "
+                   f"process group {op.pg}{_desc(op)} waits for")
+        else:
+            msg = (f"rank {op.dst} never posted the recv from rank {op.src} that rank {op.src}'s send #{op.seq} of "
+                   f"process group {op.pg}{_desc(op)} waits in")
     elif h.why is Block.NEVER_JOINED:
         msg = f"rank{s} {who} never joined {_name(op)}; {waiting} wait{'s' if len(h.waiting) == 1 else ''} in it"
     elif h.why is Block.NOT_STARTED:
@@ -78,7 +82,7 @@ def _message(h: fr_hang.FrHang, stacks: dict[int, str]) -> str:
         if r in stacks:
             msg += f"; rank {r} is at {stacks[r]}"
     if h.echoes:
-        echoes = ", ".join(f"{e.op} #{e.seq} of process group {e.pg}" for e in h.echoes[:3])
+        echoes = ", ".join(_name(e) for e in h.echoes[:3])
         more = f" and {len(h.echoes) - 3} more" if len(h.echoes) > 3 else ""
         msg += f"; held behind it: {echoes}{more}"
     return msg

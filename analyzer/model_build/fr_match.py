@@ -170,4 +170,8 @@ def _made_elsewhere(sig: OpSig, seq: int, k: int, group_calls: Mapping[int, Mapp
 
 
 def _fmt(v: Iterable[object]) -> str:
-    return str([list(x) if isinstance(x, tuple) else x for x in v])
+    """Sizes as the dump writes them ("[[4, 4]]"); dtypes as a list of names ("Float", "Float,Half", "-")."""
+    items = list(v)
+    if all(isinstance(x, str) for x in items):
+        return ",".join(str(x) for x in items) or "-"
+    return str([list(x) if isinstance(x, tuple) else x for x in items])
