@@ -64,7 +64,7 @@ def code_digest() -> str:
     if _DIGEST is None:
         here = Path(__file__).resolve().parent
         _DIGEST = _digest([*here.glob("sources/**/*.py"), *here.glob("ingest/*.py"), *here.glob("model_build/*.py"), here / "model.py",
-                           here / "cache.py", *here.glob("nccl/*.py")])
+                           here / "fr_model.py", here / "cache.py", *here.glob("nccl/*.py")])
     return _DIGEST
 
 
@@ -79,11 +79,12 @@ def report_digest() -> str:
 
 
 def analysis_digest() -> str:
-    """Hash of the code that turns a Run into findings and a decision (detectors, verdict)."""
+    """Hash of the code that turns a Run into findings and a decision (detectors, the rules, metrics, verdict)."""
     global _ADIGEST
     if _ADIGEST is None:
         here = Path(__file__).resolve().parent
-        _ADIGEST = _digest([*here.glob("detectors/*.py"), here / "verdict.py", here / "analysis.py",
+        _ADIGEST = _digest([*here.glob("detectors/*.py"), *here.glob("rules/*.py"), *here.glob("metrics/*.py"),
+                            here / "verdict.py", here / "analysis.py",
                             here / "model.py", *sorted(here.glob("nccl/*.py")), here / "nccl" / "failures.toml"])
     return _ADIGEST
 
