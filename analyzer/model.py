@@ -459,11 +459,108 @@ class PgStatus:
     completion_may_lag: bool = False
 
 
+class EventKind(enum.StrEnum):
+    """What a ``LogEvent`` is (``model_build.events`` makes every one of them; an unknown kind is a bug).
+    NCCL's own lines are ``nccl_`` + what, an ``NcclNet`` record ``nccl_net_`` + its kind."""
+
+    # NCCL's lines
+    NCCL_WARN = "nccl_warn"
+    NCCL_BACKTRACE = "nccl_backtrace"  # an ``file.cc:N -> code`` line of a failure's call chain
+    NCCL_RAS = "nccl_ras"
+    NCCL_NET_BOOTSTRAP = "nccl_net_bootstrap"
+    NCCL_NET_SOCKET = "nccl_net_socket"
+    NCCL_NET_INTERFACES = "nccl_net_interfaces"
+    NCCL_NET_NETWORK = "nccl_net_network"
+    NCCL_NET_GDR = "nccl_net_gdr"  # nccl-tests' ``via NET/IB/0/GDRDMA``
+    NCCL_NET_GDR_DISABLED = "nccl_net_gdr_disabled"
+    NCCL_NET_GDR_ENABLED = "nccl_net_gdr_enabled"
+    NCCL_NET_NO_IB = "nccl_net_no_ib"
+    NCCL_NET_NO_DEVICE = "nccl_net_no_device"
+    NCCL_NET_IB = "nccl_net_ib"
+    NCCL_NET_PLUGIN = "nccl_net_plugin"
+    NCCL_NET_OTHER = "nccl_net_other"  # ``NET/<name> : Using ...`` of a network other than IB, Socket, a plugin
+    NCCL_NET_SPEED_GUESS = "nccl_net_speed_guess"
+    NCCL_NET_NVLS = "nccl_net_nvls"
+    NCCL_NET_SERVICE_CLOSED = "nccl_net_service_closed"
+    NCCL_NET_INIT_TIMINGS = "nccl_net_init_timings"
+    NCCL_NET_LAUNCH = "nccl_net_launch"
+    NCCL_UNREAD = "nccl_unread"  # lines that look like NCCL's and no parser took
+    PYTORCH_UNREAD = "pytorch_unread"
+    FILE_END = "file_end"
+    EARLIER_RUNS = "earlier_runs"  # a log that holds several runs of the job: the last is judged
+    # ncclscope's hook
+    HOOK_STALL = "hook_stall"
+    HOOK_ERROR = "hook_error"
+    HOOK_EXIT = "hook_exit"
+    HOOK_DESYNC = "hook_desync"
+    # PyTorch, the launchers, the program, the scheduler
+    WATCHDOG_TIMEOUT = "watchdog_timeout"
+    WATCHDOG_FAILURE = "watchdog_failure"
+    DUMP_SIGNAL = "dump_signal"
+    DIST_ERROR = "dist_error"
+    DESYNC_REPORT = "desync_report"
+    COLLECTIVE_MISMATCH = "collective_mismatch"
+    STORE_BARRIER_WAIT = "store_barrier_wait"
+    PROGRAM_EXIT = "program_exit"
+    BARRIER_FAILURE = "barrier_failure"
+    HEARTBEAT_TIMEOUT = "heartbeat_timeout"
+    RANK_FINISHED = "rank_finished"
+    PROGRESS = "progress"
+    LAUNCHER_STOPPED = "launcher_stopped"
+    LAUNCHED_TASKS = "launched_tasks"
+    LAUNCHER_SUCCEEDED = "launcher_succeeded"
+    FR_TRACE_REPORT = "fr_trace_report"
+    GPU_LINKS = "gpu_links"
+    JOB_CANCELLED = "job_cancelled"
+    # other tools' lines (``sources.records.ToolEvent``)
+    LAUNCH_FAILURE = "launch_failure"
+    GPU_FAULT = "gpu_fault"
+    STACK_SNAPSHOT = "stack_snapshot"
+    PROGRESS_WAIT = "progress_wait"
+    # lines kept as records of their own class, named by it
+    TORCH_WARNING = "TorchWarning"
+    C10D_LINE = "C10dLine"
+    TORCH_VERSION_LINE = "TorchVersionLine"
+    WORLD_SIZE = "WorldSize"
+    RUN_RESTART = "RunRestart"
+    NODE_COUNT = "NodeCount"
+    RANK_TAGGED = "RankTagged"
+    RANK_CLAIM = "RankClaim"
+
+    @property
+    def from_nccl(self) -> bool:
+        """One of NCCL's own lines."""
+        return self.value.startswith("nccl_")
+
+
+class CollState(enum.StrEnum):
+    """A collective's state in the collectives table (``COLLECTIVE_COLUMNS``' ``state``), as its source records it."""
+
+    SCHEDULED = "scheduled"  # enqueued, its kernel not started
+    ENQUEUED = "enqueued"  # enqueued; whether it started is not recorded
+    STARTED = "started"
+    COMPLETED = "completed"
+    UNKNOWN = "unknown"
+
+
+class RecordSource(enum.StrEnum):
+    """Where a collectives-table row (``source``) or a ``PgStatus`` came from."""
+
+    FR = "fr"  # a Flight Recorder dump
+    HOOK = "hook"  # ncclscope's hook
+    NCCL = "nccl"  # NCCL's own log lines
+    COMPLETION_HOOK = "completion_hook"  # PyTorch's completion hook's JSON lines
+    INSPECTOR = "inspector"  # NCCL's Inspector profiler plugin
+    WATCHDOG = "watchdog"  # the watchdog's failure line (last enqueued / started / completed)
+    WATCHDOG_TIMEOUT = "watchdog_timeout"  # the watchdog's timeout line alone
+    DUMP_SIGNAL = "dump_signal"
+
+
 @dataclass(frozen=True, slots=True)
 class LogEvent:
     """A notable line: NCCL WARN, PyTorch error, traceback tail, watchdog message."""
 
-    kind: str  # nccl_warn | watchdog_timeout | watchdog_failure | dist_error | last_error | ...
+    kind: EventKind
     rank: int | None
     text: str
     evidence: Evidence

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import ExitRecord, LogEvent, Origin, PgStatus
+from ..model import EventKind, ExitRecord, LogEvent, Origin, PgStatus, RecordSource
 from ..nccl.ops import canonical_op
 from ..sources import records as R
 from .gather import Gathered
+from ..sources.hook_jsonl import HookType
 from .values import ProcKey, ev
 
 
@@ -15,21 +16,35 @@ def build_events(g: Gathered, proc_rank: dict[ProcKey, int], pg_status: list[PgS
     """Events in file order; watchdog and dump-signal lines also add to ``pg_status``."""
     events: list[LogEvent] = [e for key, rec in g.nccl_events if (e := _nccl_event(rec, proc_rank.get(key)))]
     events += [_torch_event(rec, pg_status) for rec in g.torch_recs]
-    events += [LogEvent(f"{u.kind}_unread", None, f"{u.count} {u.kind} line(s) of {u.file} not understood", ev(u),
+    events += [LogEvent(EventKind(f"{u.kind}_unread"), None, f"{u.count} {u.kind} line(s) of {u.file} not understood", ev(u),
                         None, {"count": u.count, "file": u.file}) for u in g.unread]
-    events += [LogEvent("file_end", None, "", ev(f), None, {
+    events += [LogEvent(EventKind.FILE_END, None, "", ev(f), None, {
         "last_line": f.line, "last_nccl_line": f.last_nccl_line or None, "text_after_nccl": f.text_after})
         for f in g.file_ends]
     pg_status += _timeout_status(g, pg_status)
     for h in g.hook:
-        if h.type == "stack" and h.data.get("reason") == "stall" and isinstance(h.rank, int):
-            events.append(LogEvent("hook_stall", h.rank, f"rank {h.rank} made no progress; at {h.data.get('where')}",
+        if h.type == HookType.STACK and h.data.get("reason") == "stall" and isinstance(h.rank, int):
+            events.append(LogEvent(EventKind.HOOK_STALL, h.rank, f"rank {h.rank} made no progress; at {h.data.get('where')}",
                                    ev(h), h.data.get("t"), {"where": h.data.get("where")}))
-        if h.type in ("error", "exit", "stall", "desync") and isinstance(h.rank, int):
-            events.append(LogEvent("hook_" + h.type, h.rank, str(h.data.get("message", h.data))[:500], ev(h),
+        if h.type in HOOK_EVENTS and isinstance(h.rank, int):
+            events.append(LogEvent(HOOK_EVENTS[HookType(h.type)], h.rank, str(h.data.get("message", h.data))[:500], ev(h),
                                    h.data.get("t"), dict(h.data)))
     events.sort(key=lambda e: (e.evidence.file, e.evidence.line))
     return events
+
+
+# the hook's records that are events of the run, and their kinds
+HOOK_EVENTS = {HookType.ERROR: EventKind.HOOK_ERROR, HookType.EXIT: EventKind.HOOK_EXIT,
+               HookType.STALL: EventKind.HOOK_STALL, HookType.DESYNC: EventKind.HOOK_DESYNC}
+
+
+def net_kind(kind: str) -> EventKind:
+    """An ``NcclNet`` record's event kind: ``nccl_net_`` + its kind; a network NCCL names that is none of those
+    listed (``NET/<name> : Using ...``) is ``NCCL_NET_OTHER``."""
+    try:
+        return EventKind("nccl_net_" + kind)
+    except ValueError:
+        return EventKind.NCCL_NET_OTHER
 
 
 def _timeout_status(g: Gathered, pg_status: list[PgStatus]) -> list[PgStatus]:
@@ -45,69 +60,70 @@ def _timeout_status(g: Gathered, pg_status: list[PgStatus]) -> list[PgStatus]:
             if pg in told or (rec.pg is None and told):
                 continue
             if (rec.rank, pg) not in out or rec.seq < (out[(rec.rank, pg)].last_enqueued or 0):
-                out[(rec.rank, pg)] = PgStatus(rec.rank, pg, rec.seq, rec.seq, rec.seq - 1, "watchdog_timeout", None,
+                out[(rec.rank, pg)] = PgStatus(rec.rank, pg, rec.seq, rec.seq, rec.seq - 1, RecordSource.WATCHDOG_TIMEOUT, None,
                                                ev(rec))
     return list(out.values())
 
 
 def _nccl_event(rec: R.Rec, rank: int | None) -> LogEvent | None:
     if isinstance(rec, R.NcclWarn):
-        return LogEvent("nccl_warn", rank, rec.message, ev(rec), rec.ts, {"source": rec.source})
+        return LogEvent(EventKind.NCCL_WARN, rank, rec.message, ev(rec), rec.ts, {"source": rec.source})
     if isinstance(rec, R.NcclBacktrace):
-        return LogEvent("nccl_backtrace", rank, f"{rec.source} -> {rec.code}", ev(rec), rec.ts, {"code": rec.code})
+        return LogEvent(EventKind.NCCL_BACKTRACE, rank, f"{rec.source} -> {rec.code}", ev(rec), rec.ts, {"code": rec.code})
     if isinstance(rec, R.NcclRasLine):
-        return LogEvent("nccl_ras", rank, rec.message, ev(rec), rec.ts)
+        return LogEvent(EventKind.NCCL_RAS, rank, rec.message, ev(rec), rec.ts)
     if isinstance(rec, R.NcclNet):
-        return LogEvent("nccl_net_" + rec.kind, rank, rec.value, ev(rec), rec.ts)
+        return LogEvent(net_kind(rec.kind), rank, rec.value, ev(rec), rec.ts)
     return None
 
 
 def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
-    kind = type(rec).__name__
+    kind: EventKind | None = None
     data: dict[str, Any] = {}
     if isinstance(rec, R.WatchdogTimeout):
-        kind, data = "watchdog_timeout", {"seq": rec.seq, "op": canonical_op(rec.op), "pg": rec.pg,
+        kind, data = EventKind.WATCHDOG_TIMEOUT, {"seq": rec.seq, "op": canonical_op(rec.op), "pg": rec.pg,
                                           "timeout_ms": rec.timeout_ms, "numel": rec.numel_in}
     elif isinstance(rec, R.WatchdogFailure):
-        kind, data = "watchdog_failure", {"seq": rec.seq, "pg": rec.pg}
+        kind, data = EventKind.WATCHDOG_FAILURE, {"seq": rec.seq, "pg": rec.pg}
         if rec.rank is not None:
             pg_status.append(PgStatus(rec.rank, rec.pg or "0", rec.last_enqueued, rec.last_started,
-                                      rec.last_completed, "watchdog", None, ev(rec)))
+                                      rec.last_completed, RecordSource.WATCHDOG, None, ev(rec)))
     elif isinstance(rec, R.DumpSignal):
-        kind, data = "dump_signal", {"from_rank": rec.from_rank, "pg": rec.pg}
+        kind, data = EventKind.DUMP_SIGNAL, {"from_rank": rec.from_rank, "pg": rec.pg}
         if rec.rank is not None:
             pg_status.append(PgStatus(rec.rank, rec.pg or "0", rec.last_enqueued, None, rec.last_completed,
-                                      "dump_signal", None, ev(rec)))
+                                      RecordSource.DUMP_SIGNAL, None, ev(rec)))
     elif isinstance(rec, R.DistError):
-        kind, data = "dist_error", {"type": rec.exc_type, "message": rec.message, "last_error": rec.last_error,
+        kind, data = EventKind.DIST_ERROR, {"type": rec.exc_type, "message": rec.message, "last_error": rec.last_error,
                                     "frames": rec.frames}
     elif isinstance(rec, R.DesyncReport):
-        kind, data = "desync_report", {"lagging": rec.lagging_ranks, "seq": rec.seq, "op": rec.op}
+        kind, data = EventKind.DESYNC_REPORT, {"lagging": rec.lagging_ranks, "seq": rec.seq, "op": rec.op}
     elif isinstance(rec, R.CollectiveMismatch):
-        kind, data = "collective_mismatch", {"ranks": rec.ranks, "fingerprints": rec.fingerprints,
+        kind, data = EventKind.COLLECTIVE_MISMATCH, {"ranks": rec.ranks, "fingerprints": rec.fingerprints,
                                              "seqs": rec.seqs, "seq": rec.seq}
     elif isinstance(rec, R.StoreBarrierWait):
-        kind, data = "store_barrier_wait", {"world_size": rec.world_size, "worker_count": rec.worker_count,
+        kind, data = EventKind.STORE_BARRIER_WAIT, {"world_size": rec.world_size, "worker_count": rec.worker_count,
                                             "key": rec.key, "timed_out": rec.timed_out}
     elif isinstance(rec, R.ProgramExit):
-        kind = "program_exit"
+        kind = EventKind.PROGRAM_EXIT
     elif isinstance(rec, R.MonitoredBarrierFailure):
-        kind, data = "barrier_failure", {"failed": rec.failed_ranks}
+        kind, data = EventKind.BARRIER_FAILURE, {"failed": rec.failed_ranks}
     elif isinstance(rec, R.HeartbeatTimeout):
-        kind = "heartbeat_timeout"
+        kind = EventKind.HEARTBEAT_TIMEOUT
     elif isinstance(rec, R.RankFinished):
-        kind = "rank_finished"
+        kind = EventKind.RANK_FINISHED
     elif isinstance(rec, R.ProgressSeen):
-        kind, data = "progress", {"count": rec.count, "first_line": rec.first_line}
+        kind, data = EventKind.PROGRESS, {"count": rec.count, "first_line": rec.first_line}
     elif isinstance(rec, R.LauncherStopped):
-        kind, data = "launcher_stopped", {"signal": rec.signal}
+        kind, data = EventKind.LAUNCHER_STOPPED, {"signal": rec.signal}
     elif isinstance(rec, R.LaunchedTasks):
-        kind, data = "launched_tasks", {"count": rec.count, "launcher": rec.launcher}
+        kind, data = EventKind.LAUNCHED_TASKS, {"count": rec.count, "launcher": rec.launcher}
     elif isinstance(rec, R.LauncherSucceeded):
-        kind = "launcher_succeeded"
+        kind = EventKind.LAUNCHER_SUCCEEDED
     elif isinstance(rec, R.JobCancelled):
-        kind, data = "job_cancelled", {"scope": rec.scope, "reason": rec.reason}
-    return LogEvent(kind, rec.rank, rec.text.strip(), ev(rec), None, data)
+        kind, data = EventKind.JOB_CANCELLED, {"scope": rec.scope, "reason": rec.reason}
+    # any other record is kept as its class (every such class is an EventKind: tests/test_event_kinds.py)
+    return LogEvent(kind or EventKind(type(rec).__name__), rec.rank, rec.text.strip(), ev(rec), None, data)
 
 
 def build_exits(g: Gathered, proc_rank: dict[ProcKey, int]) -> list[ExitRecord]:
@@ -128,7 +144,7 @@ def build_exits(g: Gathered, proc_rank: dict[ProcKey, int]) -> list[ExitRecord]:
         exits.append(ExitRecord(rank, le.exitcode, le.pid, le.host, sig, le.root_cause, le.time, ev(le),
                                 g.origins.get(le.file, Origin.INPUT)))
     for h in g.hook:
-        if h.type == "exit" and isinstance(h.rank, int) and isinstance(h.data.get("code"), int):
+        if h.type == HookType.EXIT and isinstance(h.rank, int) and isinstance(h.data.get("code"), int):
             exits.append(ExitRecord(h.rank, h.data["code"], h.data.get("pid"), h.data.get("host"), None, False,
                                     None, ev(h), g.origins.get(h.file, Origin.INPUT)))
     return exits

@@ -12,6 +12,7 @@ repetition); text is cut to ``MAX_TEXT`` characters before matching.
 """
 from __future__ import annotations
 
+import enum
 import functools
 import re
 import tomllib
@@ -20,7 +21,50 @@ from importlib import resources
 
 from .prefilter import required_literals
 
-KINDS = ("error", "config", "note")  # config: a setting is the cause (the config detector names it)
+class EntryKind(enum.StrEnum):
+    """What an entry's message is."""
+
+    ERROR = "error"  # a failure
+    CONFIG = "config"  # a setting is the cause (the config detector names it)
+    NOTE = "note"  # worth saying, argues for no verdict
+
+
+class EntryVerdict(enum.StrEnum):
+    """The verdict an entry argues for when it is the job's first failure (``NONE``: none, never kept on an entry)."""
+
+    CONFIG_ERROR = "config_error"
+    CRASH = "crash"
+    NONE = "none"
+
+
+class Area(enum.StrEnum):
+    """What an entry's failure is about."""
+
+    INIT = "init"
+    BOOTSTRAP = "bootstrap"
+    SOCKET = "socket"
+    SHM = "shm"
+    IB = "ib"
+    P2P = "p2p"
+    NVLS = "nvls"
+    COLLNET = "collnet"
+    PROXY = "proxy"
+    PLUGIN = "plugin"
+    ENQUEUE = "enqueue"
+    TOPOLOGY = "topology"
+    MISMATCH = "mismatch"
+    CUDA = "cuda"
+    XID = "xid"
+    TORCH_C10D = "torch-c10d"
+    TORCH_ELASTIC = "torch-elastic"
+    CONTAINER = "container"
+    ENVIRONMENT = "environment"
+    RELEASE = "release"
+    LAUNCHER = "launcher"
+    NCCL_BUG = "nccl-bug"
+
+
+KINDS = tuple(EntryKind)
 SEVERITIES = ("info", "warning", "error", "critical")
 AREAS = (
     "init", "bootstrap", "socket", "shm", "ib", "p2p", "nvls", "collnet", "proxy", "plugin", "enqueue",
@@ -29,7 +73,7 @@ AREAS = (
 # the verdict an entry argues for when it is the job's first failure, by area (an entry's own ``verdict``
 # overrides it; notes argue for none): the host, container, driver or fabric set up wrong is a config
 # error; a network failure (IB, sockets, the proxy thread carrying them) is a crash no rank is at fault for
-VERDICTS = ("config_error", "crash", "none")
+VERDICTS = tuple(EntryVerdict)
 AREA_VERDICT = {"shm": "config_error", "nvls": "config_error", "topology": "config_error", "container": "config_error",
                 "environment": "config_error", "ib": "crash", "socket": "crash", "proxy": "crash"}
 MAX_TEXT = 4096
@@ -45,8 +89,8 @@ class Example:
 @dataclass(frozen=True, slots=True)
 class Entry:
     id: str
-    area: str
-    kind: str
+    area: Area
+    kind: EntryKind
     severity: str
     pattern: re.Pattern[str]
     releases: tuple[str, ...]
@@ -55,7 +99,7 @@ class Entry:
     link: str
     examples: tuple[Example, ...]
     overlaps: tuple[str, ...] = ()  # entries whose examples this pattern may match too
-    verdict: str | None = None  # "config_error" / "crash" when it is the first failure (``_verdict``)
+    verdict: EntryVerdict | None = None  # CONFIG_ERROR / CRASH when it is the first failure (``_verdict``)
     settings: tuple[str, ...] = ()  # settings that cause this message when set (a config error naming them)
 
     # the names the detectors used before the knowledge base (catalogue.KnownError)
@@ -84,7 +128,7 @@ def _entry(raw: dict[str, object], n: int) -> Entry:
     area, kind, sev = str(raw["area"]), str(raw.get("kind", "error")), str(raw.get("severity", "error"))
     if area not in AREAS or kind not in KINDS or sev not in SEVERITIES:
         raise KnowledgeBaseError(f"entry {eid}: area {area!r}, kind {kind!r} or severity {sev!r} unknown")
-    if kind == "error" and sev in ("info", "warning"):  # the detectors take kind "error" for a failure
+    if kind == EntryKind.ERROR and sev in ("info", "warning"):  # the detectors take kind "error" for a failure
         raise KnowledgeBaseError(f"entry {eid}: a {sev} is kind 'note', not 'error'")
     try:
         pattern = re.compile(str(raw["pattern"]), re.IGNORECASE)
@@ -100,20 +144,20 @@ def _entry(raw: dict[str, object], n: int) -> Entry:
             raise KnowledgeBaseError(f"entry {eid}: an example needs a release and a text")
         exs.append(Example(str(x["release"]), str(x["text"])))
     overlaps = raw.get("overlaps", [])
-    verdict = str(raw.get("verdict", "none" if kind == "note" else AREA_VERDICT.get(area, "none")))
+    verdict = str(raw.get("verdict", EntryVerdict.NONE if kind == EntryKind.NOTE else AREA_VERDICT.get(area, EntryVerdict.NONE)))
     if verdict not in VERDICTS:
         raise KnowledgeBaseError(f"entry {eid}: verdict {verdict!r} unknown")
-    if kind == "config" and "verdict" not in raw:
-        verdict = "config_error"  # a setting is the cause
-    if kind == "note" and verdict != "none":
+    if kind == EntryKind.CONFIG and "verdict" not in raw:
+        verdict = EntryVerdict.CONFIG_ERROR  # a setting is the cause
+    if kind == EntryKind.NOTE and verdict != EntryVerdict.NONE:
         raise KnowledgeBaseError(f"entry {eid}: a note argues for no verdict")
     settings = raw.get("settings", [])
     if not isinstance(settings, list) or not all(isinstance(x, str) and x.startswith("NCCL_") for x in settings):
         raise KnowledgeBaseError(f"entry {eid}: settings must be a list of NCCL_* names")
-    return Entry(eid, area, kind, sev, pattern, tuple(str(r) for r in releases), str(raw["cause"]).strip(),
+    return Entry(eid, Area(area), EntryKind(kind), sev, pattern, tuple(str(r) for r in releases), str(raw["cause"]).strip(),
                  str(raw["fix"]).strip(), str(raw["link"]), tuple(exs),
                  tuple(str(o) for o in overlaps) if isinstance(overlaps, list) else (),
-                 None if verdict == "none" else verdict, tuple(settings))
+                 None if verdict == EntryVerdict.NONE else EntryVerdict(verdict), tuple(settings))
 
 
 def parse(text: str) -> tuple[Entry, ...]:

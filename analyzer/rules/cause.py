@@ -1,12 +1,13 @@
 """Root cause by causality: failures and symptoms on one time line, the earliest cause first."""
 from __future__ import annotations
 
+import enum
 import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..nccl.failures import classify
+from ..nccl.failures import EntryKind, classify
 from .exits import CAUSES, FailureKind
 
 RIGHT_AFTER_S = 10.0  # a failure this soon after a mismatch explains it (the rank paired its last call
@@ -33,13 +34,22 @@ class Failure:
         return self.kind in CAUSES
 
 
+class CauseVerdict(enum.StrEnum):
+    """What the time line supports (``Cause.verdict``)."""
+
+    CRASH = "crash"  # ``first`` is the cause
+    HANG = "hang"  # a stall came first
+    DESYNC = "desync"  # a backend's mismatch report came first
+    STOPPED = "stopped"  # the job was stopped from outside
+
+
 @dataclass(frozen=True, slots=True)
 class Cause:
     """The verdict the time line supports: "crash" (``first`` is the cause), "hang" (a stall came
     first; every failure after it is an echo) or "desync" (a backend's mismatch report came first:
     ``first``; the culprits are the desync rule's, not the time line's), with the failures it explains."""
 
-    verdict: str
+    verdict: CauseVerdict
     ranks: tuple[int, ...]
     first: Failure | None
     echoes: tuple[Failure, ...]
@@ -115,20 +125,20 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
     if seen is not None and (first is None or _key(seen) <= _key(first) or _close(seen, first)):
         why = (f"rank {seen.rank}'s backend saw a collective mismatch first" if seen.rank is not None else
                "a backend saw a collective mismatch first") + "; what failed after it is its echo"
-        return Cause("desync", (), seen, tuple(f for f in fs if f is not seen), why)
+        return Cause(CauseVerdict.DESYNC, (), seen, tuple(f for f in fs if f is not seen), why)
     if stalled and (first is None or _after_stall(first, fs, stall_t)):
         why = "a stall came first; what failed after it was stopped or saw its peers go"
-        return Cause("hang", (), None, tuple(fs), why)
+        return Cause(CauseVerdict.HANG, (), None, tuple(fs), why)
     if first is None:
         outside = [f for f in fs if f.kind in (FailureKind.INTERRUPT, FailureKind.KILLED)]
         if outside and not stalled:
-            return Cause("stopped", (), outside[0], tuple(fs), "the job was stopped from outside")
+            return Cause(CauseVerdict.STOPPED, (), outside[0], tuple(fs), "the job was stopped from outside")
         return None
     same = [f for f in causes if f is not first and f.rank is not None and f.rank != first.rank
             and _close(f, first) and f.kind == first.kind and _same_text(f, first)]
     ranks = tuple(sorted({r for r in [first.rank] + [f.rank for f in same] if r is not None}))
     echoes = tuple(f for f in fs if f is not first and f not in same)
-    return Cause("crash", ranks, first, echoes, f"rank {first.rank}'s {first.kind.value} came first")
+    return Cause(CauseVerdict.CRASH, ranks, first, echoes, f"rank {first.rank}'s {first.kind.value} came first")
 
 
 def _after_stall(first: Failure, fs: list[Failure], stall_t: float | None) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..model import Evidence, LogEvent
+from ..model import EventKind, Evidence, LogEvent
 
 CHAIN_GAP = 64  # lines: a return chain follows its WARN closely, even with other threads' lines between
 API_SOURCES = frozenset({"init.cc", "group.cc", "enqueue.cc", "collectives.cc"})  # where NCCL's API calls return
@@ -33,14 +33,14 @@ def warn_chains(events: Sequence[LogEvent]) -> dict[int, Chain]:
     WARN, within ``CHAIN_GAP`` lines of the previous one."""
     open_warn: dict[tuple[str, int | None], tuple[int, int]] = {}  # (file, rank) -> (warn index, last line)
     out: dict[int, list[tuple[str, int, Evidence]]] = {}
-    order = sorted((i for i, e in enumerate(events) if e.kind in ("nccl_warn", "nccl_backtrace")),
+    order = sorted((i for i, e in enumerate(events) if e.kind in (EventKind.NCCL_WARN, EventKind.NCCL_BACKTRACE)),
                    key=lambda i: (events[i].evidence.file, events[i].evidence.line))
     for i in order:
         e = events[i]
         key = (e.evidence.file, e.rank)
-        if e.kind == "nccl_warn":
+        if e.kind == EventKind.NCCL_WARN:
             open_warn[key] = (i, e.evidence.line)
-        elif e.kind == "nccl_backtrace" and key in open_warn:
+        elif e.kind == EventKind.NCCL_BACKTRACE and key in open_warn:
             wi, last = open_warn[key]
             if not 0 < e.evidence.line - last <= CHAIN_GAP:
                 del open_warn[key]

@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ..nccl.failures import Entry, classify
+from ..nccl.failures import Entry, EntryKind, classify
 
 SETTING_IN_TEXT_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+|TORCH_[A-Z0-9_]+)\b")
 WAS_SET_RE = re.compile(r"\b(NCCL_[A-Z0-9_]+) was set\b")
@@ -31,7 +31,7 @@ def config_mistake(texts: Sequence[tuple[int | None, str]], known: Collection[st
     mistake; ``known``: settings the job is known to have set (a text naming one of them counts)."""
     for i, (_, text) in enumerate(texts):
         k = classify(text)
-        if k is None or k.kind != "config":
+        if k is None or k.kind != EntryKind.CONFIG:
             continue
         names = WAS_SET_RE.findall(text) or [n for n in SETTING_IN_TEXT_RE.findall(text)
                                             if n in known and n != "NCCL_DEBUG"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..model import ExitRecord, LogEvent, Origin, Run
-from ..nccl.failures import classify
+from ..model import EventKind, ExitRecord, Format, LogEvent, Origin, RecordSource, Run
+from ..nccl.failures import Area, EntryVerdict, classify
 from ..sources.lines import nccl_head
 from ..sources.records import GPU_FAULT_EVENT
 from . import healthy
@@ -20,15 +20,15 @@ from .init_echo import init_echoes
 from .lost_peer import Report, lost_peer
 from .startup import orphan_failures, startup_failures
 
-LINK_AREAS = ("ib", "socket", "proxy")
+LINK_AREAS = (Area.IB, Area.SOCKET, Area.PROXY)
 # The stall signals: events that say ranks waited past a timeout or made no progress. A collective's watchdog timed
 # out or failed, a rank was asked to dump its Flight Recorder, the heartbeat monitor saw a watchdog stuck, the hook saw
 # no progress, PyTorch's desync report (printed after a collective timed out), a monitored barrier that timed out
 # waiting for ranks. The one list: the hang detector and the decision's time line (``stall_time``) both read it.
-STALL_KINDS = ("watchdog_timeout", "watchdog_failure", "dump_signal", "heartbeat_timeout", "hook_stall",
-               "desync_report", "barrier_failure")
+STALL_KINDS = (EventKind.WATCHDOG_TIMEOUT, EventKind.WATCHDOG_FAILURE, EventKind.DUMP_SIGNAL, EventKind.HEARTBEAT_TIMEOUT,
+               EventKind.HOOK_STALL, EventKind.DESYNC_REPORT, EventKind.BARRIER_FAILURE)
 TEARDOWN_ENTRY = "proxy-close-teardown"  # a rank's proxy failed a Close: that process was destroying its communicator
-TEARDOWN_AREAS = ("proxy", "socket")
+TEARDOWN_AREAS = (Area.PROXY, Area.SOCKET)
 
 
 def process_of(line: str) -> str | None:
@@ -41,7 +41,7 @@ def teardown_processes(events: Iterable[LogEvent]) -> frozenset[str]:
     """The processes (``host:pid``) whose proxy failed to execute a Close: each was tearing its communicator down."""
     out = set()
     for e in events:
-        if e.kind == "nccl_warn" and "operation Close" in e.text:
+        if e.kind == EventKind.NCCL_WARN and "operation Close" in e.text:
             entry = classify(e.text)
             p = process_of(e.evidence.text)
             if entry is not None and entry.id == TEARDOWN_ENTRY and p is not None:
@@ -51,7 +51,7 @@ def teardown_processes(events: Iterable[LogEvent]) -> frozenset[str]:
 
 def in_teardown(e: LogEvent, procs: frozenset[str]) -> bool:
     """A proxy or socket WARN of a process that was tearing down (``teardown_processes``): noise of its exit."""
-    if e.kind != "nccl_warn" or not procs or process_of(e.evidence.text) not in procs:
+    if e.kind != EventKind.NCCL_WARN or not procs or process_of(e.evidence.text) not in procs:
         return False
     entry = classify(e.text)
     return entry is not None and entry.area in TEARDOWN_AREAS
@@ -105,26 +105,26 @@ def _link_failed(last_error: str) -> bool:
     """NCCL's last error is one the knowledge base calls a network failure (an IB completion error, a
     fatal QP event, a socket reset): the rank saw the link fail, not only a peer go away."""
     entry = classify(last_error)
-    return entry is not None and entry.verdict == "crash" and entry.area in LINK_AREAS
+    return entry is not None and entry.verdict == EntryVerdict.CRASH and entry.area in LINK_AREAS
 
 
 def _event_failure(e: LogEvent) -> Failure | None:
     order = (e.evidence.file, e.evidence.line)
-    if e.kind == "dist_error":
+    if e.kind == EventKind.DIST_ERROR:
         return error_failure(e.rank, str(e.data.get("type", "")), str(e.data.get("message", "")),
                              e.data.get("last_error"), e.ts, order)
-    if e.kind == "hook_exit":
+    if e.kind == EventKind.HOOK_EXIT:
         code = e.data.get("code") if isinstance(e.data.get("code"), int) else None
         t = e.data.get("t") if isinstance(e.data.get("t"), (int, float)) else None
         return exit_failure(e.rank, code, str(e.data.get("exception") or ""), t, order, False)
-    if e.kind in ("watchdog_timeout", "watchdog_failure", "heartbeat_timeout"):
+    if e.kind in (EventKind.WATCHDOG_TIMEOUT, EventKind.WATCHDOG_FAILURE, EventKind.HEARTBEAT_TIMEOUT):
         return Failure(e.rank, FailureKind.TIMEOUT, e.text[:500], e.ts, order)
-    if e.kind == "nccl_warn":
+    if e.kind == EventKind.NCCL_WARN:
         return warn_failure(e, order)
-    if e.kind == "launcher_stopped":  # torchrun's "Received 2 death signal": the user's Ctrl-C, or a kill
+    if e.kind == EventKind.LAUNCHER_STOPPED:  # torchrun's "Received 2 death signal": the user's Ctrl-C, or a kill
         kind = FailureKind.INTERRUPT if e.data.get("signal") == "SIGINT" else FailureKind.KILLED
         return Failure(None, kind, e.text.strip()[:500], e.ts, order)
-    if e.kind == "job_cancelled":  # the scheduler ended it (time limit, scancel, preemption): from outside
+    if e.kind == EventKind.JOB_CANCELLED:  # the scheduler ended it (time limit, scancel, preemption): from outside
         return Failure(None, FailureKind.KILLED, e.text.strip()[:500], e.ts, order)
     if e.kind == GPU_FAULT_EVENT:
         return gpu_failure(e.text, order)
@@ -137,7 +137,7 @@ def gpu_failure(text: str, order: tuple[str, int]) -> Failure | None:
     rank's code is behind, its time unknown to the job's clock. An application's own fault (Xid 13 / 31 / 43) and the
     driver's notes are not."""
     entry = classify(text)
-    if entry is None or entry.area != "xid" or entry.severity != "critical":
+    if entry is None or entry.area != Area.XID or entry.severity != "critical":
         return None
     return Failure(None, FailureKind.GPU, text.strip()[:500], None, order)
 
@@ -149,9 +149,9 @@ def warn_failure(e: LogEvent, order: tuple[str, int]) -> Failure | None:
     errors stay off it: the bootstrap's helper threads log theirs while training goes on."""
     src = e.data.get("source")
     entry = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
-    if entry is None or entry.verdict != "crash" or entry.area == "socket":
+    if entry is None or entry.verdict != EntryVerdict.CRASH or entry.area == Area.SOCKET:
         return None
-    own = entry.area not in LINK_AREAS and (entry.is_bug or entry.area == "cuda")  # NCCL's bug, a CUDA call inside it
+    own = entry.area not in LINK_AREAS and (entry.is_bug or entry.area == Area.CUDA)  # NCCL's bug, a CUDA call inside it
     return Failure(e.rank, FailureKind.NCCL if own else FailureKind.NETWORK, f"NCCL WARN {e.text.strip()}"[:500], e.ts,
                    order)
 
@@ -206,14 +206,14 @@ def _failures(run: Run) -> list[Failure]:
     taken = {f.order for f in out}
     initialised = {c.members.get(r, r) for c in run.communicators for r in c.init_complete}
     out += startup_failures(((e.rank, e.text, e.ts, (e.evidence.file, e.evidence.line)) for e in run.events
-                             if e.kind == "nccl_warn" and (e.evidence.file, e.evidence.line) not in taken), initialised)
+                             if e.kind == EventKind.NCCL_WARN and (e.evidence.file, e.evidence.line) not in taken), initialised)
     out += orphan_failures(run.events, taken)
     out += [f for x in run.exits if (f := _launcher_failure(x, run.killed_pids)) is not None]
     seen: dict[int, float] = {}
     for st in run.pg_status:
-        if st.source == "hook" and isinstance(st.ts, (int, float)):
+        if st.source == RecordSource.HOOK and isinstance(st.ts, (int, float)):
             seen[st.rank] = max(seen.get(st.rank, st.ts), st.ts)
-    ended = {e.rank for e in run.events if e.kind == "hook_exit" and e.rank is not None}
+    ended = {e.rank for e in run.events if e.kind == EventKind.HOOK_EXIT and e.rank is not None}
     out = explain(init_echoes(out, any(c.init_started - c.init_complete for c in run.communicators)))
     out += vanished(seen, ended, out, max(seen.values(), default=None))
     if not any(f.kind is FailureKind.VANISHED for f in out):
@@ -229,14 +229,14 @@ def _lost_peer(run: Run, failures: list[Failure]) -> list[Failure]:
     WARNs, PyTorch's last errors), the ranks whose end is known, and each rank's host and bootstrap address."""
     reports = [Report(f.rank, f.text, f.t) for f in failures]
     for e in run.events:
-        if e.kind in ("nccl_warn", "dist_error"):
+        if e.kind in (EventKind.NCCL_WARN, EventKind.DIST_ERROR):
             reports.append(Report(e.rank, f"{e.text} {e.data.get('last_error') or ''}", e.ts))
     addresses: dict[int, set[str]] = {}
     for p in run.job.processes:
         if p.rank is not None and p.host:
             addresses.setdefault(p.rank, set()).add(p.host)
     for e in run.events:
-        if e.kind == "nccl_net_bootstrap" and e.rank is not None and (m := BOOTSTRAP_ADDR_RE.search(e.text)):
+        if e.kind == EventKind.NCCL_NET_BOOTSTRAP and e.rank is not None and (m := BOOTSTRAP_ADDR_RE.search(e.text)):
             addresses.setdefault(e.rank, set()).add(m.group("a"))
     seen = {p.rank for p in run.job.processes if p.rank is not None}
     ended = set(left_ranks(run)) | {x.rank for x in run.exits if x.rank is not None}
@@ -247,11 +247,11 @@ def _lost_peer(run: Run, failures: list[Failure]) -> list[Failure]:
 # events of NCCL's own lines (model_build.events: "nccl_" + what, "nccl_net_" + an NcclNet's kind) and the end of a
 # file; every other event is a line of the application, its launcher or a tool
 NCCL_EVENT_PREFIX = "nccl_"
-FILE_END_EVENT = "file_end"
-LAUNCH_EVENT = "nccl_net_launch"  # sources.records.NcclLaunch: a collective launched
-TIMINGS_EVENT = "nccl_net_init_timings"  # sources.records.NcclInitTimings
-FINISHED_EVENTS = ("rank_finished", "program_exit")  # sources.records.RankFinished, ProgramExit: a rank's own end
-DESYNC_REPORT_EVENT = "desync_report"  # sources.records.DesyncReport
+FILE_END_EVENT = EventKind.FILE_END
+LAUNCH_EVENT = EventKind.NCCL_NET_LAUNCH  # sources.records.NcclLaunch: a collective launched
+TIMINGS_EVENT = EventKind.NCCL_NET_INIT_TIMINGS  # sources.records.NcclInitTimings
+FINISHED_EVENTS = (EventKind.RANK_FINISHED, EventKind.PROGRAM_EXIT)  # sources.records.RankFinished, ProgramExit: a rank's own end
+DESYNC_REPORT_EVENT = EventKind.DESYNC_REPORT  # sources.records.DesyncReport
 TOTAL_RE = re.compile(r"\btotal (\d{1,7}(?:\.\d{1,6})?)\b")
 
 
@@ -263,7 +263,7 @@ def start_only_of_run(run: Run) -> healthy.Covered | None:
     if not comms or any(c.init_started - c.init_complete for c in comms):
         return None
     totals = [float(m.group(1)) for e in run.events if e.kind == TIMINGS_EVENT and (m := TOTAL_RE.search(e.text))]
-    application = bool(run.exits) or any(fmt != "log" for _, fmt in run.files) or any(
+    application = bool(run.exits) or any(fmt != Format.LOG for _, fmt in run.files) or any(
         (not e.kind.startswith(NCCL_EVENT_PREFIX) and e.kind != FILE_END_EVENT) or _behind_prefix(e.evidence.text)
         for e in run.events)
     return healthy.start_only(((c.nranks, len(c.init_complete)) for c in comms), max(totals, default=None),

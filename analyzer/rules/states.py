@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..model import RankState
+from ..model import RankState, Verdict
 from ..text_fit import rank_runs
 from .cause import Failure
 from .exits import FailureKind
@@ -46,10 +46,10 @@ def _state(r: int, facts: Facts, fs: list[Failure], culprits: frozenset[int],
            waiting: frozenset[int]) -> tuple[RankState, str | None]:
     """``culprits``, ``waiting``: ``facts``' own, as sets."""
     where = (facts.where or {}).get(r)
-    if facts.verdict == "desync" and facts.stuck and r in culprits:  # it joined, with another call
+    if facts.verdict == Verdict.DESYNC and facts.stuck and r in culprits:  # it joined, with another call
         return RankState.MISMATCHED, f"called another collective than the others at {facts.stuck}" + (
             f"; now at {where}" if where else "")
-    if facts.verdict in ("hang", "desync") and facts.stuck:
+    if facts.verdict in (Verdict.HANG, Verdict.DESYNC) and facts.stuck:
         if r in culprits:
             if where:
                 return RankState.STUCK_OUTSIDE_NCCL, f"at {where}; never joined {facts.stuck}"
@@ -59,7 +59,7 @@ def _state(r: int, facts: Facts, fs: list[Failure], culprits: frozenset[int],
                 f", called at {where}" if where else "")
         if r in waiting or not any(f.is_cause for f in fs):  # what ended it after is an echo
             return RankState.STUCK_IN_COLLECTIVE, f"in {facts.stuck}" + (f", called at {where}" if where else "")
-    if facts.verdict == "hang" and not facts.stuck and r in culprits and not any(f.is_cause for f in fs):
+    if facts.verdict == Verdict.HANG and not facts.stuck and r in culprits and not any(f.is_cause for f in fs):
         # named by a hang whose collective is not known (NCCL call counts, a store wait for its unique id)
         if where:
             return RankState.STUCK_OUTSIDE_NCCL, f"at {where}; the others wait for it"
@@ -74,7 +74,7 @@ def _state(r: int, facts: Facts, fs: list[Failure], culprits: frozenset[int],
         return state, detail[:300]
     if r in facts.finished:
         return RankState.FINISHED, None
-    if facts.verdict in ("healthy", "degraded"):
+    if facts.verdict in (Verdict.HEALTHY, Verdict.DEGRADED):
         return (RankState.FINISHED, None) if facts.job_ended else (RankState.RUNNING, "no end seen in its records")
     return RankState.UNKNOWN, None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .cause import Failure, root_cause
+from .cause import CauseVerdict, Failure, root_cause
 from .exits import FailureKind
 
 NOT_A_HANG = ("PREEMPTION", "NODE FAIL")  # Slurm's reasons that are not the job's wall time or a user's cancel
@@ -37,7 +37,7 @@ def stopped_unfinished(failures: Iterable[Failure], stalled: bool, seen: Iterabl
     if stalled or any(r is not None and r.upper().startswith(NOT_A_HANG) for r in reasons):
         return None
     cause = root_cause(fs, None, False)
-    if cause is None or cause.verdict != "stopped" or cause.first is None:
+    if cause is None or cause.verdict != CauseVerdict.STOPPED or cause.first is None:
         return None
     done = set(finished)
     waiting = tuple(sorted(set(seen) - done))

@@ -9,6 +9,7 @@ A truncated last line (the process died mid-write) is skipped, never fatal.
 """
 from __future__ import annotations
 
+import enum
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -18,6 +19,21 @@ from typing import cast
 from ..nccl.ops import canonical_op
 from .flight_recorder import MAX_INT, MAX_RANK, rank_from_name
 from .records import CompletionRec, HookRec, Rec
+
+
+class HookType(enum.StrEnum):
+    """A hook record's ``type`` (``HookRec.type`` keeps the word as read: a type not listed is ignored)."""
+
+    START = "start"
+    COLL = "coll"
+    DONE = "done"
+    HB = "hb"
+    STACK = "stack"
+    FR = "fr"
+    EXIT = "exit"
+    ERROR = "error"
+    STALL = "stall"
+    DESYNC = "desync"
 
 TD_RE = re.compile(r"^(?:(?P<d>-?\d+) days?, )?(?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d(?:\.\d+)?)$")
 
