@@ -143,19 +143,43 @@ def _top(a: int | None, b: int | None) -> int | None:
 
 
 def _from_table(df: pd.DataFrame) -> dict[tuple[int, str], dict[str, Any]]:
-    """(rank, pg) -> last enqueued / completed from the collectives table (completion merged over sources)."""
+    """(rank, pg) -> last enqueued / completed from the collectives table (completion merged over sources), in
+    (rank, pg) order. Grouped by the pg column's integer codes: a column of its names made the frame an Arrow
+    string column under pandas 3, a conversion of every row (1.4 s of a 64-rank run's 2.7 s after the parse)."""
     if not len(df):
         return {}
-    pgs = strs(df["pg"])
-    torch_rows = np.array([not p.startswith("nccl:") for p in pgs], dtype=bool)
+    torch_rows = _not_nccl(df["pg"])
     use = best_records(df[torch_rows] if torch_rows.any() else df)
     seq = use["seq"].to_numpy()
     done = strs(use["state"]) == "completed"
-    g = pd.DataFrame({"rank": use["rank"].to_numpy(), "pg": strs(use["pg"]), "seq": seq,
+    codes, names = _name_codes(use["pg"])
+    g = pd.DataFrame({"rank": use["rank"].to_numpy(), "pg": codes, "seq": seq,
                       "cseq": np.where(done, seq, -1)}).groupby(["rank", "pg"]).agg(enq=("seq", "max"), comp=("cseq", "max"))
-    return {(int(r), str(pg)): {"rank": int(r), "pg": str(pg), "last_enqueued": int(row.enq),
-                                "last_completed": int(row.comp) if row.comp >= 0 else None, "source": "collectives"}
-            for (r, pg), row in g.iterrows()}
+    rows = sorted(zip(g.index.get_level_values(0).tolist(), [names[c] for c in g.index.get_level_values(1).tolist()],
+                      g["enq"].tolist(), g["comp"].tolist()), key=lambda row: (row[0], row[1]))
+    return {(int(r), str(pg)): {"rank": int(r), "pg": str(pg), "last_enqueued": int(enq),
+                                "last_completed": int(comp) if comp >= 0 else None, "source": "collectives"}
+            for r, pg, enq, comp in rows}
+
+
+def _name_codes(pg: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Each row's pg as a code into a list of distinct names (``strs``' reading of each value: a missing one
+    is ""); a categorical's codes are mapped through its few categories, no row made a string."""
+    if isinstance(pg.dtype, pd.CategoricalDtype):
+        by_code = [str(c) for c in pg.cat.categories] + [""]  # code -1 (missing) picks the trailing ""
+        distinct = {name: i for i, name in enumerate(dict.fromkeys(by_code))}
+        code_of = np.array([distinct[name] for name in by_code], dtype=np.int64)
+        return code_of[pg.cat.codes.to_numpy()], list(distinct)
+    codes, uniq = pd.factorize(strs(pg))
+    return codes, [str(u) for u in uniq]
+
+
+def _not_nccl(pg: pd.Series) -> np.ndarray:
+    """Rows whose process group is not an NCCL communicator's (``nccl:...``); a categorical by its categories."""
+    if isinstance(pg.dtype, pd.CategoricalDtype):
+        by_code = np.array([not str(c).startswith("nccl:") for c in pg.cat.categories] + [True], dtype=bool)
+        return by_code[pg.cat.codes.to_numpy()]  # code -1 (missing) is "", as strs reads it
+    return np.array([not p.startswith("nccl:") for p in strs(pg)], dtype=bool)
 
 
 def rank_status(run: Run, findings: Sequence[Finding], stuck: Stuck | None, culprits: Sequence[int],
