@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 # the Flight Recorder part of the model: imported here so that the cache reads its classes back too
 from .fr_model import DumpOrigin, FrField, FrGroup, FrJob, FrMismatch, FrOp, FrPart, FrRank, FrSide, FrState  # noqa: F401
+# NCCL's own diagnostics lines (2.31+), read: the same, for the cache
+from .diag_model import DiagCheck, DiagLevel, DiagProblem, DiagResult, DiagSource  # noqa: F401
 
 if TYPE_CHECKING:  # pandas is imported where a table is made: a cached re-open needs none
     import pandas as pd
@@ -588,6 +590,7 @@ class Run:
     killed_pids: set[int] = field(default_factory=set)  # pids the launcher sent a closing signal
     flight_recorder: FrJob | None = None  # what the Flight Recorder dumps say (model_build.fr_job)
     tuning: list[TuningChoice] = field(default_factory=list)  # NCCL's algorithm choices (model_build.shown)
+    diagnostics: list[DiagResult] = field(default_factory=list)  # NCCL DIAG lines and RAS answers (diag_model)
     # derived tables computed once per analysis and shared by detectors (never persisted)
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

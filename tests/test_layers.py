@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # (layer, order within the layer): lowest first, as ARCHITECTURE.md's table
 LAYERS: dict[str, tuple[int, int]] = {
-    "nccl": (1, 0), "model": (1, 1), "fr_model": (1, 1), "safe_io": (1, 0), "safe_pickle": (1, 1), "archive": (1, 2),
+    "nccl": (1, 0), "model": (1, 1), "fr_model": (1, 1), "diag_model": (1, 1), "safe_io": (1, 0), "safe_pickle": (1, 1), "archive": (1, 2),
     "text_safety": (1, 0), "text_fit": (1, 0), "input_names": (1, 1), "alerts_file": (1, 1), "gc_pause": (1, 0),
     "malloc": (1, 0),
     "ports": (1, 0), "schema": (1, 0), "__init__": (1, 0),

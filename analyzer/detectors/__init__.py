@@ -12,6 +12,7 @@ from . import (
     config,
     crash,
     desync,
+    diag,
     hang,
     hotspots,
     inputs,
@@ -36,6 +37,7 @@ DETECTORS: dict[str, Detector] = {
     "hotspots": hotspots.detect,
     "inputs": inputs.detect,
     "nccl_warn": nccl_warn.detect,
+    "diag": diag.detect,  # NCCL's own diagnostics (2.31+): settings, GPUs, drivers, ECC, NVLink, P2P across ranks
 }
 
 

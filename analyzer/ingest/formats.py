@@ -23,7 +23,7 @@ from ..sources.inspector import (
     parse_inspector_prom,
 )
 from ..sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
-from ..sources.ras import looks_like_ras_json, parse_ras_job, parse_ras_json, parse_ras_text
+from ..sources.ras import looks_like_ras_json, parse_ras_job, parse_ras_json, parse_ras_replies, parse_ras_text
 from ..sources.records import FileEnd, Rec
 from ..sources.topo_xml import parse_topo_xml
 from .assemble import parse_log
@@ -183,7 +183,7 @@ def _read_xml(p: Parsed, path: Path, head: bytes) -> None:
 
 def _read_ras(p: Parsed, path: Path, head: bytes) -> None:
     text = read_bounded(path).decode("utf-8", "replace")
-    p.records = [*parse_ras_text(text, p.file), *parse_ras_job(text, p.file)]
+    p.records = [*parse_ras_text(text, p.file), *parse_ras_job(text, p.file), *parse_ras_replies(text, p.file)]
     if any(e in head for e in LOG_EVIDENCE):  # the report pasted before the ranks' own log lines
         recs, p.end = parse_log(path, p.file)
         p.records += recs

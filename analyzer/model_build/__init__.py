@@ -14,6 +14,7 @@ from ..gc_pause import gc_paused
 from ..ingest import Parsed
 from ..model import Run
 from ..sources import records as R
+from ..sources.nccl_diag import results_of
 from .collectives import build_collectives
 from .communicators import build_communicators, identities
 from .events import build_events, build_exits
@@ -54,7 +55,7 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
                events=events, exits=exits, ras=[_ras_dict(r) for r in g.ras], stacks=coll.stacks, files=files,
                problems=problems, heartbeats=coll.heartbeats, nccl_tests=[_tests_dict(t) for t in g.tests],
                killed_pids={s.pid for s in g.signals}, flight_recorder=build_fr_job(g.frs),
-               origins=g.origins, tuning=tuning_choices(g.tuning))
+               origins=g.origins, tuning=tuning_choices(g.tuning), diagnostics=results_of(g.diag))
 
 
 def _ras_dict(r: R.RasComm) -> dict[str, object]:

@@ -17,6 +17,7 @@ from ..model import Connection, Evidence, Origin, Setting
 from ..sources import records as R
 from ..sources.coll import NcclCollBatch
 from ..sources.lines import prefix_rank
+from ..sources.nccl_diag import NcclDiag
 from .communicators import CommLocal
 from .shown import TuningKey, count_tuning, note_topology
 from .values import ProcKey, ev
@@ -61,6 +62,7 @@ class Gathered:
     inspector_proxy: list[R.InspectorProxy] = field(default_factory=list)
     inspector_metrics: list[R.InspectorMetric] = field(default_factory=list)
     tuning: dict[TuningKey, list] = field(default_factory=dict)  # NCCL's TUNING lines, counted (shown.count_tuning)
+    diag: list[NcclDiag] = field(default_factory=list)  # NCCL DIAG lines and RAS answers (2.31+)
 
 
 def gather(parsed: list[Parsed]) -> Gathered:
@@ -126,7 +128,7 @@ def _local(g: Gathered, key: ProcKey, comm: str, rank: int, nranks: int, line: i
 
 # the branch of ``_nccl`` each record type takes, by exact type (isinstance depends on the type alone): one
 # dict look-up instead of up to seven isinstance tests a record, most of them for the topology lines
-_COLL_BATCH, _COLL, _INIT, _COMM_INFO, _TOPOLOGY, _VERSION, _ENV, _EVENT, _TUNING, _OTHER = range(10)
+_COLL_BATCH, _COLL, _INIT, _COMM_INFO, _TOPOLOGY, _VERSION, _ENV, _EVENT, _TUNING, _DIAG, _OTHER = range(11)
 _BRANCH: dict[type, int] = {}
 
 
@@ -136,7 +138,8 @@ def _branch(cls: type) -> int:
                      ((R.NcclConnection, R.NcclRingOrder, R.NcclRing, R.NcclTrees, R.NcclTree, R.NcclChannels,
                        R.NcclTopologyRun), _TOPOLOGY),
                      (R.NcclVersion, _VERSION), (R.NcclEnv, _ENV),
-                     ((R.NcclWarn, R.NcclBacktrace, R.NcclRasLine, R.NcclNet), _EVENT), (R.NcclTuning, _TUNING)):
+                     ((R.NcclWarn, R.NcclBacktrace, R.NcclRasLine, R.NcclNet), _EVENT), (R.NcclTuning, _TUNING),
+                     (NcclDiag, _DIAG)):
         if issubclass(cls, kinds):
             return b
     return _OTHER
@@ -144,11 +147,14 @@ def _branch(cls: type) -> int:
 
 def _nccl(rec: R.NcclRec, g: Gathered) -> None:
     key = (rec.host, rec.pid)
-    if rec.pid and key not in g.proc_first_seen:
-        _first_seen(rec, key, g)
     b = _BRANCH.get(type(rec))
     if b is None:
         b = _BRANCH[type(rec)] = _branch(type(rec))
+    if b == _DIAG:  # printed by one process about a communicator's ranks: no line of the process's own run
+        g.diag.append(cast(NcclDiag, rec))
+        return
+    if rec.pid and key not in g.proc_first_seen:
+        _first_seen(rec, key, g)
     if b == _TOPOLOGY:
         cl = g.current.get(key)
         if cl is None or (cl.complete and not cl.start_seen):  # before this thread's Init line: held for it

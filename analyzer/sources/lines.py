@@ -236,7 +236,11 @@ LINE_START_RE = re.compile(
     r"|terminate called after throwing |\s{0,4}what\(\): |Exception raised from "  # the C++ runtime's abort
     r"|(?:\[[\d,]{1,24}\](?:<std(?:out|err)>)?:? ?)?NCCL version \d"  # NCCL <= 2.21's bare version line, often
     # right after an 80-200 column NET line, alone or behind "[3] " / "[1,0]<stdout>:"
+    r"|(?:[^\s:\[\]<>(),=]{1,255}:\d{1,10} )?NCCL DIAG "  # 2.31+'s diagnostics lines (DIAG_HEAD_RE)
 )
+# NCCL 2.31+'s diagnostics head, "node042:12345 NCCL DIAG " (the printing process's host and pid; no tid, no [dev]),
+# at a line's start once tool prefixes are stripped; a pasted report may lose the host:pid
+DIAG_HEAD_RE = re.compile(r"(?:(?P<host>[^\s:\[\]<>(),=]{1,255}):(?P<pid>\d{1,10}) )?NCCL DIAG ")
 
 
 def starts_a_line(text: str) -> bool:

@@ -21,6 +21,7 @@ from ..nccl.ops import NCCL_OPS
 from .coll.grammar import MESSAGE_23_RE
 from .coll import MESSAGE_RE, NcclCollBatch, parse_ts, scan_coll_block, scan_coll_block_regex  # noqa: F401 - re-exported
 from .lines import NCCL_PREFIX_RE, REDACTED_HEAD_RE, hidden_id, maybe_nccl, strip_tool_prefixes
+from .nccl_diag import DIAG_MARK, parse_diag_line
 from .records import (
     NcclBacktrace,
     NcclChannels,
@@ -220,6 +221,8 @@ def parse_nccl_line_regex(text: str, file: str = "", lineno: int = 0) -> NcclRec
     """``parse_nccl_line`` for any head: the prefix grammar searched, then the message dispatched."""
     if "NCCL " not in text:
         return _other_head(text, file, lineno) if maybe_nccl(text) else None
+    if DIAG_MARK in text and (diag := parse_diag_line(text, file, lineno)) is not None:  # 2.31+ diagnostics
+        return diag
     if len(text) > MAX_LINE:
         text = text[:MAX_LINE]
     m = PREFIX_RE.search(text)

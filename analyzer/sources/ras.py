@@ -2,12 +2,21 @@
 ``SET FORMAT json`` (2.28.7+). What matters for a hang is per-rank launched-collective counts
 per communicator (``Rank 0 has launched up to operation 123``, ``collective_counts``) and
 missing or dead ranks.
+
+2.31+ adds the ``DIAGNOSTICS`` command (``ncclras -D``: the ``NCCL DIAG`` report, ``sources.nccl_diag``) and the
+``CONTROL`` namespace (``CONTROL PROFILER_MASK <value>``); ``parse_ras_replies`` reads a session's answers
+(``src/ras/client_support.cc``, 2.31.2): ``OK``, ``ERROR: Invalid profiler mask value '<v>'``, ``ERROR: Unknown
+CONTROL subcommand '<s>'``, ``ERROR: diagnostics only supports text output``, ``BUSY: diagnostics already in
+progress``, the other commands' ``ERROR:`` lines, and the report's own lines.
 """
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
+from ..diag_model import DiagCheck, DiagLevel, DiagProblem, DiagResult, DiagSource
+from .nccl_diag import DIAG_MARK, NcclDiag, parse_diag_line
 from .records import RasComm, Rec, WorldSize
 from .torch_log import NodeCount
 
@@ -98,3 +107,44 @@ def _list(v: object) -> list:
 
 def looks_like_ras_json(obj: object) -> bool:
     return isinstance(obj, dict) and "communicators" in obj and ("nccl_version" in obj or "ras" in obj)
+
+
+REPLY_RE = re.compile(r"^(?:(?P<ok>OK)|(?P<word>ERROR|BUSY): (?P<what>.{1,400}))$")
+# what an ERROR / BUSY answer is about, by its words (client_support.cc): the command it answers
+REPLY_ABOUT = (("profiler mask", "CONTROL PROFILER_MASK"), ("CONTROL subcommand", "CONTROL"),
+               ("diagnostics", "DIAGNOSTICS"), ("timeout value", "TIMEOUT"), ("Invalid format", "SET FORMAT"),
+               ("event group", "MONITOR"), ("Unknown command", "command"))
+
+
+def parse_ras_replies(text: str, file: str) -> list[NcclDiag]:
+    """A RAS client session's answers (``echo "CONTROL PROFILER_MASK all" | nc localhost 28028``, ``ncclras -D``):
+    each ``NCCL DIAG`` line of a diagnostics report, and each ``OK`` / ``ERROR: ...`` / ``BUSY: ...`` answer line.
+    Those answers carry no process: host "" and pid 0."""
+    out: list[NcclDiag] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if DIAG_MARK in s:
+            rec = parse_diag_line(line, file, lineno)
+            if rec is not None:
+                out.append(rec)
+            continue
+        m = REPLY_RE.match(s)
+        if m is None:
+            continue
+        if m.group("ok"):
+            res = DiagResult(DiagSource.RAS, DiagLevel.OK, DiagCheck.RAS_REPLY, DiagProblem.NONE, s)
+        else:
+            what = m.group("what")
+            about = next((cmd for words, cmd in REPLY_ABOUT if words in what), None)
+            busy = m.group("word") == "BUSY"
+            res = DiagResult(DiagSource.RAS, DiagLevel.INFO if busy else DiagLevel.ERROR, DiagCheck.RAS_REPLY,
+                             DiagProblem.BUSY if busy else DiagProblem.REFUSED, s, key=about,
+                             value=_quoted(what))
+        out.append(NcclDiag(file, lineno, line, "", 0, 0, None, replace(res, file=file, line=lineno, text=line.rstrip())))
+    return out
+
+
+def _quoted(what: str) -> str | None:
+    """The value an ERROR answer quotes (``Invalid profiler mask value 'bogus'``)."""
+    m = re.search(r"'([^']{0,200})'", what)
+    return m.group(1) if m else None
