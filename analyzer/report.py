@@ -6,7 +6,7 @@ from typing import Any
 from . import __version__
 from .result import Analysis
 from .metrics.progress import judged_progress
-from .model import Severity
+from .model import EventKind, Severity
 from .text_fit import evidence_line
 from .text_safety import clean
 
@@ -35,7 +35,7 @@ def _inputs(run: Any) -> list[dict[str, Any]]:
     ``unread_pytorch_lines`` where it held PyTorch / launcher lines of which none was read."""
     unread: dict[str, dict[str, int]] = {}
     for e in run.events:
-        if e.kind in ("nccl_unread", "pytorch_unread"):
+        if e.kind in (EventKind.NCCL_UNREAD, EventKind.PYTORCH_UNREAD):
             unread.setdefault(e.data["file"], {})[f"unread_{e.kind.split('_')[0]}_lines"] = e.data["count"]
     return [{"file": f, "format": fmt, **unread.get(f, {})} for f, fmt in run.files]
 

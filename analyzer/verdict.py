@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import rules
-from .model import Certainty, Finding, FindingKind, Run, Severity, Stuck, Verdict
+from .model import Certainty, EventKind, Finding, FindingKind, Format, Run, Severity, Stuck, Verdict
 from .rules.facts import (
     FILE_END_EVENT,
     failures_of_run,
@@ -22,6 +22,7 @@ from .rules.facts import (
     start_only_of_run,
     sweep_done_of_run,
 )
+from .rules.cause import CauseVerdict
 
 PRIORITY = [Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH, Verdict.DEGRADED]
 INCIDENT_VERDICTS = (Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH, Verdict.DEGRADED)
@@ -78,7 +79,7 @@ def _states(run: Run, findings: list[Finding], d: Decision) -> tuple[tuple[int, 
 
     seen = {p.rank for p in run.job.processes if p.rank is not None} | {s.rank for s in run.pg_status}
     ranks = tuple(rules.bounded_world(run.job.world_size, seen | set(d.culprit_ranks)))
-    hang = next((f for f in findings if f.kind == "hang" and f.stuck == d.stuck and d.stuck), None)
+    hang = next((f for f in findings if f.kind == FindingKind.HANG and f.stuck == d.stuck and d.stuck), None)
     waiting = tuple((hang.data.get("waiting") or []) if hang else ())
     stuck = f"{d.stuck.op or 'collective'} #{d.stuck.seq} of process group {d.stuck.pg}" if d.stuck else None
     finished = frozenset(x.rank for x in run.exits if x.exitcode == 0 and x.rank is not None)
@@ -152,7 +153,7 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
     cause = rules.root_cause(failures, stall_t, stalled and bool(hangs or alert))
     if cause is None:
         return None
-    if cause.verdict == "hang":
+    if cause.verdict == CauseVerdict.HANG:
         if by[Verdict.DESYNC]:  # the mismatch is why the collective never completed
             return _from(Verdict.DESYNC, by[Verdict.DESYNC])
         if hangs:
@@ -163,9 +164,9 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
         return Decision(Verdict.HANG, tuple(sorted(int(r) for r in alert.get("culprit_ranks") or [])), stuck,
                         f"the live monitor's hang alert stands: {alert.get('message', '')}"[:500], "confirmed",
                         "the live monitor saw the stall before anything failed")
-    if cause.verdict == "desync":  # a backend's mismatch report came first: the rest is its echo
+    if cause.verdict == CauseVerdict.DESYNC:  # a backend's mismatch report came first: the rest is its echo
         return _from(Verdict.DESYNC, by[Verdict.DESYNC]) if by[Verdict.DESYNC] else None
-    if cause.verdict != "crash" or cause.first is None:
+    if cause.verdict != CauseVerdict.CRASH or cause.first is None:
         return None
     desyncs = by[Verdict.DESYNC]
     if desyncs and not _desync_is_echo(desyncs, failures):
@@ -207,7 +208,7 @@ def _closed_rank(run: Run) -> int | None:
 
     reports = []
     for e in run.events:
-        who = reporter(e.evidence.text) if e.kind == "nccl_net_service_closed" else None
+        who = reporter(e.evidence.text) if e.kind == EventKind.NCCL_NET_SERVICE_CLOSED else None
         if who is not None and e.text.strip().lstrip("-").isdigit():
             reports.append((*who, int(e.text.strip())))
     closed = closed_local_rank(reports)
@@ -241,7 +242,7 @@ def _all_exited(run: Run) -> bool:
     """Every rank seen printed torch's exit-time warning (``process group has NOT been destroyed``,
     ``destroy_process_group() was not called before program exit``: the interpreter shutting down its process
     group) and nothing failed: the job ran to its end."""
-    exited = {e.rank for e in run.events if e.kind == "program_exit" and e.rank is not None}
+    exited = {e.rank for e in run.events if e.kind == EventKind.PROGRAM_EXIT and e.rank is not None}
     seen = {p.rank for p in run.job.processes if p.rank is not None}
     return bool(exited) and seen <= exited and not failures_of_run(run)
 
@@ -251,7 +252,7 @@ def _no_incident(run: Run, findings: list[Finding]) -> Decision:
     shown = _shown(run, findings, went)
     if shown is not None:
         return shown
-    usable = any(fmt in ("log", "flight_recorder", "jsonl") for _, fmt in run.files) and (
+    usable = any(fmt in (Format.LOG, Format.FLIGHT_RECORDER, Format.JSONL) for _, fmt in run.files) and (
         len(run.collectives) or run.communicators or run.exits or run.pg_status) or (
         run.nccl_tests and run.job.exit_code == 0) or (  # a benchmark that ran every size and checked out
         _all_exited(run)) or went is not None
@@ -304,10 +305,10 @@ def _survived(run: Run, f: Finding) -> bool:
 def _went_on(run: Run) -> rules.healthy.WentOn | None:
     """``rules.healthy.went_on`` over the run's progress prints, ends and time line."""
     progress = [(e.evidence.file, e.evidence.line, int(e.data.get("count") or 0)) for e in run.events
-                if e.kind == "progress"]
+                if e.kind == EventKind.PROGRESS]
     seen = {p.rank for p in run.job.processes if p.rank is not None}
     finished = {x.rank for x in run.exits if x.exitcode == 0 and x.rank is not None}
-    finished |= {e.rank for e in run.events if e.kind in ("rank_finished", "program_exit") and e.rank is not None}
-    launcher_ok = any(e.kind == "launcher_succeeded" for e in run.events)
+    finished |= {e.rank for e in run.events if e.kind in (EventKind.RANK_FINISHED, EventKind.PROGRAM_EXIT) and e.rank is not None}
+    launcher_ok = any(e.kind == EventKind.LAUNCHER_SUCCEEDED for e in run.events)
     return rules.healthy.went_on(progress, bool(failures_of_run(run)), stall_time(run)[0], run.job.exit_code, seen,
                                  finished, launcher_ok)

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import re
 
-from ..model import Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
+from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
 from ..nccl.gids import shown_routable
 from ..nccl.risky_settings import FORCED, NOTES
-from ..rules.cause import Failure, root_cause
+from ..rules.cause import CauseVerdict, Failure, root_cause
 from ..rules.config import config_mistake
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run
 from .catalogue import KnownError, classify
+from ..nccl.failures import EntryKind, EntryVerdict
 
 SOCKET_IF_RE = re.compile(r"\[\d{1,3}\]([A-Za-z0-9_.@-]{1,40}):")  # NET/Socket : Using [0]eno1:10.0.0.1<0> [1]br0:...
 NCCL_FAILED_RE = re.compile(r"NCCL error|ncclSystemError|ncclRemoteError|ncclInternalError|unhandled system error")
@@ -29,9 +30,9 @@ def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
     settings = run.job.settings
     failed = any(e.exitcode not in (None, 0) for e in run.exits) or (run.job.exit_code not in (None, 0)) or any(
-        e.kind == "dist_error" for e in run.events)
+        e.kind == EventKind.DIST_ERROR for e in run.events)
     # 1. a WARN that names a setting, in a failed job: the setting broke it
-    candidates = [e for e in run.events if e.kind == "nccl_warn"] + [e for e in run.events if e.kind == "dist_error"]
+    candidates = [e for e in run.events if e.kind == EventKind.NCCL_WARN] + [e for e in run.events if e.kind == EventKind.DIST_ERROR]
     m = config_mistake([(e.rank, e.text + " " + str(e.data.get("last_error") or "")) for e in candidates], settings)
     if m is not None:
         k, names, w = m.entry, m.settings, candidates[m.index]
@@ -95,10 +96,10 @@ def _setup_errors(run: Run) -> list[Finding]:
     first: KnownError | None = None
     hits = []
     for e in run.events:
-        if e.kind != "dist_error":
+        if e.kind != EventKind.DIST_ERROR:
             continue
         k = classify(_error_text(e))
-        if k is None or k.verdict != "config_error" or k.kind == "note" or (first is not None and k is not first):
+        if k is None or k.verdict != EntryVerdict.CONFIG_ERROR or k.kind == EntryKind.NOTE or (first is not None and k is not first):
             continue
         first = k
         hits.append(e)
@@ -124,11 +125,11 @@ def _interfaces_chosen(run: Run) -> list[Finding]:
     nodes (a second NIC on another subnet, a bridge, docker's own bridges). No culprit rank: the setup."""
     if "NCCL_SOCKET_IFNAME" in run.job.settings or max(run.job.nnodes or 0, len(run.job.hosts)) < 2:
         return []
-    chosen = next((e for e in run.events if e.kind == "nccl_net_socket" and len(SOCKET_IF_RE.findall(e.text)) > 1), None)
+    chosen = next((e for e in run.events if e.kind == EventKind.NCCL_NET_SOCKET and len(SOCKET_IF_RE.findall(e.text)) > 1), None)
     if chosen is None:
         return []
-    failed = next((e for e in run.events if (e.kind == "nccl_warn" and _area(e.text) == "socket") or (
-        e.kind == "dist_error" and NCCL_FAILED_RE.search(f"{e.text} {e.data.get('last_error') or ''}"))), None)
+    failed = next((e for e in run.events if (e.kind == EventKind.NCCL_WARN and _area(e.text) == "socket") or (
+        e.kind == EventKind.DIST_ERROR and NCCL_FAILED_RE.search(f"{e.text} {e.data.get('last_error') or ''}"))), None)
     if failed is None:
         return []
     names = list(dict.fromkeys(SOCKET_IF_RE.findall(chosen.text)))
@@ -152,16 +153,16 @@ def _roce_default_gid(run: Run) -> list[Finding]:
     or global IPv6 on both ends, as NCCL 2.21+ prints them) is the fabric's or the peer's: no config error."""
     if "NCCL_IB_GID_INDEX" in run.job.settings:
         return []
-    if not any(e.kind == "nccl_net_ib" and "/RoCE" in e.text for e in run.events):
+    if not any(e.kind == EventKind.NCCL_NET_IB and "/RoCE" in e.text for e in run.events):
         return []
     for e in run.events:
-        if e.kind != "nccl_warn":
+        if e.kind != EventKind.NCCL_WARN:
             continue
         src = e.data.get("source")
         k = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
         if k is None or "NCCL_IB_GID_INDEX" not in k.settings or shown_routable(e.text):
             continue  # (NCCL 2.21+ picks a RoCE v2 GID itself and prints it: a routable pair is not the GID's fault)
-        ranks = sorted({x.rank for x in run.events if x.kind == "nccl_warn" and x.rank is not None
+        ranks = sorted({x.rank for x in run.events if x.kind == EventKind.NCCL_WARN and x.rank is not None
                         and classify(x.text) is k})
         return [Finding(
             kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=tuple(ranks),
@@ -189,7 +190,7 @@ def _shm_bus_error(run: Run) -> list[Finding]:
         return []
     failures = failures_of_run(run)
     cause = root_cause(failures)
-    if cause is None or cause.verdict != "crash":
+    if cause is None or cause.verdict != CauseVerdict.CRASH:
         return []
     bus = sorted((f for f in failures if f.kind == FailureKind.FATAL and f.code in SIGBUS_CODES),
                  key=lambda f: (not f.order[0], f.t if f.t is not None else float("inf"), f.order))

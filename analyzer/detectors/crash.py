@@ -12,8 +12,8 @@ from __future__ import annotations
 import signal as _signal
 
 from .. import rules
-from ..model import Evidence, ExitRecord, Finding, FindingData, FindingKind, Run, Severity, Verdict
-from ..rules.cause import NO_CULPRIT
+from ..model import EventKind, Evidence, ExitRecord, Finding, FindingData, FindingKind, Run, Severity, Verdict
+from ..rules.cause import NO_CULPRIT, CauseVerdict
 from ..rules.exits import ExitClass, FailureKind, exit_class
 from ..rules.facts import failures_of_run
 from .catalogue import classify
@@ -32,7 +32,7 @@ def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
     exits = [e for e in run.exits if e.exitcode not in (None, 0)]
     cause = rules.root_cause(failures_of_run(run))
-    first = cause.first if cause is not None and cause.verdict == "crash" else None
+    first = cause.first if cause is not None and cause.verdict == CauseVerdict.CRASH else None
     root = _exit_of(exits, first.rank) if first is not None else None
     if root is None and first is None and exits:
         root = next((e for e in exits if e.root_cause), exits[0])  # no cause: the first end is described
@@ -64,8 +64,8 @@ def _exit_finding(run: Run, root: ExitRecord, exits: list[ExitRecord], caused: b
     """The process that failed first (``caused``), or, with no cause on the time line, how the job ended."""
     assert root.exitcode is not None
     sig = _signame(root.exitcode)
-    errs = [e for e in run.events if e.kind == "dist_error" and e.rank == root.rank]
-    warns = [e for e in run.events if e.kind == "nccl_warn" and (e.rank == root.rank or e.rank is None)]
+    errs = [e for e in run.events if e.kind == EventKind.DIST_ERROR and e.rank == root.rank]
+    warns = [e for e in run.events if e.kind == EventKind.NCCL_WARN and (e.rank == root.rank or e.rank is None)]
     evidence = [root.evidence] if root.evidence else []
     evidence += [e.evidence for e in errs[:1]] + [w.evidence for w in warns[:1]]
     killed = sorted({e.rank for e in exits if e.rank != root.rank and e.rank is not None})

@@ -16,7 +16,7 @@ import pandas as pd
 from .. import rules
 from ..metrics.progress import _from_table, pg_status_by_rank
 from ..metrics.records import Groups, collective_rows, groups_where, table_groups
-from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Severity, Stuck, Verdict
+from ..model import EventKind, Evidence, Finding, FindingKind, LogEvent, RecordSource, Run, Severity, Stuck, Verdict
 from ..nccl.failures import classify
 from ..rules.desync import (
     TimedOut,
@@ -30,6 +30,7 @@ from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run
 from .common import dense_groups, entries_at, group_key, not_p2p, rows_where
 from .fr_findings import desync_finding as fr_desync_finding
+from ..rules.cause import CauseVerdict
 
 NCCL_CHECK_RE = re.compile(r"Mismatched collective detected.{0,120}?\baround rank (\d{1,7})")
 HINT = ("Ranks must call the same collectives in the same order with the same sizes and dtypes. Look for "
@@ -200,7 +201,7 @@ def _watchdog_calls(run: Run) -> list[Finding]:
     (``WorkNCCL(SeqNum=5, OpType=BROADCAST ...`` on one rank, ``SeqNum=5, OpType=ALLREDUCE`` on another;
     ``rules.desync.watchdog_mismatch``): the ranks called different collectives there, a desync, not a hang;
     the culprits by the majority rule (two sides of one rank each: nobody)."""
-    events = [e for e in run.events if e.kind == "watchdog_timeout" and e.rank is not None
+    events = [e for e in run.events if e.kind == EventKind.WATCHDOG_TIMEOUT and e.rank is not None
               and isinstance(e.data.get("seq"), int) and e.data.get("op")]
     hit = watchdog_mismatch(TimedOut(int(e.rank), str(e.data.get("pg") or "0"), int(e.data["seq"]), str(e.data["op"]),
                                      e.data["numel"] if isinstance(e.data.get("numel"), int) else None)
@@ -230,7 +231,7 @@ def _nccl_check(run: Run) -> list[Finding]:
     rank N``, NCCL 2.4-2.5): a desync whose culprit is the rank NCCL names, the reporting ranks the other
     side; when the named rank failed of its own (an IB error on it, then its peers' check), the verdict's
     time line makes it that failure's echo (``rules.mismatch_is_echo``)."""
-    warns = [(e, m) for e in run.events if e.kind == "nccl_warn" and (m := NCCL_CHECK_RE.search(e.text))]
+    warns = [(e, m) for e in run.events if e.kind == EventKind.NCCL_WARN and (m := NCCL_CHECK_RE.search(e.text))]
     if not warns:
         return []
     named = sorted({int(m.group(1)) for _, m in warns})
@@ -254,13 +255,13 @@ def _socket_size_mismatch(run: Run) -> list[Finding]:
     over a socket nothing but the peer's send makes a message larger, so the two sides of a transfer were given
     different sizes: a desync, no culprit (the text does not say which side is wrong). Only as the first failure
     on the time line: a rank that failed before it explains it."""
-    warn = next((e for e in run.events if e.kind == "nccl_warn" and _entry_id(e) == SOCKET_TRUNCATED), None)
+    warn = next((e for e in run.events if e.kind == EventKind.NCCL_WARN and _entry_id(e) == SOCKET_TRUNCATED), None)
     if warn is None:
         return []
     seen = rules.Failure(warn.rank, FailureKind.MISMATCH, warn.text.strip()[:500], warn.ts,
                          (warn.evidence.file, warn.evidence.line))
     cause = rules.root_cause([*failures_of_run(run), seen])
-    if cause is None or cause.verdict != "desync" or cause.first is not seen:
+    if cause is None or cause.verdict != CauseVerdict.DESYNC or cause.first is not seen:
         return []
     return [Finding(
         kind=FindingKind.DESYNC, severity=Severity.CRITICAL,
@@ -282,7 +283,7 @@ def _detail_reports(run: Run) -> list[Finding]:
     (``rules.desync.detail_verdict``): the ranks a majority disagrees with, else nobody; the mismatched
     collective at the reports' SequenceNumber. The check does not name the process group: the default
     group when the run knows no other."""
-    events = [e for e in run.events if e.kind == "collective_mismatch"]
+    events = [e for e in run.events if e.kind == EventKind.COLLECTIVE_MISMATCH]
     if not events:
         return []
     dv = detail_verdict((e.data.get("ranks") or [], e.data.get("fingerprints") or []) for e in events)
@@ -317,7 +318,7 @@ def _backend_report(run: Run) -> list[Finding]:
         enq.setdefault(pg, {})[r], done.setdefault(pg, {})[r] = row["last_enqueued"], row["last_completed"]
     for pg, by_rank in pg_status_by_rank(run).items():  # the hook's heartbeats, as the live monitor reads them
         for r, st in by_rank.items():
-            if st.source != "hook":
+            if st.source != RecordSource.HOOK:
                 continue
             e, c = enq.setdefault(pg, {}), done.setdefault(pg, {})
             e[r] = max(x for x in (e.get(r), st.enqueued, -1) if x is not None)

@@ -43,6 +43,7 @@ from ..rules.stopped import stopped_unfinished
 from .common import RankPg, entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 from .fr_findings import by_silence as fr_by_silence
 from .fr_findings import hang_finding as fr_hang_finding
+from ..model import EventKind, Format
 
 HINT_NEVER_JOINED = (
     "Rank {r} stopped issuing collectives before #{seq}: look at what it runs between its last collective and "
@@ -197,7 +198,7 @@ def _with_timeouts(status: dict[str, dict[int, RankPg]], run: Run) -> dict[str, 
     for e in run.events:
         seq = e.data.get("seq")
         pg = str(e.data.get("pg") or "0")
-        if e.kind != "watchdog_timeout" or e.rank is None or not isinstance(seq, int) or pg not in out:
+        if e.kind != EventKind.WATCHDOG_TIMEOUT or e.rank is None or not isinstance(seq, int) or pg not in out:
             continue
         if e.rank not in out[pg]:
             out[pg][e.rank] = RankPg(e.rank, pg, seq, seq, seq - 1, e.evidence, "watchdog_timeout")
@@ -296,7 +297,7 @@ def _hook_lines(run: Run, ranks: list[int], most: int = 4) -> tuple[Evidence, ..
 def _excerpt_init_stall(run: Run) -> list[Finding]:
     """A pasted log that stops inside init on some ranks, the job's exit unknown (``rules.hang.init_stall``):
     a possible hang at init, the ranks that never completed as suspects (not culprits: nothing shows why)."""
-    if failures_of_run(run) or any(e.kind in ("nccl_warn", "dist_error") for e in run.events):
+    if failures_of_run(run) or any(e.kind in (EventKind.NCCL_WARN, EventKind.DIST_ERROR) for e in run.events):
         return []  # something failed: its own finding tells the story, not the log's end
     exit_known = run.job.exit_code is not None or bool(run.exits)
     excerpt = not run.from_ncclscope()
@@ -327,7 +328,7 @@ def _partial_init_hang(run: Run) -> list[Finding]:
     """Some ranks of a communicator printed Init COMPLETE, the others never did, and the log ends in NCCL's
     lines (no collective, no line of the application after the last NCCL line, the caller checked that nothing
     failed and the exit is unknown): those still in init are the culprits (``rules.hang.partial_init``)."""
-    ends = [e for e in run.events if e.kind == "file_end" and e.data.get("last_nccl_line") is not None]
+    ends = [e for e in run.events if e.kind == EventKind.FILE_END and e.data.get("last_nccl_line") is not None]
     if not ends or any(int(e.data.get("text_after_nccl") or 0) > 0 for e in ends) or len(run.collectives):
         return []
     nccl_procs = [p for p in run.job.processes if p.host or p.pid]  # processes that printed NCCL lines
@@ -370,7 +371,7 @@ def _barrier_hang(run: Run) -> list[Finding]:
     per barrier key; the first that stalled is the story."""
     by_key: dict[str, list] = {}
     for e in run.events:
-        if e.kind == "store_barrier_wait" and isinstance(e.data.get("world_size"), int) \
+        if e.kind == EventKind.STORE_BARRIER_WAIT and isinstance(e.data.get("world_size"), int) \
                 and isinstance(e.data.get("worker_count"), int):
             by_key.setdefault(str(e.data.get("key")), []).append(e)
     for key, evs in by_key.items():
@@ -398,7 +399,7 @@ def _unique_id_hang(run: Run) -> list[Finding]:
     """A rank timed out in the store waiting for the NCCL unique id of its group's first collective
     (``rules.hang.unique_id_wait``): the group's root never reached that collective."""
     for e in run.events:
-        if e.kind != "dist_error":
+        if e.kind != EventKind.DIST_ERROR:
             continue
         w = unique_id_wait(str(e.data.get("message") or "")) or unique_id_wait(e.text)
         if w is None:
@@ -437,7 +438,7 @@ def _last_line_read(run: Run, file: str) -> tuple[Evidence, ...]:
 def _tests_hang(run: Run) -> list[Finding]:
     """nccl-tests output with no result row after NCCL's init completed (``rules.hang.no_rows_after_init``)."""
     files = no_rows_after_init(
-        (f for f, fmt in run.files if fmt == "nccl_tests"), (str(t.get("file")) for t in run.nccl_tests),
+        (f for f, fmt in run.files if fmt == Format.NCCL_TESTS), (str(t.get("file")) for t in run.nccl_tests),
         _inits_done(run), bool(failures_of_run(run)),
         run.job.exit_code is not None or bool(run.exits))
     if not files:
@@ -456,7 +457,7 @@ def _watchdog_stuck(run: Run) -> list[Finding]:
     """PyTorch's heartbeat monitor saw a rank's watchdog thread make no progress ('Heartbeat monitor timed
     out', 'watchdog got stuck for N seconds'): the process is blocked in a CUDA or NCCL call; these lines do
     not say which collective, so no rank is named."""
-    hb = [e for e in run.events if e.kind == "heartbeat_timeout"]
+    hb = [e for e in run.events if e.kind == EventKind.HEARTBEAT_TIMEOUT]
     if not hb:
         return []
     ranks = sorted({e.rank for e in hb if e.rank is not None})
@@ -477,11 +478,11 @@ def _watchdog_stuck(run: Run) -> list[Finding]:
 def _after_init_hang(run: Run) -> list[Finding]:
     """Logs that stop right after NCCL's init (``rules.hang.ends_after_init``), from the ``file_end``
     events the log reader gives (each file's non-NCCL lines after its last NCCL line)."""
-    ends = [e for e in run.events if e.kind == "file_end" and e.data.get("last_nccl_line") is not None]
+    ends = [e for e in run.events if e.kind == EventKind.FILE_END and e.data.get("last_nccl_line") is not None]
     complete = _inits_done(run)
     st = ends_after_init(
         (int(e.data.get("text_after_nccl") or 0) for e in ends), complete, bool(len(run.collectives)),
-        bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events), _end_known(run),
+        bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events), _end_known(run),
         not run.from_ncclscope())
     if st is None:
         return _setup_hang(run, ends)
@@ -503,8 +504,8 @@ def _stopped_hang(run: Run, stalled: bool) -> list[Finding]:
     its ranks finished, nothing of its own failing first (``rules.stopped.stopped_unfinished``)."""
     seen = {p.rank for p in run.job.processes if p.rank is not None}
     finished = {x.rank for x in run.exits if x.exitcode == 0 and x.rank is not None}
-    finished |= {e.rank for e in run.events if e.kind in ("program_exit", "rank_finished") and e.rank is not None}
-    reasons = [e.data.get("reason") for e in run.events if e.kind == "job_cancelled"]
+    finished |= {e.rank for e in run.events if e.kind in (EventKind.PROGRAM_EXIT, EventKind.RANK_FINISHED) and e.rank is not None}
+    reasons = [e.data.get("reason") for e in run.events if e.kind == EventKind.JOB_CANCELLED]
     st = stopped_unfinished(failures_of_run(run), stalled, seen, finished, reasons)
     if st is None:
         return []
@@ -519,7 +520,7 @@ def _stopped_hang(run: Run, stalled: bool) -> list[Finding]:
         "(or under `ncclscope run`), and take a stack of each rank before stopping it (py-spy dump --native --pid): "
         "the rank outside the collective the others wait in is the one to look at. If every rank had finished, the "
         "processes hang on their way out: call dist.destroy_process_group() and join your own threads.",
-        evidence=(_stop_lines(run) + tuple(e.evidence for e in run.events if e.kind in ("dist_error", "job_cancelled")))[:3],
+        evidence=(_stop_lines(run) + tuple(e.evidence for e in run.events if e.kind in (EventKind.DIST_ERROR, EventKind.JOB_CANCELLED)))[:3],
         verdict=Verdict.HANG,
         data={"class": "stopped", "waiting": list(st.waiting)[:4096], "finished": list(st.finished)[:4096],
               "certainty": {"level": st.level, "why": st.why}})]
@@ -537,7 +538,7 @@ def _end_known(run: Run) -> bool:
     close (``[Service thread] Connection closed by localRank N``: processes exiting or tearing down), or a proxy failing
     the Close of a rank destroying its communicator (``rules.facts.teardown_processes``)."""
     return run.job.exit_code is not None or bool(run.exits) or any(
-        e.kind == "nccl_net_service_closed" for e in run.events) or bool(teardown_of_run(run))
+        e.kind == EventKind.NCCL_NET_SERVICE_CLOSED for e in run.events) or bool(teardown_of_run(run))
 
 
 def _setup_hang(run: Run, ends: list) -> list[Finding]:
@@ -545,7 +546,7 @@ def _setup_hang(run: Run, ends: list) -> list[Finding]:
     st = ends_in_setup(
         (int(e.data.get("text_after_nccl") or 0) for e in ends), any(p.host or p.pid for p in run.job.processes),
         bool(run.communicators), bool(len(run.collectives)),
-        bool(failures_of_run(run)) or any(e.kind == "dist_error" for e in run.events), _end_known(run),
+        bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events), _end_known(run),
         not run.from_ncclscope())
     if st is None:
         return []
@@ -580,7 +581,7 @@ def _op_for(run: Run, at: dict[int, dict], seq: int) -> str | None:
         if e.get("op"):
             return str(e["op"])
     for ev in run.events:
-        if ev.kind == "watchdog_timeout" and ev.data.get("seq") == seq:
+        if ev.kind == EventKind.WATCHDOG_TIMEOUT and ev.data.get("seq") == seq:
             return str(ev.data.get("op"))
     return None
 

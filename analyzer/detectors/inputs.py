@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..model import Communicator, Evidence, Finding, FindingKind, Run, Severity, Verdict
+from ..model import Communicator, EventKind, Evidence, Finding, FindingKind, Run, Severity, Verdict
 from ..nccl.failures import classify_in_area
 from ..sources.nccl_tests import device_process
 
@@ -65,7 +65,7 @@ def _rank_checked_in_twice(run: Run) -> bool:
     in``, a WARN or PyTorch's "Last error"): the processes claiming one rank are one job started wrong (duplicated
     RANK values, a launcher started twice), the config detector's finding, not two jobs mixed in the input."""
     for e in run.events:
-        if e.kind not in ("nccl_warn", "dist_error"):
+        if e.kind not in (EventKind.NCCL_WARN, EventKind.DIST_ERROR):
             continue
         text = f"{e.text} {e.data.get('last_error') or ''}"
         if "has already checked in" in text:

@@ -13,7 +13,7 @@ lines, every node's processes numbered 0..k-1): a config error, no rank at fault
 """
 from __future__ import annotations
 
-from ..model import Evidence, Finding, FindingKind, Run, Severity, Verdict
+from ..model import EventKind, Evidence, Finding, FindingKind, Run, Severity, Verdict
 from ..rules.launch import doubled_ranks, too_few_tasks
 
 START_ERRORS = ("ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError", "TabError")
@@ -40,9 +40,9 @@ def detect(run: Run) -> list[Finding]:
 def _few_tasks(run: Run) -> list[Finding]:
     """A launcher command in the text started fewer processes than the world init_process_group's store-based barrier
     waits for (``rules.launch.too_few_tasks``): the launch is configured wrong, not a hang of the missing ranks."""
-    waits = [e for e in run.events if e.kind == "store_barrier_wait" and isinstance(e.data.get("world_size"), int)
+    waits = [e for e in run.events if e.kind == EventKind.STORE_BARRIER_WAIT and isinstance(e.data.get("world_size"), int)
              and isinstance(e.data.get("worker_count"), int)]
-    launched = [e for e in run.events if e.kind == "launched_tasks" and isinstance(e.data.get("count"), int)]
+    launched = [e for e in run.events if e.kind == EventKind.LAUNCHED_TASKS and isinstance(e.data.get("count"), int)]
     if not waits or not launched:
         return []
     world = max(int(e.data["world_size"]) for e in waits)
@@ -89,7 +89,7 @@ def _rank_layout(run: Run) -> list[Finding]:
 def _not_started(run: Run) -> list[Finding]:
     if _started(run):
         return []
-    errors = [e for e in run.events if e.kind == "dist_error"
+    errors = [e for e in run.events if e.kind == EventKind.DIST_ERROR
               and not str(e.data.get("type")).endswith(LAUNCHER_ECHOES)]
     early = [e for e in errors if is_start_error(e.data.get("type"))]
     if errors and len(early) == len(errors):

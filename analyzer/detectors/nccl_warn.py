@@ -35,8 +35,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from ..model import Evidence, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
-from ..nccl.failures import Entry, classify, classify_in_area
+from ..model import EventKind, Evidence, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
+from ..nccl.failures import Area, Entry, EntryKind, EntryVerdict, classify, classify_in_area
 from ..nccl.gids import shown_routable
 from ..rules.chain import warn_chains as _chains
 from ..rules.exits import FailureKind
@@ -73,7 +73,7 @@ def detect(run: Run) -> list[Finding]:
     down = teardown_of_run(run)
     teardown: list[LogEvent] = []
     for i, w in enumerate(run.events):
-        if w.kind != "nccl_warn":
+        if w.kind != EventKind.NCCL_WARN:
             continue
         if in_teardown(w, down):
             teardown.append(w)
@@ -85,7 +85,7 @@ def detect(run: Run) -> list[Finding]:
                 continue
             src = w.data.get("source")  # one format string in NCCL's source: one shape of message
             key = "?" + (src if isinstance(src, str) and src else NUMBER_RE.sub("#", w.text.strip())[:MAX_QUOTE])
-        elif entry.kind == "config" and _config_reports(w.text, settings):
+        elif entry.kind == EntryKind.CONFIG and _config_reports(w.text, settings):
             continue
         else:
             key = entry.id
@@ -125,11 +125,11 @@ def _init_stopped(run: Run) -> list[Finding]:
         return []
     last: dict[int, LogEvent] = {}
     for e in run.events:
-        if e.rank in stuck and (e.kind.startswith("nccl_net_") or e.kind in ("nccl_warn", "nccl_backtrace")):
+        if e.rank in stuck and (e.kind.startswith("nccl_net_") or e.kind in (EventKind.NCCL_WARN, EventKind.NCCL_BACKTRACE)):
             last[e.rank] = e  # events are in file order
     groups: dict[str, _Group] = {}
     for e in last.values():
-        entry = classify(e.text) if e.kind == "nccl_net_nvls" else None
+        entry = classify(e.text) if e.kind == EventKind.NCCL_NET_NVLS else None
         if entry is not None:
             _add(groups, entry.id, entry, e, ())
     return [Finding(kind=FindingKind.NOTE, severity=SEVERITY[g.entry.severity],
@@ -157,10 +157,10 @@ def _warnings(run: Run, failed: bool) -> list[Finding]:
         if e is None:
             continue
         verdict = Verdict(e.verdict) if failed and e.verdict else None
-        kind = FindingKind.NOTE if e.kind == "note" else (
-            FindingKind.CONFIG if e.verdict == "config_error" else FindingKind.ERROR)
+        kind = FindingKind.NOTE if e.kind == EntryKind.NOTE else (
+            FindingKind.CONFIG if e.verdict == EntryVerdict.CONFIG_ERROR else FindingKind.ERROR)
         out.append(Finding(
-            kind=kind, severity=SEVERITY[e.severity] if failed or e.kind == "note" else Severity.WARNING,
+            kind=kind, severity=SEVERITY[e.severity] if failed or e.kind == EntryKind.NOTE else Severity.WARNING,
             message=f"torch {'said' if e.kind == 'note' else 'warned'} {_who(g.ranks, g.count)}: \"{_quote(g.first.text)}\": {e.cause}",
             ranks=tuple(sorted(g.ranks)), hint=f"{e.fix} ({e.link})", evidence=tuple(g.evidence), verdict=verdict,
             data={"entry": e.id, "area": e.area, **({"culprits": []} if verdict else {}), "cause": e.cause,
@@ -214,7 +214,7 @@ def _job_failed(run: Run) -> bool:
 
 def _mismatch_reported(run: Run) -> bool:
     """The ranks themselves reported a collective mismatch: PyTorch's DETAIL check or a backend's abort on one."""
-    return any(e.kind == "collective_mismatch" for e in run.events) or any(
+    return any(e.kind == EventKind.COLLECTIVE_MISMATCH for e in run.events) or any(
         f.kind is FailureKind.MISMATCH for f in failures_of_run(run))
 
 
@@ -228,7 +228,7 @@ def _argues(e: Entry, failed: bool, causing: list[Setting], mismatch: bool = Fal
         return Verdict.CONFIG_ERROR
     if e.verdict is None or (mismatch and e.id in DESYNC_TOO):
         return None
-    if e.verdict == "crash" and e.area == "socket" and not failed:
+    if e.verdict == EntryVerdict.CRASH and e.area == Area.SOCKET and not failed:
         return None
     return Verdict(e.verdict)
 
@@ -254,7 +254,7 @@ def _finding(g: _Group, failed: bool, settings: Mapping[str, Setting], mismatch:
         evidence += [s.evidence for s in causing if s.evidence is not None and s.evidence not in evidence]
     set_by = "".join(f"{s.name}={s.value}, then " for s in causing)
     return Finding(
-        kind=FindingKind.ERROR if e.kind != "note" else FindingKind.NOTE, severity=SEVERITY[e.severity],
+        kind=FindingKind.ERROR if e.kind != EntryKind.NOTE else FindingKind.NOTE, severity=SEVERITY[e.severity],
         message=f"{set_by}NCCL WARN {who}: \"{quote}\": {e.cause}",
         ranks=tuple(sorted(g.ranks)), hint=f"{e.fix} ({e.link})", evidence=tuple(evidence),
         verdict=verdict,
@@ -288,7 +288,7 @@ def _settings(run: Run) -> list[Finding]:
     out = []
     for s in run.job.settings.values():
         entry = classify(f"{s.name} set by environment to {s.value}")
-        if entry is not None and entry.area == "environment":
+        if entry is not None and entry.area == Area.ENVIRONMENT:
             out.append(Finding(kind=FindingKind.NOTE, severity=SEVERITY[entry.severity],
                                message=f"{s.name}={s.value}: {entry.cause}", hint=f"{entry.fix} ({entry.link})",
                                evidence=(s.evidence,) if s.evidence else (),
@@ -302,7 +302,7 @@ def _releases(run: Run) -> list[Finding]:
     out = []
     for version in sorted(set(run.job.nccl_versions.values())):
         entry = classify(f"NCCL version {version}")
-        if entry is not None and entry.area == "release":
+        if entry is not None and entry.area == Area.RELEASE:
             out.append(Finding(kind=FindingKind.NOTE, severity=SEVERITY[entry.severity],
                                message=f"NCCL {version} has a known problem: {entry.cause}",
                                hint=f"{entry.fix} ({entry.link})", evidence=_version_line(run, version),

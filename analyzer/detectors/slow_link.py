@@ -18,7 +18,7 @@ import pandas as pd
 from ..metrics.busbw import busbw_table
 from ..metrics.link_floor import FLOOR_SHARE, LinkFacts, SlowSweep, link_facts, per_size, slow_sweeps
 from ..metrics.share import run_busbw
-from ..model import Evidence, Finding, FindingKind, Run, Severity, Verdict
+from ..model import Certainty, Evidence, Finding, FindingKind, Run, Severity, Verdict
 from .common import record_evidence
 
 __all__ = ["busbw_table", "detect"]
@@ -104,7 +104,7 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     sizes = per_size(s.rows)
     test = s.rows[-1].get("test") or "the benchmark"
     links = f"{f.links} {f.path} NIC{'s' if f.links > 1 else ''} a node" if f.path != "NVLink" else "NVLink"
-    if f.certainty == "possible":
+    if f.certainty == Certainty.POSSIBLE:
         links = f"nodes of {', '.join(facts.gpus[:2])} over {f.path} (no NCCL line names it)"
     gdr = {True: "GDRDMA on", False: "no GDRDMA on the network channels", None: None}[facts.gdr]
     said = ", ".join(x for x in (f"{facts.nnodes} node{'s' if facts.nnodes > 1 else ''}",
@@ -113,7 +113,7 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     hint = NVLINK_HINT if f.path == "NVLink" else (GDR_OFF_HINT if facts.gdr is False else NET_HINT)
     if f.links > 1 and f.path != "NVLink":
         hint += MANY_NICS_HINT
-    if f.certainty == "possible":
+    if f.certainty == Certainty.POSSIBLE:
         hint = UNKNOWN_NET_HINT + hint
     set_ = [f"{k}={run.job.settings[k].value}" for k in SETTINGS if k in run.job.settings]
     if set_:

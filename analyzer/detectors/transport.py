@@ -10,7 +10,7 @@ one-host communicator.
 """
 from __future__ import annotations
 
-from ..model import Communicator, Evidence, Finding, FindingKind, Run, Severity
+from ..model import Communicator, EventKind, Evidence, Finding, FindingKind, Run, Severity
 
 
 def _one_host(c: Communicator, run: Run) -> bool:
@@ -26,7 +26,7 @@ def _network_lines(c: Communicator, run: Run) -> tuple[Evidence, ...]:
     """The Init line of ``c``'s lowest rank (its size, its one node where NCCL says so) and the first line saying
     which network NCCL uses."""
     init = [c.init_lines[min(c.init_lines)]] if c.init_lines else []
-    using = next((e.evidence for e in run.events if e.kind == "nccl_net_network"), None)
+    using = next((e.evidence for e in run.events if e.kind == EventKind.NCCL_NET_NETWORK), None)
     return tuple(init + ([using] if using is not None else []))
 
 
@@ -44,7 +44,7 @@ def detect(run: Run) -> list[Finding]:
                 hint="Ranks on one host should talk over P2P/NVLink or SHM: check NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, "
                 "container IPC settings (--ipc=host) and CUDA_VISIBLE_DEVICES.", evidence=_network_lines(c, run),
                 data={"transports": ts}))
-    guesses = [e for e in run.events if e.kind == "nccl_net_speed_guess"]
+    guesses = [e for e in run.events if e.kind == EventKind.NCCL_NET_SPEED_GUESS]
     uses_net = any(t.startswith("NET/") for c in run.communicators for t in c.transports) or len(run.job.hosts) > 1
     if guesses and uses_net:
         findings.append(Finding(

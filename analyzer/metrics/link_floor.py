@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Evidence, LogEvent, Run
+from ..model import EventKind, Evidence, LogEvent, Run
 from ..sources.nccl_tests import device_gpu
 
 FLOOR_SHARE = 0.4
@@ -89,15 +89,15 @@ def link_facts(run: Run) -> LinkFacts:
     for e in run.events:
         if e.kind == "RankTagged" and (gpu := device_gpu(e.text)) is not None:
             gpus.setdefault(gpu, e.evidence)
-        elif e.kind == "nccl_net_gdr":
+        elif e.kind == EventKind.NCCL_NET_GDR:
             gdr_vias.append(e)
-        elif e.kind in ("nccl_net_gdr_disabled", "nccl_net_gdr_enabled") and "NET/IB" in e.evidence.text:
+        elif e.kind in (EventKind.NCCL_NET_GDR_DISABLED, EventKind.NCCL_NET_GDR_ENABLED) and "NET/IB" in e.evidence.text:
             hca.setdefault(e.kind.endswith("enabled"), e)
-        elif e.kind == "nccl_net_ib":
+        elif e.kind == EventKind.NCCL_NET_IB:
             listed = max(listed, len(NIC_RE.findall(e.text.split(";", 1)[0])))
             layers |= {x for x in ("IB", "RoCE") if f"/{x}" in e.text}
             ev[:] = ev or [e.evidence]  # one NIC list as evidence, whatever the number of ranks printing it
-        elif e.kind == "nccl_net_network" and network is None:
+        elif e.kind == EventKind.NCCL_NET_NETWORK and network is None:
             network = e.text.strip()
     transports = sorted({t for c in run.communicators for t in c.transports})
     net = next((t[4:] for t in transports if t.startswith("NET/")), network)
