@@ -36,37 +36,56 @@ def collect_files(paths: list[Path], workdir: Path,
 
 def _walk(root: Path, skipped: list[tuple[str, str]] | None = None) -> list[tuple[Path, str]]:
     """The files under ``root`` that ingest reads; links, FIFOs, devices and unreadable folders go to
-    ``skipped`` as (name, why), for the analysis' problems."""
-    out = []
+    ``skipped`` as (name, why), for the analysis' problems. Folders are listed with ``os.scandir``, whose
+    entries say what each is without a ``stat`` call (``os.walk`` lists the same way, then this walk called
+    ``lstat`` and built two paths a file: a third of a second at 16,384 rank logs, before any parse starts);
+    only an entry that is not a regular file is looked at again, to say what it is. The order is
+    ``os.walk``'s, top down: a folder's files by name, then its sub-folders by name."""
+    out: list[tuple[Path, str]] = []
     told = skipped if skipped is not None else []
+    top = os.fspath(root)
 
-    def unreadable(e: OSError) -> None:
-        name = os.path.relpath(e.filename, root) if e.filename else str(root)
-        told.append((name, f"folder not readable ({e.strerror or e})"))
-
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=unreadable):
-        links = {d for d in dirnames if os.path.islink(os.path.join(dirpath, d))}
-        told.extend((os.path.relpath(os.path.join(dirpath, d), root), "a link to a folder, not followed")
-                    for d in sorted(links) if not d.startswith("."))
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS and d not in links)
-        for fn in sorted(filenames):
+    def visit(folder: str, rel: str) -> None:
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError as e:
+            name = os.path.relpath(e.filename, top) if e.filename else top
+            told.append((name, f"folder not readable ({e.strerror or e})"))
+            return
+        dirs: dict[str, os.DirEntry[str]] = {}
+        files: dict[str, os.DirEntry[str]] = {}
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()  # a link to a folder too, as os.walk sorts them
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files)[entry.name] = entry
+        links = {d for d, entry in dirs.items() if entry.is_symlink()}
+        told.extend((rel + d, "a link to a folder, not followed") for d in sorted(links) if not d.startswith("."))
+        for fn in sorted(files):
             if fn in SKIP_NAMES or fn.startswith("."):
                 continue
-            p = Path(dirpath) / fn
-            try:
-                mode = os.lstat(p).st_mode
-            except OSError as e:
-                told.append((str(p.relative_to(root)), f"cannot read ({e.strerror or e})"))
-                continue
-            if not stat.S_ISREG(mode):
-                told.append((str(p.relative_to(root)), safe_io.kind_of(mode) + (
-                    ", not followed" if stat.S_ISLNK(mode) else ", not a regular file")))
-                continue
-            out.append((p, str(p.relative_to(root))))
+            entry = files[fn]
+            if not entry.is_file(follow_symlinks=False):
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError as e:
+                    told.append((rel + fn, f"cannot read ({e.strerror or e})"))
+                    continue
+                if not stat.S_ISREG(mode):
+                    told.append((rel + fn, safe_io.kind_of(mode) + (
+                        ", not followed" if stat.S_ISLNK(mode) else ", not a regular file")))
+                    continue
+            out.append((Path(entry.path), rel + fn))
             if len(out) > MAX_FILES:
                 raise InputError(f"{root}: more than {MAX_FILES} files")
-    return out
+        for d in sorted(dirs):
+            if not d.startswith(".") and d not in SKIP_DIRS and d not in links:
+                visit(dirs[d].path, rel + d + "/")
 
+    visit(top, "")
+    return out
 
 
 def file_size(p: Path) -> int:
