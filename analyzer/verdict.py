@@ -51,7 +51,29 @@ def decide(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] =
 
 
 def judge(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] = ()) -> Decision:
-    """``alerts``: the live monitor's alerts for this run (``alerts.jsonl``), when there are any."""
+    """``alerts``: the live monitor's alerts for this run (``alerts.jsonl``), when there are any. Nodes of the job that
+    run different NCCL releases or network plugins explain the incident that followed (``environment_explains``)."""
+    return environment_explains(_judge(run, findings, alerts), findings)
+
+
+EXPLAINED_BY_ENVIRONMENT = (Verdict.HANG, Verdict.CRASH, Verdict.DESYNC)
+
+
+def environment_explains(d: Decision, findings: list[Finding]) -> Decision:
+    """A hang, crash or desync in a job whose nodes load different NCCL releases or network plugins (the config
+    detector's finding marked ``environment_mismatch``, ``rules.environment``) is that mismatch's: a config error
+    naming it, no rank at fault. A job that went well with such a difference keeps its verdict (the finding notes it)."""
+    mismatch = [f for f in findings if f.kind is FindingKind.CONFIG and f.data.get("environment_mismatch")]
+    if not mismatch or d.verdict not in EXPLAINED_BY_ENVIRONMENT:
+        return d
+    f = mismatch[0]
+    return Decision(Verdict.CONFIG_ERROR, (), None, f"{f.message}; then the job went wrong ({d.verdict.value}: "
+                    f"{d.headline})"[:500], Certainty.LIKELY.value,
+                    f"the nodes differ in their {f.data['environment_mismatch']}, and what followed is what such a "
+                    "mismatch does")
+
+
+def _judge(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] = ()) -> Decision:
     blockers = [f for f in findings if f.verdict == Verdict.UNKNOWN]  # e.g. two jobs mixed in one input
     if blockers:
         return Decision(Verdict.UNKNOWN, (), None, blockers[0].message)

@@ -19,6 +19,7 @@ from . import (
     launch,
     nccl_warn,
     slow_link,
+    stacks,
     straggler,
     transport,
 )
@@ -28,6 +29,7 @@ Detector = Callable[[Run], list[Finding]]
 DETECTORS: dict[str, Detector] = {
     "desync": desync.detect,
     "hang": hang.detect,
+    "stacks": stacks.detect,  # the ranks' stack dumps and their own prints of who waits
     "launch": launch.detect,  # before crash: a command that never started is said as such, not as a crash
     "crash": crash.detect,
     "config": config.detect,

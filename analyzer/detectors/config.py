@@ -16,8 +16,10 @@ from ..nccl.gids import shown_routable
 from ..nccl.risky_settings import FORCED, NOTES
 from ..rules.cause import CauseVerdict, Failure, root_cause
 from ..rules.config import config_mistake
+from ..rules.environment import environment_mismatch, plugin_of
 from ..rules.exits import FailureKind
-from ..rules.facts import failures_of_run
+from ..rules.facts import failures_of_run, process_of
+from ..sources.records import LAUNCH_FAILURE_EVENT
 from .catalogue import KnownError, classify
 from ..nccl.failures import EntryKind, EntryVerdict
 
@@ -45,6 +47,8 @@ def detect(run: Run) -> list[Finding]:
             data={"settings": list(names)}))
     if not findings:
         findings += _setup_errors(run)
+    if not findings:
+        findings += _launch_setup(run)
     if not findings:
         findings += _interfaces_chosen(run)
     if not findings:
@@ -84,8 +88,57 @@ def detect(run: Run) -> list[Finding]:
                                 message="processes run different NCCL versions: " + "; ".join(
                                     f"{v} (pids {', '.join(map(str, p[:5]))})" for v, p in by.items()),
                                 hint="Install the same NCCL on every node.",
-                                evidence=tuple(run.job.version_lines[v] for v in by if v in run.job.version_lines)))
+                                evidence=tuple(run.job.version_lines[v] for v in by if v in run.job.version_lines),
+                                data={"environment_mismatch": "NCCL version"} if _one_job(
+                                    run, {str(pid): v for pid, v in versions.items()}, by_pid=True) else {}))
+    findings += _plugins_differ(run)
     return findings
+
+
+def _plugins_differ(run: Run) -> list[Finding]:
+    """The hosts of one job loaded different network plugins or used different networks (``rules.environment``):
+    a finding that says so, marked ``environment_mismatch`` (``verdict`` makes it the config error behind whatever
+    went wrong after it)."""
+    plugins: list[tuple[str, str]] = []
+    networks: list[tuple[str, str]] = []
+    lines: dict[tuple[str, str], LogEvent] = {}
+    for e in run.events:
+        if e.kind not in (EventKind.NCCL_NET_PLUGIN, EventKind.NCCL_NET_NETWORK):
+            continue
+        proc = process_of(e.evidence.text)
+        if proc is None:
+            continue
+        host = proc.rsplit(":", 1)[0]
+        value = plugin_of(e.evidence.text) if e.kind == EventKind.NCCL_NET_PLUGIN else e.text.strip()
+        if not value:
+            continue
+        (plugins if e.kind == EventKind.NCCL_NET_PLUGIN else networks).append((host, value))
+        lines.setdefault((host, value), e)
+    m = environment_mismatch(plugins, networks, {})
+    if m is None or not _one_job(run, {h: v for v, hs in m.values for h in hs}):
+        return []
+    ev = [lines[(hs[0], v)].evidence for v, hs in m.values if (hs[0], v) in lines]
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.ERROR, ranks=(),
+        message=f"the nodes of one job run NCCL with different {m.what}s: {m.describe()}: an environment mismatch "
+        "between the nodes (another image, library path or plugin install on some), which NCCL does not survive "
+        "reliably: connections that never complete, hangs at init or at the first collective",
+        hint="Make every node load the same NCCL and network plugin: the same image or module set, the same "
+             "LD_LIBRARY_PATH / NCCL_NET_PLUGIN, the plugin installed everywhere or nowhere; compare the NET/Plugin and "
+             "'Using network' lines of each node.",
+        evidence=tuple(ev[:4]), data={"environment_mismatch": m.what, "values": [[v, list(hs)] for v, hs in m.values],
+                                      "culprits": []})]
+
+
+def _one_job(run: Run, value_of: dict[str, str], by_pid: bool = False) -> bool:
+    """The hosts (or processes, ``by_pid``) that disagree are one job's: one communicator holds ranks of two of the
+    differing groups (two runs pasted into one input are no mismatch)."""
+    group: dict[int, str] = {}
+    for p in run.job.processes:
+        key = str(p.pid) if by_pid else p.host
+        if p.rank is not None and key in value_of:
+            group[p.rank] = value_of[key]
+    return any(len({group[r] for r in c.members.values() if r in group}) > 1 for c in run.communicators)
 
 
 def _setup_errors(run: Run) -> list[Finding]:
@@ -110,6 +163,31 @@ def _setup_errors(run: Run) -> list[Finding]:
     return [Finding(kind=FindingKind.CONFIG, severity=Severity.CRITICAL, message=f"{first.meaning} ({what}: {quote})",
                     ranks=tuple(sorted({e.rank for e in hits if e.rank is not None})), hint=f"{first.hint} ({first.link})",
                     evidence=tuple(e.evidence for e in hits[:3]), verdict=Verdict.CONFIG_ERROR,
+                    data={"entry": first.id, "area": first.area, "culprits": [], "count": len(hits)})]
+
+
+def _launch_setup(run: Run) -> list[Finding]:
+    """The launcher's or the communication runtime's own failure (``sources.launcher_log``: ssh refusing mpirun, ORTE /
+    PRRTE unable to start or keep a daemon, UCX / UCC shared memory between containers) that the knowledge base calls
+    a set-up problem: one config error for the first such entry, no culprit rank (the launch or the containers are
+    set up wrong), unless the job ended well all the same (exit 0, the launcher's success, every rank's end)."""
+    hits: list[LogEvent] = []
+    first: KnownError | None = None
+    for e in run.events:
+        if e.kind != LAUNCH_FAILURE_EVENT:
+            continue
+        k = classify(e.text)
+        if k is None or k.verdict != EntryVerdict.CONFIG_ERROR or (first is not None and k is not first):
+            continue
+        first = first or k
+        hits.append(e)
+    if first is None or run.job.exit_code == 0 or any(e.kind == EventKind.LAUNCHER_SUCCEEDED for e in run.events):
+        return []
+    hosts = sorted({str(e.data["host"]) for e in hits if e.data.get("host")})
+    where = f" ({', '.join(hosts[:4])})" if hosts else ""
+    return [Finding(kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+                    message=f"{first.meaning}{where}: \"{' '.join(hits[0].text.split())[:200]}\"",
+                    hint=f"{first.hint} ({first.link})", evidence=tuple(e.evidence for e in hits[:3]),
                     data={"entry": first.id, "area": first.area, "culprits": [], "count": len(hits)})]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal as _signal
 
 from .. import rules
-from ..model import EventKind, Evidence, ExitRecord, Finding, FindingData, FindingKind, Run, Severity, Verdict
+from ..model import EventKind, Evidence, ExitRecord, Finding, FindingData, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.cause import NO_CULPRIT, CauseVerdict
 from ..rules.exits import ExitClass, FailureKind, exit_class
 from ..rules.facts import failures_of_run
@@ -33,7 +33,8 @@ def detect(run: Run) -> list[Finding]:
     exits = [e for e in run.exits if e.exitcode not in (None, 0)]
     cause = rules.root_cause(failures_of_run(run))
     first = cause.first if cause is not None and cause.verdict == CauseVerdict.CRASH else None
-    root = _exit_of(exits, first.rank) if first is not None else None
+    # a GPU the kernel saw fail is described as itself, not as the exit of a process it took down
+    root = _exit_of(exits, first.rank) if first is not None and first.kind is not FailureKind.GPU else None
     if root is None and first is None and exits:
         root = next((e for e in exits if e.root_cause), exits[0])  # no cause: the first end is described
     if root is not None and root.exitcode is not None:
@@ -107,11 +108,14 @@ def _error_finding(run: Run, first: rules.Failure, named: bool) -> Finding:
     """The first cause has no exit record: an exception, an OOM, a rank that vanished. ``named``: the time
     line names its rank as the culprit (``rules.Cause.culprits``)."""
     ev = next((e for e in run.events if (e.evidence.file, e.evidence.line) == first.order), None)
-    text = ev.text + " " + str(ev.data.get("last_error") or "") if ev is not None else first.text
+    text = f"{ev.text} {ev.data.get('message') or ''} {ev.data.get('last_error') or ''}" if ev is not None else first.text
     k = classify(text)
     who = f"rank {first.rank}" if first.rank is not None else "a process"
     data: FindingData = {"cause": first.kind.value}
-    if first.kind in NO_CULPRIT and not named:  # the link or NCCL itself failed there: the rank only reported it
+    if first.kind is FailureKind.GPU:  # the hardware failed: no rank's code, the GPU and its node named
+        data["culprits"] = []
+        who = _gpu_named(run, ev)
+    elif first.kind in NO_CULPRIT and not named:  # the link or NCCL itself failed there: the rank only reported it
         data["culprits"] = []
         who = f"NCCL on {who}" if first.kind is FailureKind.NCCL else f"the network seen from {who}"
     elif first.kind is FailureKind.NCCL:  # one rank's NCCL error, the others' its echo
@@ -121,6 +125,34 @@ def _error_finding(run: Run, first: rules.Failure, named: bool) -> Finding:
         ranks=(first.rank,) if first.rank is not None else (),
         hint=k.hint if k else "Read the traceback of the first rank that failed.",
         evidence=(ev.evidence,) if ev is not None else _failure_line(first), verdict=Verdict.CRASH, data=data)
+
+
+def _gpu_named(run: Run, ev: LogEvent | None) -> str:
+    """The GPU a kernel line names, its host when the line gives one, and the rank whose device it is when the
+    NCCL lines tell (one process on that bus, on that host)."""
+    if ev is None:
+        return "a GPU (the kernel's log)"
+    pci, host = str(ev.data.get("pci") or "?"), ev.data.get("host")
+    bus = _bus_of(pci)
+    ranks = sorted({p.rank for p in run.job.processes if p.rank is not None and p.bus_id and _bus_of(p.bus_id) == bus
+                    and (host is None or p.host == host)})
+    where = f" on {host}" if host else ""
+    whose = f", rank {ranks[0]}'s device" if len(ranks) == 1 else ""
+    xid = ev.data.get("xid")
+    return f"the GPU at PCI {pci}{where}{whose} (the kernel logged {f'Xid {xid}' if xid is not None else 'it'}; no rank's code)"
+
+
+def _bus_of(pci: str) -> tuple[int, int] | None:
+    """(bus, device) of a PCI address as the driver prints it (``0000:3b:00``, ``0000:3b:00.0``) or NCCL's busId
+    (``3b000``: bus, device and function in hex)."""
+    parts = pci.lower().split(".")[0].split(":")
+    try:
+        if len(parts) >= 2:
+            return int(parts[-2], 16), int(parts[-1], 16)
+        v = int(parts[0], 16)
+        return (v >> 12) & 0xFF, (v >> 4) & 0xFF
+    except ValueError:
+        return None
 
 
 def _failure_line(first: rules.Failure) -> tuple[Evidence, ...]:

@@ -298,9 +298,11 @@ def _settings(run: Run) -> list[Finding]:
 
 
 def _releases(run: Run) -> list[Finding]:
-    """NCCL releases with known problems, one finding per release."""
+    """NCCL releases with known problems, one finding per release (the job's version too: a bare ``NCCL version`` line
+    of rank 0 or a benchmark names no process)."""
     out = []
-    for version in sorted(set(run.job.nccl_versions.values())):
+    versions = set(run.job.nccl_versions.values()) | ({run.job.nccl_version} if run.job.nccl_version else set())
+    for version in sorted(versions):
         entry = classify(f"NCCL version {version}")
         if entry is not None and entry.area == Area.RELEASE:
             out.append(Finding(kind=FindingKind.NOTE, severity=SEVERITY[entry.severity],

@@ -80,7 +80,10 @@ def _nccl_event(rec: R.Rec, rank: int | None) -> LogEvent | None:
 def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
     kind: EventKind | None = None
     data: dict[str, Any] = {}
-    if isinstance(rec, R.WatchdogTimeout):
+    if isinstance(rec, R.ToolEvent):  # another tool's line (MPI, UCX, the kernel, a stack dump): its own kind and data
+        tool_kind, data = rec.event()
+        kind = EventKind(tool_kind)
+    elif isinstance(rec, R.WatchdogTimeout):
         kind, data = EventKind.WATCHDOG_TIMEOUT, {"seq": rec.seq, "op": canonical_op(rec.op), "pg": rec.pg,
                                           "timeout_ms": rec.timeout_ms, "numel": rec.numel_in}
     elif isinstance(rec, R.WatchdogFailure):

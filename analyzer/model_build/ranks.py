@@ -5,6 +5,7 @@ communicator of the world's size, else what the hook, a wrapper prefix or the la
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..model import Evidence, Job, Process, Setting
@@ -169,6 +170,26 @@ def _logged_ranks(g: Gathered) -> set[int]:
     return out
 
 
+CUDA_DEV_RE = re.compile(r"\bcudaDev (\d{1,4})\b")
+
+
+def _more_devices(g: Gathered, proc_rank: dict[ProcKey, int], world: int | None) -> list[Process]:
+    """A process that drives several GPUs, one thread each (XLA, TensorFlow, nccl-tests -t), holds one rank of the
+    world's top-level communicator per GPU: each rank after its first, on another cudaDev, is a process entry of its
+    own (same host and pid), not a rank missing from the input."""
+    out: dict[tuple[ProcKey, int], Process] = {}
+    for (key, _), cl in g.comms.items():
+        first = proc_rank.get(key)
+        if first is None or cl.parent_ptr is not None or not world or cl.nranks != world or cl.rank == first:
+            continue
+        dev = CUDA_DEV_RE.search(cl.init_line.text) if cl.init_line is not None else None
+        if dev is None or int(dev.group(1)) == g.proc_dev.get(key, (None, None))[0]:
+            continue  # another communicator of the same GPU (a second group of the world's size): the same rank
+        out.setdefault((key, cl.rank), Process(key[0], key[1], cl.rank, int(dev.group(1)), None,
+                                               cl.init_line or g.proc_first_seen.get(key)))
+    return list(out.values())
+
+
 def _printed_versions(g: Gathered) -> tuple[str | None, str | None]:
     """(torch, NCCL) versions printed in PyTorch's own lines (an error's ``NCCL version 2.21.5``, collect_env)."""
     torch = next((r.torch for r in g.torch_recs if isinstance(r, R.TorchVersionLine) and r.torch), None)
@@ -183,6 +204,7 @@ def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
     for key in sorted(g.proc_first_seen, key=lambda k: (proc_rank.get(k, 1 << 30), k)):
         dev, bus = g.proc_dev.get(key, (None, None))
         processes.append(Process(key[0], key[1], proc_rank.get(key), dev, bus, g.proc_first_seen[key]))
+    processes += _more_devices(g, proc_rank, ranks.world)
     held = {p.rank for p in processes if p.rank is not None}
     held |= {h.rank for h in g.hook if isinstance(h.rank, int)} | {f.rank for f in g.frs if f.rank is not None}
     held |= {c.rank for c in g.completions if c.rank is not None}  # ranks the hook or a dump shows already

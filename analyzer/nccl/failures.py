@@ -69,13 +69,18 @@ SEVERITIES = ("info", "warning", "error", "critical")
 AREAS = (
     "init", "bootstrap", "socket", "shm", "ib", "p2p", "nvls", "collnet", "proxy", "plugin", "enqueue",
     "topology", "mismatch", "cuda", "xid", "torch-c10d", "torch-elastic", "container", "environment", "release",
+    "launcher", "nccl-bug",
 )
 # the verdict an entry argues for when it is the job's first failure, by area (an entry's own ``verdict``
 # overrides it; notes argue for none): the host, container, driver or fabric set up wrong is a config
-# error; a network failure (IB, sockets, the proxy thread carrying them) is a crash no rank is at fault for
+# error; a network failure (IB, sockets, the proxy thread carrying them) is a crash no rank is at fault for; the launch
+# set up wrong (mpirun's daemons, ssh) is a config error; a known bug of NCCL's own (area nccl-bug) is a crash no rank
+# is at fault for, whichever rank's process it happened in
 VERDICTS = tuple(EntryVerdict)
 AREA_VERDICT = {"shm": "config_error", "nvls": "config_error", "topology": "config_error", "container": "config_error",
-                "environment": "config_error", "ib": "crash", "socket": "crash", "proxy": "crash"}
+                "environment": "config_error", "launcher": "config_error", "ib": "crash", "socket": "crash",
+                "proxy": "crash", "nccl-bug": "crash"}
+BUG_AREA = "nccl-bug"
 MAX_TEXT = 4096
 REQUIRED = ("id", "area", "pattern", "releases", "cause", "fix", "link", "examples")
 
@@ -101,6 +106,11 @@ class Entry:
     overlaps: tuple[str, ...] = ()  # entries whose examples this pattern may match too
     verdict: EntryVerdict | None = None  # CONFIG_ERROR / CRASH when it is the first failure (``_verdict``)
     settings: tuple[str, ...] = ()  # settings that cause this message when set (a config error naming them)
+
+    @property
+    def is_bug(self) -> bool:
+        """A known bug of NCCL's own (its area ``nccl-bug``): no rank's code is at fault, whichever rank hit it."""
+        return self.area == BUG_AREA
 
     # the names the detectors used before the knowledge base (catalogue.KnownError)
     @property

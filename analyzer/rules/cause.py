@@ -58,7 +58,8 @@ class Cause:
     @property
     def culprits(self) -> tuple[int, ...]:
         """The ranks at fault: ``ranks``, but none when the first failure is the link's (an IB completion
-        error, a fatal QP event): the network failed on the rank that reported it, not that rank's code. NCCL's
+        error, a fatal QP event) or a GPU's the kernel logged (a fatal Xid): the network or the hardware failed on the
+        rank that reported it, not that rank's code. NCCL's
         own error (internal error, unhandled system or CUDA error inside NCCL, invalid usage) first names its
         rank only when it is ``lone_nccl_error``: one rank's, the others only echoing it; else (every rank
         reporting one, a rank alone on the time line, a setup fault) none."""
@@ -69,7 +70,7 @@ class Cause:
         return ()
 
 
-NO_CULPRIT = frozenset({FailureKind.NETWORK, FailureKind.NCCL})
+NO_CULPRIT = frozenset({FailureKind.NETWORK, FailureKind.NCCL, FailureKind.GPU})
 
 
 def lone_nccl_error(first: Failure, echoes: Iterable[Failure]) -> bool:
@@ -77,14 +78,16 @@ def lone_nccl_error(first: Failure, echoes: Iterable[Failure]) -> bool:
     inside NCCL, an internal error) when other ranks are on the time line and they only echo it (timeouts,
     peers gone, stopped, the link to it closed after it): none of them reports NCCL's own error, and the
     knowledge base does not call the message a setup fault (kind config). One rank alone on the time line
-    names none: its peers may have failed the same way out of sight."""
+    names none: its peers may have failed the same way out of sight. A known bug of NCCL's own (an entry of area
+    nccl-bug: its RAS thread crashing, a net id its own graph search lost) names none either: the rank only hosted
+    it."""
     if first.rank is None:
         return False
     others = [f for f in echoes if f.rank is not None and f.rank != first.rank]
     if not others or any(f.kind is FailureKind.NCCL for f in others):
         return False
     entry = classify(first.text)
-    return entry is None or entry.kind != "config"
+    return entry is None or (entry.kind != EntryKind.CONFIG and not entry.is_bug)
 
 
 DEVICE_RE = re.compile(r"\bGPU (\d{1,4})\b")  # CUDA's OOM message: "... Tried to allocate 2.00 GiB. GPU 3 has ..."
@@ -119,14 +122,16 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
     fs = sorted(failures, key=_key)
     if not fs:
         return None
-    causes = [f for f in fs if f.is_cause]
+    # a GPU fault the kernel logged comes first: its line has no time the job's lines can be put against, and what the
+    # job printed (CUDA errors, NCCL errors, timeouts on that node) is what losing the GPU or its link did to it
+    causes = sorted((f for f in fs if f.is_cause), key=lambda f: f.kind is not FailureKind.GPU)
     first = causes[0] if causes else None
     seen = next((f for f in fs if f.kind is FailureKind.MISMATCH), None)
     if seen is not None and (first is None or _key(seen) <= _key(first) or _close(seen, first)):
         why = (f"rank {seen.rank}'s backend saw a collective mismatch first" if seen.rank is not None else
                "a backend saw a collective mismatch first") + "; what failed after it is its echo"
         return Cause(CauseVerdict.DESYNC, (), seen, tuple(f for f in fs if f is not seen), why)
-    if stalled and (first is None or _after_stall(first, fs, stall_t)):
+    if stalled and (first is None or (first.kind is not FailureKind.GPU and _after_stall(first, fs, stall_t))):
         why = "a stall came first; what failed after it was stopped or saw its peers go"
         return Cause(CauseVerdict.HANG, (), None, tuple(fs), why)
     if first is None:

@@ -53,6 +53,7 @@ class FailureKind(str, enum.Enum):
     EXIT = "exit"  # ended itself with a non-zero code, nothing else known
     FATAL = "fatal_signal"
     VANISHED = "vanished"  # stopped writing without an exit record while the others went on
+    GPU = "gpu_fault"  # the driver's kernel log: a GPU or its NVLink failed (a fatal Xid, fallen off the bus)
     # symptoms and echoes
     TIMEOUT = "timeout"
     PEER = "peer_gone"  # connection closed / reset by peer, remote process exited
@@ -63,7 +64,7 @@ class FailureKind(str, enum.Enum):
 
 
 CAUSES = frozenset({FailureKind.OOM, FailureKind.CUDA, FailureKind.NCCL, FailureKind.NETWORK,
-                    FailureKind.EXCEPTION, FailureKind.EXIT, FailureKind.FATAL, FailureKind.VANISHED})
+                    FailureKind.EXCEPTION, FailureKind.EXIT, FailureKind.FATAL, FailureKind.VANISHED, FailureKind.GPU})
 
 INTERRUPT_RE = re.compile(r"KeyboardInterrupt|SignalException|Signal 2 \(SIGINT\)|Signal 15 \(SIGTERM\)|"
                           r"got signal: ?(?:2|15)\b")

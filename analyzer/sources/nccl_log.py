@@ -470,7 +470,7 @@ def _parse_net(msg: str, base: Base) -> NcclRec | None:
         m = NET_USING_RE.match(msg)
         if m:
             return NcclNet(*base, m.group("which").lower(), m.group("v"))
-        if "Plugin" in msg and ("Loaded" in msg or "No plugin" in msg):
+        if "Plugin" in msg and ("Loaded" in msg or "No plugin" in msg or "Could not find: " in msg):
             return NcclNet(*base, "plugin", msg)
         return None
     if "Defaulting to 10 Gbps" in msg:

@@ -27,6 +27,7 @@ from .records import (
     Rec,
     WorldSize,
 )
+from .launcher_log import launch_failure
 from .torch_log import TEST_FAILURE_RE, RankTagged, mpi_exit
 
 ROW_RE = re.compile(  # no root before 2.x; no redop in the oldest tables of the gather/copy tests
@@ -131,6 +132,9 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
             yield WorldSize(file, lineno, text, None, None, None, None, nranks_seen)
         if "noticed that process rank" in text and (ended := mpi_exit(text, file, lineno)) is not None:
             yield ended  # mpirun's "... noticed that process rank 37 with PID N on node H exited on signal 6"
+            continue
+        if (launch := launch_failure(text, file, lineno, text, None)) is not None:
+            yield launch  # ssh, the MPI runtime, UCX / UCC failing under the benchmark's mpirun
             continue
         if "NCCL failure " in text or "CUDA failure " in text or "Cuda failure " in text:  # (2018's tests: "Cuda")
             f = TEST_FAILURE_RE.search(text)

@@ -564,6 +564,93 @@ class LaunchedTasks(TorchRec):
     launcher: str
 
 
+# --- other tools' words in a job's console: the MPI runtime, UCX / UCC, the kernel, stack dumps --------------------
+
+
+@dataclass(slots=True)
+class ToolEvent(TorchRec):
+    """A line (or block) of another tool than NCCL and PyTorch that is one event of the run: ``event`` gives the
+    event's kind and its data (``model_build.events`` takes them as they are)."""
+
+    def event(self) -> tuple[str, dict[str, Any]]:
+        raise NotImplementedError
+
+
+class LaunchTool(str, enum.Enum):
+    """Who printed a launch or runtime failure (``LaunchFailure``)."""
+
+    SSH = "ssh"  # the ssh the MPI launcher (or pdsh, DeepSpeed) starts its remote daemons with
+    MPI = "mpi"  # Open MPI's runtime: ORTE (mpirun 1.x-4.x), PRRTE (5.x)
+    UCX = "ucx"  # UCX's log (``[ts] [host:pid:thread] file.c:N UCX ERROR ...``) and Open MPI's pml_ucx
+    UCC = "ucc"  # UCC's teams (``TL_SHM ERROR``, ``UCC ERROR``)
+
+
+@dataclass(slots=True)
+class LaunchFailure(ToolEvent):
+    """The launcher's or the communication runtime's own failure, before or beside NCCL: ssh refusing the MPI
+    launcher (``ssh: connect to host h port 22: Connection refused``), ORTE / PRRTE unable to start or keep its
+    daemons, UCX's and UCC's shared-memory errors between processes. ``host`` / ``pid`` where the line names them."""
+
+    tool: LaunchTool
+    host: str | None
+    pid: int | None
+    message: str
+
+    def event(self) -> tuple[str, dict[str, Any]]:
+        return LAUNCH_FAILURE_EVENT, {"tool": self.tool.value, "host": self.host, "pid": self.pid}
+
+
+@dataclass(slots=True)
+class GpuFault(ToolEvent):
+    """The NVIDIA driver's kernel log about a GPU (dmesg, journalctl, syslog): ``NVRM: Xid (PCI:0000:3b:00): 79, pid=...,
+    GPU has fallen off the bus.`` (``xid`` 79), ``NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.`` (``xid`` None).
+    ``pci`` as the driver prints it; ``host`` when a syslog head names one."""
+
+    pci: str
+    xid: int | None
+    host: str | None
+    message: str
+
+    def event(self) -> tuple[str, dict[str, Any]]:
+        return GPU_FAULT_EVENT, {"pci": self.pci, "xid": self.xid, "host": self.host}
+
+
+@dataclass(slots=True)
+class StackSnapshot(ToolEvent):
+    """Where one process's Python main thread was when a stack dump was taken (py-spy's ``py-spy dump --pid N``,
+    faulthandler's ``Thread 0x... (most recent call first)``, its ``Current thread`` first): ``collective`` is the
+    torch.distributed call its innermost frames are in (``all_reduce``, ``reduce_scatter_tensor``, ``barrier``...), or
+    None when it is in none; ``where`` its innermost frame of the program (``train_step (train.py:88)``); ``pid`` the
+    process when the dump names it. ``rank`` is the launcher's tag of the lines, when they carry one."""
+
+    pid: int | None
+    collective: str | None
+    where: str
+    frames: list[str] = field(default_factory=list)
+
+    def event(self) -> tuple[str, dict[str, Any]]:
+        return STACK_EVENT, {"pid": self.pid, "collective": self.collective, "where": self.where,
+                             "frames": list(self.frames[:12])}
+
+
+@dataclass(slots=True)
+class ProgressWait(ToolEvent):
+    """The program's own print that a rank waits (``rank 2 waiting for barrier``, ``[rank1] waiting for all ranks``,
+    ``Rank 0: waiting on rank 3``): which rank waits, and ``on`` the rank it names as the one it waits for (None when it
+    names none)."""
+
+    on: int | None
+
+    def event(self) -> tuple[str, dict[str, Any]]:
+        return WAIT_EVENT, {"on": self.on}
+
+
+LAUNCH_FAILURE_EVENT = "launch_failure"
+GPU_FAULT_EVENT = "gpu_fault"
+STACK_EVENT = "stack_snapshot"
+WAIT_EVENT = "progress_wait"
+
+
 # --- NCCL's Inspector profiler plugin (plugins/profiler/inspector) ----------------------------
 
 

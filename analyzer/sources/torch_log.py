@@ -25,6 +25,7 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .lines import split_tool_prefixes, strip_tool_prefixes
+from .tool_lines import ToolLines
 from .records import (
     C10dLine,
     CollectiveMismatch,
@@ -188,11 +189,13 @@ NATIVE_FRAME_RE = re.compile(
     r"|\d{1,3} {1,4}0x[0-9a-fA-F]{1,16} (?P<func3>\S{1,200}) {1,4}(?P<file3>\S{1,300})"
     # gdb's "#3  0x00007ff58be01168 in initOnceFunc () at misc/ibvwrap.cc:94", "#1  ncclTopoGpuDistance (...) at
     # graph/topo.cc:640", "#2  0x.. in ncclCommInitRank () from /usr/lib/libnccl.so.2"
-    r"|#\d{1,3} {1,4}(?:0x[0-9a-fA-F]{1,16} in )?(?P<func4>[\w:~<>]{1,200}) \([^\n]{0,400}?\)(?: (?:at|from) (?P<file4>\S{1,300}))?)"
+    r"|#\d{1,3} {1,4}(?:0x[0-9a-fA-F]{1,16} in )?(?P<func4>[\w:~<>]{1,200}) \([^\n]{0,400}?\)(?: (?:at|from) (?P<file4>\S{1,300}))?"
+    # glibc's backtrace_symbols under UCX's handler: " 3  /opt/nccl/lib/libnccl.so.2(rasThreadMain+0x4b1) [0x7ff1c18c6331]"
+    r"|\d{1,3} {1,4}(?P<lib5>/[^\s(]{1,300})\((?P<func5>[A-Za-z_][\w:]{0,200})?(?:\+0x[0-9a-fA-F]{1,16})?\) {0,4}\[0x[0-9a-fA-F]{1,16}\])"
 )
 # a frame inside NCCL: its sources (init.cc, misc/cudawrap.cc, transport/net_ib.cc), its functions (ncclCommInitRank),
 # its library (libnccl.so.2)
-NCCL_FRAME_RE = re.compile(r"\bnccl[A-Z_]\w{0,80}|libnccl|(?:^|[/\s\"])(?:misc|transport|graph|device|plugin)/\w{1,60}\.cc\b"
+NCCL_FRAME_RE = re.compile(r"\bnccl[A-Z_]\w{0,80}|libnccl|(?:^|[/\s\"])(?:misc|transport|graph|device|plugin|ras)/\w{1,60}\.cc\b"
                            r"|(?:^|/)(?:init|enqueue|group|bootstrap|proxy|transport|channel|collectives)\.cc\b")
 NATIVE_SOURCE_RE = re.compile(r"\.(?:cc|cu|cpp|cxx|c|h|hpp)$")  # a frame of a native source (never Python's own)
 # a launcher command in the text and the processes it starts (sources.records.LaunchedTasks); LAUNCH_WORDS gate them
@@ -354,6 +357,7 @@ class _State:
     progress_last: tuple[int, str, int | None] | None = None  # (line, text, rank) of the last
     native: _Native | None = None  # a native crash report being read (its frames follow its announcement)
     c10d_errors: dict[int | None, str] = field(default_factory=dict)  # c10d's own error line last read, by rank
+    tools: ToolLines | None = None  # other tools' lines: MPI / UCX, the kernel, stack dumps (``tool_lines``)
 
 
 @dataclass
@@ -364,15 +368,18 @@ class _Native:
     signal: int
     pid: int | None
     nccl: list[str] = field(default_factory=list)  # "func (file:line)" of each frame inside NCCL, innermost first
+    quiet: bool = False  # the process's end is already given (a signal report): only frames inside NCCL add an error
 
 
 def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[Rec]:
     """Stream c10d, traceback, mp.spawn, torchrun and wrapper records out of (line number, text) pairs."""
     st = _State(file)
+    st.tools = ToolLines(file)
     for lineno, raw in lines:
         text = raw[:MAX_LINE].rstrip("\r\n")
         if text:
             yield from _line(st, lineno, text)
+    yield from st.tools.flush()
     yield from _flush_native(st)
     yield from _flush_summary(st)
     if st.progress_last is not None:
@@ -482,6 +489,8 @@ def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | N
         x = signal_report(body.strip(), st.file, lineno, text)
         if x is not None:
             yield x
+            if "Caught signal " in body and x.exitcode is not None:  # UCX's handler: its backtrace follows; frames inside
+                st.native = _Native((lineno, text, prefix_rank), -x.exitcode, x.pid, quiet=True)  # NCCL name the crash
             return True
     if "noticed that process rank" in body:
         x = mpi_exit(text, st.file, lineno)
@@ -497,6 +506,8 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         glued = GLUED_RANK_RE.search(body)  # another process's output glued in front of "[rank3]:"
         if glued:
             prefix_rank, body = int(glued.group(1)), body[glued.end():]
+    if st.tools is not None and (yield from st.tools.read(lineno, text, body, prefix_rank)):
+        return
     if st.native is not None or ".c" in body or "Segfault" in body or "***" in body or "received signal" in body:
         if _native(st, lineno, text, body, prefix_rank):
             return
@@ -558,6 +569,8 @@ def _native(st: _State, lineno: int, text: str, body: str, rank: int | None) -> 
     announced by its handler (``NATIVE_CRASH_RE``) or, unannounced, a handler's Python-like frame of a native source
     inside NCCL ('File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()'): only crash handlers print those."""
     a = NATIVE_CRASH_RE.search(body) if "Segfault" in body or "***" in body or "received signal" in body else None
+    if a is None and st.native is not None and body.strip().startswith("===="):
+        return True  # UCX's "==== backtrace (tid: N) ====" and its closing rule, inside the report
     if a is not None:
         sig = _SIGNALS.get(a.group("sig") or a.group("gsig") or "SIGSEGV", 11)
         st.native = _Native((lineno, text, rank), sig, int(a.group("pid")) if a.group("pid") else None)
@@ -565,8 +578,8 @@ def _native(st: _State, lineno: int, text: str, body: str, rank: int | None) -> 
     f = NATIVE_FRAME_RE.match(body)
     if f is None:
         return False
-    file = f.group("file") or f.group("file3") or f.group("lib") or f.group("file4") or ""
-    func = f.group("func") or f.group("func2") or f.group("func3") or f.group("func4") or ""
+    file = f.group("file") or f.group("file3") or f.group("lib") or f.group("file4") or f.group("lib5") or ""
+    func = f.group("func") or f.group("func2") or f.group("func3") or f.group("func4") or f.group("func5") or ""
     inside = NCCL_FRAME_RE.search(f"{func} {file}") is not None
     if st.native is None:
         if not (inside and f.group("file") and NATIVE_SOURCE_RE.search(file)):
@@ -590,8 +603,11 @@ def _flush_native(st: _State) -> Iterator[Rec]:
     if n.nccl:
         where = f" inside NCCL at {n.nccl[0]}" + (f", called from {n.nccl[-1]}" if len(n.nccl) > 1 else "")
     what = f"{_NATIVE_WORDS.get(n.signal, name)}{where} (a native crash report)"
-    yield LauncherExit(st.file, line, text, rank, None, -n.signal, n.pid, None, None,
-                       f"Signal {n.signal} ({name}): {what}", False)
+    if n.quiet and not n.nccl:
+        return
+    if not n.quiet:
+        yield LauncherExit(st.file, line, text, rank, None, -n.signal, n.pid, None, None,
+                           f"Signal {n.signal} ({name}): {what}", False)
     yield DistError(st.file, line, text, rank, None, None, None, "native crash", what, None, [])
 
 

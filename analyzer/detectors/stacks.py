@@ -1,0 +1,83 @@
+"""Stacks and prints: where the ranks are, from what other tools and the program itself say.
+
+Inputs: the ranks' stack dumps (``stack_snapshot`` events: py-spy, faulthandler; a dump with no rank tag goes to the
+rank whose NCCL lines have its pid) and the program's own prints that a rank waits (``progress_wait`` events), judged
+by ``rules.stacks``:
+
+- stacks in two different collectives: a desync, the odd ranks its culprits;
+- stacks in one collective but some rank outside any: a hang, the ranks outside its culprits;
+- ranks whose last print is that they wait, nothing failed after and the job did not end well: a hang, its culprits
+  the rank the prints name or the ranks that never said they wait (possible).
+"""
+from __future__ import annotations
+
+from ..model import Finding, FindingKind, LogEvent, Run, Severity
+from ..rules.facts import failures_of_run, left_ranks
+from ..rules.stacks import Position, StackReading, read_stacks, waits
+from ..sources.records import STACK_EVENT, WAIT_EVENT
+
+
+def detect(run: Run) -> list[Finding]:
+    return _stacks(run) + _waits(run)
+
+
+def _stacks(run: Run) -> list[Finding]:
+    by_pid = {p.pid: p.rank for p in run.job.processes if p.rank is not None}
+    last: dict[int, tuple[Position, LogEvent]] = {}
+    for e in run.events:
+        if e.kind != STACK_EVENT:
+            continue
+        pid = e.data.get("pid")
+        rank = e.rank if e.rank is not None else by_pid.get(pid) if isinstance(pid, int) else None
+        if rank is None:
+            continue
+        coll = e.data.get("collective")
+        last[rank] = (Position(rank, coll if isinstance(coll, str) else None, str(e.data.get("where") or "?")), e)
+    reading = read_stacks(p for p, _ in last.values())
+    if reading is None:
+        return []
+    evidence = tuple(last[r][1].evidence for r in (*reading.culprits, *reading.waiting) if r in last)[:4]
+    where = {r: p.where for r, (p, _) in last.items()}
+    kind = FindingKind.HANG if reading.op is not None else FindingKind.DESYNC
+    return [_finding(kind, reading, f"the ranks' stack dumps: {reading.why}", evidence, where,
+                     "likely", "where each rank's main thread was when its stack was dumped")]
+
+
+def _waits(run: Run) -> list[Finding]:
+    """Ranks whose last print is that they wait (a print after it, its own end, a failure or a good end: no hang)."""
+    if run.job.exit_code == 0 or any(f.is_cause for f in failures_of_run(run)):
+        return []
+    last_line: dict[tuple[str, int], int] = {}  # (file, rank) -> the line of the rank's last print of its course
+    waiting: dict[int, tuple[int | None, LogEvent]] = {}
+    for e in run.events:
+        if e.rank is None or e.kind not in (WAIT_EVENT, "rank_finished", "progress"):
+            continue
+        last_line[(e.evidence.file, e.rank)] = max(last_line.get((e.evidence.file, e.rank), 0), e.evidence.line)
+        if e.kind == WAIT_EVENT:
+            on = e.data.get("on")
+            waiting[e.rank] = (on if isinstance(on, int) else None, e)
+    left = left_ranks(run)
+    still = {r: v for r, v in waiting.items() if r not in left
+             and last_line.get((v[1].evidence.file, r)) == v[1].evidence.line}
+    seen = {p.rank for p in run.job.processes if p.rank is not None} | {e.rank for e in run.events if e.rank is not None}
+    world = set(range(run.job.world_size)) if run.job.world_size else seen
+    reading = waits({r: on for r, (on, _) in still.items()}, world | seen)
+    if reading is None:
+        return []
+    evidence = tuple(still[r][1].evidence for r in reading.waiting if r in still)[:4]
+    return [_finding(FindingKind.HANG, reading, f"the program's own prints: {reading.why}", evidence, {},
+                     "possible", "the ranks' last prints say who waits; a print is not a stack")]
+
+
+def _finding(kind: FindingKind, reading: StackReading, message: str, evidence: tuple, where: dict[int, str],
+             level: str, why: str) -> Finding:
+    hint = ("Look at what the culprit ranks run where their stacks stand (a data loader, a condition only some ranks "
+            "take, an exception caught and swallowed) and make every rank call the same collectives in the same order."
+            if kind is FindingKind.HANG else
+            "Find the branch that makes the ranks call different collectives at this point (a condition on the rank or "
+            "the data, an uneven number of batches) and make every rank issue the same sequence.")
+    return Finding(kind=kind, severity=Severity.CRITICAL, message=message[:500], ranks=reading.culprits, hint=hint,
+                   evidence=evidence, verdict=reading.verdict,
+                   data={"culprits": list(reading.culprits), "waiting": list(reading.waiting), "where": where,
+                         "sides": [{"ranks": list(rs), "op": op} for op, rs in reading.sides],
+                         "certainty": {"level": level, "why": why}})

@@ -1,0 +1,92 @@
+"""Where the ranks' stacks are (py-spy, faulthandler dumps): who a hang waits for, or which ranks called another
+collective.
+
+Each rank's Python main thread is either inside a torch.distributed call (``all_reduce``, ``reduce_scatter``,
+``barrier``...) or outside any. Taken together, at one moment of a stalled job:
+
+- Ranks inside two or more different collectives: a desync. The odd ranks are those outside a strict majority
+  (``desync.odd_ranks``); with two sides of one size none is named.
+- Every rank that is inside a collective is inside the same one, and at least one rank is outside any: a hang whose
+  culprits are the ranks outside (the others wait in the collective for them, where they will never come or not yet).
+- Every rank inside the same collective: they all joined; the stall is NCCL's or the network's (nothing here to say).
+
+Ranks whose dumps are not in the input are not judged. One dump alone says nothing of the others.
+
+The program's own prints do the same where it says who waits (``waits``): ranks whose last print is that they wait
+(``rank 2 waiting for barrier``), with nothing failed after, wait for the rank a print names (``waiting for rank 3``),
+else for the ranks of the world that never said so: a hang whose culprits are those (one rank alone in a barrier the
+others never reached or left, a rank that never came). Possible, not confirmed: a print is not a stack.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..model import Verdict
+from .desync import Side, odd_ranks
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """One rank's main thread in a dump: the collective it is in (NCCL's name, ``allreduce``), or None, and its
+    innermost frame of the program."""
+
+    rank: int
+    collective: str | None
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class StackReading:
+    verdict: Verdict
+    culprits: tuple[int, ...]
+    waiting: tuple[int, ...]  # ranks inside the collective the others never reached (a hang); all ranks (a desync)
+    op: str | None  # the collective the waiting ranks are in (a hang)
+    sides: tuple[tuple[str, tuple[int, ...]], ...]  # (collective, ranks) of each side (a desync)
+    why: str
+
+
+def read_stacks(positions: Iterable[Position]) -> StackReading | None:
+    """The reading of the ranks' positions (the last dump of each rank), or None when they show no incident."""
+    by_rank = {p.rank: p for p in positions}
+    if len(by_rank) < 2:
+        return None
+    inside: dict[str, list[int]] = {}
+    for p in by_rank.values():
+        if p.collective is not None:
+            inside.setdefault(p.collective, []).append(p.rank)
+    outside = sorted(r for r, p in by_rank.items() if p.collective is None)
+    if len(inside) >= 2:
+        sides = [Side(tuple(sorted(rs)), op) for op, rs in sorted(inside.items())]
+        culprits, _ = odd_ranks(sides, {})
+        told = "; ".join(f"rank{'s' if len(s.ranks) > 1 else ''} {', '.join(map(str, s.ranks))} in {s.sig}" for s in sides)
+        return StackReading(Verdict.DESYNC, culprits, tuple(sorted(r for s in sides for r in s.ranks)), None,
+                            tuple((str(s.sig), s.ranks) for s in sides),
+                            f"the ranks stand in different collectives at once ({told})")
+    if len(inside) == 1 and outside:
+        op, waiting = next(iter(inside.items()))
+        where = "; ".join(f"rank {r} at {by_rank[r].where}" for r in outside[:4])
+        who = f"rank{'s' if len(outside) > 1 else ''} {', '.join(map(str, outside))}"
+        return StackReading(Verdict.HANG, tuple(outside), tuple(sorted(waiting)), op, (),
+                            f"rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, sorted(waiting)))} wait in {op}; "
+                            f"{who} {'are' if len(outside) > 1 else 'is'} outside any collective ({where})")
+    return None
+
+
+def waits(waiting: dict[int, int | None], ranks: Iterable[int]) -> StackReading | None:
+    """``waiting``: rank -> the rank its last wait print names (None: none named), for the ranks whose last print is a
+    wait; ``ranks``: every rank of the world the input knows. The ranks the prints name, else the ranks that never said
+    they wait, are the culprits; None when nobody waits, or every rank does and none names another."""
+    if not waiting:
+        return None
+    named = sorted({on for on in waiting.values() if on is not None and on not in waiting})
+    absent = sorted(set(ranks) - set(waiting))
+    culprits = named or absent
+    if not culprits:
+        return None
+    who = ", ".join(map(str, sorted(waiting)))
+    return StackReading(Verdict.HANG, tuple(culprits), tuple(sorted(waiting)), None, (),
+                        f"rank{'s' if len(waiting) > 1 else ''} {who} printed that {'they wait' if len(waiting) > 1 else 'it waits'} "
+                        f"and nothing after; rank{'s' if len(culprits) > 1 else ''} {', '.join(map(str, culprits))} "
+                        f"{'are' if len(culprits) > 1 else 'is'} what {'they wait' if len(waiting) > 1 else 'it waits'} for "
+                        f"({'named by the prints' if named else 'never said to wait'})")

@@ -1,0 +1,159 @@
+"""Python stack dumps of the ranks (``records.StackSnapshot``): where each process's main thread was.
+
+Two shapes, as users paste them next to a hung job's log:
+
+- py-spy (``py-spy dump --pid 4711``): ``Process 4711: python train.py``, ``Python v3.10.12 (...)``, then per thread
+  ``Thread 4711 (idle): "MainThread"`` and its frames, innermost first, ``    all_reduce (torch/distributed/
+  distributed_c10d.py:2050)``.
+- faulthandler (``faulthandler.dump_traceback``, ``faulthandler.register(signal.SIGUSR1)``, a watchdog's dump):
+  ``Thread 0x00007f3a1c9ff700 (most recent call first):`` (``Current thread 0x... ...`` for the dumping one) and
+  ``  File "train.py", line 88 in train_step`` frames, innermost first.
+
+A dump belongs to the rank a launcher's tag gives its lines (``[rank3]:``; lines of several ranks may interleave), else
+to the rank a header line just before it names (``=== rank 3 ===``, ``rank 3 (pid 4711):``); the pid py-spy prints (or a
+``--pid N`` in the header) lets the model find the rank where neither does. The main thread is py-spy's ``MainThread``,
+else the thread whose outermost frame is ``<module>``, else faulthandler's current thread, else the first.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .records import StackSnapshot
+
+PROCESS_RE = re.compile(r"^Process (?P<pid>\d{1,10}): \S")
+PYSPY_THREAD_RE = re.compile(r'^Thread (?:0x[0-9A-Fa-f]{1,16}|\d{1,10}) \((?:idle|active|gil)[^)]{0,40}\)(?:: "(?P<name>[^"]{0,200})")?\s*$')
+FAULT_THREAD_RE = re.compile(r"^(?P<cur>Current thread|Thread) 0x[0-9A-Fa-f]{4,16} \(most recent call first\):\s*$")
+PYSPY_FRAME_RE = re.compile(r"^\s{1,12}(?P<func>[^\s(][^()]{0,200}?) \((?P<file>[^()\s]{1,300}):(?P<line>\d{1,7})\)\s*$")
+FAULT_FRAME_RE = re.compile(r'^\s{0,8}File "(?P<file>[^"]{1,300})", line (?P<line>\d{1,7}) in (?P<func>\S{1,200})\s*$')
+PYTHON_LINE_RE = re.compile(r"^Python v\d+\.\d+")
+HINT_RANK_RE = re.compile(r"(?i)\brank\s{0,2}[=:#]?\s{0,2}(?P<rank>\d{1,7})\b")
+HINT_PID_RE = re.compile(r"(?:--pid[= ]|\bpid[ =:]\s{0,2})(?P<pid>\d{1,10})\b")
+HINT_LINES = 3  # a header naming the rank is at most this many lines before the dump
+# torch.distributed's collective and point-to-point calls, as their frames name them; the tensor forms named as their
+# collective (reduce_scatter_tensor and _reduce_scatter_base are a reduce_scatter)
+C10D_CALLS = frozenset({
+    "all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "broadcast_object_list", "all_gather",
+    "all_gather_into_tensor", "_all_gather_base", "all_gather_object", "all_gather_coalesced", "reduce_scatter",
+    "reduce_scatter_tensor", "_reduce_scatter_base", "all_to_all", "all_to_all_single", "barrier", "monitored_barrier",
+    "gather", "gather_object", "scatter", "scatter_object_list", "send", "recv", "isend", "irecv", "batch_isend_irecv",
+})
+SAME_CALL = {"all_gather_into_tensor": "all_gather", "_all_gather_base": "all_gather", "reduce_scatter_tensor":
+             "reduce_scatter", "_reduce_scatter_base": "reduce_scatter", "all_to_all_single": "all_to_all"}
+
+
+LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python")
+# py-spy writes an installed module's path from its package down: these are torch's and the standard library's
+LIBRARY_MODULES = ("torch/", "threading.py", "queue.py", "multiprocessing/", "concurrent/", "asyncio/", "selectors.py",
+                   "socket.py", "subprocess.py")
+
+
+@dataclass
+class _Thread:
+    main: bool  # named MainThread (py-spy)
+    current: bool  # faulthandler's "Current thread"
+    frames: list[tuple[str, str, int]] = field(default_factory=list)  # (func, file, line), innermost first
+
+
+@dataclass
+class _Dump:
+    line: int
+    text: str
+    rank: int | None
+    pid: int | None
+    threads: list[_Thread] = field(default_factory=list)
+
+
+class StackReader:
+    """Feeds on a log's lines (``read``), giving a ``StackSnapshot`` as each dump ends (``flush`` at the file's end)."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.open: dict[int | None, _Dump] = {}  # by the launcher's rank tag of the lines (None: untagged)
+        self.hints: list[tuple[int, str]] = []  # the last few untagged lines: a header may name the rank
+
+    def read(self, lineno: int, text: str, body: str, rank: int | None) -> tuple[bool, list[StackSnapshot]]:
+        """(the line was a dump's, the snapshots of dumps it closed)."""
+        stripped = body.rstrip()
+        dump = self.open.get(rank)
+        if dump is None and not ("Thread " in body or "Process " in body or "thread 0x" in body):
+            self._hint(rank, lineno, stripped)
+            return False, []
+        out: list[StackSnapshot] = []
+        p = PROCESS_RE.match(stripped)
+        if p is not None:
+            if dump is not None:
+                out += self._close(rank)
+            self.open[rank] = _Dump(lineno, text, rank if rank is not None else self._hinted_rank(lineno),
+                                    int(p.group("pid")))
+            return True, out
+        t = PYSPY_THREAD_RE.match(stripped) or FAULT_THREAD_RE.match(stripped)
+        if t is not None:
+            if dump is None:
+                dump = self.open[rank] = _Dump(lineno, text, rank if rank is not None else self._hinted_rank(lineno),
+                                               self._hinted_pid(lineno))
+            d = t.groupdict()
+            dump.threads.append(_Thread(d.get("name") == "MainThread", d.get("cur") == "Current thread"))
+            return True, out
+        if dump is None:
+            self._hint(rank, lineno, stripped)
+            return False, out
+        f = PYSPY_FRAME_RE.match(stripped) or FAULT_FRAME_RE.match(stripped)
+        if f is not None and dump.threads:
+            dump.threads[-1].frames.append((f.group("func"), f.group("file"), int(f.group("line"))))
+            return True, out
+        if not stripped.strip() or PYTHON_LINE_RE.match(stripped) or (f is not None and not dump.threads):
+            return True, out  # a blank line or py-spy's interpreter line inside a dump
+        out += self._close(rank)
+        self._hint(rank, lineno, stripped)  # the line after a dump may head the next one
+        return False, out
+
+    def flush(self) -> Iterator[StackSnapshot]:
+        for rank in list(self.open):
+            yield from self._close(rank)
+
+    def _hint(self, rank: int | None, lineno: int, stripped: str) -> None:
+        if rank is None and stripped:
+            self.hints = [*self.hints[-(HINT_LINES - 1):], (lineno, stripped[:300])]
+
+    def _hinted_rank(self, lineno: int) -> int | None:
+        for n, line in reversed(self.hints):
+            if lineno - n <= HINT_LINES and (m := HINT_RANK_RE.search(line)) is not None:
+                return int(m.group("rank"))
+        return None
+
+    def _hinted_pid(self, lineno: int) -> int | None:
+        for n, line in reversed(self.hints):
+            if lineno - n <= HINT_LINES and (m := HINT_PID_RE.search(line)) is not None:
+                return int(m.group("pid"))
+        return None
+
+    def _close(self, rank: int | None) -> list[StackSnapshot]:
+        dump = self.open.pop(rank, None)
+        if dump is None or not dump.threads:
+            return []
+        main = (next((t for t in dump.threads if t.main), None)
+                or next((t for t in dump.threads if t.frames and t.frames[-1][0] == "<module>"), None)
+                or next((t for t in dump.threads if t.current), None) or dump.threads[0])
+        frames = [f"{func} ({file}:{line})" for func, file, line in main.frames]
+        return [StackSnapshot(self.file, dump.line, dump.text, dump.rank, None, None, None, dump.pid,
+                              collective_of(main.frames), _program_frame(main.frames), frames)]
+
+
+def collective_of(frames: list[tuple[str, str, int]]) -> str | None:
+    """The torch.distributed call the innermost frames are in (``all_reduce``, ``reduce_scatter`` for its tensor forms),
+    or None."""
+    for func, file, _ in frames:
+        if func in C10D_CALLS and "distributed" in file:
+            return SAME_CALL.get(func, func)
+    return None
+
+
+def _program_frame(frames: list[tuple[str, str, int]]) -> str:
+    """The innermost frame of the program itself (outside site-packages and the standard library), else the
+    innermost frame."""
+    for func, file, line in frames:
+        if not any(w in file for w in LIBRARY_PATHS) and not file.startswith(LIBRARY_MODULES):
+            return f"{func} ({file}:{line})"
+    return f"{frames[0][0]} ({frames[0][1]}:{frames[0][2]})" if frames else ""

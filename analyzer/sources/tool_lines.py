@@ -1,0 +1,69 @@
+"""Other tools' lines in a job's console, read beside PyTorch's (``torch_log`` asks ``ToolLines.read`` first):
+
+- the MPI runtime, ssh under it, UCX and UCC (``launcher_log``);
+- the NVIDIA driver's kernel lines about a GPU (``kernel_log``);
+- py-spy and faulthandler stack dumps (``stack_dump``);
+- the program's own prints that a rank waits (``ProgressWait``): ``rank 2 waiting for barrier``, ``[rank1] waiting on
+  rank 3``, a launcher's rank tag or the line's own ``rank N`` naming the waiting rank. Library lines (a glog or
+  logging head, c10d's, NCCL's) are not the program's.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Iterator
+
+from .kernel_log import gpu_fault, named_gpu
+from .launcher_log import launch_failure
+from .records import ProgressWait, Rec
+from .stack_dump import StackReader
+
+WAIT_RE = re.compile(r"(?i)\bwaiting (?:for|on|at)\b")
+WAIT_RANK_RE = re.compile(r"(?i)\b(?:rank|process|worker|gpu)[ =:#]?\s?(?P<rank>\d{1,7})\b")
+WAIT_ON_RE = re.compile(r"(?i)\bwaiting (?:for|on) (?:rank|process|worker) ?(?P<on>\d{1,7})\b")
+LIBRARY_RE = re.compile(r"\[[EWIF]\d{4}|\[[EWIF] |c10d|ProcessGroup|TCPStore|torch\.|torch/|NCCL|gloo|store based barrier")
+
+
+class ToolLines:
+    """What the torch parser hands every line to first; its state is the open stack dumps."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.stacks = StackReader(file)
+        self.named_gpu: str | None = None  # the GPU a driver's "NVRM: The NVIDIA GPU <pci>" line named
+
+    def read(self, lineno: int, text: str, body: str, rank: int | None) -> Generator[Rec, None, bool]:
+        """The records of one line of another tool; True when the line was that tool's (nothing else reads it)."""
+        taken, closed = self.stacks.read(lineno, text, body, rank)
+        yield from closed
+        if taken:
+            return True
+        if "NVRM:" in body:
+            g = gpu_fault(body, self.file, lineno, text, rank, self.named_gpu)
+            self.named_gpu = named_gpu(body) or (self.named_gpu if g is None else None)
+            if g is not None:
+                yield g
+                return True
+        f = launch_failure(body, self.file, lineno, text, rank)
+        if f is not None:
+            yield f
+            return True
+        if "aiting " in body and (w := progress_wait(body, self.file, lineno, text, rank)) is not None:
+            yield w
+            return True
+        return False
+
+    def flush(self) -> Iterator[Rec]:
+        yield from self.stacks.flush()
+
+
+def progress_wait(body: str, file: str, lineno: int, text: str, rank: int | None) -> ProgressWait | None:
+    """The program's print that a rank waits, or None (a library's line, no rank known)."""
+    w = WAIT_RE.search(body)
+    if w is None or LIBRARY_RE.search(body):
+        return None
+    m = WAIT_RANK_RE.search(body[:w.start()]) if rank is None else None  # the rank named before the wait
+    who = rank if rank is not None else (int(m.group("rank")) if m else None)
+    if who is None:
+        return None
+    on = WAIT_ON_RE.search(body)
+    return ProgressWait(file, lineno, text, who, None, None, None, int(on.group("on")) if on else None)
