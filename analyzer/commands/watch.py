@@ -139,8 +139,11 @@ def not_read(mon: Any) -> list[str]:
 @click.option("--poll", is_flag=True, help="Poll the folder instead of file events (NFS, Lustre, GPFS).")
 @click.option("--once", is_flag=True, help="Read what is there, print the state and the alerts, exit 0.")
 @click.option("--json", "as_json", is_flag=True, help="With --once: one JSON object (state and alerts) on stdout.")
+@click.option("--debug-server", metavar="URL", default=None,
+              help="Also poll PyTorch's debug server (torch.distributed.debug.start_debug_server, torch 2.10+) for "
+                   "every rank's Flight Recorder state: http://HOST:PORT, or PORT for 127.0.0.1.")
 def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, alert_command: str | None,
-            poll: bool, once: bool, as_json: bool) -> None:
+            poll: bool, once: bool, as_json: bool, debug_server: str | None) -> None:
     """Watch a run folder (ncclscope run, Slurm, Kubernetes...) and alert on hangs, desyncs and crashes.
 
     Runs until Ctrl-C or until every rank has exited. Alerts are printed, appended to
@@ -156,6 +159,13 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
             check_webhook_url(webhook)
         except WebhookError as err:
             raise click.BadParameter(str(err), param_hint="--webhook") from None
+    if debug_server is not None:
+        from ..live.debug_server import DebugServerError, parse_server_url
+
+        try:
+            parse_server_url(debug_server)
+        except DebugServerError as err:
+            raise click.BadParameter(str(err), param_hint="--debug-server") from None
     out = full_line_console(highlight=False)  # the state and notes: full lines when piped
     boxes = box_console(highlight=False)  # the alerts' panels fill the width: rich's own
     if once:
@@ -169,7 +179,8 @@ def command(run_dir: Path, stall_seconds: float | None, webhook: str | None, ale
             if not alerts:
                 out.print("no alert")
         return
-    cfg = LiveConfig(stall_seconds=stall_seconds, webhook=webhook, command=alert_command, poll=poll)
+    cfg = LiveConfig(stall_seconds=stall_seconds, webhook=webhook, command=alert_command, poll=poll,
+                     debug_server=debug_server)
     mon = LiveMonitor(run_dir, cfg, console=boxes)
     if not run_dir.is_dir():
         out.print(f"waiting for {markup(run_dir)} to appear (Ctrl-C to stop)")

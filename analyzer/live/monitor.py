@@ -51,6 +51,7 @@ from ..text_fit import shorten
 from ..verdict import of_alerts
 from . import stall
 from .alerts import CommandSink, ConsoleSink, FileSink, Sinks, WebhookSink, make_alert
+from .debug_server import DebugServerPoller, FrFeed, Snapshot, parse_server_url
 from .nccl_counts import Behind, NcclCounts
 from .next_step import StuckFacts, kill_notice, stuck_facts, watchdog
 from .tailer import Tailer
@@ -100,6 +101,7 @@ class LiveConfig:
     kill_grace_s: float | None = None  # SIGTERM, then SIGKILL this much later (said in the kill notice)
     console: bool = True
     write: bool = True  # alerts.jsonl and dump requests; False: only look (``watch --once``)
+    debug_server: str | None = None  # PyTorch's debug server (live.debug_server): its Flight Recorder dumps, polled
 
 
 @dataclass
@@ -169,6 +171,9 @@ class LiveMonitor:
         self._now = clock()
         self._desync_wait: dict[tuple[str, int], float] = {}  # (pg, seq) -> first seen mismatched
         self._desync_partial: dict[tuple[str, int], tuple[int, ...]] = {}  # alerted before every record was in
+        self.debug_server = DebugServerPoller(parse_server_url(config.debug_server), clock=clock) \
+            if config.debug_server else None
+        self._fr_feed = FrFeed()
 
     # --- threads ----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -178,6 +183,8 @@ class LiveMonitor:
         self.watcher.start()
         if self.watcher.error:
             self.problems.append(self.watcher.error)
+        if self.debug_server is not None:
+            self.debug_server.start()
         self._thread = threading.Thread(target=self._loop, name="ncclscope-monitor", daemon=True)
         self._thread.start()
 
@@ -196,6 +203,8 @@ class LiveMonitor:
         if t is not None:
             t.join(timeout=10)
         self.watcher.stop()
+        if self.debug_server is not None:
+            self.debug_server.stop()
         try:
             # what arrived last (exit records, torchrun's summary); the job is over, so no grace
             # period is left to wait out: a crash seen in the last seconds is alerted now
@@ -206,7 +215,7 @@ class LiveMonitor:
         self.sinks.close()
 
     def errors(self) -> list[str]:
-        return self.problems + self.sinks.errors()
+        return self.problems + self.sinks.errors() + (list(self.debug_server.errors) if self.debug_server else [])
 
     # --- one pass -----------------------------------------------------------------------------------
     def poll_once(self, now: float | None = None) -> list[dict[str, Any]]:
@@ -216,6 +225,8 @@ class LiveMonitor:
             paths = self.watcher.changed(force_scan=self._thread is None) | set(self.tailer.pending())
             for p in sorted(paths):
                 self._read(p)
+            if self.debug_server is not None:
+                self.feed_debug_server(self.debug_server.drain())
             for p, (since, _) in list(self._wrap_hold.items()):
                 if self._once or self._now - since >= WRAP_HOLD_S:
                     self._feed_log(p, [], flush=True)  # no next piece came: the lines stand as they are
@@ -328,6 +339,14 @@ class LiveMonitor:
                                            "message": c.message if c else f.text}, f)
             if touched is not None and touched[0] not in self.desync_pgs:
                 self._desync_wait.setdefault(touched, self._now)
+
+    def feed_debug_server(self, snapshots: list[Snapshot]) -> None:
+        """The debug server's Flight Recorder dumps, as the hook's records (``live.debug_server.FrFeed``)."""
+        for snap in snapshots:
+            for rank, rtype, data in self._fr_feed.records(snap):
+                touched = stall.apply(self.state, rank, rtype, data)
+                if touched is not None and touched[0] not in self.desync_pgs:
+                    self._desync_wait.setdefault(touched, self._now)
 
     def _feed_torch(self, path: str, lines: list[tuple[int, str]]) -> None:
         batch = self._torch_carry.pop(path, []) + lines
