@@ -5,6 +5,7 @@ gets parsed alone. Anything else in a group is parsed alone (``formats.parse_fil
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -91,11 +92,7 @@ def _parse_small(small: list[tuple[Path, str, int]]) -> list[Parsed]:
     ends: list[int] = []
     at = 0
     for path, name, size in small:
-        try:
-            with safe_io.open_regular(path) as f:
-                n = f.readinto(view[at:at + size]) or 0
-        except OSError:
-            n = 0
+        n = _read_into(path, view[at:at + size])
         if not n or sniff(bytes(view[at:at + min(n, HEAD_BYTES)]), name) is not Format.LOG:
             out.append(parse_file(path, name))
             continue
@@ -111,6 +108,28 @@ def _parse_small(small: list[tuple[Path, str, int]]) -> list[Parsed]:
     if items:
         out += _parse_joined(view[:at], items, np.array(ends, dtype=np.int64))
     return out
+
+
+def _read_into(path: Path, dest: memoryview) -> int:
+    """Bytes of the regular file ``path`` read into ``dest``, up to its length (the size at listing time), through
+    a bare descriptor (``safe_io.open_fd``: no link followed, never blocking, a regular file only) and no file
+    object; 0 when it cannot be opened or read (``parse_file`` then says why)."""
+    try:
+        fd = safe_io.open_fd(path)
+    except OSError:
+        return 0
+    try:
+        n = 0
+        while n < len(dest):
+            got = os.readv(fd, [dest[n:]])
+            if not got:
+                break
+            n += got
+        return n
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
 
 
 def parse_small_logs(files: list[tuple[Path, str, bytes]]) -> list[Parsed]:
