@@ -33,8 +33,11 @@ __all__ = ["Format", "Origin", "Parsed", "READERS", "LOG_EVIDENCE", "origin_of",
 
 HEAD_BYTES = 65536  # the first bytes of a file, read to tell its format
 # lines that only NCCL or PyTorch print: a head holding one is a log, whatever junk (NUL runs left by a
-# crash, a binary blob, invalid UTF-8) surrounds it
-LOG_EVIDENCE = (b"NCCL INFO", b"NCCL WARN", b"ProcessGroupNCCL", b"torch.distributed", b"Traceback (most recent")
+# crash, a binary blob, invalid UTF-8) surrounds it; and those of the tools read beside them (sources.tool_lines): the
+# NVIDIA driver's kernel lines, a Python stack dump, UCX's and UCC's errors, Open MPI's runtime
+LOG_EVIDENCE = (b"NCCL INFO", b"NCCL WARN", b"ProcessGroupNCCL", b"torch.distributed", b"Traceback (most recent",
+                b"NVRM: ", b"(most recent call first)", b"UCX  ERROR", b"TL_SHM ERROR", b"RTE was unable to reliably",
+                b"RTE has lost communication")
 HOOK_MARK = "ncclscope-rank"  # the hook's files: ncclscope-rank<N>.jsonl (analyzer/hook), maybe renamed node3-...
 RUN_PREFIX = "ncclscope-"  # what ``ncclscope run`` names: its run folders (ncclscope-runs/) and files
 

@@ -44,6 +44,11 @@ printed it is its echo (``cause.explain_mismatch``; a line with no rank goes to 
 aborted), and when it comes first the verdict is desync, at the collective after the last one any
 member completed (``desync.mismatch_collective``), its culprits those of the ranks' last recorded
 calls (``desync.last_call_culprits``: a majority, else the novel call; one call, nobody).
+A fatal GPU fault the kernel logged (an Xid the knowledge base calls critical, a GPU fallen off the bus) comes
+first whatever its place in the text, and names no rank; so does a failure the knowledge base calls NCCL's own
+bug, whichever rank's process it hit (``cause.lone_nccl_error``). Nodes that load different NCCL releases or
+network plugins explain the incident after them: a config error (``environment``). Stack dumps and the program's
+prints of who waits name a hang's culprits, or a desync's odd ranks (``stacks``).
 
 Flight Recorder dumps alone (``fr_hang``, ``fr_desync``, over ``model_build.fr_job``): per process
 group the first collective some member waits in and none completed; its culprits the members that never

@@ -18,8 +18,8 @@ def _records(text: str) -> list:
     ("[392301.118211] NVRM: Xid (PCI:0000:3b:00): 79, pid=9105, name=python3, GPU has fallen off the bus.",
      "0000:3b:00", 79, None),
     ("[392301.118230] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.", "0000:3b:00.0", None, None),
-    ("Mar  3 10:00:01 gpu-n7 kernel: NVRM: Xid (PCI:0000:b5:00): 74, pid=4711, name=python, NVLink: fatal error "
-     "detected on link 3", "0000:b5:00", 74, "gpu-n7"),
+    (("Mar  3 10:00:01 gpu-n7 kernel: NVRM: Xid (PCI:0000:b5:00): 74, pid=4711, name=python, NVLink: fatal error "
+      "detected on link 3"), "0000:b5:00", 74, "gpu-n7"),
 ])
 def test_driver_lines_about_a_gpu(line, pci, xid, host):
     g = gpu_fault(line, "f", 1, line, None)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 from classes3_cases import check
+from ncclscope.ingest.formats import sniff
+from ncclscope.model import Format
 from ncclscope.nccl.failures import classify
 from ncclscope.sources.launcher_log import launch_failure
 from ncclscope.sources.records import LaunchTool
@@ -19,10 +21,10 @@ from ncclscope.sources.torch_log import parse_torch_lines
     ("ORTE was unable to reliably start one or more daemons.", LaunchTool.MPI, None, None, "launcher-mpi-daemons"),
     ("PRTE has lost communication with a remote daemon.", LaunchTool.MPI, None, None, "launcher-mpi-daemons"),
     ("A process or daemon was unable to complete a TCP connection", LaunchTool.MPI, None, None, "launcher-mpi-daemons"),
-    ("[1718200311.442104] [node7:40218:0]       mm_posix.c:233  UCX  ERROR open(file_name=/proc/40219/fd/31 flags=0x0) "
-     "failed: Permission denied", LaunchTool.UCX, "node7", 40218, "container-ucx-shm"),
-    ("[1718200311.099229] [node7:1382 :0]     tl_shm_team.c:617  TL_SHM ERROR Child failed to attach to shmseg, errno: "
-     "Invalid argument", LaunchTool.UCC, "node7", 1382, "container-ucc-shm"),
+    (("[1718200311.442104] [node7:40218:0]       mm_posix.c:233  UCX  ERROR open(file_name=/proc/40219/fd/31 "
+      "flags=0x0) failed: Permission denied"), LaunchTool.UCX, "node7", 40218, "container-ucx-shm"),
+    (("[1718200311.099229] [node7:1382 :0]     tl_shm_team.c:617  TL_SHM ERROR Child failed to attach to shmseg, "
+      "errno: Invalid argument"), LaunchTool.UCC, "node7", 1382, "container-ucc-shm"),
     ("[node7:40219] pml_ucx.c:424  Error: ucp_ep_create(proc=0) failed: Shared memory error", LaunchTool.UCX, "node7",
      40219, "container-ucx-shm"),
 ])
@@ -51,3 +53,13 @@ def test_a_launcher_line_under_a_rank_tag_keeps_the_rank():
 def test_logs_of_the_launcher_alone_are_judged(case):
     a = check(case)
     assert all(f.data.get("culprits") == [] for f in a.findings if f.verdict is not None)
+
+
+@pytest.mark.parametrize("head", [
+    b"\x00\x00\x00[ 1843.3] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n",
+    b"\x00\x00\x00ORTE was unable to reliably start one or more daemons.\n",
+    b"\x00\x00\x00Current thread 0x00007f2c51b3a740 (most recent call first):\n",
+])
+def test_other_tools_lines_make_a_damaged_head_a_log(head):
+    """A head with NUL bytes is a log when it holds a line only these tools print (ingest.formats.LOG_EVIDENCE)."""
+    assert sniff(head, "x") is Format.LOG
