@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..diag_model import DiagResult
 from ..model import Evidence, Severity
-from ..rules.consistency import ADVICE, Aspect, Observation, Problem, differing, from_diagnostics
+from ..rules.consistency import ADVICE, Aspect, Observation, Problem, Trouble, differing, from_diagnostics
 from ..sources import records as R
 from ..sources.nccl_diag import NcclDiag, results_of
 from ..sources.nvidia_smi import parse_gpu_list, parse_smi_banner
@@ -31,6 +31,9 @@ SETTING_PREFIXES = ("NCCL_", "TORCH_NCCL_")
 SMI_MAX_BYTES = 1 << 20  # an nvidia-smi output is a few KB: larger files are not one
 STATUS = {Severity.CRITICAL: Status.FAIL, Severity.ERROR: Status.FAIL, Severity.WARNING: Status.WARN,
           Severity.INFO: Status.WARN}
+TITLE = {Trouble.ECC_ERRORS: "ECC errors", Trouble.ECC_CORRECTED: "ECC corrected errors", Trouble.LINK_DOWN: "NVLink state",
+         Trouble.LINK_SPEED: "NVLink speed", Trouble.P2P_FAILED: "GPU P2P paths", Trouble.INCOMPLETE: "diagnostics coverage",
+         Trouble.DIAG_FAILED: "diagnostics run"}
 ASPECT_ID = {Aspect.NCCL_SETTING: "settings", Aspect.NCCL_VERSION: "nccl_version", Aspect.CUDA_DRIVER: "cuda_driver",
              Aspect.NVIDIA_DRIVER: "nvidia_driver", Aspect.GPU_MODEL: "gpu_model", Aspect.GPU_COUNT: "gpu_count",
              Aspect.NVLINK_COUNT: "nvlink_count"}
@@ -123,7 +126,7 @@ def run_dir_checks(obs: list[Observation], diag: list[DiagResult]) -> list[Check
 
 
 def _check(p: Problem, cid: str) -> Check:
-    title = p.aspect.value if p.aspect is not None else p.trouble.value.replace("_", " ")
+    title = p.aspect.value if p.aspect is not None else TITLE.get(p.trouble, p.trouble.value)
     return Check(cid, title, STATUS[p.severity], p.message, (ADVICE[p.trouble],),
                  {"found_by": p.found_by.value, "values": [[v, list(w)] for v, w in p.groups], "ranks": list(p.ranks),
                   "evidence": [e.to_json() for e in p.evidence]})
