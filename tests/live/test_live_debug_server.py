@@ -22,9 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from ncclscope.live.debug_server import (DebugServerError, FrFeed, ServerUrl, Snapshot, fetch, parse_fr_page,
-                                         parse_server_url)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ncclscope.live.debug_server import (
+    DebugServerError,
+    FrFeed,
+    ServerUrl,
+    Snapshot,
+    fetch,
+    parse_fr_page,
+    parse_server_url,
+)
 from ncclscope.live.monitor import LiveConfig, LiveMonitor
 
 
@@ -146,7 +154,7 @@ class Site:
         site = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:
                 site.seen.append(self.path)
                 status, headers, body, delay = site.routes.get(self.path, (404, {}, b"no", 0.0))
                 time.sleep(delay)
@@ -241,7 +249,7 @@ def test_an_http_error_is_said(sites: list[Site]) -> None:
 def _missing() -> str | None:
     """Why the debug server cannot run here, or None."""
     try:
-        import torch.distributed.debug as debug
+        from torch.distributed import debug
     except ImportError:
         return "torch with torch.distributed.debug (2.10+) is not installed"
     if not hasattr(debug, "start_debug_server"):
@@ -314,3 +322,18 @@ def test_a_real_job_that_hangs_is_alerted_from_its_debug_server(tmp_path: Path) 
                 pass
             p.wait(timeout=30)
         mon.sinks.close()
+
+
+# --- damaged pages ----------------------------------------------------------------------------------------------
+
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, len(HUNG)), st.integers(0, len(HUNG)), st.text(max_size=60))
+def test_a_damaged_page_never_raises(cut: int, at: int, junk: str) -> None:
+    """A page cut short (a connection dropped at the bound) or with anything spliced in reads to the sections that
+    are whole; what it yields still feeds the monitor's records."""
+    for text in (HUNG[:cut], HUNG[:at] + junk + HUNG[at:]):
+        dumps = parse_fr_page(text, "x")
+        assert all(d.dump is not None or d.error for d in dumps)
+        FrFeed().records(Snapshot(1.0, tuple(dumps)))

@@ -20,12 +20,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from ncclscope.analysis import analyze_paths
 from ncclscope.diag_model import DiagCheck, DiagLevel, DiagProblem, DiagSource
-from ncclscope.model import FindingKind, Severity
-from ncclscope.rules.consistency import (Aspect, FoundBy, Observation, Trouble, differing, from_diagnostics)
-from ncclscope.model import Evidence
+from ncclscope.model import Evidence, FindingKind, Severity
+from ncclscope.rules.consistency import Aspect, FoundBy, Observation, Trouble, differing, from_diagnostics
 from ncclscope.sources.nccl_diag import NcclDiag, parse_diag_line, results_of
 from ncclscope.sources.nccl_log import parse_nccl_line
 from ncclscope.sources.ras import parse_ras_replies
@@ -37,8 +37,8 @@ C = "0x6b1f03c2d94e8a75"
 RAS_REPORT = [
     f"{H}=== RAS Diagnostics ===",
     f"{H}[OK]   GPU inventory: 8x NVIDIA H200 per node consistent across 16 ranks in comm {C}",
-    f"{H}[INFO] CUDA driver version: mismatch across 16 ranks in comm {C}, rank(s) {{8,9,10,11,12,13,14,15}} differ "
-    "from rank 0 (13000)",
+    (f"{H}[INFO] CUDA driver version: mismatch across 16 ranks in comm {C}, rank(s) {{8,9,10,11,12,13,14,15}} differ "
+    "from rank 0 (13000)"),
     f"{H}[INFO] ECC: uncorrected volatile errors on rank(s) {{11}} (worst=3) across 16 ranks in comm {C}",
     f"{H}[INFO] NVLink: inactive link(s) on rank(s) {{4,5}} across 16 ranks in comm {C}",
     f"{H}[INFO] NCCL environment: mismatch across 16 ranks in comm {C} for NCCL_IB_HCA",
@@ -50,9 +50,9 @@ RAS_REPORT = [
 
 ACTIVE_REPORT = [
     f"{H}=== NCCL Diagnostics ===",
-    f"{H}[INFO] p2p: write mismatch srcRank=2 srcCudaDev=2 srcNvmlDev=2 dstRank=6 dstCudaDev=6 dstNvmlDev=6 path=NVL "
+    (f"{H}[INFO] p2p: write mismatch srcRank=2 srcCudaDev=2 srcNvmlDev=2 dstRank=6 dstCudaDev=6 dstNvmlDev=6 path=NVL "
     "handle=CUMEM_POSIX_FD expected=0x0000000200000006 got=0x0000000000000000 verify=0x0000000000000000; check the "
-    "single-node NVLink topology and peer-access state with 'nvidia-smi topo -m' and 'nvidia-smi topo -p2p n'",
+    "single-node NVLink topology and peer-access state with 'nvidia-smi topo -m' and 'nvidia-smi topo -p2p n'"),
     f"{H}[INFO] p2p: 55/56 directed GPU P2P edges verified",
     f"{H}NCCL diagnostics completed in 188.4 ms across 8 ranks",
 ]
@@ -69,22 +69,22 @@ ACTIVE_REPORT = [
     (f"[INFO] GPU inventory: count mismatch across 8 ranks in comm {C}, rank(s) {{4,5,6,7}} differ from rank 0 (8)",
      DiagLevel.INFO, DiagCheck.GPU_INVENTORY, DiagProblem.DIFFERS,
      {"key": "count", "ranks": (4, 5, 6, 7), "reference_rank": 0, "value": "8"}),
-    (f"[INFO] GPU inventory: model mismatch across 8 ranks in comm {C}, rank(s) {{7}} differ from rank 0 "
-     "(NVIDIA H100 80GB HBM3)", DiagLevel.INFO, DiagCheck.GPU_INVENTORY, DiagProblem.DIFFERS,
+    ((f"[INFO] GPU inventory: model mismatch across 8 ranks in comm {C}, rank(s) {{7}} differ from rank 0 "
+     "(NVIDIA H100 80GB HBM3)"), DiagLevel.INFO, DiagCheck.GPU_INVENTORY, DiagProblem.DIFFERS,
      {"key": "model", "ranks": (7,), "value": "NVIDIA H100 80GB HBM3"}),
     (f"[INFO] GPU inventory: unavailable via NVML across 8 ranks in comm {C}", DiagLevel.INFO, DiagCheck.GPU_INVENTORY,
      DiagProblem.UNAVAILABLE, {}),
-    (f"[INFO] CUDA driver version: mismatch across 24 ranks in comm {C}, rank(s) {{8,9,10,11,12,13,14,15,...}} (N=16) "
-     "differ from rank 0 (12090)", DiagLevel.INFO, DiagCheck.CUDA_DRIVER, DiagProblem.DIFFERS,
+    ((f"[INFO] CUDA driver version: mismatch across 24 ranks in comm {C}, rank(s) {{8,9,10,11,12,13,14,15,...}} (N=16) "
+     "differ from rank 0 (12090)"), DiagLevel.INFO, DiagCheck.CUDA_DRIVER, DiagProblem.DIFFERS,
      {"key": None, "ranks": (8, 9, 10, 11, 12, 13, 14, 15), "ranks_total": 16, "value": "12090", "nranks": 24}),
-    (f"[INFO] NVIDIA graphics driver version: mismatch across 8 ranks in comm {C}, rank(s) {{3}} differ from rank 0 "
-     "(580.82.07)", DiagLevel.INFO, DiagCheck.NVIDIA_DRIVER, DiagProblem.DIFFERS, {"value": "580.82.07"}),
+    ((f"[INFO] NVIDIA graphics driver version: mismatch across 8 ranks in comm {C}, rank(s) {{3}} differ from rank 0 "
+     "(580.82.07)"), DiagLevel.INFO, DiagCheck.NVIDIA_DRIVER, DiagProblem.DIFFERS, {"value": "580.82.07"}),
     (f"[OK]   ECC: no uncorrected volatile errors across 8 ranks in comm {C}", DiagLevel.OK, DiagCheck.ECC,
      DiagProblem.NONE, {}),
-    (f"[INFO] ECC: corrected volatile errors at or above threshold 100 on rank(s) {{1}} (worst=412) across 8 ranks in "
-     f"comm {C}", DiagLevel.INFO, DiagCheck.ECC, DiagProblem.ECC_CORRECTED, {"ranks": (1,), "value": "412"}),
-    (f"[INFO] ECC: no uncorrected volatile errors across 6 of 8 ranks in comm {C} (ECC counters unavailable via NVML "
-     "on 2 ranks)", DiagLevel.INFO, DiagCheck.ECC, DiagProblem.UNAVAILABLE, {}),
+    ((f"[INFO] ECC: corrected volatile errors at or above threshold 100 on rank(s) {{1}} (worst=412) across 8 ranks in "
+     f"comm {C}"), DiagLevel.INFO, DiagCheck.ECC, DiagProblem.ECC_CORRECTED, {"ranks": (1,), "value": "412"}),
+    ((f"[INFO] ECC: no uncorrected volatile errors across 6 of 8 ranks in comm {C} (ECC counters unavailable via NVML "
+     "on 2 ranks)"), DiagLevel.INFO, DiagCheck.ECC, DiagProblem.UNAVAILABLE, {}),
     (f"[INFO] ECC: diagnostics incomplete, gathered 7/8 ranks in comm {C}/0x51/0x9e", DiagLevel.INFO, DiagCheck.ECC,
      DiagProblem.INCOMPLETE, {"value": "7", "nranks": 8}),
     (f"[OK]   NVLink: found 18 link(s) per device, all active across 8 ranks in comm {C}", DiagLevel.OK,
@@ -103,13 +103,13 @@ ACTIVE_REPORT = [
      DiagLevel.INFO, DiagCheck.NCCL_ENV, DiagProblem.INCOMPLETE, {}),
     ("[OK]   p2p: all 56 directed GPU P2P edges verified (skipped indirect=4)", DiagLevel.OK, DiagCheck.P2P,
      DiagProblem.NONE, {"value": "56/56", "source": DiagSource.ACTIVE}),
-    ("[INFO] p2p: peer-memory import failed srcRank=0 srcCudaDev=0 srcNvmlDev=0 dstRank=1 dstCudaDev=1 dstNvmlDev=1 "
+    (("[INFO] p2p: peer-memory import failed srcRank=0 srcCudaDev=0 srcNvmlDev=0 dstRank=1 dstCudaDev=1 dstNvmlDev=1 "
      "path=PHB handle=LEGACY_CUDA_IPC reason=import; check CUDA IPC support, GPU visibility, and process or container "
-     "isolation", DiagLevel.INFO, DiagCheck.P2P, DiagProblem.P2P_FAILED,
+     "isolation"), DiagLevel.INFO, DiagCheck.P2P, DiagProblem.P2P_FAILED,
      {"ranks": (0,), "peer": 1, "value": "PHB", "key": "peer-memory import failed"}),
     ("[INFO] p2p: setup failed on rank 3 result=1", DiagLevel.INFO, DiagCheck.P2P, DiagProblem.FAILED, {"ranks": (3,)}),
-    ("[INFO] p2p: temporarily enabled context-wide CUDA peer access rank=0 cudaDev=0; avoid concurrent CUDA use on "
-     "this context until diagnostics completes", DiagLevel.INFO, DiagCheck.P2P, DiagProblem.NOTICE, {}),
+    (("[INFO] p2p: temporarily enabled context-wide CUDA peer access rank=0 cudaDev=0; avoid concurrent CUDA use on "
+     "this context until diagnostics completes"), DiagLevel.INFO, DiagCheck.P2P, DiagProblem.NOTICE, {}),
     ("[INFO] transport detect returned 3", DiagLevel.INFO, DiagCheck.TRANSPORT, DiagProblem.FAILED, {"value": "3"}),
     (f"[INFO] IOMMU mode: unavailable across 8 ranks in comm {C}", DiagLevel.INFO, DiagCheck.OTHER,
      DiagProblem.UNAVAILABLE, {"source": DiagSource.UNKNOWN}),
@@ -259,3 +259,24 @@ def test_analyze_says_what_nccls_diagnostics_found(tmp_path: Path) -> None:
     assert env.kind is FindingKind.CONFIG and env.ranks == tuple(range(8, 16))  # the world's communicator
     assert [e.line for e in env.evidence] == [8, 9, 10]
     assert a.decision.verdict.value != "crash"  # what the set-up shows decides no verdict by itself
+
+
+# --- damaged lines ------------------------------------------------------------------------------------------
+
+
+PROFILE = {"deadline": None, "derandomize": True, "database": None, "suppress_health_check": [HealthCheck.too_slow]}
+
+
+@settings(max_examples=300, **PROFILE)
+@given(st.sampled_from(RAS_REPORT + ACTIVE_REPORT), st.integers(0, 400), st.integers(0, 400),
+       st.text(max_size=40))
+def test_a_damaged_line_never_raises(line: str, cut: int, at: int, junk: str) -> None:
+    """A report line cut short, or with anything spliced in, reads to a record or to None, and a record's fields keep
+    their types; the rule then takes whatever was read."""
+    for text in (line[:cut], line[:at] + junk + line[at:]):
+        rec = parse_diag_line(text, "x", 1)
+        if rec is not None:
+            r = rec.result
+            assert all(isinstance(x, int) for x in r.ranks) and (r.nranks is None or isinstance(r.nranks, int))
+            from_diagnostics([r])
+            assert parse_nccl_line(text) is not None
