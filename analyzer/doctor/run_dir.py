@@ -2,8 +2,9 @@
 
 The same rule as the ``diag`` detector (``rules.consistency``), over what the folder holds:
 
-- each process's NCCL lines: its NCCL release (``NCCL version 2.31.2+cuda13.0``) and the settings NCCL read
-  (``NCCL_IB_HCA set by environment to mlx5_0``), under the process's global rank when its Init lines give it;
+- each process's NCCL lines: its NCCL release (``NCCL version 2.31.2+cuda13.0``), the CUDA version its driver
+  supports (``cudaDriverVersion 13000``, compared as ``13.0``) and the settings NCCL read (``NCCL_IB_HCA set by
+  environment to mlx5_0``), under the process's global rank when its Init lines give it;
 - environment listings (``env.txt``, ``KEY=VALUE`` lines; the rank is the listing's own ``RANK=``, else the file):
   their ``NCCL_*`` / ``TORCH_NCCL_*`` settings, where a variable one listing lacks is ``(unset)``;
 - ``nvidia-smi`` and ``nvidia-smi -L`` output saved per node: the driver, the CUDA version it supports, the GPU
@@ -22,7 +23,7 @@ from ..diag_model import DiagResult
 from ..model import Evidence, Severity
 from ..rules.consistency import ADVICE, Aspect, Observation, Problem, Trouble, differing, from_diagnostics
 from ..sources import records as R
-from ..sources.nccl_diag import NcclDiag, results_of
+from ..sources.nccl_diag import NcclCudaDriver, NcclDiag, results_of
 from ..sources.nvidia_smi import parse_gpu_list, parse_smi_banner
 from . import DoctorReport
 from .checks import Check, Status, overall
@@ -58,6 +59,9 @@ def observations(records: Iterable[R.Rec], proc_rank: Mapping[tuple[str, int], i
         if isinstance(rec, R.NcclVersion) and rec.pid:
             who, rank = _who(rec, proc_rank)
             out.append(Observation(Aspect.NCCL_VERSION, who, rec.version, _ev(rec), rank=rank))
+        elif isinstance(rec, NcclCudaDriver) and rec.pid:
+            who, rank = _who(rec, proc_rank)
+            out.append(Observation(Aspect.CUDA_DRIVER, who, rec.cuda, _ev(rec), rank=rank))
         elif isinstance(rec, R.NcclEnv) and rec.pid and rec.name.startswith(SETTING_PREFIXES):
             who, rank = _who(rec, proc_rank)
             out.append(Observation(Aspect.NCCL_SETTING, who, rec.value, _ev(rec), key=rec.name, rank=rank))

@@ -63,6 +63,29 @@ class NcclDiag(NcclRec):
     result: DiagResult
 
 
+@dataclass(slots=True)
+class NcclCudaDriver(NcclRec):
+    """``cudaDriverVersion 13000``: the CUDA version the process's driver supports (``cuDriverGetVersion``), which
+    NCCL prints at init (``src/misc/cudawrap.cc``, 2.13.4+) and its RAS diagnostics compare across ranks."""
+
+    version: int
+
+    @property
+    def cuda(self) -> str:
+        """``13000`` as ``nvidia-smi`` prints it: ``13.0``."""
+        return f"{self.version // 1000}.{self.version % 1000 // 10}"
+
+
+CUDA_DRIVER_HEAD = "cudaDriverVersion "
+CUDA_DRIVER_RE = re.compile(r"^cudaDriverVersion (?P<v>\d{4,7})$")
+
+
+def parse_cuda_driver(msg: str, base: tuple[str, int, str, str, int, int, float | None]) -> NcclCudaDriver | None:
+    """An INFO message ``cudaDriverVersion 12090`` (``base``: the line's file, number, text and process)."""
+    m = CUDA_DRIVER_RE.match(msg)
+    return NcclCudaDriver(*base, int(m.group("v"))) if m else None
+
+
 def parse_diag_line(text: str, file: str = "", lineno: int = 0) -> NcclDiag | None:
     """One line holding ``NCCL DIAG`` to its record, or None when it is no diagnostics line NCCL prints."""
     if DIAG_MARK not in text or len(text) > MAX_DIAG_LINE:

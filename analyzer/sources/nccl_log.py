@@ -21,7 +21,7 @@ from ..nccl.ops import NCCL_OPS
 from .coll.grammar import MESSAGE_23_RE
 from .coll import MESSAGE_RE, NcclCollBatch, parse_ts, scan_coll_block, scan_coll_block_regex  # noqa: F401 - re-exported
 from .lines import NCCL_PREFIX_RE, REDACTED_HEAD_RE, hidden_id, maybe_nccl, strip_tool_prefixes
-from .nccl_diag import DIAG_MARK, parse_diag_line
+from .nccl_diag import CUDA_DRIVER_HEAD, DIAG_MARK, parse_cuda_driver, parse_diag_line
 from .records import (
     NcclBacktrace,
     NcclChannels,
@@ -420,6 +420,8 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
         peer = msg[len(SERVICE_CLOSED):].strip()
         if 0 < len(peer) <= 8 and peer.lstrip("-").isdigit():
             return NcclServiceClosed(*base, "service_closed", peer, int(peer))
+    if c0 == "c" and msg.startswith(CUDA_DRIVER_HEAD):  # 2.13.4+: the driver's CUDA version, compared across ranks
+        return parse_cuda_driver(msg, base)
     return None
 
 

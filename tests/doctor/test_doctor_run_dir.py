@@ -39,9 +39,10 @@ def smi_list(n: int, model: str = "NVIDIA H200") -> str:
     return "".join(f"GPU {i}: {model} (UUID: GPU-7f3e{i:02d}aa-0c1d-4e2f-9a8b-5c6d7e8f9a0b)\n" for i in range(n))
 
 
-def rank_log(host: str, pid: int, rank: int, version: str, settings: dict[str, str]) -> str:
+def rank_log(host: str, pid: int, rank: int, version: str, settings: dict[str, str], driver: int = 13000) -> str:
     head = f"{host}:{pid}:{pid}"
-    lines = [f"{head} [{rank % 8}] NCCL INFO NCCL version {version}+cuda13.0"]
+    lines = [f"{head} [{rank % 8}] NCCL INFO NCCL version {version}+cuda13.0",
+             f"{head} [{rank % 8}] NCCL INFO cudaDriverVersion {driver}"]
     lines += [f"{head} [{rank % 8}] NCCL INFO {k} set by environment to {v}" for k, v in settings.items()]
     lines.append(f"{head} [{rank % 8}] NCCL INFO comm 0x5600a1b2c3d0 rank {rank} nranks 2 cudaDev {rank % 8} nvmlDev "
                  f"{rank % 8} busId 19000 commId {COMM} - Init COMPLETE")
@@ -49,14 +50,14 @@ def rank_log(host: str, pid: int, rank: int, version: str, settings: dict[str, s
 
 
 def write_run(root: Path, *, version_b: str = "2.31.2", hca_b: str | None = "mlx5_0", gpus_b: int = 8,
-              driver_b: str = "580.82.07", diag: list[str] | None = None) -> Path:
+              driver_b: str = "580.82.07", cuda_b: int = 13000, diag: list[str] | None = None) -> Path:
     a, b = root / "node-a", root / "node-b"
     a.mkdir(parents=True)
     b.mkdir(parents=True)
     (a / "rank0.log").write_text(rank_log("node-a", 7101, 0, "2.31.2", {"NCCL_IB_HCA": "mlx5_0"}) + "".join(
         line + "\n" for line in diag or []))
     settings_b = {"NCCL_IB_HCA": hca_b} if hca_b else {}
-    (b / "rank1.log").write_text(rank_log("node-b", 8202, 1, version_b, settings_b))
+    (b / "rank1.log").write_text(rank_log("node-b", 8202, 1, version_b, settings_b, cuda_b))
     (a / "env.txt").write_text("RANK=0\nNCCL_DEBUG=WARN\nNCCL_IB_HCA=mlx5_0\nNCCL_SOCKET_IFNAME=eth0\nPATH=/usr/bin\n")
     (b / "env.txt").write_text("RANK=1\nNCCL_DEBUG=WARN\n" + (f"NCCL_IB_HCA={hca_b}\n" if hca_b else "")
                                + "NCCL_SOCKET_IFNAME=eth0\nPATH=/usr/bin\n")
@@ -97,6 +98,14 @@ def test_what_differs_is_named_with_its_lines(tmp_path: Path) -> None:
     assert checks["run.cuda_driver"][0].status is Status.OK and checks["run.gpu_model"][0].status is Status.OK
 
 
+def test_the_cuda_driver_each_process_saw_is_compared(tmp_path: Path) -> None:
+    checks = by_id(check_run_dir(write_run(tmp_path, cuda_b=12090)))
+    msg = checks["run.cuda_driver"][0].message
+    assert checks["run.cuda_driver"][0].status is Status.WARN
+    assert msg == ("the CUDA driver version differs: '13.0' on rank 0, node-a/nvidia-smi, node-b/nvidia-smi; "
+                   "'12.9' on rank 1")
+
+
 def test_an_environment_listing_that_lacks_a_setting_shows_it_unset(tmp_path: Path) -> None:
     root = write_run(tmp_path)
     (root / "node-b" / "env.txt").write_text("RANK=1\nNCCL_DEBUG=INFO\nNCCL_IB_HCA=mlx5_0\nPATH=/usr/bin\n")
@@ -131,7 +140,7 @@ def test_nccls_own_diagnostics_are_judged_by_the_detectors_rule(tmp_path: Path) 
     assert r.status is Status.FAIL and r.exit_code == 1  # uncorrected ECC errors
     assert sorted(c.status for c in diag) == sorted([Status.FAIL, Status.WARN])
     ecc = next(c for c in diag if c.status is Status.FAIL)
-    assert ecc.data["evidence"][0]["line"] == 5 and ecc.data["found_by"] == FoundBy.NCCL.value
+    assert ecc.data["evidence"][0]["line"] == 6 and ecc.data["found_by"] == FoundBy.NCCL.value
     assert any("nvidia-smi -q -d ECC" in a for a in r.advice)
     # one rule in one place: what the doctor says of NCCL's lines is what analyze's findings say
     found = analyze_paths([root], cache=False).findings

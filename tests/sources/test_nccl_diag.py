@@ -26,7 +26,7 @@ from ncclscope.analysis import analyze_paths
 from ncclscope.diag_model import DiagCheck, DiagLevel, DiagProblem, DiagSource
 from ncclscope.model import Evidence, FindingKind, Severity
 from ncclscope.rules.consistency import Aspect, FoundBy, Observation, Trouble, differing, from_diagnostics
-from ncclscope.sources.nccl_diag import NcclDiag, parse_diag_line, results_of
+from ncclscope.sources.nccl_diag import NcclCudaDriver, NcclDiag, parse_diag_line, results_of
 from ncclscope.sources.nccl_log import parse_nccl_line
 from ncclscope.sources.ras import parse_ras_replies
 from ncclscope.sources.route import Route, route_lines
@@ -155,6 +155,14 @@ def test_the_nccl_line_parser_hands_diag_lines_over() -> None:
     assert isinstance(rec, NcclDiag) and rec.result.problem is DiagProblem.ECC_UNCORRECTED
     info = parse_nccl_line("gpu-n07:31337:31337 [0] NCCL INFO NCCL_RUN_RAS_DIAGNOSTICS set by environment to 1")
     assert info is not None and not isinstance(info, NcclDiag)
+
+
+def test_the_driver_nccl_saw() -> None:
+    """``INFO(NCCL_INIT, "cudaDriverVersion %d", driverVersion)`` (``src/misc/cudawrap.cc``, 2.13.4+)."""
+    for _ in range(2):  # the second read comes from the parser's memo of plain messages
+        rec = parse_nccl_line("gpu-n07:31337:31337 [0] NCCL INFO cudaDriverVersion 12090", "r.log", 7)
+        assert isinstance(rec, NcclCudaDriver) and (rec.version, rec.cuda, rec.pid, rec.line) == (12090, "12.9", 31337, 7)
+    assert parse_nccl_line("gpu-n07:31337:31337 [0] NCCL INFO cudaDriverVersion twelve") is None
 
 
 def test_a_report_is_never_joined_as_hard_wrapped_lines() -> None:
