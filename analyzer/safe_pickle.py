@@ -4,8 +4,11 @@ Flight Recorder dumps are pickles of dicts, lists, tuples, strings and numbers. 
 name any importable callable (``os.system``) and have the loader call it, so ``find_class`` here
 refuses every global except a few inert constructors, and those are wrapped so that they accept
 only the arguments the pickle protocol itself writes (``bytearray(10**12)`` would allocate a
-terabyte). Persistent ids are refused. After loading, the object is walked once, without
-recursion: anything that is not plain data, nesting deeper than ``MAX_DEPTH``, an object that
+terabyte). What those constructors build is counted as they build it, against a budget of a few
+times the file (``MaterialBudget``): a bytearray of one memoised bytes object, made again and again
+by a few bytes of pickle each, is refused at the budget, not once gigabytes are built. Persistent
+ids are refused. After loading, the object is walked once, without recursion (a stack of one
+iterator a level, at most ``MAX_DEPTH``): anything that is not plain data, nesting deeper than ``MAX_DEPTH``, an object that
 contains itself, or shared references that expand to far more objects than the file could hold
 (the pickle form of a "billion laughs") is refused. Every refusal raises ``UnsafePickleError``
 and says what was asked for; nothing named in the pickle is ever called.
@@ -14,8 +17,11 @@ from __future__ import annotations
 
 import _codecs
 import collections
+import functools
 import io
+import itertools
 import pickle
+from collections.abc import Callable, Iterator
 from typing import Any
 
 MAX_PICKLE_BYTES = 512 * 1024 * 1024
@@ -25,6 +31,11 @@ NODES_PER_BYTE = 8  # a plain pickle spends at least one byte per object it refe
 # bytes of pickle a time but its whole length to whoever decodes, copies or prints each occurrence
 MATERIAL_PER_BYTE = 8
 MATERIAL_FLOOR = 256 * 1024 * 1024
+# bytes the allowed constructors may build while the pickle loads (copies of bytes and text, sets and
+# ordered dicts): a plain pickle builds each once, from bytes the file holds
+BUILT_PER_BYTE = 2
+BUILT_FLOOR = 16 * 1024 * 1024
+CONTAINER_ITEM_BYTES = 64  # what a set's or an ordered dict's item is counted as
 PLAIN_SCALARS = (str, bytes, bytearray, int, float, complex, bool, type(None))
 PLAIN_CONTAINERS = (dict, list, tuple, set, frozenset)  # OrderedDict is a dict
 
@@ -33,54 +44,75 @@ class UnsafePickleError(ValueError):
     """The pickle asked for something other than plain data."""
 
 
-def _set(items: Any = ()) -> set:
+class MaterialBudget:
+    """Bytes the allowed constructors may still build while one pickle loads; ``charge`` refuses past it,
+    before the thing is built."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.built = 0
+
+    def charge(self, nbytes: int, what: str) -> None:
+        self.built += nbytes
+        if self.built > self.limit:
+            raise UnsafePickleError(f"refused: the pickle builds more than {self.limit} bytes while it loads ({what} "
+                                    "made again and again from one stored object, a memory bomb)")
+
+
+def _set(budget: MaterialBudget, items: Any = ()) -> set:
     if not isinstance(items, (list, tuple, set, frozenset)):
         raise UnsafePickleError(f"refused: builtins.set called with {type(items).__name__}, not a list")
+    budget.charge(CONTAINER_ITEM_BYTES * len(items), "sets")
     return set(items)
 
 
-def _frozenset(items: Any = ()) -> frozenset:
+def _frozenset(budget: MaterialBudget, items: Any = ()) -> frozenset:
     if not isinstance(items, (list, tuple, set, frozenset)):
         raise UnsafePickleError(f"refused: builtins.frozenset called with {type(items).__name__}, not a list")
+    budget.charge(CONTAINER_ITEM_BYTES * len(items), "sets")
     return frozenset(items)
 
 
-def _complex(real: Any = 0.0, imag: Any = 0.0) -> complex:
+def _complex(budget: MaterialBudget, real: Any = 0.0, imag: Any = 0.0) -> complex:
     if not isinstance(real, (int, float)) or not isinstance(imag, (int, float)):
         raise UnsafePickleError("refused: builtins.complex called with something other than two numbers")
     return complex(real, imag)
 
 
-def _bytearray(data: Any = b"", encoding: Any = None) -> bytearray:
+def _bytearray(budget: MaterialBudget, data: Any = b"", encoding: Any = None) -> bytearray:
     # protocols 0-2 write bytearray(str, 'latin-1'), 3-4 bytearray(bytes); an int would allocate that many bytes
     if isinstance(data, bytes) and encoding is None:
+        budget.charge(len(data), "bytearrays")
         return bytearray(data)
     if isinstance(data, str) and encoding in ("latin-1", "latin1"):
+        budget.charge(len(data), "bytearrays")
         return bytearray(data, "latin-1")
     raise UnsafePickleError(f"refused: builtins.bytearray called with {type(data).__name__}, not bytes")
 
 
-def _bytes(data: Any = b"") -> bytes:
+def _bytes(budget: MaterialBudget, data: Any = b"") -> bytes:
     # protocols 0-2 write b"" as bytes(); bytes(10**12) would allocate a terabyte
     if isinstance(data, bytes):
         return data
     raise UnsafePickleError(f"refused: builtins.bytes called with {type(data).__name__}, not bytes")
 
 
-def _encode(text: Any, encoding: Any = "utf-8", errors: Any = "strict") -> bytes:
+def _encode(budget: MaterialBudget, text: Any, encoding: Any = "utf-8", errors: Any = "strict") -> bytes:
     # protocol 2 writes bytes as _codecs.encode(str, 'latin1'); other codecs are not plain data
     if isinstance(text, str) and encoding in ("latin1", "latin-1") and errors == "strict":
+        budget.charge(len(text), "bytes")
         return _codecs.encode(text, "latin1")
     raise UnsafePickleError(f"refused: _codecs.encode with encoding {encoding!r}; only latin1 text is plain data")
 
 
-def _ordered_dict(items: Any = ()) -> collections.OrderedDict:
+def _ordered_dict(budget: MaterialBudget, items: Any = ()) -> collections.OrderedDict:
     if not isinstance(items, (list, tuple)):
         raise UnsafePickleError("refused: collections.OrderedDict called with something other than a list")
+    budget.charge(CONTAINER_ITEM_BYTES * len(items), "ordered dicts")
     return collections.OrderedDict(items)
 
 
-ALLOWED_GLOBALS = {
+ALLOWED_GLOBALS: dict[tuple[str, str], Callable[..., Any]] = {
     ("builtins", "set"): _set,
     ("builtins", "frozenset"): _frozenset,
     ("builtins", "complex"): _complex,
@@ -92,11 +124,17 @@ ALLOWED_GLOBALS = {
 
 
 class PlainDataUnpickler(pickle.Unpickler):
+    """An unpickler of plain data whose constructors draw on ``budget`` (``MaterialBudget``)."""
+
+    def __init__(self, file: io.BytesIO, budget: MaterialBudget) -> None:
+        super().__init__(file)
+        self.budget = budget
+
     def find_class(self, module: str, name: str) -> Any:
         # protocols 0-2 name Python 2 modules; map them as pickle's own find_class does (fix_imports)
         fn = ALLOWED_GLOBALS.get(("builtins" if module == "__builtin__" else module, name))
         if fn is not None:
-            return fn
+            return functools.partial(fn, self.budget)
         raise UnsafePickleError(f"refused: the pickle asks for {module}.{name}, which is not plain data")
 
     def persistent_load(self, pid: Any) -> Any:
@@ -106,50 +144,68 @@ class PlainDataUnpickler(pickle.Unpickler):
 def check_plain(obj: Any, max_nodes: int, max_depth: int = MAX_DEPTH, max_bytes: int | None = None) -> int:
     """Walk ``obj`` (iteratively) and raise UnsafePickleError unless it is a tree of plain data no
     larger than ``max_nodes`` nodes and ``max_bytes`` bytes of strings and bytes, both counting shared
-    references once per reference. Returns the node count."""
-    nodes = 0
-    material = 0
-    on_path: set[int] = set()
-    # (object, depth, leaving?) ; containers are pushed twice: once to enter, once to leave
-    stack: list[tuple[Any, int, bool]] = [(obj, 0, False)]
+    references once per reference. Returns the node count. The walk holds one iterator per level of
+    the path it is on (at most ``max_depth``), never a list of the children still to see."""
+    walk = _Walk(max_nodes, max_bytes)
+    children = walk.enter(obj, 0, max_depth)
+    if children is None:
+        return walk.nodes
+    stack: list[tuple[Iterator[Any], Any]] = [(children, obj)]  # (children left to see, their container)
     while stack:
-        cur, depth, leaving = stack.pop()
-        if leaving:
-            on_path.discard(id(cur))
+        left, container = stack[-1]
+        child = next(left, _DONE)
+        if child is _DONE:
+            stack.pop()
+            walk.on_path.discard(id(container))
             continue
-        nodes += 1
-        if nodes > max_nodes:
-            raise UnsafePickleError(f"refused: the pickle expands to more than {max_nodes} objects "
+        sub = walk.enter(child, len(stack), max_depth)
+        if sub is not None:
+            stack.append((sub, child))
+    return walk.nodes
+
+
+_DONE = object()
+
+
+class _Walk:
+    """``check_plain``'s counts, and the containers on the path being walked."""
+
+    def __init__(self, max_nodes: int, max_bytes: int | None) -> None:
+        self.max_nodes, self.max_bytes = max_nodes, max_bytes
+        self.nodes = 0
+        self.material = 0
+        self.on_path: set[int] = set()
+
+    def enter(self, cur: Any, depth: int, max_depth: int) -> Iterator[Any] | None:
+        """Count ``cur`` (at ``depth``); its children to walk when it is a container, else None."""
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            raise UnsafePickleError(f"refused: the pickle expands to more than {self.max_nodes} objects "
                                     "(shared references repeated, a pickle bomb)")
         if isinstance(cur, PLAIN_SCALARS):
-            if max_bytes is not None and isinstance(cur, (str, bytes, bytearray)):
-                material += len(cur)
-                if material > max_bytes:
-                    raise UnsafePickleError(f"refused: the pickle's strings and bytes come to more than {max_bytes} "
+            if self.max_bytes is not None and isinstance(cur, (str, bytes, bytearray)):
+                self.material += len(cur)
+                if self.material > self.max_bytes:
+                    raise UnsafePickleError(f"refused: the pickle's strings and bytes come to more than {self.max_bytes} "
                                             "bytes counted at every reference (one large object repeated, a "
                                             "memory bomb)")
-            continue
+            return None
         if not isinstance(cur, PLAIN_CONTAINERS):
             raise UnsafePickleError(f"refused: the pickle holds a {type(cur).__module__}.{type(cur).__qualname__}, "
                                     "which is not plain data")
         if depth >= max_depth:
             raise UnsafePickleError(f"refused: the pickle nests deeper than {max_depth} levels")
-        if id(cur) in on_path:
+        if id(cur) in self.on_path:
             raise UnsafePickleError("refused: the pickle holds an object that contains itself")
-        on_path.add(id(cur))
-        stack.append((cur, depth, True))
         if isinstance(cur, dict):
             if type(cur) not in (dict, collections.OrderedDict):
                 raise UnsafePickleError(f"refused: the pickle holds a {type(cur).__qualname__}, which is not plain data")
             if getattr(cur, "__dict__", None):
                 raise UnsafePickleError("refused: the pickle sets attributes on a dictionary")
-            for k, v in cur.items():
-                stack.append((k, depth + 1, False))
-                stack.append((v, depth + 1, False))
-        else:
-            for v in cur:
-                stack.append((v, depth + 1, False))
-    return nodes
+            self.on_path.add(id(cur))
+            return itertools.chain.from_iterable(cur.items())
+        self.on_path.add(id(cur))
+        return iter(cur)
 
 
 def _arg_table() -> dict[int, tuple[int, str]]:
@@ -218,7 +274,7 @@ def loads_plain(data: bytes) -> Any:
         raise ValueError(f"pickle of {len(data)} bytes is over the {MAX_PICKLE_BYTES} byte limit")
     scan_opcodes(data)
     try:
-        obj = PlainDataUnpickler(io.BytesIO(data)).load()
+        obj = PlainDataUnpickler(io.BytesIO(data), MaterialBudget(max(BUILT_FLOOR, BUILT_PER_BYTE * len(data)))).load()
     except UnsafePickleError:
         raise
     except Exception as e:  # noqa: BLE001 - corrupt input may fail in any of the loader's ways
