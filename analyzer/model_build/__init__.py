@@ -45,6 +45,7 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
     problems += drop_implausible(g)
     problems += inspector_problems(g.inspector_stats)
     ranks = assign_ranks(g)
+    problems += ranks.problems
     ident = identities(g.comms, ranks.proc_rank)
     communicators = build_communicators(g.comms, ident, ranks.proc_rank)
     coll = build_collectives(g, ranks.proc_rank, ident, release)

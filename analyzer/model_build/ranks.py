@@ -19,6 +19,11 @@ from .values import ProcKey, count_ranks, ev
 # (one damaged or hostile line saying ``nranks 1000000000000``) is not modelled, so that nothing
 # downstream allocates by it; sizes below it are cross-checked against the processes seen (``_nccl_ranks``).
 MAX_RANKS = 1 << 20
+# A world size below it, whatever claimed it (Init lines, a dump's default group, the hook's start record, a printed
+# size, the highest rank seen), is believed when the ranks it adds beyond those the input shows are at most this many,
+# or as many as it shows: a record claiming 2^20 ranks beside one seen sizes nothing downstream (rank lists, tables,
+# the report's ranks), and a rank 0 log of a 16,384-rank job still tells the world.
+WORLD_UNSEEN_MAX = 1 << 16
 
 
 @dataclass
@@ -27,6 +32,7 @@ class Ranks:
     world: int | None = None
     world_lines: tuple[Evidence, ...] = ()  # the lines that claim ``world``
     hook_versions: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # a world size claimed and not believed
 
 
 def drop_implausible(g: Gathered) -> list[str]:
@@ -54,7 +60,21 @@ def assign_ranks(g: Gathered) -> Ranks:
             out.proc_rank[key] = pid_rank_launcher[key[1]]  # type: ignore[assignment]
     out.world = _world(g, top_nranks, hook_world)
     out.world_lines = _world_lines(g, out.world, top_nranks, hook_world)
+    if out.world is not None:
+        shown = sum(1 for r in _seen_ranks(g, out.proc_rank) if 0 <= r < out.world)
+        if out.world - shown > max(WORLD_UNSEEN_MAX, shown):
+            where = f" ({out.world_lines[0].file}:{out.world_lines[0].line})" if out.world_lines else ""
+            out.problems.append(f"a world of {out.world} ranks is claimed{where} beside {shown} rank"
+                                f"{'s' if shown != 1 else ''} the input shows: not believed; the ranks shown are judged")
+            out.world, out.world_lines = None, ()
     return out
+
+
+def _seen_ranks(g: Gathered, proc_rank: dict[ProcKey, int]) -> set[int]:
+    """The global ranks the input shows: its processes', the hook's, the dumps', a launcher's and PyTorch's lines'."""
+    seen = set(proc_rank.values()) | {h.rank for h in g.hook if isinstance(h.rank, int)}
+    seen |= {f.rank for f in g.frs if f.rank is not None} | {c.rank for c in g.completions if c.rank is not None}
+    return seen | {le.rank for le in g.launcher if le.rank is not None} | _logged_ranks(g)
 
 
 def _nccl_ranks(g: Gathered, proc_rank: dict[ProcKey, int]) -> int:

@@ -62,8 +62,8 @@ def bounded_world(world: int | None, seen: Iterable[int]) -> list[int]:
     seen makes the claim plausible (at most as many unseen as seen, plus a few); a record claiming
     2^20 ranks beside 4 seen is not believed, and nothing is sized by it."""
     ranks = set(seen)
-    if world and 0 < world <= max(ranks, default=-1) + 1 + len(ranks) + UNSEEN_SLACK:
-        ranks.update(range(world))
+    if world and 0 < world and world - sum(1 for r in ranks if 0 <= r < world) <= len(ranks) + UNSEEN_SLACK:
+        ranks.update(range(world))  # the unseen counted, not the highest rank: {0, 2^20 - 1} seen lists 2 ranks
     return sorted(ranks)
 
 
