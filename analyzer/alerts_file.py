@@ -8,6 +8,7 @@ banner) read it here, all the same way: a regular file only, opened without bloc
 """
 from __future__ import annotations
 
+import enum
 import json
 import os
 from pathlib import Path
@@ -16,6 +17,19 @@ from typing import Any
 from . import safe_io
 
 ALERTS_FILE = "alerts.jsonl"
+
+
+class AlertKind(enum.StrEnum):
+    """An alert's ``kind``: an incident (its verdict's word), its later detail, or the end of one."""
+
+    HANG = "hang"
+    HANG_DETAIL = "hang_detail"  # the stacks and dumps asked for when the hang alert was raised
+    DESYNC = "desync"
+    DESYNC_DETAIL = "desync_detail"  # every rank's record of the mismatched collective is in
+    CRASH = "crash"
+    CONFIG_ERROR = "config_error"
+    CLEARED = "cleared"  # an incident alerted before is over (``incident`` names it)
+
 ALERTS_MAX_BYTES = 4 << 20  # the newest alerts read: thousands of alerts; a run raises a few
 NEWEST_MAX_BYTES = 64 << 10  # enough for the last alert (a hang alert with every rank's stack is the largest)
 

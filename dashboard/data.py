@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import base64
 import binascii
+import enum
 import os
 import re
 import secrets
@@ -31,6 +32,7 @@ from ncclscope.analysis import Analysis, analyze_paths
 from ncclscope.ingest import SKIP_NAMES, InputError, iter_lines
 
 from . import uploads
+from ncclscope.sources.hook_jsonl import HookType
 
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024  # decoded bytes, all files of one upload together
 MAX_EXTRACT_BYTES = 4 * 1024**3  # unpacked bytes, all archives of one upload together
@@ -46,11 +48,23 @@ class UploadError(ValueError):
     """An upload refused, with a message fit for the page."""
 
 
+class JobState(enum.StrEnum):
+    """Where an upload's analysis is."""
+
+    RECEIVING = "receiving"
+    QUEUED = "queued"
+    EXTRACTING = "extracting"
+    PARSING = "parsing"
+    ANALYSING = "analysing"
+    DONE = "done"
+    ERROR = "error"
+
+
 @dataclass
 class JobStatus:
     key: str
     label: str
-    state: str = "queued"  # receiving | queued | extracting | parsing | analysing | done | error
+    state: JobState = JobState.QUEUED
     done: int = 0
     total: int = 0
     message: str = ""
@@ -195,7 +209,7 @@ class RunStore:
         key = self.submit(paths, label, key)
         self.wait(key)
         job = self._jobs[key]
-        if job.state == "error":
+        if job.state == JobState.ERROR:
             raise InputError(job.message)
         return key
 
@@ -207,7 +221,7 @@ class RunStore:
             if prepare is not None:
                 paths = prepare(job)
             paths = [self._unpack(p, job) if p.is_file() and archive.is_archive(p) else p for p in paths]
-            job.state = "parsing"
+            job.state = JobState.PARSING
 
             def progress(i: int, n: int) -> None:
                 job.done, job.total = i, n
@@ -223,15 +237,15 @@ class RunStore:
                     self._entries.pop(old)
             d = analysis.decision
             job.message = f"{d.verdict.value}: {d.headline}"
-            job.state = "done"
+            job.state = JobState.DONE
             try:
                 log_index(entry)  # after the entry is published: the pages show the analysis while the log view indexes
             except Exception as e:  # noqa: BLE001 - the log view says it has no index; the analysis stands
                 job.message += f" (the log view could not index the logs: {type(e).__name__})"
         except (InputError, archive.ArchiveError, UploadError, OSError) as e:
-            job.state, job.message = "error", str(e)
+            job.state, job.message = JobState.ERROR, str(e)
         except Exception as e:  # noqa: BLE001 - a parse thread must report, never die silently
-            job.state, job.message = "error", f"analysis failed: {type(e).__name__}: {e}"
+            job.state, job.message = JobState.ERROR, f"analysis failed: {type(e).__name__}: {e}"
         finally:
             if cleanup is not None:  # an upload's files: deleted once analysed and indexed (the analysis stays)
                 cleanup()
@@ -240,7 +254,7 @@ class RunStore:
             job.finished = time.time()
 
     def _unpack(self, path: Path, job: JobStatus) -> Path:
-        job.state, job.message = "extracting", f"unpacking {path.name}"
+        job.state, job.message = JobState.EXTRACTING, f"unpacking {path.name}"
         dest = Path(tempfile.mkdtemp(prefix="x-", dir=self.workdir))
         return archive.extract(path, dest, max_total=MAX_EXTRACT_BYTES)
 
@@ -304,7 +318,7 @@ class RunStore:
                 return same  # identical files: analysed once
             if not disk.grow(approx):
                 raise UploadError(self.disk.refusal(approx))
-            job = JobStatus(secrets.token_urlsafe(12), label, state="receiving")
+            job = JobStatus(secrets.token_urlsafe(12), label, state=JobState.RECEIVING)
             self._jobs[job.key] = job
             self._by_digest[digest] = job.key
         folder = self.workdir / f"u-{job.key}"
@@ -320,7 +334,7 @@ class RunStore:
                     uploads.decode_to(c, out)
         except (OSError, ValueError) as e:
             forget()
-            job.state, job.message, job.finished = "error", f"the upload could not be stored: {e}", time.time()
+            job.state, job.message, job.finished = JobState.ERROR, f"the upload could not be stored: {e}", time.time()
             raise UploadError(f"upload refused: {e}") from None
 
         def unpack_archives(job: JobStatus) -> list[Path]:
@@ -330,7 +344,7 @@ class RunStore:
             for name in names:
                 p = folder / name
                 if archive.is_archive(p):
-                    job.state, job.message = "extracting", f"unpacking {name}"
+                    job.state, job.message = JobState.EXTRACTING, f"unpacking {name}"
                     try:
                         archive.extract(p, folder / f"{name}.d", max_total=MAX_EXTRACT_BYTES, budget=budget)
                     except archive.ArchiveError:
@@ -339,15 +353,15 @@ class RunStore:
                     p.unlink()
             return [folder]
 
-        job.state = "queued"
+        job.state = JobState.QUEUED
         return self._start(job, [folder], prepare=unpack_archives, cleanup=forget)
 
     def _still_served(self, key: str) -> bool:
         """Whether the analysis of ``key`` is under way or kept (an upload identical to its files is it)."""
         job = self._jobs.get(key)
-        if job is None or job.state == "error":
+        if job is None or job.state == JobState.ERROR:
             return False
-        return job.state != "done" or key in self._entries
+        return job.state != JobState.DONE or key in self._entries
 
     # -- live folders ---------------------------------------------------------------------------
     def start_live(self, folder: Path) -> None:
@@ -363,9 +377,9 @@ class RunStore:
         pending = self._live_pending
         if pending is not None:
             st = self._jobs[pending]
-            if st.state in ("done", "error"):
+            if st.state in (JobState.DONE, JobState.ERROR):
                 self._live_pending = None
-                if st.state == "done":
+                if st.state == JobState.DONE:
                     self._live_key = pending
         elif self.live_dir.is_dir():
             sig = folder_signature(self.live_dir)
@@ -467,7 +481,7 @@ def _mark_hook_records(text: pd.Series, subsys: np.ndarray, candidates: np.ndarr
     found = kind.notna().to_numpy()
     at = np.flatnonzero(maybe)
     subsys[at[found]] = HOOK
-    subsys[at[found & (kind == "hb").fillna(False).to_numpy(dtype=bool)]] = HEARTBEAT
+    subsys[at[found & (kind == HookType.HB).fillna(False).to_numpy(dtype=bool)]] = HEARTBEAT
 
 
 def build_log_index(entry: Entry, max_lines: int = MAX_LOG_LINES) -> pd.DataFrame:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from ..model import Communicator, Evidence, Finding, FindingKind, Origin, Run, Severity, Stuck, Verdict
+from ..model import (
+    Certainty, Communicator, EventKind, Evidence, Finding, FindingKind, Format, Origin, Run, Severity, Stuck, Verdict,
+)
 from ..nccl.ops import canonical_op
 from ..rules.exits import FailureKind, from_outside
 from ..rules.facts import (
@@ -43,7 +45,6 @@ from ..rules.stopped import stopped_unfinished
 from .common import RankPg, entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
 from .fr_findings import by_silence as fr_by_silence
 from .fr_findings import hang_finding as fr_hang_finding
-from ..model import EventKind, Format
 
 HINT_NEVER_JOINED = (
     "Rank {r} stopped issuing collectives before #{seq}: look at what it runs between its last collective and "
@@ -385,7 +386,7 @@ def _barrier_hang(run: Run) -> list[Finding]:
         return [Finding(
             kind=FindingKind.HANG, severity=Severity.CRITICAL,
             message=f"init_process_group's store-based barrier ({key}) never completed "
-            f"({'it timed out' if st.level == 'confirmed' else 'the ranks kept waiting'}): {who}",
+            f"({'it timed out' if st.level == Certainty.CONFIRMED else 'the ranks kept waiting'}): {who}",
             ranks=st.culprits, evidence=tuple(_dedupe([e.evidence for e in evs]))[:3], verdict=Verdict.HANG,
             hint="Every rank must call init_process_group: look at what the missing rank runs before it (an exception "
             "in its own log, a different WORLD_SIZE / RANK, a rank started on the wrong host, a slow or failed "

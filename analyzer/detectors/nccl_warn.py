@@ -161,7 +161,7 @@ def _warnings(run: Run, failed: bool) -> list[Finding]:
             FindingKind.CONFIG if e.verdict == EntryVerdict.CONFIG_ERROR else FindingKind.ERROR)
         out.append(Finding(
             kind=kind, severity=SEVERITY[e.severity] if failed or e.kind == EntryKind.NOTE else Severity.WARNING,
-            message=f"torch {'said' if e.kind == 'note' else 'warned'} {_who(g.ranks, g.count)}: \"{_quote(g.first.text)}\": {e.cause}",
+            message=f"torch {'said' if e.kind == EntryKind.NOTE else 'warned'} {_who(g.ranks, g.count)}: \"{_quote(g.first.text)}\": {e.cause}",
             ranks=tuple(sorted(g.ranks)), hint=f"{e.fix} ({e.link})", evidence=tuple(g.evidence), verdict=verdict,
             data={"entry": e.id, "area": e.area, **({"culprits": []} if verdict else {}), "cause": e.cause,
                   "fix": e.fix, "link": e.link, "releases": list(e.releases), "warn": _quote(g.first.text),

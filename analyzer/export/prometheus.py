@@ -7,6 +7,7 @@ verdict, the culprit ranks, the stuck collective, findings by kind and severity,
 monitor's alerts by kind (``alerts.jsonl``)."""
 from __future__ import annotations
 
+import enum
 import math
 import time
 from collections import Counter
@@ -36,14 +37,21 @@ def _labels(labels: dict[str, object]) -> str:
     return "{" + ",".join(f'{k}="{_esc(v)}"' for k, v in labels.items()) + "}" if labels else ""
 
 
+class MetricType(enum.StrEnum):
+    """A metric family's type, as the text format's ``# TYPE`` line names it."""
+
+    GAUGE = "gauge"
+    COUNTER = "counter"
+
+
 class _Out:
     """Metric families in order, each with its HELP and TYPE once."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
 
-    def family(self, name: str, kind: str, help_text: str, samples: Iterable[tuple[dict[str, object], float]]) -> None:
-        full = f"{PREFIX}_{name}" + ("_total" if kind == "counter" else "")  # the text format names counters so
+    def family(self, name: str, kind: MetricType, help_text: str, samples: Iterable[tuple[dict[str, object], float]]) -> None:
+        full = f"{PREFIX}_{name}" + ("_total" if kind == MetricType.COUNTER else "")  # the text format names counters so
         self.lines += [f"# HELP {full} {help_text}", f"# TYPE {full} {kind}"]
         for labels, value in samples:
             v = "NaN" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))
@@ -87,25 +95,25 @@ def prometheus_text(a: Analysis, alerts: Sequence[dict[str, Any]] = (), now: flo
     status = judged_progress(a.run, a.findings, a.decision.stuck)
     out = _Out()
     rows = [(r, pg, s) for pg, by in sorted(status.items()) for r, s in sorted(by.items())]
-    out.family("rank_last_enqueued_seq", "gauge", "Last collective sequence number the rank enqueued, per process group.",
+    out.family("rank_last_enqueued_seq", MetricType.GAUGE, "Last collective sequence number the rank enqueued, per process group.",
                [({"rank": r, "pg": pg}, s.enqueued) for r, pg, s in rows if s.enqueued is not None])
-    out.family("rank_last_completed_seq", "gauge", "Last collective sequence number the rank completed, per process group.",
+    out.family("rank_last_completed_seq", MetricType.GAUGE, "Last collective sequence number the rank completed, per process group.",
                [({"rank": r, "pg": pg}, s.completed) for r, pg, s in rows if s.completed is not None])
-    out.family("rank_seconds_since_progress", "gauge",
+    out.family("rank_seconds_since_progress", MetricType.GAUGE,
                "Seconds from the rank's last completed collective (or last record) to the time of reading.",
                [({"rank": r, "pg": pg}, max(0.0, now - t)) for (r, pg), t in sorted(progress.items())
                 if not pg.endswith(":p2p")])
     d = a.decision
-    out.family("verdict", "gauge", "1 for the run's verdict.",
+    out.family("verdict", MetricType.GAUGE, "1 for the run's verdict.",
                [({"verdict": v.value}, 1.0 if d.verdict == v else 0.0) for v in Verdict])
-    out.family("culprit_rank", "gauge", "1 for each rank the verdict names.", [({"rank": r}, 1.0) for r in d.culprit_ranks])
-    out.family("stuck_seq", "gauge", "Sequence number of the stuck collective, per process group.",
+    out.family("culprit_rank", MetricType.GAUGE, "1 for each rank the verdict names.", [({"rank": r}, 1.0) for r in d.culprit_ranks])
+    out.family("stuck_seq", MetricType.GAUGE, "Sequence number of the stuck collective, per process group.",
                [({"pg": d.stuck.pg, "op": d.stuck.op or ""}, d.stuck.seq)] if d.stuck else [])
     kinds = Counter((f.kind, f.severity.value) for f in a.findings)
-    out.family("findings", "gauge", "Findings of the analysis by kind and severity.",
+    out.family("findings", MetricType.GAUGE, "Findings of the analysis by kind and severity.",
                [({"kind": k, "severity": s}, n) for (k, s), n in sorted(kinds.items())])
     by_kind = Counter(str(al.get("kind", "unknown")) for al in alerts if isinstance(al, dict))
-    out.family("alerts", "counter", "Alerts the live monitor raised, by kind (alerts.jsonl).",
+    out.family("alerts", MetricType.COUNTER, "Alerts the live monitor raised, by kind (alerts.jsonl).",
                [({"kind": k}, n) for k, n in sorted(by_kind.items())])
-    out.family("state_time_seconds", "gauge", "When this state was read (epoch seconds).", [({}, now)])
+    out.family("state_time_seconds", MetricType.GAUGE, "When this state was read (epoch seconds).", [({}, now)])
     return out.text()

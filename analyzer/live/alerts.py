@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from .. import safe_io
+from ..alerts_file import AlertKind
 from ..text_fit import shorten
 
 QUEUE_MAX = 256
@@ -122,7 +123,7 @@ class ConsoleSink:
         cert = alert.get("certainty")
         if isinstance(cert, dict) and cert.get("level") not in (None, "confirmed"):  # a claim from partial evidence
             body.append(escape(shorten(f"certainty: {cert.get('level')} ({cert.get('why') or ''})", self.MESSAGE_WIDTH)))
-        stacks = alert.get("stacks") if kind == "hang_detail" else None
+        stacks = alert.get("stacks") if kind == AlertKind.HANG_DETAIL else None
         culprits = {str(r) for r in alert.get("culprit_ranks") or []}
         body += self._rank_lines(stacks if isinstance(stacks, dict) else {}, alert.get("where") or {}, culprits)
         if stacks and alert.get("flight_recorder"):
@@ -177,9 +178,9 @@ class ConsoleSink:
         from .next_step import next_step
 
         kind = alert.get("kind")
-        if kind not in ("hang", "hang_detail") or not alert.get("watchdog"):
+        if kind not in (AlertKind.HANG, AlertKind.HANG_DETAIL) or not alert.get("watchdog"):
             return None  # PyTorch's own timeout (the job is ending), or every rank has exited
-        if kind == "hang" and alert.get("stacks_requested"):
+        if kind == AlertKind.HANG and alert.get("stacks_requested"):
             return None
         st = alert.get("stuck") or {}
         key = f"{st.get('pg')}#{st.get('seq')}"

@@ -13,6 +13,7 @@ arrived (or ``DETAIL_WAIT_S`` later).
 """
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
@@ -26,18 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from .. import rules, safe_io
-from ..alerts_file import ALERTS_FILE
+from ..alerts_file import ALERTS_FILE, AlertKind
 from ..detectors.launch import is_start_error
 from ..input_names import SKIP_DIRS, SKIP_NAMES
+from ..model import Format
 from ..rules import desync as desync_rule
-from ..rules.cause import Failure
+from ..rules.cause import CauseVerdict, Failure
 from ..rules.config import ConfigMistake, config_mistake
 from ..rules.exits import FailureKind
 from ..rules.facts import error_failure, exit_failure
 from ..rules.nodes import Heard, SilentNode, silent_nodes
 from ..rules.states import fmt_ranks
 from ..sources import records as R
-from ..sources.hook_jsonl import parse_jsonl
+from ..sources.hook_jsonl import HookType, parse_jsonl
 from ..sources.lines import (
     MAX_WRAP_PIECES,
     WRAP_MAX,
@@ -78,7 +80,15 @@ def wanted(name: str) -> bool:
     return name not in SKIP_NAMES and not low.endswith((".tmp", ".swp", ".lock", ".parquet"))
 
 
-def classify(name: str, head: bytes) -> str | None:
+class LiveInput(enum.StrEnum):
+    """What a file of a followed run folder holds, as the monitor reads it."""
+
+    HOOK = "hook"  # ncclscope's hook (JSON lines)
+    LOG = "log"  # NCCL, PyTorch and launcher lines
+    FR = "fr"  # a Flight Recorder dump
+
+
+def classify(name: str, head: bytes) -> LiveInput | None:
     """What a file of the run folder holds, from its first bytes as ``analyze`` tells it (``ingest.sniff``):
     hook (JSON lines) | log (NCCL, PyTorch and launcher lines) | fr (a Flight Recorder dump) | None."""
     from ..ingest import sniff
@@ -86,9 +96,9 @@ def classify(name: str, head: bytes) -> str | None:
     if not wanted(name):
         return None
     if FR_RE.match(name):
-        return "fr"
+        return LiveInput.FR
     fmt = sniff(head, name)
-    return {"jsonl": "hook", "log": "log", "pickle": "fr"}.get(fmt)
+    return {Format.JSONL: LiveInput.HOOK, Format.LOG: LiveInput.LOG, Format.PICKLE: LiveInput.FR}.get(fmt)
 
 
 @dataclass
@@ -146,7 +156,7 @@ class LiveMonitor:
         self._crash_pending: dict[int | None, dict[str, Any]] = {}
         self.failures: deque[Failure] = deque(maxlen=MAX_FAILURES)
         self.killed_pids: set[int] = set()  # pids the launcher sent a closing signal
-        self.kinds: dict[str, str | None] = {}  # path -> what it holds (classify), once it has bytes
+        self.kinds: dict[str, LiveInput | None] = {}  # path -> what it holds (classify), once it has bytes
         self._crash_first: float | None = None
         self._crash_new = False  # failures arrived since the root cause was last decided
         self._wd: dict[str, Any] = {}  # what PyTorch's watchdog lines said, gathered for CRASH_GRACE_S
@@ -247,7 +257,7 @@ class LiveMonitor:
             out += self.poll_once()
         return out
 
-    def _kind(self, path: str) -> str | None:
+    def _kind(self, path: str) -> LiveInput | None:
         if path in self.kinds:
             return self.kinds[path]
         name = path.rsplit("/", 1)[-1]
@@ -269,7 +279,7 @@ class LiveMonitor:
 
     def _read(self, path: str) -> None:
         kind = self._kind(path)
-        if kind == "fr":
+        if kind == LiveInput.FR:
             self.fr_files.setdefault(path, self._now)
             return
         if kind is None:
@@ -280,7 +290,7 @@ class LiveMonitor:
         if not lines:
             return
         self.lines_read += len(lines)
-        if kind == "hook":
+        if kind == LiveInput.HOOK:
             self._feed_hook(path, lines)
         else:
             self._feed_log(path, lines)
@@ -323,13 +333,13 @@ class LiveMonitor:
             touched = stall.apply(self.state, rec.rank, rec.type, rec.data)
             rs = self.state.ranks[rec.rank]
             rs.last_file, rs.last_lineno = rec.file, rec.line
-            if rec.type == "start" and isinstance(rec.data.get("backend"), str):
+            if rec.type == HookType.START and isinstance(rec.data.get("backend"), str):
                 self.backend = rec.data["backend"]
-            if rec.type == "fr" and isinstance(rec.data.get("path"), str):
+            if rec.type == HookType.FR and isinstance(rec.data.get("path"), str):
                 self.fr_files.setdefault(rec.data["path"], self._now)
-            if rec.type == "stack" and self.hang is not None and self.hang.request_t is not None:
+            if rec.type == HookType.STACK and self.hang is not None and self.hang.request_t is not None:
                 self.hang.stacks_after.add(rec.rank)
-            elif rec.type == "exit":
+            elif rec.type == HookType.EXIT:
                 st = self.state.ranks[rec.rank]
                 f = exit_failure(rec.rank, st.exit_code, st.exception or "", stall._num(rec.data.get("t")),
                                  (rec.file, rec.line), st.pid in self.killed_pids)
@@ -446,7 +456,7 @@ class LiveMonitor:
         msg = f"collective #{d.seq} of process group {d.pg} does not match across ranks ({who}): " + "; ".join(parts)
         if missing:
             msg += f"; no record yet from {_plural(missing)}"
-        elif kind == "desync_detail":
+        elif kind == AlertKind.DESYNC_DETAIL:
             msg = "every rank's record is in: " + msg
         return make_alert(kind, "desync", d.culprits, {"pg": d.pg, "seq": d.seq, "op": "/".join(ops)}, msg,
                           {r: s.where for r, s in sigs.items() if s.where}, ts=now,
@@ -595,10 +605,10 @@ class LiveMonitor:
             self._crash_pending = {}
             return None  # the consequence of an incident already reported
         cause = rules.root_cause(crash_failures(self.state, self.failures))
-        if cause is not None and cause.verdict == "desync" and cause.first is not None:
+        if cause is not None and cause.verdict == CauseVerdict.DESYNC and cause.first is not None:
             self._crash_pending = {}
             return self._mismatch_alert(cause.first, now)
-        if cause is None or cause.verdict != "crash" or cause.first is None:
+        if cause is None or cause.verdict != CauseVerdict.CRASH or cause.first is None:
             return None
         pending, self._crash_pending = self._crash_pending, {}
         self.crash_sent = True

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..model import Finding, Run, Stuck
+from ..model import CollState, Finding, Run, Stuck
 from ..text_fit import rank_runs
 from .progress import NEVER_JOINED, WAITING, judged_progress
 from .records import arrival, best_records, strs
@@ -32,7 +32,7 @@ def pg_records(df: pd.DataFrame, pg: str | None, done_through: Mapping[int, int]
         return view
     limit = pd.Series(done_through, dtype="float64").reindex(view["rank"].to_numpy()).to_numpy()
     state = strs(view["state"])
-    more = (view["seq"].to_numpy() <= np.nan_to_num(limit, nan=-1)) & (state != "completed")
+    more = (view["seq"].to_numpy() <= np.nan_to_num(limit, nan=-1)) & (state != CollState.COMPLETED)
     if not more.any():
         return view
     state[more] = "completed"
@@ -111,7 +111,7 @@ def progress_matrix(view: pd.DataFrame, ranks: Sequence[int], stuck: Stuck | Non
     if m.any():
         r_idx = np.array([pos[int(r)] for r in view["rank"].to_numpy()[m]], dtype=np.int64)
         state = strs(view["state"])[m]
-        cells[r_idx, seq[m] - lo] = np.where(state == "completed", DONE, np.where(state == "enqueued", ISSUED, IN_FLIGHT))
+        cells[r_idx, seq[m] - lo] = np.where(state == CollState.COMPLETED, DONE, np.where(state == CollState.ENQUEUED, ISSUED, IN_FLIGHT))
     if stuck is not None and lo <= stuck.seq <= hi:
         col = stuck.seq - lo
         for r, st in states.items():
@@ -142,8 +142,8 @@ def per_rank_counts(view: pd.DataFrame, ranks: Sequence[int]) -> pd.DataFrame:
     if not len(view):
         return pd.DataFrame({"rank": lanes, "records": 0, "completed": 0, "not_completed": 0, "issued": 0})
     state = strs(view["state"])
-    d = pd.DataFrame({"rank": view["rank"].to_numpy(np.int64), "done": state == "completed",
-                      "issued": state == "enqueued"})
+    d = pd.DataFrame({"rank": view["rank"].to_numpy(np.int64), "done": state == CollState.COMPLETED,
+                      "issued": state == CollState.ENQUEUED})
     g = d.groupby("rank").agg(size=("done", "size"), done=("done", "sum"), issued=("issued", "sum"))
     g = g.reindex(lanes, fill_value=0)
     return pd.DataFrame({"rank": lanes, "records": g["size"].to_numpy(), "completed": g["done"].to_numpy(),

@@ -12,10 +12,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..model import COLLECTIVE_COLUMNS, Evidence, PgStatus
+from ..model import COLLECTIVE_COLUMNS, Evidence, Format, PgStatus
 from ..nccl.dtypes import DTYPE_BYTES, canonical_dtype
 from ..nccl.ops import canonical_op
 from ..sources import records as R
+from ..sources.hook_jsonl import HookType
 from .gather import Gathered
 from .inspector_rows import inspector_table
 from .nccl_table import concat_tables, nccl_coll_table
@@ -136,7 +137,7 @@ def _hook_rows(hook: list[R.HookRec], rows: _Rows,
     done_of: dict[tuple[int, str, int], tuple[float | None, float | None]] = {}
     last_hb: dict[tuple[int, str], R.HookRec] = {}
     for h in hook:
-        if h.type == "done" and isinstance(h.rank, int):
+        if h.type == HookType.DONE and isinstance(h.rank, int):
             seq = seq_of(h.data.get("seq", -1))
             if seq is not None:
                 done_of[(h.rank, str(h.data.get("pg", "0")), seq)] = (h.data.get("t"), h.data.get("dur_ms"))
@@ -144,7 +145,7 @@ def _hook_rows(hook: list[R.HookRec], rows: _Rows,
         d = h.data
         if not isinstance(h.rank, int):
             continue
-        if h.type == "coll":
+        if h.type == HookType.COLL:
             seq = seq_of(d.get("seq", -1))
             if seq is None:
                 continue
@@ -155,7 +156,7 @@ def _hook_rows(hook: list[R.HookRec], rows: _Rows,
                      state="completed" if done else "scheduled", t_created=d.get("t"), t_started=None,
                      t_completed=done[0] if done else None, duration_ms=done[1] if done else None, source="hook",
                      file=h.file, line=h.line, where=d.get("where"))
-        elif h.type == "hb":
+        elif h.type == HookType.HB:
             pgs = [(str(pg), st) for pg, st in (d.get("pgs") or {}).items() if isinstance(st, dict)]
             for pg, st in pgs:
                 hb_rows.append({"rank": h.rank, "pg": pg, "t": d.get("t"), "enq": st.get("enq"),
@@ -163,14 +164,14 @@ def _hook_rows(hook: list[R.HookRec], rows: _Rows,
             last_hb[(h.rank, "")] = h  # any heartbeat: the rank was alive then
             for pg, _st in pgs:
                 last_hb[(h.rank, pg)] = h
-        elif h.type == "stack" and d.get("where"):
+        elif h.type == HookType.STACK and d.get("where"):
             stacks[h.rank] = str(d["where"])
     return last_hb, hb_rows
 
 
 def _fr_weight(fr: R.FrDump) -> tuple[int, int, int]:
     done = sum(1 for e in fr.entries if e.get("state") == "completed")
-    return (len(fr.entries), done, 1 if fr.fmt == "pickle" else 0)
+    return (len(fr.entries), done, 1 if fr.fmt == Format.PICKLE else 0)
 
 
 def _pg_name(pg: Any) -> str | None:

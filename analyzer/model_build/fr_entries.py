@@ -87,7 +87,7 @@ class Entry(NamedTuple):
 
     @property
     def done(self) -> bool:
-        return self.state == "completed" or (self.backend == "gloo" and self.retired)
+        return self.state == FrState.COMPLETED or (self.backend == "gloo" and self.retired)
 
 
 class Call(NamedTuple):
@@ -212,7 +212,7 @@ def parse_entry(e: Mapping[str, Any]) -> Entry | None:
 def records_timing(entries: Iterable[Entry], raw: Iterable[Mapping[str, Any]]) -> bool:
     """The dump records start times (TORCH_NCCL_ENABLE_TIMING): an entry started, or one with a start time
     or a duration."""
-    return any(e.state == "started" or e.t_started is not None for e in entries) or any(
+    return any(e.state == FrState.STARTED or e.t_started is not None for e in entries) or any(
         isinstance(r.get("duration_ms"), (int, float)) for r in raw)
 
 
@@ -220,7 +220,7 @@ def state_of(entry: Entry, timing: bool, completed_upto: int | None) -> FrState:
     """A call's state from its own (or its end) entry and the group's ``last_completed`` of the dump."""
     if entry.done or (not entry.is_p2p and completed_upto is not None and 0 <= entry.seq <= completed_upto):
         return FrState.COMPLETED
-    if entry.state == "started":
+    if entry.state == FrState.STARTED:
         return FrState.STARTED
     return FrState.SCHEDULED if timing else FrState.ENQUEUED
 

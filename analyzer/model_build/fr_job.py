@@ -39,6 +39,7 @@ from .fr_entries import (
     records_timing,
 )
 from .fr_match import compare
+from ..model import Format
 
 # which dump of a rank to judge by, when it left several
 ORIGIN_RANK = {DumpOrigin.WATCHDOG: 0, DumpOrigin.REQUEST: 1, DumpOrigin.UNKNOWN: 2, DumpOrigin.EXIT: 3}
@@ -107,7 +108,7 @@ def _choose(frs: Iterable[R.FrDump]) -> dict[int, R.FrDump]:
 
 def _preference(fr: R.FrDump) -> tuple[int, int, int, int]:
     last = max((int(e["record_id"]) for e in fr.entries if isinstance(e.get("record_id"), int)), default=-1)
-    return ORIGIN_RANK[origin_of(fr.file)], -last, -len(fr.entries), 0 if fr.fmt == "pickle" else 1
+    return ORIGIN_RANK[origin_of(fr.file)], -last, -len(fr.entries), 0 if fr.fmt == Format.PICKLE else 1
 
 
 def _pg_order(name: str) -> tuple[int, int | str]:

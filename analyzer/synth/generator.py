@@ -36,6 +36,7 @@ written with one ``write``; 10 M lines take seconds.
 """
 from __future__ import annotations
 
+import enum
 import json
 import random
 from dataclasses import dataclass, field
@@ -47,7 +48,18 @@ import numpy as np
 from ..nccl.busbw import busbw_factor
 from ..nccl.ops import canonical_op
 
-FAULTS = (None, "hang", "crash", "desync", "straggler")
+
+
+class FaultKind(enum.StrEnum):
+    """The fault a synthetic run carries."""
+
+    HANG = "hang"
+    CRASH = "crash"
+    DESYNC = "desync"
+    STRAGGLER = "straggler"
+
+
+FAULTS = (None, *FaultKind)
 # what the user has, as keyword presets of generate_run: everything; NCCL logs only (the job killed from
 # outside: no watchdog line, no launcher summary, no time; a fault-free one cut at a random moment); stderr
 # only, with older PyTorch's watchdog lines (no sizes, no PG status, no rank prefix) and torchrun's summary
@@ -227,7 +239,7 @@ def _plan(steps: int, buckets: int, bucket_mb: float, step_s: float, fault: str 
     step_ops.append(("AllReduce", 1, FLOAT32))  # loss
     pre_ops = [("AllGather", 1, 4), ("Broadcast", min(total_params, 62_914_560), FLOAT32)]
     stuck_seq = None
-    if fault in ("hang", "crash", "desync"):
+    if fault in (FaultKind.HANG, FaultKind.CRASH, FaultKind.DESYNC):
         stuck_seq = len(pre_ops) + cast(int, fault_step) * len(step_ops) + 1
     # enqueue times (us since T0) of each position: init takes ~4 s, then steps
     init_us = 4_000_000
@@ -241,7 +253,7 @@ def _plan(steps: int, buckets: int, bucket_mb: float, step_s: float, fault: str 
 
 @dataclass(frozen=True)
 class _Fault:
-    kind: str | None
+    kind: FaultKind | None
     rank: int | None
     step: int | None
     straggle_s: float
@@ -287,7 +299,7 @@ def generate_run(  # one writer, every knob a keyword
         raise ValueError(f"fault must be one of {FAULTS}")
     if nranks < 2:
         raise ValueError("nranks must be at least 2")
-    if busbw_gbs is not None and (fault not in (None, "straggler") or not busbw_gbs > 0):
+    if busbw_gbs is not None and (fault not in (None, FaultKind.STRAGGLER) or not busbw_gbs > 0):
         raise ValueError("busbw_gbs: a positive bandwidth, for a run without a fault or with a straggler")
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
@@ -300,7 +312,7 @@ def generate_run(  # one writer, every knob a keyword
         fault_step = min(max(fault_step, 0), steps - 1)
     lay = _layout(nranks, gpus_per_host, nchannels, rng)
     plan = _plan(steps, buckets, bucket_mb, step_s, fault, fault_step)
-    flt = _Fault(fault, fault_rank, fault_step, straggle_s, lag, scatter)
+    flt = _Fault(None if fault is None else FaultKind(fault), fault_rank, fault_step, straggle_s, lag, scatter)
     total_lines = total_bytes = files = 0
     perf = _Perf(algo, proto, dict(env or {}))
     for r in range(nranks):
@@ -339,11 +351,11 @@ def generate_run(  # one writer, every knob a keyword
 def _issued(plan: _Plan, flt: _Fault, r: int, rng: random.Random) -> int:
     """How many of the planned collectives rank ``r`` issues."""
     n_issue = plan.n_total
-    if flt.kind == "hang":
+    if flt.kind == FaultKind.HANG:
         n_issue = cast(int, plan.stuck_seq) - max(1, flt.lag) if r == flt.rank else cast(int, plan.stuck_seq)
-    elif flt.kind == "crash":
+    elif flt.kind == FaultKind.CRASH:
         n_issue = cast(int, plan.stuck_seq) - 1 if r == flt.rank else cast(int, plan.stuck_seq)
-    elif flt.kind == "desync":
+    elif flt.kind == FaultKind.DESYNC:
         n_issue = cast(int, plan.stuck_seq)
     if flt.scatter and flt.kind is None:
         n_issue -= rng.randrange(0, flt.scatter + 1)
@@ -372,7 +384,7 @@ def _rank_log(lay: _Layout, plan: _Plan, flt: _Fault, r: int, rng: random.Random
     n_issue = _issued(plan, flt, r, rng)
     jitter = nprng.integers(0, 2_000, size=n_issue, dtype=np.int64)
     t_rank = plan.t_plan[:n_issue] + jitter + r * 3
-    if flt.kind == "straggler" and r == flt.rank:
+    if flt.kind == FaultKind.STRAGGLER and r == flt.rank:
         t_rank[len(plan.pre_ops):] += int(flt.straggle_s * 1e6)
     init_t = T0_US + local * 40 + np.arange(0, 400, dtype=np.int64) * 900
     it = iter(_ts_strings(init_t) if timestamps else [""] * 400)
@@ -452,7 +464,7 @@ def _coll_lines(lay: _Layout, plan: _Plan, flt: _Fault, r: int, pre: str, comm: 
              (f" sendbuff 0x{bufbase - 0x400000000:x} recvbuff 0x{bufbase - 0x400000000:x} count "
              f"{pre_ops[1][1]} datatype 7 op 0 root 0 comm {comm} [nranks={nranks}] stream {stream}\n")]
     tails += tails_step * plan.steps
-    if flt.kind == "desync" and r == flt.rank:
+    if flt.kind == FaultKind.DESYNC and r == flt.rank:
         k = cast(int, plan.stuck_seq) - 1
         heads[k] = f"{pre}AllGather: opCount "
         tails[k] = tails[k].replace(f" count {step_ops[0][1]} ", f" count {step_ops[0][1] // nranks + 7} ")
@@ -486,7 +498,7 @@ def _hook_files(lay: _Layout, plan: _Plan, flt: _Fault, busbw_gbs: float, env: d
     transfer_us = np.array([b * busbw_factor(op, n) / (busbw_gbs * 1e3) + LATENCY_US
                             for op, (_o, b, _d) in zip(ops, sizes, strict=True)])
     arrive = plan.t_plan[None, :] + np.arange(n, dtype=np.int64)[:, None] * 3
-    if flt.kind == "straggler":
+    if flt.kind == FaultKind.STRAGGLER:
         arrive[cast(int, flt.rank), len(plan.pre_ops):] += int(flt.straggle_s * 1e6)
     end = arrive.max(axis=0) + transfer_us
     out = []
@@ -522,10 +534,10 @@ def _stderr(fault: str | None, culprit: int | None, nranks: int, pids: list[int]
            ("Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your "
            "system being overloaded, please further tune the variable for optimal performance in your "
            "application as needed. \n"), "*****************************************\n"]
-    if fault is None or fault == "straggler":
+    if fault is None or fault == FaultKind.STRAGGLER:
         return "".join(out)
     numel = step_ops[0][1]
-    if fault in ("hang", "desync"):
+    if fault in (FaultKind.HANG, FaultKind.DESYNC):
         waiting = [r for r in range(nranks) if fault == "desync" or r != culprit]
         for r in waiting:
             if old_watchdog:  # PyTorch 1.13 / 2.0: no rank prefix, no sizes, no PG status

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from ncclscope.metrics.progress import NEVER_JOINED, WAITING
 from ncclscope.metrics.records import arrival, strs
 from ncclscope.metrics.timeline import CELL_NAMES, ProgressMatrix, spans
-from ncclscope.model import Stuck
+from ncclscope.model import CollState, Stuck
 
 from .base import STUCK_COLOR, empty_figure, int_axis, op_color
 
@@ -51,7 +51,7 @@ def _seq_traces(fig: go.Figure, view: pd.DataFrame) -> None:
     rank = view["rank"].to_numpy(np.int64)
     seq = view["seq"].to_numpy(np.int64)
     state = strs(view["state"])
-    kind = np.where(state == "completed", 0, np.where(state == "enqueued", 1, 2))
+    kind = np.where(state == CollState.COMPLETED, 0, np.where(state == CollState.ENQUEUED, 1, 2))
     styles = ((0, "", "square"), (1, " (issued; NCCL logs no completion)", "square"), (2, " (not completed)", "square-open"))
     for op in sorted(set(ops)):
         for k, suffix, symbol in styles:
