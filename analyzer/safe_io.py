@@ -1,10 +1,11 @@
 """Opening files on a shared machine: never through a link nobody named, never blocking, never a
 folder someone else controls.
 
-Reading (``open_regular``, ``read_capped``): ``O_NONBLOCK`` so that a FIFO or a device swapped in
+Reading (``open_regular``, ``open_sized``, ``read_capped``): ``O_NONBLOCK`` so that a FIFO or a device swapped in
 for a log between a folder walk and the read cannot block the open, ``O_NOFOLLOW`` unless the
 caller names the path itself, then ``fstat`` on the open descriptor: anything but a regular file is
-refused (``NotRegularFile``). Checking the descriptor, not the name, leaves no window for a swap.
+refused (``NotRegularFile``). Checking the descriptor, not the name, leaves no window for a swap. A
+sized read (``open_sized``, ``read_capped``) stops at the size the file had at the open: a log still growing ends.
 
 Writing (``create_new``, ``write_replace``, ``write_at``, ``open_append``): ``O_NOFOLLOW`` always; new
 files with ``O_EXCL``; a whole-file write goes through a descriptor of the target's folder
@@ -26,7 +27,7 @@ import secrets
 import stat
 from io import BufferedReader
 from pathlib import Path
-from typing import cast
+from typing import Self, cast
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -79,6 +80,53 @@ def open_regular(path: str | os.PathLike[str], follow: bool = False) -> Buffered
     return cast(BufferedReader, os.fdopen(open_fd(path, follow), "rb"))
 
 
+class SizedReader:
+    """A regular file read no further than the size it had when it was opened (``fstat`` on the open
+    descriptor): a log that keeps growing while it is read ends where it stood at the open, and one cut
+    shorter meanwhile ends early. ``read`` and ``readinto`` as a binary file's, never past ``size``."""
+
+    def __init__(self, f: BufferedReader) -> None:
+        self._f = f
+        self.size = os.fstat(f.fileno()).st_size
+        self._left = self.size
+
+    def read(self, n: int = -1) -> bytes:
+        want = self._left if n < 0 else min(n, self._left)
+        data = self._f.read(want) if want > 0 else b""
+        self._left -= len(data)
+        return data
+
+    def readinto(self, buf: bytearray | memoryview) -> int:
+        view = memoryview(buf).cast("B")
+        if len(view) > self._left:
+            view = view[:self._left]
+        got = self._f.readinto(view) if len(view) else 0
+        self._left -= got or 0
+        return got or 0
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_sized(path: str | os.PathLike[str], follow: bool = False) -> SizedReader:
+    """``open_regular``, read up to the size the file had at the open and never past it (``SizedReader``)."""
+    f = open_regular(path, follow)
+    try:
+        return SizedReader(f)
+    except BaseException:
+        f.close()
+        raise
+
+
 class TooLarge(ValueError):
     """A file holds more than the bytes a reader accepts."""
 
@@ -86,8 +134,9 @@ class TooLarge(ValueError):
 def read_capped(path: str | os.PathLike[str], limit: int, follow: bool = False) -> bytes:
     """The whole regular file ``path`` if it holds at most ``limit`` bytes; raises TooLarge otherwise.
 
-    At most ``limit + 1`` bytes are ever read, whatever the file claims (or a link to /dev/zero)."""
-    with open_regular(path, follow) as f:
+    At most ``limit + 1`` bytes are ever read, whatever the file claims (or a link to /dev/zero), and never
+    more than its size at the open (``open_sized``: a file growing while it is read ends)."""
+    with open_sized(path, follow) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise TooLarge(f"{path}: over the {limit} byte limit")

@@ -45,24 +45,35 @@ def parse_log(path: Path, name: str) -> tuple[list[Rec], FileEnd]:
 
     COLL lines, nearly all of a long job's log, are taken a block at a time as columns
     (``scan_coll_block``); the batch is then cut at every other record so that records and
-    COLL rows keep the file's order. Also the file's ``FileEnd``.
+    COLL rows keep the file's order. Also the file's ``FileEnd``. Blank lines go no further than
+    the block they came in: no line parser reads them, and a block's other lines are all the
+    file's lines that are held at once (``blocks.BLOCK_LINES`` at most).
     """
     batches: list[NcclCollBatch] = []
+    count = [0]  # the file's lines so far
 
     def others() -> Iterator[tuple[int, str]]:
         for first, block, newlines in iter_blocks(path):
+            count[0] = first - 1 + (len(newlines) if newlines is not None else 1)
             batch, rest = scan_coll_block(block, first, name, newlines=newlines)
+            del block
             if batch is not None:
                 batches.append(batch)
-            yield from rest
+            for line in rest:
+                if line[1] != "\n":
+                    yield line
 
-    return log_records(others(), batches, name)
+    recs, end = log_records(others(), batches, name)
+    if count[0] > end.line:  # the file ends with blank lines
+        end.line, end.text = count[0], ""
+    return recs, end
 
 
-def log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
-                name: str) -> tuple[list[Rec], FileEnd]:
+def log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch], name: str,
+                last_line: int = 0) -> tuple[list[Rec], FileEnd]:
     """Records of a log's lines that are not COLL rows, merged in line order with its COLL batches
-    (``batches`` may fill while ``lines`` is consumed), and where the log ends against its NCCL lines."""
+    (``batches`` may fill while ``lines`` is consumed), and where the log ends against its NCCL lines:
+    at ``last_line`` when ``lines`` left out blank lines after the last one it holds."""
     out: list[Rec] = []
     unread = UnreadLines(name, 0, "", "nccl")  # NCCL-looking lines no parser took: counted, so that they are said
     torch_seen = UnreadLines(name, 0, "", "pytorch")  # PyTorch / launcher lines: said when none of them was read
@@ -95,7 +106,7 @@ def log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch],
     out.sort(key=lambda r: r.line)
     _unglue_hosts(out, batches)
     out = fold_topology(out, batches)
-    done = end.record(name, batches)
+    done = end.record(name, batches, last_line)
     if batches:
         out = _interleave(out, batches)
     return out, done
@@ -118,13 +129,16 @@ class _End:
         self.nccl = 0
         self.text: collections.deque[int] = collections.deque(maxlen=TEXT_AFTER_MAX)
 
-    def record(self, name: str, batches: list[NcclCollBatch]) -> FileEnd:
-        """The file's ``FileEnd``: its COLL rows (``batches``, in line order) count as NCCL lines."""
+    def record(self, name: str, batches: list[NcclCollBatch], last_line: int = 0) -> FileEnd:
+        """The file's ``FileEnd``: its COLL rows (``batches``, in line order) count as NCCL lines; a
+        ``last_line`` past every line read is a blank one."""
         last, nccl = self.last, self.nccl
         for b in batches:
             if len(b):
                 last, nccl = max(last, int(b.lines[-1])), max(nccl, int(b.lines[-1]))
         text = self.last_text.strip() if last == self.last else "an NCCL COLL line"  # a COLL row keeps no text
+        if last_line > last:
+            last, text = last_line, ""
         return FileEnd(name, last, text, nccl, sum(1 for ln in self.text if ln > nccl))
 
 

@@ -17,7 +17,7 @@ from ..sources.coll import kernel as coll_kernel
 from ..sources.lines import lone_cr_to_lf
 from ..sources.nccl_log import NcclCollBatch, scan_coll_block
 from .assemble import log_records
-from .blocks import MAX_LINE, newline_offsets
+from .blocks import BLOCK_LINES, MAX_LINE, few_newline_offsets
 from .formats import HEAD_BYTES, Parsed, parse_file, sniff
 
 SMALL_LOG_BYTES = 2 * 1024 * 1024  # logs up to this size are parsed several at a time ...
@@ -158,23 +158,65 @@ def _lf_ends(data: bytes) -> bytes:
 def _parse_joined(joined: bytes | memoryview, items: list[tuple[Path, str, int]], ends: np.ndarray) -> list[Parsed]:
     """``parse_small_logs`` of files already joined: ``ends[i]`` is where file i (``items``: path, name,
     size) ends in ``joined``, each ending with a newline. ``joined`` may be a view of a buffer that is
-    reused once this returns: nothing returned refers to it."""
-    out: list[Parsed] = []
-    nl = newline_offsets(joined)
+    reused once this returns: nothing returned refers to it.
+
+    The COLL reader keeps a Python object for each other line until its pass is done, so a pass takes runs
+    of whole files of at most ``BLOCK_LINES`` lines; a file of more lines is parsed alone (a block at a
+    time), and so is every file of a buffer of short lines (``JOINED_WORDS``), whose newline offsets alone
+    would be up to 8 times its size."""
+    nl = few_newline_offsets(joined, JOINED_WORDS)
+    if nl is None:
+        return [parse_file(path, name) for path, name, _ in items]
     last = np.searchsorted(nl, ends - 1)  # index of each file's last newline
     length = np.diff(nl, prepend=-1) - 1  # every line's length, its newline left out
     too_long = np.maximum.reduceat(length, np.concatenate([[0], last[:-1] + 1])) > MAX_LINE
+    del length
     if too_long.any():
-        out += [parse_file(path, name) for (path, name, _), bad in zip(items, too_long.tolist()) if bad]
+        out = [parse_file(path, name) for (path, name, _), bad in zip(items, too_long.tolist()) if bad]
         starts = np.concatenate([[0], ends[:-1]])
         rest = [(path, name, bytes(joined[int(a):int(a) + size])) for (path, name, size), a, bad in
                 zip(items, starts, too_long.tolist()) if not bad]
         return out + (parse_small_logs(rest) if rest else [])
-    block = joined if coll_kernel.ready() is not None else bytes(joined)  # the numpy reader wants bytes
+    firsts = np.concatenate([[0], last + 1])  # lines before each file, and in all
+    out = []
+    for lo, hi in _runs(np.diff(firsts), BLOCK_LINES):
+        if int(firsts[hi] - firsts[lo]) > BLOCK_LINES:  # one file alone of more lines
+            out.append(parse_file(items[lo][0], items[lo][1]))
+            continue
+        a = int(ends[lo - 1]) if lo else 0
+        out += _scan_files(joined[a:int(ends[hi - 1])], nl[firsts[lo]:firsts[hi]] - a, items[lo:hi],
+                           firsts[lo:hi + 1] - firsts[lo])
+    return out
+
+
+JOINED_WORDS = 256 * 1024  # a buffer of small logs with more 8-byte words holding a newline has short lines
+
+
+def _runs(counts: np.ndarray, most: int) -> list[tuple[int, int]]:
+    """Consecutive items as [lo, hi) runs of at most ``most`` in ``counts`` together; an item over it alone."""
+    runs: list[tuple[int, int]] = []
+    lo, total = 0, 0
+    for i, n in enumerate(counts.tolist()):
+        if i > lo and total + n > most:
+            runs.append((lo, i))
+            lo, total = i, 0
+        total += n
+    if len(counts):
+        runs.append((lo, len(counts)))
+    return runs
+
+
+def _scan_files(block: bytes | memoryview, nl: np.ndarray, items: list[tuple[Path, str, int]],
+                firsts: np.ndarray) -> list[Parsed]:
+    """Files joined in ``block`` (``nl``: its newlines; file i holds lines ``firsts[i]`` + 1 to ``firsts[i + 1]``)
+    through one pass of the COLL reader, then each file's records. Blank lines reach no line parser (none reads
+    them); each file's ``FileEnd`` still counts them."""
+    if coll_kernel.ready() is None:
+        block = bytes(block)  # the numpy reader wants bytes
     batch, rest_lines = scan_coll_block(block, 1, "", newlines=nl)
-    del block, joined, nl
-    firsts = np.concatenate([[0], last + 1])  # lines before each file
+    del block, nl
     rest_numbers = np.array([ln for ln, _ in rest_lines], dtype=np.int64)
+    out: list[Parsed] = []
     for i, (_, name, size) in enumerate(items):
         before = int(firsts[i])
         lo_line, hi_line = before + 1, int(firsts[i + 1]) + 1
@@ -184,10 +226,10 @@ def _parse_joined(joined: bytes | memoryview, items: list[tuple[Path, str, int]]
             if hi > lo:
                 mine.append(batch.for_file(lo, hi, name, before))
         r_lo, r_hi = np.searchsorted(rest_numbers, [lo_line, hi_line]).tolist()
-        lines = [(ln - before, text) for ln, text in rest_lines[r_lo:r_hi]]
+        lines = [(ln - before, text) for ln, text in rest_lines[r_lo:r_hi] if text != "\n"]
         p = Parsed(name, Format.LOG, size=size)
         try:
-            p.records, p.end = log_records(lines, mine, name)
+            p.records, p.end = log_records(lines, mine, name, hi_line - lo_line)
         except (ValueError, RecursionError) as e:
             p.records, p.problem = [], f"{name}: {e}"
         out.append(p)
