@@ -453,7 +453,7 @@ class PgStatus:
     last_enqueued: int | None
     last_started: int | None
     last_completed: int | None
-    source: str
+    source: RecordSource
     ts: float | None = None
     evidence: Evidence | None = None
     # gloo's Flight Recorder: its worker threads retire works out of order, so ``last_completed`` can

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..model import COLLECTIVE_COLUMNS, Evidence, Format, PgStatus
+from ..model import COLLECTIVE_COLUMNS, Evidence, Format, PgStatus, RecordSource
 from ..nccl.dtypes import DTYPE_BYTES, canonical_dtype
 from ..nccl.ops import canonical_op
 from ..sources import records as R
@@ -69,7 +69,7 @@ def build_collectives(g: Gathered, proc_rank: dict[ProcKey, int], ident: dict[tu
         hb_st = (h.data.get("pgs") or {}).get(pg) if pg else None
         if isinstance(hb_st, dict):
             out.pg_status.append(PgStatus(rank, pg, opt_int(hb_st.get("enq")), opt_int(hb_st.get("start")),
-                                          opt_int(hb_st.get("done")), "hook", h.data.get("t"), ev(h)))
+                                          opt_int(hb_st.get("done")), RecordSource.HOOK, h.data.get("t"), ev(h)))
     # NCCL COLL lines: per (process, communicator) counter as the sequence number
     nccl = nccl_coll_table(g.coll_lines, proc_rank, ident, consume=True, release=release)
     if nccl is not None:
@@ -105,7 +105,7 @@ def _fr_rows(frs: list[R.FrDump], rows: _Rows, pg_status: list[PgStatus]) -> str
             _fr_entry(rank, fr, e, pgname, rows)
         for pgid, st in fr.pg_status.items():
             name = pgid_name.get(pgid, pgid)
-            pg_status.append(PgStatus(rank, name, st["last_enqueued"], st["last_started"], st["last_completed"], "fr",
+            pg_status.append(PgStatus(rank, name, st["last_enqueued"], st["last_started"], st["last_completed"], RecordSource.FR,
                                       None, Evidence(fr.file, 0, f"pg_status[{pgid}] = {st}"),
                                       completion_may_lag=pgid in gloo))
     return version
