@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclscope.ingest import groups
+from ncclscope.ingest import formats, groups
 from ncclscope.ingest.formats import parse_file
 from ncclscope.ingest.groups import GROUP_BYTES, SMALL_LOG_BYTES, group_files, parse_job
 from ncclscope.sources.coll import kernel as coll_kernel
@@ -103,3 +103,70 @@ def test_records_of_every_kind_survive_the_trip_from_a_worker(corpus):
             assert flat(back) == flat(recs)
             seen |= {type(r).__name__ for r in recs}
     assert len(seen) >= 12, seen
+
+
+def _env_test(head: bytes) -> bool:
+    """sniff's environment-file test on the whole decoded head, as it ran before the first-line probe."""
+    text = head.decode("utf-8", "replace")
+    start = text[:8192]
+    lines = [ln for ln in (start if start.count("\n") > 50 else text).splitlines()[:50] if ln.strip()]
+    return bool(lines) and all(formats._env_line(ln) for ln in lines[:20])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_first_line_probe_never_skips_an_environment_file(seed):
+    """Where the probe of a head's first 1 KB says its first non-blank line is no NAME=value line, the test on
+    the whole head says no environment file either: line breaks of every kind, blank runs, cut UTF-8."""
+    import random
+
+    rng = random.Random(seed)
+    pieces = ["A=1", "NCCL_DEBUG=INFO", "", "  ", "x y=2", "K_1=v", "=", "\u00e9", "# c", "a=b=c", "\x00",
+              "[2026-12-01 10:00:00] h:1:1 [0] NCCL INFO x"]
+    ends = ["\n", "\r\n", "\r", "\u2028", "\x85", "\x0b", ""]
+    probed = 0
+    for _ in range(3000):
+        head = "".join(rng.choice(pieces) + rng.choice(ends) for _ in range(rng.randrange(1, 30))).encode()
+        head = b"\n" * rng.choice([0, 0, 3, 1020, 1030]) + head
+        head = head[:rng.randrange(len(head) + 1)] if rng.random() < 0.3 else head
+        if formats._first_line_not_env(head):
+            probed += 1
+            assert not _env_test(head), head[:120]
+    assert probed > 500  # the probe decides most heads
+
+
+def test_walk_lists_files_in_os_walk_order_and_says_what_it_skips(tmp_path):
+    """The scandir walk: a folder's files by name, then its sub-folders by name; hidden and skipped names left
+    out; links and FIFOs told with why; the display name relative to the root."""
+    import os
+
+    from ncclscope.ingest.files import collect_files
+
+    (tmp_path / "b" / "c").mkdir(parents=True)
+    (tmp_path / "a").mkdir()
+    for rel in ("z.log", "b/y.log", "b/c/x.log", "a/w.log", ".hidden.log"):
+        (tmp_path / rel).write_text("NCCL INFO x\n")
+    (tmp_path / "link.log").symlink_to(tmp_path / "z.log")
+    (tmp_path / "linkdir").symlink_to(tmp_path / "a")
+    os.mkfifo(tmp_path / "pipe.log")
+    skipped: list[tuple[str, str]] = []
+    got = collect_files([tmp_path], tmp_path, skipped)
+    assert [name for _, name in got] == ["z.log", "a/w.log", "b/y.log", "b/c/x.log"]
+    assert all(p == tmp_path / name for p, name in got)
+    assert sorted(skipped) == [("link.log", "a symbolic link, not followed"),
+                               ("linkdir", "a link to a folder, not followed"),
+                               ("pipe.log", "a FIFO, not a regular file")]
+
+
+def test_small_log_read_stops_at_the_listed_size_and_refuses_a_fifo(tmp_path):
+    """A log read into the group's buffer: no more than its size at listing time; a FIFO is not opened
+    (0 bytes: parse_file then says why)."""
+    import os
+
+    log = tmp_path / "r.log"
+    log.write_bytes(b"0123456789")
+    buf = memoryview(bytearray(16))
+    assert groups._read_into(log, buf[:4]) == 4 and bytes(buf[:4]) == b"0123"
+    assert groups._read_into(log, buf) == 10
+    os.mkfifo(tmp_path / "p.log")
+    assert groups._read_into(tmp_path / "p.log", buf) == 0
+    assert groups._read_into(tmp_path / "missing.log", buf) == 0

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import click
 
-DEFAULT_STEPS = {64: 1700, 512: 420, 4096: 215}  # about 1.2 M, 2.4 M and 9.8 M lines
+DEFAULT_STEPS = {64: 1700, 512: 420, 4096: 215, 16384: 25}  # about 1.2 M, 2.4 M, 9.8 M and 3.9 M lines
+# (16,384 ranks: 777 MB in 16,385 files, the per-file costs at their largest)
 
 
 @dataclass(frozen=True)
@@ -135,22 +136,25 @@ class PairedProcesses:
     b_cpu_s: float
     wall_ratio: float
     cpu_ratio: float
+    a_peak_mb: float = float("nan")  # median over the runs of A's largest single process (its parse workers' too)
 
 
-def _run_once(argv: list[str]) -> tuple[float, float]:
+def _run_once(argv: list[str]) -> tuple[float, float, float]:
     """Wall and CPU seconds (user + system, the kernel's accounting of the reaped child and of what it
-    waited for) of one process. Its output is read through a pipe and thrown away: GNU grep writing to
-    /dev/null stops at the first match, as if given -q."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    waited for) of one process, and its peak RSS in MB (the largest of it and the children it waited for,
+    ``wait4``'s). Its output is read through a pipe and thrown away: GNU grep writing to /dev/null stops at
+    the first match, as if given -q."""
     t = time.perf_counter()
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                          cwd=Path(__file__).resolve().parents[2]) as proc:
-        assert proc.stdout is not None
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert proc.stdout is not None
+    with proc.stdout:
         while proc.stdout.read(1 << 16):
             pass
+    _, _, usage = os.wait4(proc.pid, 0)
+    proc.returncode = 0  # reaped here: Popen must not wait for it again
     wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def paired_processes(a: list[str], b: list[str], n: int = 5, warmup: int = 1) -> PairedProcesses:
@@ -164,7 +168,7 @@ def paired_processes(a: list[str], b: list[str], n: int = 5, warmup: int = 1) ->
     med = statistics.median
     return PairedProcesses(n, med(x[0] for x, _ in pairs), med(x[1] for x, _ in pairs), med(y[0] for _, y in pairs),
                            med(y[1] for _, y in pairs), med(x[0] / y[0] for x, y in pairs),
-                           med(x[1] / max(y[1], 1e-3) for x, y in pairs))
+                           med(x[1] / max(y[1], 1e-3) for x, y in pairs), med(x[2] for x, _ in pairs))
 
 
 def analyze_vs_grep(path: Path, n: int = 5) -> PairedProcesses:
@@ -241,14 +245,26 @@ def _process_cells(p: PairedProcesses | None) -> tuple[str, str]:
     return f"{p.a_wall_s:.2f} ({p.a_cpu_s:.2f})", f"{p.wall_ratio:.1f}x ({p.cpu_ratio:.1f}x)"
 
 
+def coll_reader() -> str:
+    """Which COLL-line reader this process's parse uses, as ``analyze`` would pick it for a large input: the
+    module compiled ahead of time, numba's JIT, or the numpy reader (without numba, with ``NCCLSCOPE_NO_JIT=1``,
+    or where neither loads)."""
+    from ncclscope.sources.coll import kernel as coll_kernel
+
+    fn = coll_kernel.ready()
+    if fn is None:
+        return "numpy (no compiled reader could be loaded)"
+    return "compiled by numba's JIT" if type(fn).__module__.startswith("numba") else "compiled ahead of time (numba)"
+
+
 def run_bench(ranks: list[int], steps: int | None, workdir: Path | None = None,
               echo=None) -> list[BenchRow]:  # noqa: ANN001 - a print-like callable
     from ncclscope.sources.coll import kernel as coll_kernel
 
     # the compiled COLL reader is built once per version (about 10 s): here, not inside a timed parse
-    compiled = coll_kernel.arm(note=echo)
+    coll_kernel.arm(note=echo)
     if echo:
-        echo("COLL reader: " + ("compiled" if compiled else "numpy (the compiled one could not be loaded)"))
+        echo("COLL reader: " + coll_reader())
     rows = []
     with tempfile.TemporaryDirectory(prefix="ncclscope-bench-", dir=workdir) as tmp:
         for n in ranks:
@@ -268,7 +284,7 @@ def run_bench(ranks: list[int], steps: int | None, workdir: Path | None = None,
 @click.command("bench")
 @click.option("--ranks", default="64,512,4096", show_default=True, help="Comma-separated rank counts.")
 @click.option("--steps", type=int, default=None, help="Training steps per run (default: about 1.2 M / 2.4 M / "
-              "9.8 M lines for 64 / 512 / 4096 ranks).")
+              "9.8 M / 3.9 M lines for 64 / 512 / 4096 / 16384 ranks).")
 @click.option("--workdir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where the generated runs go (a temporary folder inside it; default: the system temp dir).")
 def command(ranks: str, steps: int | None, workdir: Path | None) -> None:
