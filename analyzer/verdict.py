@@ -45,6 +45,10 @@ class Decision:
 def decide(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] = ()) -> Decision:
     """The verdict (``judge``), with how sure it is and a state for every rank."""
     d = judge(run, findings, alerts)
+    earlier = next((e for e in run.events if e.kind == EventKind.EARLIER_RUNS), None)
+    if earlier is not None:  # a console of several runs (restarts): the last one is judged
+        d = replace(d, headline=f"{d.headline[:380]} (the last of {earlier.data.get('runs')} runs in "
+                    f"{earlier.evidence.file}, from line {earlier.evidence.line}; earlier runs left out)")
     if d.certainty is None and d.verdict in INCIDENT_VERDICTS:
         d = replace(d, certainty=Certainty.CONFIRMED.value, certainty_why="the records of the ranks involved")
     return replace(d, states=_states(run, findings, d))
@@ -200,6 +204,15 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
     stuck = next((f.stuck for f in by[Verdict.HANG] + by[Verdict.CRASH] if f.stuck), None)
     # a network failure or NCCL's own error first: the link, the library or the setup failed, no rank's code
     culprits, note = _crash_culprits(run, cause)
+    if not culprits and cause.first.kind in rules.cause.NO_CULPRIT and set(cause.ranks) <= set(crash[0].ranks if crash else ()):
+        said = next((f.message for f in by[Verdict.CRASH] if f.kind is FindingKind.ERROR), None) or next(
+            (f"{f.text} (rank {f.rank} first; a failure of the network names no rank's code)" for f in cause.echoes
+             if f.kind is cause.first.kind and f.rank is not None and f.order[1] > 0 and not f.text.startswith("exit")),
+            None)  # what failed, not who exited first
+        headline = said or headline
+    if rules.lost_peer.is_lost_peer(cause.first):
+        return Decision(Verdict.CRASH, culprits, stuck, f"{headline}{note}"[:500], Certainty.LIKELY.value,
+                        "its lines stop while the others say a peer went away; its own end is not in the input")
     return Decision(Verdict.CRASH, culprits, stuck, f"{headline}{note}"[:500])
 
 

@@ -13,12 +13,14 @@ from . import (
     crash,
     desync,
     diag,
+    fr_report,
     hang,
     hotspots,
     inputs,
     launch,
     nccl_warn,
     slow_link,
+    slow_transport,
     stacks,
     straggler,
     transport,
@@ -28,6 +30,7 @@ Detector = Callable[[Run], list[Finding]]
 
 DETECTORS: dict[str, Detector] = {
     "desync": desync.detect,
+    "fr_report": fr_report.detect,  # the Flight Recorder analyser's own report pasted in a log
     "hang": hang.detect,
     "stacks": stacks.detect,  # the ranks' stack dumps and their own prints of who waits
     "launch": launch.detect,  # before crash: a command that never started is said as such, not as a crash
@@ -36,6 +39,7 @@ DETECTORS: dict[str, Detector] = {
     "straggler": straggler.detect,
     "transport": transport.detect,
     "slow_link": slow_link.detect,
+    "slow_transport": slow_transport.detect,  # a slower transport than the hardware offers
     "hotspots": hotspots.detect,
     "inputs": inputs.detect,
     "nccl_warn": nccl_warn.detect,

@@ -39,6 +39,7 @@ from ..rules.hang import (
     stuck_collective,
     unique_id_wait,
 )
+from ..rules.init_echo import is_echo_of_init
 from ..rules.named import desync_named
 from ..rules.shown import pending_at_end
 from ..rules.stopped import stopped_unfinished
@@ -258,7 +259,8 @@ def _ended(code: int | str) -> str:
 
 def _init_hang(run: Run, stalls: list) -> list[Finding]:
     """Init START without COMPLETE on some ranks, in a job that failed or stalled."""
-    failed = bool(stalls) or any(e.exitcode not in (None, 0) for e in run.exits) or run.job.exit_code not in (None, 0)
+    failed = bool(stalls) or any(e.exitcode not in (None, 0) for e in run.exits) or run.job.exit_code not in (None, 0) \
+        or any(is_echo_of_init(f) for f in failures_of_run(run))  # the framework gave up on the start
     if not failed:
         return _excerpt_init_stall(run)
     out = []

@@ -167,7 +167,11 @@ def _standalone_tests(run: Run) -> Finding | None:
 
 
 def detect(run: Run) -> list[Finding]:
-    findings: list[Finding] = []
+    findings: list[Finding] = [Finding(
+        kind=FindingKind.INPUT, severity=Severity.INFO, message=f"{e.text}: earlier runs of it are left out",
+        hint="each run is judged on its own: the last one's verdict is given; analyse an earlier run by cutting the "
+             "console at its end", evidence=(e.evidence,))
+        for e in run.events if e.kind == EventKind.EARLIER_RUNS]
     world = run.job.world_size
     seen = ranks_with_input(run)
 

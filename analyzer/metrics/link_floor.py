@@ -209,7 +209,10 @@ def slow_sweeps(rows: Sequence[dict[str, Any]], facts: LinkFacts) -> list[SlowSw
             by_test[r.get("test")].append(r)
     out = []
     for test, large in by_test.items():
-        ring = "alltoall" not in str(test or "") and any(is_ring_row(r) for r in large)  # all-to-all: congestion-bound
+        # all-to-all: congestion-bound; an all-reduce of two ranks has a busbw factor of 1 (2(n-1)/n), as an unnamed
+        # table of two ranks may be one
+        ring = "alltoall" not in str(test or "") and (any(is_ring_row(r) for r in large) or (
+            facts.world == 2 and (test is None or "all_reduce" in str(test))))
         floor = expected_floor(facts, ring)
         if floor is None:
             continue

@@ -22,6 +22,7 @@ from .fr_job import build_fr_job
 from .gather import gather
 from .inspector_rows import inspector_problems
 from .ranks import assign_ranks, build_job, drop_implausible
+from .runs import earlier_runs, split_runs
 from .shown import tuning_choices
 
 __all__ = ["build_run"]
@@ -35,7 +36,7 @@ def build_run(parsed: Iterable[Parsed], release: bool = False) -> Run:
 
 
 def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
-    parsed = list(parsed)
+    parsed, earlier = split_runs(list(parsed))
     files = [(p.file, p.fmt) for p in parsed]
     problems = [p.problem for p in parsed if p.problem]
     g = gather(parsed)
@@ -49,7 +50,7 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
     ident = identities(g.comms, ranks.proc_rank)
     communicators = build_communicators(g.comms, ident, ranks.proc_rank)
     coll = build_collectives(g, ranks.proc_rank, ident, release)
-    events = build_events(g, ranks.proc_rank, coll.pg_status)
+    events = build_events(g, ranks.proc_rank, coll.pg_status) + earlier_runs(earlier)
     exits = build_exits(g, ranks.proc_rank)
     job = build_job(g, ranks, coll.nccl_torch_version)
     return Run(job=job, communicators=communicators, collectives=coll.table, pg_status=coll.pg_status,

@@ -7,8 +7,10 @@ from typing import Any
 from ..model import EventKind, ExitRecord, LogEvent, Origin, PgStatus, RecordSource
 from ..nccl.ops import canonical_op
 from ..sources import records as R
-from .gather import Gathered
+from ..sources.fr_trace_text import FrTraceReport
 from ..sources.hook_jsonl import HookType
+from ..sources.topo_rows import GpuLinks
+from .gather import Gathered
 from .values import ProcKey, ev
 
 
@@ -123,6 +125,12 @@ def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
         kind, data = EventKind.LAUNCHED_TASKS, {"count": rec.count, "launcher": rec.launcher}
     elif isinstance(rec, R.LauncherSucceeded):
         kind = EventKind.LAUNCHER_SUCCEEDED
+    elif isinstance(rec, FrTraceReport):
+        kind, data = EventKind.FR_TRACE_REPORT, {"seq": rec.seq, "op": canonical_op(rec.op) if rec.op else None, "pg": rec.pg,
+                                         "culprits": rec.culprits, "kinds": rec.kinds, "missing": rec.missing,
+                                         "world": rec.world}
+    elif isinstance(rec, GpuLinks):
+        kind, data = EventKind.GPU_LINKS, {"gpu": rec.gpu, "nvlink_peers": rec.nvlink_peers, "peers": rec.peers}
     elif isinstance(rec, R.JobCancelled):
         kind, data = EventKind.JOB_CANCELLED, {"scope": rec.scope, "reason": rec.reason}
     # any other record is kept as its class (every such class is an EventKind: tests/test_event_kinds.py)

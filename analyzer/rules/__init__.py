@@ -61,18 +61,30 @@ inside one that never completed is a hang only in PyTorch's own dumps or with a 
 any field (each coalesced member, each call against its op and group size) blames the rank whose own
 call is wrong, else the odd ranks out; never the order of the files.
 
+A connection that failed while NCCL started (a connect refused or aborted before the rank finished any init,
+``startup``) is a network failure of that rank; every rank failing alike names nobody, and a rank's exit after its
+own network failure is that failure (``cause.explain_exits``), wherever the launcher saw it first. A return chain
+with no WARN before it that reaches NCCL's API is that call's failure (``chain.orphan_chains``). A rank whose lines
+stop with no end of its own, while every failure of the others is a peer gone, is the lost peer: a crash, likely,
+named by the silence or by the address the reports give (``lost_peer``). A framework's word that a start failed
+(a worker "died", a start "timed out") after an init that never completed is the init hang's echo (``init_echo``).
+The Flight Recorder analyser's own text report is trusted: a size, type or dtype mismatch it names is a desync,
+ranks it finds missing are a hang's culprits (``fr_report``). A run that works over a slower transport than the
+hardware offers (sockets between nodes with an RDMA fabric, shared memory between GPUs with NVLink) is degraded,
+likely or possible as the signs go (``transport_fit``).
+
 Rank states (``states.rank_states``) are decided here too. How sure a verdict is comes with the
 finding that made it (``data["certainty"]``, e.g. NCCL call counts behind a unanimous majority:
 likely, ``hang.behind_by_counts``) and defaults to confirmed in ``verdict.decide``.
 """
 from __future__ import annotations
 
-from . import healthy, shown
+from . import healthy, lost_peer, shown
 from .cause import Cause, Failure, mismatch_is_echo, root_cause
 from .desync import Side, odd_ranks
 from .exits import ExitClass, FailureKind, exit_class, failure_kind, is_echo_text
 from .hang import bounded_world, stuck_collective
 from .stall import p99, threshold
 
-__all__ = ["Cause", "healthy", "shown", "ExitClass", "Failure", "FailureKind", "Side", "bounded_world", "exit_class",
+__all__ = ["Cause", "healthy", "lost_peer", "shown", "ExitClass", "Failure", "FailureKind", "Side", "bounded_world", "exit_class",
            "failure_kind", "is_echo_text", "mismatch_is_echo", "odd_ranks", "p99", "root_cause", "stuck_collective", "threshold"]

@@ -234,19 +234,29 @@ ECHO_KINDS = (FailureKind.PEER, FailureKind.TIMEOUT, FailureKind.INTERRUPT, Fail
 
 def explain_exits(failures: Iterable[Failure]) -> list[Failure]:
     """A non-zero exit code with nothing else known is a cause; a rank's exit after its own echo
-    (its collective failed because a peer went away, it timed out, it was interrupted) is that echo."""
+    (its collective failed because a peer went away, it timed out, it was interrupted) is that echo; a rank's
+    exit after a network failure of its own (and no other cause) is that network failure's end, where the
+    launcher saw it (torchrun's first observed failure keeps its place on the time line)."""
     fs = list(failures)
     why: dict[int, Failure] = {}
-    own: set[int] = set()
+    own: dict[int, set[FailureKind]] = {}
     for f in fs:
         if f.rank is None or f.kind is FailureKind.EXIT:
             continue
         if f.is_cause:
-            own.add(f.rank)
+            own.setdefault(f.rank, set()).add(f.kind)
         elif f.kind in ECHO_KINDS:
             why.setdefault(f.rank, f)
-    return [Failure(f.rank, why[f.rank].kind, f"{f.text} after {why[f.rank].kind.value}", f.t, f.order, f.code)
-            if f.kind is FailureKind.EXIT and f.rank in why and f.rank not in own else f for f in fs]
+    out = []
+    for f in fs:
+        r = f.rank
+        if f.kind is FailureKind.EXIT and r is not None:
+            if r in why and r not in own:
+                f = Failure(r, why[r].kind, f"{f.text} after {why[r].kind.value}", f.t, f.order, f.code)
+            elif own.get(r) == {FailureKind.NETWORK}:
+                f = Failure(f.rank, FailureKind.NETWORK, f"{f.text} after its network failure", f.t, f.order, f.code)
+        out.append(f)
+    return out
 
 
 def explain(failures: Iterable[Failure]) -> list[Failure]:

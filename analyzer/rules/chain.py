@@ -5,7 +5,9 @@ A chain that reaches NCCL's API with a non-zero code (``init.cc``: ncclCommInitR
 ncclGroupEnd; ``enqueue.cc`` / ``collectives.cc``: a collective or point-to-point call) means the error was
 returned to the application's call: the WARN before it is the failure of that call, whatever comes after (the
 framework's exception may be cut from a pasted log). A chain that stays inside a helper thread (the bootstrap
-root, a proxy) did not reach the application by itself."""
+root, a proxy) did not reach the application by itself. A chain with no WARN before it (``orphan_chains``: NCCL
+returned the error without printing one, or the WARN was cut from the paste) tells the same when it reaches NCCL's
+API."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -50,3 +52,24 @@ def warn_chains(events: Sequence[LogEvent]) -> dict[int, Chain]:
                                            e.evidence))
             open_warn[key] = (wi, e.evidence.line)
     return {k: tuple(v) for k, v in out.items()}
+
+
+def orphan_chains(events: Sequence[LogEvent]) -> list[Chain]:
+    """Return chains no WARN opens (``warn_chains`` takes those): runs of one rank's chain lines in one file, each
+    within ``CHAIN_GAP`` lines of the one before, in file order."""
+    taken = {id(x[2]) for chain in warn_chains(events).values() for x in chain}
+    open_: dict[tuple[str, int | None], list[tuple[str, int, Evidence]]] = {}
+    out: list[list[tuple[str, int, Evidence]]] = []
+    for e in sorted((e for e in events if e.kind == EventKind.NCCL_BACKTRACE), key=lambda e: (e.evidence.file, e.evidence.line)):
+        if id(e.evidence) in taken:
+            continue
+        key = (e.evidence.file, e.rank)
+        code = e.data.get("code")
+        link = (e.text.rsplit(" -> ", 1)[0], code if isinstance(code, int) else 0, e.evidence)
+        cur = open_.get(key)
+        if cur is not None and 0 < e.evidence.line - cur[-1][2].line <= CHAIN_GAP:
+            cur.append(link)
+        else:
+            open_[key] = [link]
+            out.append(open_[key])
+    return [tuple(c) for c in out]

@@ -18,7 +18,7 @@ from .chain import returned_to_caller, warn_chains
 from .exits import ExitClass, FailureKind, exit_class, failure_kind
 from .init_echo import init_echoes
 from .lost_peer import Report, lost_peer
-from .startup import orphan_failures, startup_failures
+from .startup import connect_failed, orphan_failures, startup_failures
 
 LINK_AREAS = (Area.IB, Area.SOCKET, Area.PROXY)
 # The stall signals: events that say ranks waited past a timeout or made no progress. A collective's watchdog timed
@@ -188,7 +188,7 @@ def returned_failures(events: list[LogEvent], taken: set[tuple[str, int]]) -> li
             continue
         src = e.data.get("source")
         text = f"NCCL WARN {e.text.strip()}"
-        kind = failure_kind(e.text)
+        kind = FailureKind.NETWORK if connect_failed(e.text) else failure_kind(e.text)  # "connection abort": no timeout
         entry = classify(f"{src} {e.text}" if isinstance(src, str) and src else e.text)
         if kind in (FailureKind.EXCEPTION, FailureKind.NETWORK):
             kind = FailureKind.NETWORK if entry is not None and entry.area in LINK_AREAS else FailureKind.NCCL
@@ -206,7 +206,8 @@ def _failures(run: Run) -> list[Failure]:
     taken = {f.order for f in out}
     initialised = {c.members.get(r, r) for c in run.communicators for r in c.init_complete}
     out += startup_failures(((e.rank, e.text, e.ts, (e.evidence.file, e.evidence.line)) for e in run.events
-                             if e.kind == EventKind.NCCL_WARN and (e.evidence.file, e.evidence.line) not in taken), initialised)
+                             if e.kind == EventKind.NCCL_WARN and (e.evidence.file, e.evidence.line) not in taken), initialised,
+                             {p.rank for p in run.job.processes if p.rank is not None and p.pid})
     out += orphan_failures(run.events, taken)
     out += [f for x in run.exits if (f := _launcher_failure(x, run.killed_pids)) is not None]
     seen: dict[int, float] = {}
@@ -264,8 +265,8 @@ def start_only_of_run(run: Run) -> healthy.Covered | None:
         return None
     totals = [float(m.group(1)) for e in run.events if e.kind == TIMINGS_EVENT and (m := TOTAL_RE.search(e.text))]
     application = bool(run.exits) or any(fmt != Format.LOG for _, fmt in run.files) or any(
-        (not e.kind.startswith(NCCL_EVENT_PREFIX) and e.kind != FILE_END_EVENT) or _behind_prefix(e.evidence.text)
-        for e in run.events)
+        (not e.kind.startswith(NCCL_EVENT_PREFIX) and e.kind not in (FILE_END_EVENT, EventKind.EARLIER_RUNS))
+        or _behind_prefix(e.evidence.text) for e in run.events)  # (the cut between runs is no line of the application)
     return healthy.start_only(((c.nranks, len(c.init_complete)) for c in comms), max(totals, default=None),
                               any(e.kind == LAUNCH_EVENT for e in run.events), application, bool(len(run.collectives)),
                               bool(failures_of_run(run)), run.job.exit_code)

@@ -24,6 +24,10 @@ import re
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..nccl.failures import EntryKind, classify
+from .fr_trace_text import FrTraceText
+from .restarts import restart_record
+from .topo_rows import gpu_links
 from .lines import split_tool_prefixes, strip_tool_prefixes
 from .tool_lines import ToolLines
 from .records import (
@@ -200,13 +204,18 @@ NCCL_FRAME_RE = re.compile(r"\bnccl[A-Z_]\w{0,80}|libnccl|(?:^|[/\s\"])(?:misc|t
 NATIVE_SOURCE_RE = re.compile(r"\.(?:cc|cu|cpp|cxx|c|h|hpp)$")  # a frame of a native source (never Python's own)
 # a launcher command in the text and the processes it starts (sources.records.LaunchedTasks); LAUNCH_WORDS gate them
 LAUNCH_WORDS = ("srun ", "mpirun ", "mpiexec ", "prterun ", "torchrun ", "torch.distributed.run ",
-                "torch.distributed.launch ", "#SBATCH")
+                "torch.distributed.launch ", "#SBATCH", "deepspeed ")
 LAUNCH_CMD_RE = re.compile(r"(?:^|[\s;&|$+>])(?P<cmd>srun|mpirun|mpiexec|prterun|torchrun|torch\.distributed\.(?:run|launch)|"
-                           r"#SBATCH)\s(?P<args>)")
+                           r"#SBATCH|deepspeed)\s(?P<args>)")
 TASKS_RE = re.compile(r"(?:^|\s)(?:-n ?|--ntasks[= ]|-np )(?P<n>\d{1,7})\b")
 ELASTIC_RE = re.compile(r"--nnodes[= ]\d{1,5}:\d")  # torchrun's elastic range: the world is not fixed by the command
 NODES_RE = re.compile(r"(?:^|\s)(?:-N ?|--nodes[= ]|--nnodes[= ])(?P<n>\d{1,5})(?![\d:])")
 PER_NODE_RE = re.compile(r"--(?:ntasks-per-node|tasks-per-node|nproc[_-]per[_-]node)[= ](?P<n>\d{1,4})\b")
+# DeepSpeed's launcher: ``deepspeed --num_gpus 8 --num_nodes 2 train.py`` (one node when neither --num_nodes nor a
+# hostfile says more)
+DS_GPUS_RE = re.compile(r"(?:^|\s)--num_gpus[= ](?P<n>\d{1,4})\b")
+DS_NODES_RE = re.compile(r"(?:^|\s)--num_nodes[= ](?P<n>\d{1,5})\b")
+DS_HOSTS_RE = re.compile(r"(?:^|\s)(?:--hostfile|-H|--include|-i)[= ]")
 # the TCPStore server of init_process_group (torch 2.x) giving up on its clients: the barrier of the ranks' start-up
 STORE_CLIENTS_RE = re.compile(r"Timed out after \d{1,9} seconds waiting for clients\. (?P<c>\d{1,7})/(?P<w>\d{1,7}) clients joined")
 # c10d's own socket and store lines (socket.cpp, TCPStore.cpp), behind a glog head: "[c10d] " or "[c10d - debug] "
@@ -357,6 +366,7 @@ class _State:
     progress_last: tuple[int, str, int | None] | None = None  # (line, text, rank) of the last
     native: _Native | None = None  # a native crash report being read (its frames follow its announcement)
     c10d_errors: dict[int | None, str] = field(default_factory=dict)  # c10d's own error line last read, by rank
+    fr: FrTraceText = field(default_factory=FrTraceText)  # the Flight Recorder analyser's report block being read
     tools: ToolLines | None = None  # other tools' lines: MPI / UCX, the kernel, stack dumps (``tool_lines``)
 
 
@@ -628,6 +638,19 @@ def _c10d(st: _State, head: Head, msg: str, rank: int | None) -> Iterator[Rec]:
 
 
 def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
+    if FrTraceText.wants(body.lstrip()):
+        fr = st.fr.read(head, body.strip())
+        if fr is not None:
+            yield fr
+            return
+    if "restart" in body:
+        again = restart_record(head, body)
+        if again is not None:
+            yield again
+            return
+    if body.startswith("GPU") and (links := gpu_links(head, body)) is not None:
+        yield links  # a row of nvidia-smi topo -m
+        return
     if (" failure " in body or " error " in body) and "'" in body and (
             t := TEST_FAILURE_RE.search(body) or APP_CHECK_RE.search(body)) is not None:
         if (rank, t.group("msg")) not in st.errors:
@@ -751,6 +774,9 @@ def _launch_count(st: _State, head: Head, cmd: str, args: str) -> Iterator[Rec]:
         if n:
             yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, n, "srun")
         return
+    if cmd == "deepspeed":
+        yield from _deepspeed_launch(head, " " + args)
+        return
     torch_launcher = cmd.startswith(("torchrun", "torch."))
     if ELASTIC_RE.search(args):
         return
@@ -758,9 +784,23 @@ def _launch_count(st: _State, head: Head, cmd: str, args: str) -> Iterator[Rec]:
         n = int(per.group("n")) * (int(nodes.group("n")) if nodes else 1) if per else None
     else:
         n = int(tasks.group("n")) if tasks else (int(nodes.group("n")) * int(per.group("n")) if nodes and per else None)
+    if nodes and cmd != "mpirun" and 0 < int(nodes.group("n")) <= 1 << 20:
+        yield NodeCount(head[0], head[1], head[2], None, None, None, None, int(nodes.group("n")))
     if n:
         name = "torchrun" if torch_launcher else "srun" if cmd == "srun" else "mpirun"
         yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, n, name)
+
+
+def _deepspeed_launch(head: Head, args: str) -> Iterator[Rec]:
+    """``deepspeed --num_gpus 8 --num_nodes 2 train.py``: the nodes it names and its processes (GPUs x nodes; one
+    node when it names no node count and no hostfile)."""
+    gpus, nodes = DS_GPUS_RE.search(args), DS_NODES_RE.search(args)
+    n_nodes: int | None = int(nodes.group("n")) if nodes else (None if DS_HOSTS_RE.search(args) else 1)
+    if nodes is not None and n_nodes is not None and 0 < n_nodes <= 1 << 20:
+        yield NodeCount(head[0], head[1], head[2], None, None, None, None, n_nodes)
+    if gpus and n_nodes:
+        yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, int(gpus.group("n")) * n_nodes,
+                            "deepspeed")
 
 
 def _finished(head: Head, body: str, rank: int | None) -> Iterator[Rec]:
@@ -979,7 +1019,7 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
                                f"Signal ({m.group('sig')})" if m.group("sig") else None, False)
         return
     if not (st.frames.get(rank) or "DistBackendError" in etype or "NCCL" in msg or etype.endswith(DIST_EXC_TYPES)
-            or ("nccl" in msg and NCCL_CALL_FAILED_RE.search(msg))):
+            or ("nccl" in msg and NCCL_CALL_FAILED_RE.search(msg)) or (rank is not None and _known_failure(msg))):
         return
     prev = st.c10d_errors.get(rank)
     if prev and msg.startswith(prev.rstrip(".")):  # c10d's own error line said it already, as the exception does
@@ -998,6 +1038,13 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
     yield from _nccl_version_of(st, head, msg)
     if last is None and ("NCCL error" in body or "DistBackendError" in etype):
         st.pending_last_error[rank] = err
+
+
+def _known_failure(msg: str) -> bool:
+    """A rank's exception printed without its traceback (a launcher's ``[rank3]: RuntimeError: CUDA error: system not
+    yet initialized``) is its error when the knowledge base knows the message as a failure (not a note)."""
+    entry = classify(msg[:2000]) if msg else None
+    return entry is not None and entry.kind != EntryKind.NOTE
 
 
 def signal_report(body: str, file: str, lineno: int, text: str) -> LauncherExit | None:

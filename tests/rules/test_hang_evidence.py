@@ -353,9 +353,12 @@ def test_two_runs_in_two_files_stay_a_mix(tmp_path):
     assert analyze_paths([d], cache=False).decision.verdict.value == "unknown"
 
 
-def test_a_rerun_on_the_same_host_in_one_file_stays_a_mix(tmp_path):
+def test_a_rerun_on_the_same_host_in_one_file_is_judged_as_its_last_run(tmp_path):
+    """One console holding a run and its rerun, one after the other (model_build.runs): the last run is judged and
+    the earlier one said, not refused as a mix (tests/rules/test_two_runs_one_console.py)."""
     text = _host_job("hx21", 9012, "0x2b7e45d1c09a8f33") + _host_job("hx21", 9544, "0x90d1f3a6e27c4b18")
-    assert _judge(tmp_path, "mpirun.log", text).verdict.value == "unknown"
+    d = _judge(tmp_path, "mpirun.log", text)
+    assert d.verdict.value == "healthy" and "the last of 2 runs" in d.headline, d.headline
 
 
 def _old_host_job(host: str, pid: int, transport: str) -> str:
