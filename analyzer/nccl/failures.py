@@ -66,11 +66,7 @@ class Area(enum.StrEnum):
 
 KINDS = tuple(EntryKind)
 SEVERITIES = ("info", "warning", "error", "critical")
-AREAS = (
-    "init", "bootstrap", "socket", "shm", "ib", "p2p", "nvls", "collnet", "proxy", "plugin", "enqueue",
-    "topology", "mismatch", "cuda", "xid", "torch-c10d", "torch-elastic", "container", "environment", "release",
-    "launcher", "nccl-bug",
-)
+AREAS = tuple(Area)
 # the verdict an entry argues for when it is the job's first failure, by area (an entry's own ``verdict``
 # overrides it; notes argue for none): the host, container, driver or fabric set up wrong is a config
 # error; a network failure (IB, sockets, the proxy thread carrying them) is a crash no rank is at fault for; the launch
@@ -80,7 +76,7 @@ VERDICTS = tuple(EntryVerdict)
 AREA_VERDICT = {"shm": "config_error", "nvls": "config_error", "topology": "config_error", "container": "config_error",
                 "environment": "config_error", "launcher": "config_error", "ib": "crash", "socket": "crash",
                 "proxy": "crash", "nccl-bug": "crash"}
-BUG_AREA = "nccl-bug"
+BUG_AREA = Area.NCCL_BUG
 MAX_TEXT = 4096
 REQUIRED = ("id", "area", "pattern", "releases", "cause", "fix", "link", "examples")
 
