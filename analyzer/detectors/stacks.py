@@ -11,7 +11,7 @@ by ``rules.stacks``:
 """
 from __future__ import annotations
 
-from ..model import Finding, FindingKind, LogEvent, Run, Severity
+from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Severity
 from ..rules.facts import failures_of_run, left_ranks
 from ..rules.stacks import Position, StackReading, read_stacks, waits
 from ..sources.records import STACK_EVENT, WAIT_EVENT
@@ -50,7 +50,7 @@ def _waits(run: Run) -> list[Finding]:
     last_line: dict[tuple[str, int], int] = {}  # (file, rank) -> the line of the rank's last print of its course
     waiting: dict[int, tuple[int | None, LogEvent]] = {}
     for e in run.events:
-        if e.rank is None or e.kind not in (WAIT_EVENT, "rank_finished", "progress"):
+        if e.rank is None or e.kind not in (WAIT_EVENT, EventKind.RANK_FINISHED, EventKind.PROGRESS):
             continue
         last_line[(e.evidence.file, e.rank)] = max(last_line.get((e.evidence.file, e.rank), 0), e.evidence.line)
         if e.kind == WAIT_EVENT:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..model import EventKind
+
 _FIELDS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}  # per class: its field values as a tuple, in C
 
 
@@ -572,7 +574,7 @@ class ToolEvent(TorchRec):
     """A line (or block) of another tool than NCCL and PyTorch that is one event of the run: ``event`` gives the
     event's kind and its data (``model_build.events`` takes them as they are)."""
 
-    def event(self) -> tuple[str, dict[str, Any]]:
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
         raise NotImplementedError
 
 
@@ -596,7 +598,7 @@ class LaunchFailure(ToolEvent):
     pid: int | None
     message: str
 
-    def event(self) -> tuple[str, dict[str, Any]]:
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
         return LAUNCH_FAILURE_EVENT, {"tool": self.tool.value, "host": self.host, "pid": self.pid}
 
 
@@ -611,7 +613,7 @@ class GpuFault(ToolEvent):
     host: str | None
     message: str
 
-    def event(self) -> tuple[str, dict[str, Any]]:
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
         return GPU_FAULT_EVENT, {"pci": self.pci, "xid": self.xid, "host": self.host}
 
 
@@ -628,7 +630,7 @@ class StackSnapshot(ToolEvent):
     where: str
     frames: list[str] = field(default_factory=list)
 
-    def event(self) -> tuple[str, dict[str, Any]]:
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
         return STACK_EVENT, {"pid": self.pid, "collective": self.collective, "where": self.where,
                              "frames": list(self.frames[:12])}
 
@@ -641,14 +643,14 @@ class ProgressWait(ToolEvent):
 
     on: int | None
 
-    def event(self) -> tuple[str, dict[str, Any]]:
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
         return WAIT_EVENT, {"on": self.on}
 
 
-LAUNCH_FAILURE_EVENT = "launch_failure"
-GPU_FAULT_EVENT = "gpu_fault"
-STACK_EVENT = "stack_snapshot"
-WAIT_EVENT = "progress_wait"
+LAUNCH_FAILURE_EVENT = EventKind.LAUNCH_FAILURE
+GPU_FAULT_EVENT = EventKind.GPU_FAULT
+STACK_EVENT = EventKind.STACK_SNAPSHOT
+WAIT_EVENT = EventKind.PROGRESS_WAIT
 
 
 # --- NCCL's Inspector profiler plugin (plugins/profiler/inspector) ----------------------------
