@@ -13,7 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import rules
+from .alerts_file import AlertKind
 from .model import Certainty, EventKind, Finding, FindingKind, Format, Run, Severity, Stuck, Verdict
+from .rules.cause import CauseVerdict
 from .rules.facts import (
     FILE_END_EVENT,
     failures_of_run,
@@ -22,7 +24,6 @@ from .rules.facts import (
     start_only_of_run,
     sweep_done_of_run,
 )
-from .rules.cause import CauseVerdict
 
 PRIORITY = [Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH, Verdict.DEGRADED]
 INCIDENT_VERDICTS = (Verdict.CONFIG_ERROR, Verdict.DESYNC, Verdict.HANG, Verdict.CRASH, Verdict.DEGRADED)
@@ -138,7 +139,7 @@ def mark_echoes(findings: Sequence[Finding], d: Decision) -> list[Finding]:
     return sorted(out, key=lambda f: (f.echo_of is not None or f.verdict != d.verdict, SEVERITY_ORDER[f.severity]))
 
 
-INCIDENTS = ("hang", "desync", "crash", "config_error")
+INCIDENTS = (AlertKind.HANG, AlertKind.DESYNC, AlertKind.CRASH, AlertKind.CONFIG_ERROR)
 
 
 def of_alerts(alerts: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -149,8 +150,8 @@ def of_alerts(alerts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for a in alerts:
         if a.get("kind") in INCIDENTS:
             standing.append(a)
-        elif a.get("kind") == "cleared":
-            standing = [x for x in standing if x.get("kind") != a.get("incident", "hang")]
+        elif a.get("kind") == AlertKind.CLEARED:
+            standing = [x for x in standing if x.get("kind") != a.get("incident", AlertKind.HANG)]
     if not standing:
         return {"verdict": Verdict.HEALTHY.value, "culprit_ranks": [], "stuck": None}
     a = standing[0]
@@ -161,9 +162,9 @@ def live_hang(alerts: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The live hang alert still open at the end (not followed by ``cleared``), if any."""
     open_: dict[str, Any] | None = None
     for a in alerts:
-        if a.get("kind") == "hang":
+        if a.get("kind") == AlertKind.HANG:
             open_ = a
-        elif a.get("kind") == "cleared" and a.get("incident") == "hang":
+        elif a.get("kind") == AlertKind.CLEARED and a.get("incident") == AlertKind.HANG:
             open_ = None
     return open_
 
