@@ -32,7 +32,7 @@ from ..text_fit import shorten
 QUEUE_MAX = 256
 
 
-def make_alert(kind: str, verdict: str, culprit_ranks: list[int] | tuple[int, ...],
+def make_alert(kind: AlertKind, verdict: str, culprit_ranks: list[int] | tuple[int, ...],
                stuck: dict[str, Any] | None, message: str, where: dict[int, str] | None = None,
                ts: float | None = None, **extra: Any) -> dict[str, Any]:
     ts = time.time() if ts is None else ts
@@ -56,7 +56,7 @@ def judgement_alert(a: Any, ts: float | None = None) -> dict[str, Any] | None:
     d = a.decision
     if d.verdict.value not in ("hang", "desync", "crash", "config_error"):
         return None
-    return make_alert(d.verdict.value, d.verdict.value, d.culprit_ranks, d.stuck.to_json() if d.stuck else None,
+    return make_alert(AlertKind(d.verdict.value), d.verdict.value, d.culprit_ranks, d.stuck.to_json() if d.stuck else None,
                       d.headline, dict(a.run.stacks), ts, certainty=d.certainty_json())
 
 

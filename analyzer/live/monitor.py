@@ -431,7 +431,7 @@ class LiveMonitor:
             self.desync_pgs.add(pg)
             if missing:
                 self._desync_partial[key] = d.culprits
-            out.append(self._desync_alert("desync", d, now, missing))
+            out.append(self._desync_alert(AlertKind.DESYNC, d, now, missing))
         return out
 
     def _desync_updates(self, now: float) -> list[dict[str, Any]]:
@@ -444,10 +444,10 @@ class LiveMonitor:
             del self._desync_partial[key]
             d = stall.check_desync(self.state, *key)
             if d is not None and d.culprits and d.culprits != told:
-                out.append(self._desync_alert("desync_detail", d, now, ()))
+                out.append(self._desync_alert(AlertKind.DESYNC_DETAIL, d, now, ()))
         return out
 
-    def _desync_alert(self, kind: str, d: stall.Desync, now: float, missing: tuple[int, ...]) -> dict[str, Any]:
+    def _desync_alert(self, kind: AlertKind, d: stall.Desync, now: float, missing: tuple[int, ...]) -> dict[str, Any]:
         sigs = self.state.colls.get(d.pg, {}).get(d.seq, {})
         parts = [f"rank {r}: {op} numel={numel} dtype={dtype}" for r, (op, numel, dtype) in d.sigs.items()]
         who = (f"rank{'s' if len(d.culprits) > 1 else ''} {', '.join(map(str, d.culprits))} differ"
@@ -508,7 +508,7 @@ class LiveMonitor:
 
         src: dict[int, str] = w.get("src", {})
         certainty = _unseen_certainty(list(culprits), {r: _Status(v) for r, v in src.items()})
-        return make_alert("hang", "hang", culprits, _stuck(h),
+        return make_alert(AlertKind.HANG, "hang", culprits, _stuck(h),
                           f"PyTorch's watchdog timed out ({w['evidence']}): {who}", self._hang_where(h), ts=now,
                           source="pytorch_watchdog", waiting_ranks=list(waiters), certainty=certainty)
 
@@ -549,7 +549,7 @@ class LiveMonitor:
             if stall.cleared(st, inc.h.pg, inc.h.seq):
                 self.hang = None
                 out.append(make_alert(
-                    "cleared", "healthy", inc.h.culprits, _stuck(inc.h),
+                    AlertKind.CLEARED, "healthy", inc.h.culprits, _stuck(inc.h),
                     f"{inc.h.op or 'collective'} #{inc.h.seq} of process group {inc.h.pg} completed after "
                     f"{now - inc.opened + inc.h.age_s:.1f} s without progress: the job moves again",
                     ts=now, incident="hang"))
@@ -570,7 +570,7 @@ class LiveMonitor:
             if b is not None and b.ranks == self._nccl_open.ranks and b.low == self._nccl_open.low:
                 return []
             was, self._nccl_open = self._nccl_open, None
-            return [make_alert("cleared", "healthy", was.ranks, None,
+            return [make_alert(AlertKind.CLEARED, "healthy", was.ranks, None,
                                f"{_plural(was.ranks)} issued NCCL calls again after {was.low} on communicator "
                                f"{was.comm}: the job moves again", ts=now, incident="hang")]
         thr = stall.threshold(c.gaps, self.config.stall_seconds, c.started())
@@ -582,7 +582,7 @@ class LiveMonitor:
         self._nccl_open = b
         why = (f"NCCL call counts {'at the end of the logs' if self._once else f'after {quiet:.1f} s without a new call'}: "
                f"{b.agree} ranks agree on {b.top} calls, these are behind; no stall signal")
-        return [make_alert("hang", "hang", b.ranks, None,
+        return [make_alert(AlertKind.HANG, "hang", b.ranks, None,
                            f"{_plural(b.ranks)} issued {b.low} NCCL calls on communicator {b.comm}, others up to "
                            f"{b.top}: {'it' if len(b.ranks) == 1 else 'they'} stopped first"
                            + ("" if self._once else f"; no new NCCL call for {quiet:.1f} s (threshold {thr:.1f} s)"),
@@ -634,11 +634,11 @@ class LiveMonitor:
         codes = {r: pending[r].get("code") for r in failed if pending[r].get("code") is not None}
         mistake = self._config_mistake([(r, text(r) or "") for r in failed])
         if mistake is not None:  # a setting broke it: what analyze calls it (rules.config)
-            return make_alert("config_error", "config_error", mistake.ranks, None,
+            return make_alert(AlertKind.CONFIG_ERROR, "config_error", mistake.ranks, None,
                               shorten(f"{mistake.entry.meaning} ({', '.join(mistake.settings)}): "
                                       f"{'; '.join(dict.fromkeys(msgs))}", 500), where, ts=now,
                               settings=list(mistake.settings), exit_codes={str(r): c for r, c in codes.items()})
-        return make_alert("crash", "crash", tuple(culprits), None, "; ".join(dict.fromkeys(msgs)) or "a rank failed",
+        return make_alert(AlertKind.CRASH, "crash", tuple(culprits), None, "; ".join(dict.fromkeys(msgs)) or "a rank failed",
                           where, ts=now, exit_codes={str(r): c for r, c in codes.items()},
                           cause=cause.first.kind.value)
 
@@ -677,7 +677,7 @@ class LiveMonitor:
         op = next((s.op for s in sig_at.values()), None)
         self.desync_pgs.add(pg)
         who = f"rank {seen.rank}" if seen.rank is not None else "a rank"
-        return make_alert("desync", "desync", culprits, {"pg": pg, "seq": seq, "op": op},
+        return make_alert(AlertKind.DESYNC, "desync", culprits, {"pg": pg, "seq": seq, "op": op},
                           shorten(f"the backend of {who} aborted on a collective mismatch in {op or 'collective'} "
                                   f"#{seq} of process group {pg}: {seen.text}", 500),
                           {r: s.where for r, s in sig_at.items() if s.where}, ts=now)
@@ -690,7 +690,7 @@ class LiveMonitor:
         if nodes:
             extra["nodes"] = [{"host": n.host, "ranks": list(n.ranks), "last_t": round(n.last_t, 3),
                                "last_line": n.last_line, "silent_s": round(n.silent_s, 2)} for n in nodes]
-        return make_alert("hang", "hang", h.culprits, _stuck(h), _hang_message(h, self.nccl_warns, nodes),
+        return make_alert(AlertKind.HANG, "hang", h.culprits, _stuck(h), _hang_message(h, self.nccl_warns, nodes),
                           self._hang_where(h), ts=now, threshold_s=round(h.threshold_s, 2),
                           stalled_s=round(h.age_s, 2), waiting_ranks=list(h.waiters),
                           stacks_requested=req_t is not None, certainty=self._certainty(h, now), **extra,
@@ -761,7 +761,7 @@ class LiveMonitor:
                 f"(process group {h.pg}) within {DETAIL_WAIT_S:g} s")
             if missing and inc.stacks_after:
                 msg += f"; no stack from rank{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}"
-            out.append(make_alert("hang_detail", "hang", h.culprits, _stuck(h), msg, self._hang_where(h), ts=now,
+            out.append(make_alert(AlertKind.HANG_DETAIL, "hang", h.culprits, _stuck(h), msg, self._hang_where(h), ts=now,
                                   stacks=stacks, flight_recorder=fr,
                                   watchdog=self._watchdog_eta(h, facts, now)))
         if self.config.kill_on_hang and not inc.killed and (arrived or waited):
