@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ..model import Evidence, Job, Process, Setting
 from ..sources import records as R
+from ..sources.hook_jsonl import HookType
 from ..sources.lines import prefix_rank
 from ..sources.torch_log import NodeCount
 from .gather import Gathered
@@ -101,7 +102,7 @@ def _hook_ranks(g: Gathered, out: Ranks) -> int | None:
     """Ranks, world size, versions and settings from the hook's start records."""
     hook_world = None
     for h in g.hook:
-        if h.type != "start" or not isinstance(h.rank, int):
+        if h.type != HookType.START or not isinstance(h.rank, int):
             continue
         host = str(h.data.get("host", ""))
         pid = h.data.get("pid")
@@ -162,7 +163,7 @@ def _world_lines(g: Gathered, world: int | None, top_nranks: int, hook_world: in
                     and count_ranks(cfg.get("ranks")) == world:
                 out.append(Evidence(fr.file, 0, f"pg_config[{pg}]: default_pg of {world} ranks"))
     if not out and world == hook_world:
-        out += [ev(h) for h in g.hook if h.type == "start" and h.data.get("world") == world][:WORLD_LINES]
+        out += [ev(h) for h in g.hook if h.type == HookType.START and h.data.get("world") == world][:WORLD_LINES]
     if not out:
         out += [ev(r) for r in g.torch_recs if isinstance(r, R.WorldSize) and r.world_size == world][:WORLD_LINES]
     if not out:
@@ -255,7 +256,7 @@ def _version_lines(g: Gathered, nccl_version: str | None) -> dict[str, Evidence]
     out = dict(g.version_lines)
     if nccl_version and nccl_version not in out:
         said = next((ev(r) for r in g.torch_recs if isinstance(r, R.TorchVersionLine) and r.nccl == nccl_version), None) \
-            or next((ev(h) for h in g.hook if h.type == "start" and str(h.data.get("nccl") or "") == nccl_version), None) \
+            or next((ev(h) for h in g.hook if h.type == HookType.START and str(h.data.get("nccl") or "") == nccl_version), None) \
             or next((Evidence(f.file, 0, f"comm_lib_version {f.comm_lib_version}") for f in g.frs
                      if f.comm_lib_version and nccl_version in str(f.comm_lib_version)), None)
         if said is not None:
