@@ -42,9 +42,11 @@ def _desc(op: FrOp | FrMismatch) -> str:
 
 
 def _name(op: FrOp) -> str:
+    """The operation as every output names it: its canonical op (``allreduce``, as ``stuck.op`` says), number, group."""
+    name = canonical_op(op.op)
     if op.is_p2p:
-        return f"{op.op} #{op.seq} ({op.src} -> {op.dst}) of process group {op.pg}{_desc(op)}"
-    return f"{op.op} #{op.seq} of process group {op.pg}{_desc(op)}"
+        return f"{name} #{op.seq} ({op.src} -> {op.dst}) of process group {op.pg}{_desc(op)}"
+    return f"{name} #{op.seq} of process group {op.pg}{_desc(op)}"
 
 
 def _where(p: FrPart) -> str:
