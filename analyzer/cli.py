@@ -160,10 +160,11 @@ def _may_be_terminal() -> bool:
 
 
 def _clean_up_on_sigterm() -> None:
-    """A scheduler's or a user's SIGTERM still ends ``analyze`` by the signal, but first removes the parse
-    workers' result folders in /dev/shm (memory until removed; the default action left one per kill). The
+    """A scheduler's or a user's SIGTERM, a closed terminal's SIGHUP or a SIGQUIT still ends ``analyze`` by the
+    signal, but first removes the folder archives were extracted into and standard input's spool (the parse
+    workers' results are nameless memory files, freed with the processes whatever the signal, SIGKILL too). The
     handler does not raise: an exception from a signal handler can land in a finaliser and be ignored
-    there, and the analysis would run on. A handler someone else installed is kept."""
+    there, and the analysis would run on. A handler someone else installed (or an ignored SIGHUP) is kept."""
     import signal
 
     def _term(signum: int, _frame: object) -> None:
@@ -177,8 +178,9 @@ def _clean_up_on_sigterm() -> None:
         os.kill(os.getpid(), signum)
 
     try:
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _term)
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                signal.signal(signum, _term)
     except ValueError:  # not the main thread
         pass
 

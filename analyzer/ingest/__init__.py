@@ -9,7 +9,7 @@ I/O lives here; parsers are pure functions of lines or bytes. One job a module:
   to reader, ``parse_file``;
 - ``assemble``: a text log's records (COLL batches and every other line, in line order);
 - ``groups``: files parsed a group at a time, small logs together;
-- ``handover``: a worker's result back to the analysing process through shared memory;
+- ``handover``: a worker's result back to the analysing process through a nameless memory file;
 - ``pool``: the parse as a job, in worker processes when the input is big (``start_ingest``, ``ingest``).
 
 This module only gathers their public names.
@@ -21,17 +21,16 @@ from ..model import Format, Origin
 from .assemble import PREFIX_ONLY_MAX, TEXT_AFTER_MAX, TORCH_EVIDENCE, log_records, parse_log, wrapped_join_known
 from .blocks import (BLOCK_BYTES, LINE_BLOCK_BYTES, MAX_LINE, MAX_STRUCTURED_BYTES, iter_blocks, iter_lines,
                      newline_offsets, read_bounded)
-from .files import collect_files, file_size
+from .files import LIVE_TEMP_DIRS, collect_files, file_size, remove_live_results
 from .formats import LOG_EVIDENCE, READERS, Parsed, origin_of, parse_file, sniff
 from .groups import GROUP_BYTES, GROUP_FILES, SMALL_LOG_BYTES, group_files, parse_job, parse_small_logs
-from .handover import LIVE_RESULT_DIRS, SHARED_MEMORY_DIR, remove_live_results
 from .pool import (KERNEL_BUILD_MIN_BYTES, KERNEL_MIN_BYTES, PARALLEL_MIN_BYTES, PROGRESS_MIN_BYTES, IngestJob,
                    ingest, pool_size, start_ingest)
 
 __all__ = [
     "BLOCK_BYTES", "GROUP_BYTES", "GROUP_FILES", "KERNEL_BUILD_MIN_BYTES", "KERNEL_MIN_BYTES", "LINE_BLOCK_BYTES",
-    "LIVE_RESULT_DIRS", "LOG_EVIDENCE", "MAX_FILES", "MAX_LINE", "MAX_STRUCTURED_BYTES", "PARALLEL_MIN_BYTES",
-    "PREFIX_ONLY_MAX", "PROGRESS_MIN_BYTES", "READERS", "SHARED_MEMORY_DIR", "SKIP_DIRS", "SKIP_NAMES",
+    "LIVE_TEMP_DIRS", "LOG_EVIDENCE", "MAX_FILES", "MAX_LINE", "MAX_STRUCTURED_BYTES", "PARALLEL_MIN_BYTES",
+    "PREFIX_ONLY_MAX", "PROGRESS_MIN_BYTES", "READERS", "SKIP_DIRS", "SKIP_NAMES",
     "SMALL_LOG_BYTES", "TEXT_AFTER_MAX", "TORCH_EVIDENCE", "Format", "IngestJob", "InputError", "Origin",
     "Parsed", "collect_files", "file_size", "group_files", "ingest", "iter_blocks", "iter_lines", "log_records",
     "newline_offsets", "origin_of", "parse_file", "parse_job", "parse_log", "parse_small_logs", "pool_size",

@@ -1,8 +1,11 @@
 """The folder or archive walk: which files an input holds, as (path, display name) pairs, and the
-entries it does not read (links, FIFOs, devices, unreadable folders), said as (name, why)."""
+entries it does not read (links, FIFOs, devices, unreadable folders), said as (name, why); the private
+temporary folder archives are extracted into, removed when the parse ends or a signal ends the process."""
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -32,6 +35,35 @@ def collect_files(paths: list[Path], workdir: Path,
         else:
             raise InputError(f"{root}: not a regular file or folder")
     return out
+
+
+def has_archive(paths: list[Path]) -> bool:
+    """Whether an input the user named is an archive (``collect_files`` extracts those into a folder)."""
+    return any(p.is_file() and archive.is_archive(p) for p in paths)
+
+
+LIVE_TEMP_DIRS: set[str] = set()  # this process's extraction folders, until removed
+
+
+def extraction_dir(stack: contextlib.ExitStack) -> Path:
+    """A new private temporary folder (0700) for extracted archives, removed when ``stack`` closes or by
+    ``remove_live_results`` (a signal handler's)."""
+    folder = tempfile.mkdtemp(prefix="ncclscope-")
+    LIVE_TEMP_DIRS.add(folder)
+    stack.callback(_remove_dir, folder)
+    return Path(folder)
+
+
+def _remove_dir(folder: str) -> None:
+    LIVE_TEMP_DIRS.discard(folder)
+    shutil.rmtree(folder, True)
+
+
+def remove_live_results() -> None:
+    """Remove every extraction folder this process still has: for a signal handler about to end the process
+    without its ``finally`` blocks. (The parse workers' results are nameless memory files: nothing to remove.)"""
+    for folder in list(LIVE_TEMP_DIRS):
+        _remove_dir(folder)
 
 
 def _walk(root: Path, skipped: list[tuple[str, str]] | None = None) -> list[tuple[Path, str]]:

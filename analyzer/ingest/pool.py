@@ -1,6 +1,7 @@
 """The parse of an input as a job: its files listed and grouped (``groups``), parsed in a pool of forked
 worker processes when the input is big enough to gain from it (else in this process), their results
-handed back through shared memory (``handover``), collected in name order.
+handed back through nameless memory files (``handover``), collected in name order. Nothing the job makes
+outlives the process, however it ends, but the folder an archive is extracted into (``files``).
 """
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ from ..input_names import InputError
 from ..malloc import keep_freed_memory
 from ..model import Format
 from ..sources.coll import kernel as coll_kernel
-from .files import collect_files, file_size
+from .files import collect_files, extraction_dir, file_size, has_archive
 from .formats import Parsed
 from .groups import group_files, parse_job, release_read_buffer
-from .handover import parse_job_to_file, read_result, results_dir
+from .handover import ResultFiles, parse_job_to_fd
 
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 KERNEL_MIN_BYTES = 4 * 1024 * 1024  # inputs this big use the compiled COLL reader when it is built (1 ms to load) ...
@@ -34,20 +35,20 @@ class IngestJob:
     """Files being parsed: ``start_ingest`` lists and groups them and starts the worker pool at once;
     ``result()`` collects the parsed files. Between the two the caller may do other work (``analyze``
     imports pandas and the detectors, 0.25-0.3 s, while the workers parse). Use it as a context
-    manager, or call ``result()``: either closes the pool, the temporary folder of extracted
-    archives and the garbage-collector pause."""
+    manager, or call ``result()``: either closes the pool, the workers' result files, the temporary
+    folder of extracted archives (made only when an input is an archive) and the garbage-collector pause."""
 
     def __init__(self, paths: list[Path], progress: Callable[[int, int], None] | None,
                  workers: int | None, note: Callable[[str], None] | None) -> None:
         self._stack = contextlib.ExitStack()
         self._pool: ProcessPoolExecutor | None = None
         self._futures: list[Future[list[int] | bytes]] = []
-        self._results = ""
+        self._results: ResultFiles | None = None
         with self._stack as stack:
-            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="ncclscope-"))
+            tmp = extraction_dir(stack) if has_archive(paths) else Path(tempfile.gettempdir())  # used for archives only
             stack.enter_context(gc_paused())
             self.skipped: list[tuple[str, str]] = []
-            files = collect_files(paths, Path(tmp), self.skipped)
+            files = collect_files(paths, tmp, self.skipped)
             if not files:
                 raise InputError("no files found in " + ", ".join(str(p) for p in paths)
                                  + "".join(f"; {name}: {why}" for name, why in self.skipped[:5]))
@@ -59,9 +60,10 @@ class IngestJob:
                 coll_kernel.arm(note=note, build=self.total >= KERNEL_BUILD_MIN_BYTES)
             nworkers = pool_size(self.total, len(self.groups), workers)
             if nworkers > 1:
-                self._results = results_dir(stack, tmp)
+                results = self._results = ResultFiles(len(self.groups), tempfile.gettempdir())  # before the fork
+                stack.callback(results.close)
                 self._pool = ProcessPoolExecutor(max_workers=nworkers, mp_context=_FORK, initializer=_worker_init, initargs=(os.getpid(),))
-                self._futures = [self._pool.submit(parse_job_to_file, g, self._result_path(i))
+                self._futures = [self._pool.submit(parse_job_to_fd, g, results.fd(i))
                                  for i, g in enumerate(self.groups)]  # all forked here
             self._stack = stack.pop_all()  # started: closed by result() or close()
 
@@ -70,12 +72,12 @@ class IngestJob:
         results: list[Parsed] = []
         done = 0
         try:
-            if self._pool is not None:
+            if self._pool is not None and self._results is not None:
                 futures, self._futures = self._futures, []
                 for i, group in enumerate(self.groups):
                     got = futures.pop(0).result()  # nothing keeps a group's pickle, where one came, once it is read
                     # the layout of the group's file, or (it could not be written) the pickle itself
-                    results.extend(pickle.loads(got) if isinstance(got, bytes) else read_result(self._result_path(i), got))
+                    results.extend(pickle.loads(got) if isinstance(got, bytes) else self._results.take(i, got))
                     del got
                     done += sum(f[2] for f in group)
                     if self.report:
@@ -101,13 +103,10 @@ class IngestJob:
         """Whether worker processes parse (this process is free until ``result()``)."""
         return self._pool is not None
 
-    def _result_path(self, i: int) -> str:
-        return os.path.join(self._results, f"{i}.pickle")
-
     def close(self) -> None:
         """Stop the pool (work not yet started is dropped) and wait for its workers to exit: one left
         waiting for work after this process ends would live on, holding this process's stdout open;
-        then the temporary folder and the collector pause."""
+        then the result files, the temporary folder and the collector pause."""
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
