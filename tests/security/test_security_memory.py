@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT, SAMPLES
-
 from ncclscope.analysis import analyze_paths
 from ncclscope.ingest import blocks, parse_file
 from ncclscope.report import json_text
