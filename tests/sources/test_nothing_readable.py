@@ -18,7 +18,7 @@ def test_text_with_nothing_of_ours_is_refused(tmp_path):
 
 def test_nccl_lines_of_an_unknown_form_are_analysed_and_counted(tmp_path):
     (tmp_path / "rank0.log").write_text(
-        "edge-7:3101:3101 [0] NCCL INFO cudaDriverVersion 12080\n"
+        "edge-7:3101:3101 [0] NCCL INFO A second form no release printed yet: 7 widgets\n"  # cudaDriverVersion is read now
         "edge-7:3101:3140 [0] NCCL INFO Some line a future release prints: 42 things\n"
         "epoch 1 done\n")
     got = to_json(analyze_paths([tmp_path], cache=False))
