@@ -60,6 +60,7 @@ from .records import (
 )
 
 MAX_LINE = 64 * 1024
+MAX_FRAMES = 256  # a traceback's innermost frames kept (between this and twice this)
 GLUED_RANK_RE = re.compile(r"\[(?:rank|default)(\d{1,7})\]:\s?")
 GLOG_RE = re.compile(
     r"^\[(?P<sev>[EWIF])(?:(?P<md>\d{4}) (?P<t>[\d:.]+) ?)? ?(?:\d+ )?(?P<src>[^\]\s]+:\d+)\] ?"
@@ -944,7 +945,10 @@ def _deepspeed_world(st: _State, head: Head, body: str) -> Iterator[Rec]:
 def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
     fm = FRAME_RE.match(body)
     if fm:
-        st.frames.setdefault(rank, []).append(f"{fm.group('file')}:{fm.group('line')} in {fm.group('func')}")
+        frames = st.frames.setdefault(rank, [])
+        if len(frames) >= 2 * MAX_FRAMES:  # the innermost kept: a million frames are no million strings
+            del frames[:-MAX_FRAMES]
+        frames.append(f"{fm.group('file')}:{fm.group('line')} in {fm.group('func')}")
         return
     if body.startswith("Traceback (most recent call last)"):
         st.frames[rank] = []

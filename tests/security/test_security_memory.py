@@ -163,3 +163,17 @@ def test_bounded_world_counts_the_ranks_a_claim_adds_not_the_highest_seen():
     assert bounded_world(1 << 20, [0, (1 << 20) - 1]) == [0, (1 << 20) - 1]
     assert bounded_world(8, [0, 7]) == list(range(8))
     assert bounded_world(64, [0, 63]) == [0, 63]
+
+
+def test_a_traceback_of_a_hundred_thousand_frames_keeps_its_innermost_few(tmp_path):
+    from ncclscope.sources.records import DistError
+    from ncclscope.sources.torch_log import MAX_FRAMES
+
+    log = tmp_path / "rank0.log"
+    log.write_text("Traceback (most recent call last):\n"
+                   + "".join(f'  File "/job/train.py", line {i}, in step\n' for i in range(1, 100_001))
+                   + "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system "
+                     "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
+    errors = [r for r in parse_file(log, "rank0.log").records if isinstance(r, DistError)]
+    assert errors and MAX_FRAMES <= len(errors[0].frames) <= 2 * MAX_FRAMES
+    assert errors[0].frames[-1] == "/job/train.py:100000 in step"
