@@ -47,7 +47,8 @@ def test_a_columns_the_user_set_still_wraps() -> None:
     assert max(map(len, text.splitlines())) <= 70
 
 
-def test_consoles_by_where_they_print() -> None:
+def test_consoles_by_where_they_print(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # a width the user set wins (another test's may linger)
     piped = full_line_console(file=io.StringIO())
     assert piped.width == PIPE_WIDTH and piped.soft_wrap
     term = full_line_console(file=io.StringIO(), force_terminal=True, width=100)
@@ -55,7 +56,8 @@ def test_consoles_by_where_they_print() -> None:
     assert box_console(file=io.StringIO()).width == 80  # panels that fill the width stay rich's size
 
 
-def test_full_line_console_prints_a_long_line_whole() -> None:
+def test_full_line_console_prints_a_long_line_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
     buf = io.StringIO()
     full_line_console(file=buf, highlight=False).print("word " * 100)
     assert buf.getvalue().count("\n") == 1

@@ -201,7 +201,7 @@ def test_dashboard_port_taken_is_said_not_announced(tmp_path):
     assert p.returncode == 0, p.stderr
     assert f"port {DASHBOARD_PORT}" in p.stderr and "taken" in p.stderr
     assert f"http://127.0.0.1:{DASHBOARD_PORT}/" not in p.stderr  # never the other process's URL: a free port's
-    assert re.search(r"dashboard: http://127\.0\.0\.1:\d+/ \(live", p.stderr), p.stderr
+    assert re.search(r"dashboard: http://127\.0\.0\.1:\d+/\?token=[\w-]+ \(live", p.stderr), p.stderr  # with its token
 
 
 def test_serve_port_taken_fails_clearly(tmp_path):
