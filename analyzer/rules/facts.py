@@ -8,6 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+import numpy as np
+import pandas as pd
+
 from ..model import EventKind, ExitRecord, Format, LogEvent, Origin, RecordSource, Run
 from ..nccl.failures import Area, EntryVerdict, classify
 from ..sources.lines import nccl_head
@@ -156,6 +159,24 @@ def warn_failure(e: LogEvent, order: tuple[str, int]) -> Failure | None:
                    order)
 
 
+def _hook_last_seen(run: Run) -> dict[int, float]:
+    """rank -> the time of its last hook record: a heartbeat's group status, or a collective it recorded (a rank
+    killed early may have written no heartbeat with a group in it, only its collectives)."""
+    seen: dict[int, float] = {}
+    for st in run.pg_status:
+        if st.source == RecordSource.HOOK and isinstance(st.ts, (int, float)):
+            seen[st.rank] = max(seen.get(st.rank, st.ts), st.ts)
+    df = run.collectives
+    if len(df) and "source" in df:
+        hook = df[(df["source"] == RecordSource.HOOK).to_numpy() & (df["rank"].to_numpy() >= 0)]
+        if len(hook):
+            t = np.fmax(hook["t_created"].to_numpy(dtype=float), hook["t_completed"].to_numpy(dtype=float))
+            ok = np.isfinite(t)
+            for r, tr in pd.Series(t[ok]).groupby(hook["rank"].to_numpy()[ok]).max().items():
+                seen[int(r)] = max(seen.get(int(r), float(tr)), float(tr))
+    return seen
+
+
 def _launcher_failure(x: ExitRecord, killed: set[int]) -> Failure | None:
     if x.origin is Origin.HOOK:
         return None  # the hook's exit records come in as events, with their time and exception
@@ -210,10 +231,7 @@ def _failures(run: Run) -> list[Failure]:
                              {p.rank for p in run.job.processes if p.rank is not None and p.pid})
     out += orphan_failures(run.events, taken)
     out += [f for x in run.exits if (f := _launcher_failure(x, run.killed_pids)) is not None]
-    seen: dict[int, float] = {}
-    for st in run.pg_status:
-        if st.source == RecordSource.HOOK and isinstance(st.ts, (int, float)):
-            seen[st.rank] = max(seen.get(st.rank, st.ts), st.ts)
+    seen = _hook_last_seen(run)
     ended = {e.rank for e in run.events if e.kind == EventKind.HOOK_EXIT and e.rank is not None}
     out = explain(init_echoes(out, any(c.init_started - c.init_complete for c in run.communicators)))
     out += vanished(seen, ended, out, max(seen.values(), default=None))
