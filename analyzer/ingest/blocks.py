@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import safe_io
-from ..sources.lines import lone_cr_to_lf
+from ..sources.lines import decode_line, lone_cr_to_lf
 
 MAX_LINE = 64 * 1024
 MAX_STRUCTURED_BYTES = 256 * 1024 * 1024  # JSON / pickle / XML are loaded whole: bounded
@@ -33,9 +33,9 @@ def iter_lines(path: Path, max_line: int = MAX_LINE) -> Iterator[tuple[int, str]
         last = pieces.pop()  # after the last newline: empty, or the file's unterminated last line
         for i, raw in enumerate(pieces):  # an overlong line is cut at max_line, as readline(max_line) cut it
             raw = raw[:max_line] if len(raw) >= max_line else raw + b"\n"
-            yield first + i, raw.decode("utf-8", "replace").replace("\x00", "")
+            yield first + i, decode_line(raw)
         if last:
-            yield first + len(pieces), last[:max_line].decode("utf-8", "replace").replace("\x00", "")
+            yield first + len(pieces), decode_line(last[:max_line])
 
 
 LINE_BLOCK_BYTES = 1 << 20  # iter_lines reads this much at a time

@@ -14,8 +14,9 @@ only: anything else is listed in ``refused``), and:
   between our last read and the rename is not read;
 - forgets a file that was deleted (a file created again later under the name is read from 0).
 
-Lines come back as (line number, text) with the newline stripped, decoded as UTF-8 with
-replacement characters: never an exception for odd bytes.
+Lines come back as (line number, text) with the newline stripped, decoded as the offline
+reader decodes them (``sources.lines.decode_line``: invalid UTF-8 replaced, NUL dropped): never an exception
+for odd bytes, and the same text live and offline.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 
 from .. import safe_io
+from ..sources.lines import decode_line
 
 MAX_LINE = 1 << 20  # a "line" longer than this is cut and emitted, so memory stays bounded
 MAX_BYTES = 8 << 20  # per file and call
@@ -134,4 +136,4 @@ class Tailer:
 def _decode(b: bytes) -> str:
     if b.endswith(b"\r"):
         b = b[:-1]
-    return b.decode("utf-8", "replace")
+    return decode_line(b)

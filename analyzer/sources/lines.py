@@ -87,6 +87,13 @@ REDACTED_HEAD_RE = re.compile(
 REDACTED_PID_BASE = 2_000_000_000  # pids made for hidden ones: above any Linux pid (2^22), within 32 bits
 
 
+def decode_line(raw: bytes) -> str:
+    """One line's bytes as text, the one decoding offline and live reads share: invalid UTF-8 replaced, NUL
+    bytes dropped (a crashed process' log often ends in a run of them, and one inside a host name would
+    otherwise make a second host)."""
+    return raw.decode("utf-8", "replace").replace("\x00", "")
+
+
 def hidden_id(token: str, dev: int) -> int:
     """A stable stand-in for a pid (or tid) a poster hid: the same token on the same device is one process. One token
     for every process ("XXXX" on each line) leaves the device to tell them apart; a number that was kept is itself."""

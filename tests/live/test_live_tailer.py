@@ -145,3 +145,15 @@ def test_scan_depth_and_ignored(tmp_path: Path) -> None:
     (tmp_path / "ncclscope-control").mkdir()
     (tmp_path / "ncclscope-control" / "z.log").write_text("")
     assert scan(tmp_path, lambda n: n.endswith(".log")) == [str(tmp_path / "a" / "y.log")]
+
+
+def test_odd_bytes_read_as_the_offline_reader_reads_them(tmp_path: Path) -> None:
+    """NUL inside a host name and invalid UTF-8: the live tailer's text is the offline reader's text, so a live
+    judgement sees the same host as analyze does (a NUL kept live made a second host)."""
+    from ncclscope.ingest.blocks import iter_lines
+    p = tmp_path / "rank0.log"
+    p.write_bytes(b"node\x00001:4242:4251 [0] NCCL INFO AllReduce: opCount 3 \xff\n\x00\x00\x00tail\n")
+    live = Tailer().read_new(str(p))
+    offline = [(n, text.rstrip("\n")) for n, text in iter_lines(p)]
+    assert [t for _, t in live] == [t for _, t in offline]
+    assert live[0][1].startswith("node001:4242:4251 ") and "\x00" not in live[1][1]
