@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -47,11 +48,61 @@ LIVE_TEMP_DIRS: set[str] = set()  # this process's extraction folders, until rem
 
 def extraction_dir(stack: contextlib.ExitStack) -> Path:
     """A new private temporary folder (0700) for extracted archives, removed when ``stack`` closes or by
-    ``remove_live_results`` (a signal handler's)."""
-    folder = tempfile.mkdtemp(prefix="ncclscope-")
+    ``remove_live_results`` (a signal handler's). Its name carries this process' pid and pid namespace, so
+    that a later analysis removes it if SIGKILL (which no handler sees) left it behind (``reap_stale``)."""
+    tmp = Path(tempfile.gettempdir())
+    reap_stale(tmp)
+    folder = tempfile.mkdtemp(prefix=f"{_EXTRACT_PREFIX}{_pid_namespace()}-{os.getpid()}-", dir=tmp)
     LIVE_TEMP_DIRS.add(folder)
     stack.callback(_remove_dir, folder)
     return Path(folder)
+
+
+_EXTRACT_PREFIX = "ncclscope-x"
+_EXTRACT_NAME = re.compile(r"ncclscope-x(\d+)-(\d+)-[A-Za-z0-9_]+")
+
+
+def _pid_namespace() -> int:
+    """The inode of this process' pid namespace (0 where /proc does not say): a pid is only looked up
+    among the processes of the namespace that wrote it."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, owned by someone else
+        return True
+    return True
+
+
+def reap_stale(tmp: Path) -> list[str]:
+    """Remove the extraction folders in ``tmp`` whose analysis is gone (ended by SIGKILL, or a crash of the
+    machine's power): only real folders (no link), owned by this user, named by a process of this pid
+    namespace that no longer runs. ``shutil.rmtree`` removes through directory descriptors, never following
+    a link planted inside. Returns the names removed."""
+    ns, uid, gone = _pid_namespace(), os.getuid(), []
+    try:
+        entries = list(os.scandir(tmp))
+    except OSError:
+        return gone
+    for e in entries:
+        m = _EXTRACT_NAME.fullmatch(e.name)
+        if not m or int(m.group(1)) != ns or int(m.group(2)) == os.getpid() or _alive(int(m.group(2))):
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+            shutil.rmtree(e.path, True)
+            gone.append(e.name)
+    return gone
 
 
 def _remove_dir(folder: str) -> None:
