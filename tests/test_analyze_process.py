@@ -65,6 +65,16 @@ def test_pool_size_parses_small_inputs_in_process():
     assert 1 <= ingest.pool_size(ingest.PARALLEL_MIN_BYTES, 10) <= (os.cpu_count() or 1)
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux only: CPU affinity")
+def test_the_pool_counts_the_cores_the_process_is_bound_to():
+    """A Slurm step or ``taskset`` binds the process to some of the machine's cores: one worker a core it may run
+    on, not one a core of the machine."""
+    code = ("import os; from ncclscope import ingest; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+            "print(ingest.pool_size(ingest.PARALLEL_MIN_BYTES, 64))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
+
+
 def test_a_job_closed_early_stops_its_pool_and_removes_its_folder(tmp_path, monkeypatch):
     generate_run(tmp_path / "run", nranks=8, steps=10, seed=1)
     monkeypatch.setattr(parse_pool, "PARALLEL_MIN_BYTES", 0)

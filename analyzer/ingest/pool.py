@@ -128,10 +128,20 @@ def pool_size(total: int, ngroups: int, workers: int | None = None) -> int:
     """Worker processes for ``total`` bytes in ``ngroups`` groups; 1 means none (parse in this
     process): below ``PARALLEL_MIN_BYTES`` the whole parse takes less than starting a pool and
     sending the records back, and one group has nothing to share out. Else ``workers``, by default
-    one per core and group."""
+    one per core this process may run on and group."""
     if total < PARALLEL_MIN_BYTES or ngroups < 2:
         return 1
-    return workers if workers is not None else min(ngroups, os.cpu_count() or 1)
+    return workers if workers is not None else min(ngroups, usable_cores())
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its affinity mask (a Slurm step, ``taskset`` or a container's
+    cpuset binds it to a few of the machine's cores), not the machine's count (``os.cpu_count``), which on a
+    128-core node bound to 8 would start 128 workers on 8 cores."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def start_ingest(paths: list[Path], progress: Callable[[int, int], None] | None = None,
