@@ -519,6 +519,8 @@ class EventKind(enum.StrEnum):
     GPU_FAULT = "gpu_fault"
     STACK_SNAPSHOT = "stack_snapshot"
     PROGRESS_WAIT = "progress_wait"
+    FRAMEWORK_STALL = "framework_stall"  # a serving / JAX framework's own stall report
+    FRAMEWORK_BATCH = "framework_batch"  # a rank's current batch at a framework's timeout
     # lines kept as records of their own class, named by it
     TORCH_WARNING = "TorchWarning"
     C10D_LINE = "C10dLine"

@@ -14,6 +14,7 @@ from . import (
     desync,
     diag,
     fr_report,
+    framework,
     hang,
     hotspots,
     inputs,
@@ -33,6 +34,7 @@ DETECTORS: dict[str, Detector] = {
     "fr_report": fr_report.detect,  # the Flight Recorder analyser's own report pasted in a log
     "hang": hang.detect,
     "stacks": stacks.detect,  # the ranks' stack dumps and their own prints of who waits
+    "framework": framework.detect,  # vLLM's, SGLang's, JAX's own stall reports and batch dumps
     "launch": launch.detect,  # before crash: a command that never started is said as such, not as a crash
     "crash": crash.detect,
     "config": config.detect,

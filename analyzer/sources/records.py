@@ -377,6 +377,14 @@ class WorldSize(TorchRec):
 
 
 @dataclass(slots=True)
+class NodeCount(TorchRec):
+    """The nodes a launcher says the job has: DeepSpeed's ``nnodes=2, num_local_procs=8`` and the hosts of its
+    ``WORLD INFO DICT``, a serving command's ``--nnodes 2``; an excerpt of one node's log shows one host of them."""
+
+    nnodes: int
+
+
+@dataclass(slots=True)
 class RankClaim(WorldSize):
     """One process's own claim of its global rank in a world (Lightning's ``initializing ddp: GLOBAL_RANK: r,
     MEMBER: m/N``): ``rank`` is the claimed rank. Two claims of one rank are two processes holding it."""
@@ -647,10 +655,42 @@ class ProgressWait(ToolEvent):
         return WAIT_EVENT, {"on": self.on}
 
 
+@dataclass(slots=True)
+class FrameworkStall(ToolEvent):
+    """A stall a serving or JAX framework, or the harness running it, reports itself (``sources.framework_lines``):
+    ``framework`` (vllm, sglang, harness, program), ``what`` it says (``shm_broadcast_wait``, ``scheduler_watchdog``,
+    ``no_progress``, ``not_entering``), ``seconds`` it waited when it says, ``culprit`` the process it names as the one
+    that does not enter the collective."""
+
+    framework: str
+    what: str
+    seconds: float | None
+    culprit: int | None
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return FRAMEWORK_STALL_EVENT, {"framework": self.framework, "what": self.what, "seconds": self.seconds,
+                                       "culprit": self.culprit}
+
+
+@dataclass(slots=True)
+class FrameworkBatch(ToolEvent):
+    """A rank's current batch as SGLang's watchdog prints it at a timeout: its scheduler group (``dp``), the batch's
+    size and its requests' ids."""
+
+    dp: int | None
+    size: int
+    rids: tuple[str, ...]
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return FRAMEWORK_BATCH_EVENT, {"dp": self.dp, "size": self.size, "rids": list(self.rids)}
+
+
 LAUNCH_FAILURE_EVENT = EventKind.LAUNCH_FAILURE
 GPU_FAULT_EVENT = EventKind.GPU_FAULT
 STACK_EVENT = EventKind.STACK_SNAPSHOT
 WAIT_EVENT = EventKind.PROGRESS_WAIT
+FRAMEWORK_STALL_EVENT = EventKind.FRAMEWORK_STALL
+FRAMEWORK_BATCH_EVENT = EventKind.FRAMEWORK_BATCH
 
 
 # --- NCCL's Inspector profiler plugin (plugins/profiler/inspector) ----------------------------

@@ -3,6 +3,8 @@
 - the MPI runtime, ssh under it, UCX and UCC (``launcher_log``);
 - the NVIDIA driver's kernel lines about a GPU (``kernel_log``);
 - py-spy and faulthandler stack dumps (``stack_dump``);
+- serving and JAX frameworks' own words: their stall reports, a rank's batch at a timeout, the world a serving command
+  states, XLA's NCCL failures (``framework_lines``);
 - the program's own prints that a rank waits (``ProgressWait``): ``rank 2 waiting for barrier``, ``[rank1] waiting on
   rank 3``, a launcher's rank tag or the line's own ``rank N`` naming the waiting rank. Library lines (a glog or
   logging head, c10d's, NCCL's) are not the program's.
@@ -12,9 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Generator, Iterator
 
+from .framework_lines import framework_line
 from .kernel_log import gpu_fault, named_gpu
 from .launcher_log import launch_failure
-from .records import ProgressWait, Rec
+from .records import NodeCount, ProgressWait, Rec, WorldSize
 from .stack_dump import StackReader
 
 WAIT_RE = re.compile(r"(?i)\bwaiting (?:for|on|at)\b")
@@ -47,6 +50,10 @@ class ToolLines:
         if f is not None:
             yield f
             return True
+        told = list(framework_line(self.file, lineno, text, body, rank))
+        yield from told
+        if any(not isinstance(r, (WorldSize, NodeCount)) for r in told):
+            return True  # a stated world is read on by the PyTorch parser too
         if "aiting " in body and (w := progress_wait(body, self.file, lineno, text, rank)) is not None:
             yield w
             return True

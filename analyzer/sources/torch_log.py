@@ -44,6 +44,7 @@ from .records import (
     LauncherStopped,
     LauncherSucceeded,
     MonitoredBarrierFailure,
+    NodeCount,
     ProgramExit,
     ProgressSeen,
     RankClaim,
@@ -319,14 +320,6 @@ def normalize_nccl_version(v: str) -> str:
 
 
 Head = tuple[str, int, str, "int | None", "str | None", "str | None", "str | None"]  # TorchRec's fields, in order
-
-
-@dataclass(slots=True)
-class NodeCount(TorchRec):
-    """The nodes a launcher says the job has: DeepSpeed's ``nnodes=2, num_local_procs=8`` and the hosts of its
-    ``WORLD INFO DICT``; an excerpt of one node's log shows one host of them."""
-
-    nnodes: int
 
 
 MAX_TAGGED = 1 << 16  # ranks one file's tags are remembered for (a tag names a rank of 7 digits at most)

@@ -1,0 +1,114 @@
+"""Frameworks' own stall reports: a hang, or a desync, told by vLLM, SGLang, JAX or the harness around them.
+
+Inputs: ``framework_stall`` events (vLLM's engine waiting on its workers' shared-memory broadcast, SGLang's scheduler
+watchdog, a harness's "no progress for N s", a program's word that one process does not enter the collective its peers
+entered) and ``framework_batch`` events (SGLang's dump of each rank's current batch at its watchdog timeout).
+
+- The tensor-parallel ranks of one scheduler group holding different batches when the watchdog fired: they diverged
+  (each decided its batch on its own: sampling, speculative decoding, a request seen by some only) and then called
+  different collectives, or the same one a different number of times: a desync. No rank is named: the lines show two
+  states, not which one is wrong.
+- XLA's quote of NCCL's own error (``Aborting communicator ... due to async NCCL error: <message>``): one finding per
+  knowledge-base entry it matches, its cause and fix, arguing for no verdict (the time line of failures decides).
+- Else a stall report, with no failure before it and a job that did not end well: a hang. Its culprits are the
+  processes a line names as not entering the collective; otherwise none (the report says the job stopped, not who
+  stopped it). Likely for a framework's own timeout, possible for vLLM's wait (it also prints it during a long
+  compilation), unless it repeats for ``SURE_S`` seconds or more.
+"""
+from __future__ import annotations
+
+from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Severity, Verdict
+from ..rules.facts import failures_of_run
+from ..sources.records import FRAMEWORK_BATCH_EVENT, FRAMEWORK_STALL_EVENT
+from .catalogue import KnownError, classify
+
+XLA_ERROR = "XlaRuntimeError"  # the type ``sources.framework_lines`` gives XLA's NCCL failure lines
+
+SURE_S = 300.0  # a framework's wait reported this long in all is no compilation
+SAID = {"shm_broadcast_wait": "vLLM's engine found no free shared-memory broadcast block: its workers stopped taking "
+        "its requests (they wait in a collective or another step)",
+        "scheduler_watchdog": "SGLang's scheduler watchdog fired: a forward step did not finish",
+        "no_progress": "the harness saw no progress and stopped the job",
+        "not_entering": "a process did not enter the collective its peers entered"}
+
+
+def detect(run: Run) -> list[Finding]:
+    return _xla_errors(run) + _stalls(run)
+
+
+def _xla_errors(run: Run) -> list[Finding]:
+    """XLA's lines quoting NCCL's error, grouped by the knowledge-base entry they match."""
+    groups: dict[str, tuple[KnownError, list[LogEvent]]] = {}
+    for e in run.events:
+        if e.kind == EventKind.DIST_ERROR and e.data.get("type") == XLA_ERROR:
+            k = classify(str(e.data.get("message") or ""))
+            if k is not None:
+                groups.setdefault(k.id, (k, []))[1].append(e)
+    out = []
+    for k, hits in groups.values():
+        ranks = tuple(sorted({e.rank for e in hits if e.rank is not None}))
+        out.append(Finding(kind=FindingKind.ERROR, severity=Severity.ERROR, ranks=ranks,
+                           message=f"XLA quotes NCCL's error ({len(hits)} line{'s' if len(hits) > 1 else ''}): "
+                                   f"\"{' '.join(str(hits[0].data.get('message')).split())[:200]}\": {k.meaning}"[:500],
+                           hint=f"{k.hint} ({k.link})", evidence=tuple(e.evidence for e in hits[:3]),
+                           data={"entry": k.id, "area": k.area}))
+    return out
+
+
+def _stalls(run: Run) -> list[Finding]:
+    stalls = [e for e in run.events if e.kind == FRAMEWORK_STALL_EVENT]
+    if not stalls or run.job.exit_code == 0 or any(e.kind == EventKind.LAUNCHER_SUCCEEDED for e in run.events):
+        return []
+    if any(f.is_cause for f in failures_of_run(run)):
+        return []  # a failure the crash rules judge; a stall after it is its echo
+    desync = _batches(run)
+    return [desync] if desync is not None else [_hang(stalls)]
+
+
+def _hang(stalls: list[LogEvent]) -> Finding:
+    culprits = sorted({c for e in stalls if isinstance(c := e.data.get("culprit"), int)})
+    what = str(stalls[-1].data.get("what"))
+    per_rank: dict[int | None, float] = {}  # each reporter's waits add up; several ranks report the same wait
+    for e in stalls:
+        if isinstance(s := e.data.get("seconds"), (int, float)):
+            per_rank[e.rank] = per_rank.get(e.rank, 0.0) + float(s)
+    waited = max(per_rank.values(), default=0.0)
+    sure = bool(culprits) or what != "shm_broadcast_wait" or waited >= SURE_S
+    who = (f"; rank{'s' if len(culprits) > 1 else ''} {', '.join(map(str, culprits))} did not enter the collective"
+           if culprits else "")
+    seconds = f" ({len(stalls)} report{'s' if len(stalls) > 1 else ''}, {waited:.0f} s in all)" if waited else ""
+    return Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL, verdict=Verdict.HANG, ranks=tuple(culprits),
+        message=f"the job stopped making progress: {SAID.get(what, what)}{seconds}{who}"[:500],
+        hint="Dump the ranks' stacks while it hangs (py-spy dump --pid for every worker) to see which collective "
+             "each rank waits in and which rank never came; set NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE for "
+             "PyTorch's Flight Recorder) to see the stuck collective.",
+        evidence=tuple(e.evidence for e in (stalls[0], *stalls[-1:]))[:2],
+        data={"culprits": culprits,
+              "certainty": {"level": "likely" if sure else "possible",
+                            "why": "the framework's own report that the job stopped" if sure else
+                            "the framework's wait, which a long compilation also shows"}})
+
+
+def _batches(run: Run) -> Finding | None:
+    """Ranks of one scheduler group whose watchdog dumps show different batches: the desync finding, else None."""
+    by_group: dict[object, dict[int, LogEvent]] = {}
+    for e in run.events:
+        if e.kind == FRAMEWORK_BATCH_EVENT and e.rank is not None:
+            by_group.setdefault(e.data.get("dp"), {})[e.rank] = e
+    for group in by_group.values():
+        sigs = {r: (e.data.get("size"), tuple(e.data.get("rids") or ())) for r, e in group.items()}
+        if len(set(sigs.values())) < 2:
+            continue
+        told = "; ".join(f"rank {r}: {s[0]} request{'s' if s[0] != 1 else ''}" for r, s in sorted(sigs.items())[:6])
+        return Finding(
+            kind=FindingKind.DESYNC, severity=Severity.CRITICAL, verdict=Verdict.DESYNC, ranks=(),
+            message=f"the tensor-parallel ranks of one scheduler ran different batches when the watchdog fired ({told}): "
+                    "they diverged and then called different collectives"[:500],
+            hint="The ranks of one tensor-parallel group must take the same scheduling decisions: look for a choice one "
+                 "rank makes alone (sampling or speculative-decoding acceptance with per-rank random state, a request "
+                 "only some ranks saw) and make it on one rank and broadcast it.",
+            evidence=tuple(e.evidence for e in list(group.values())[:4]),
+            data={"culprits": [], "sides": [{"ranks": [r], "batch": list(s[1])} for r, s in sorted(sigs.items())],
+                  "certainty": {"level": "likely", "why": "the ranks' own dumps of their batch at the timeout"}})
+    return None

@@ -1,0 +1,102 @@
+"""Serving and JAX frameworks' own words about the job, read beside PyTorch's (``tool_lines`` asks ``framework_line``):
+jobs of vLLM, SGLang, JAX / XLA or a harness around them often print no NCCL INFO line at all, and these lines are
+then all the input says of the collectives.
+
+- A stall the framework (or the harness that runs it) reports itself (``FrameworkStall``): vLLM's engine waiting on its
+  workers (``No available shared memory broadcast block found in 60 seconds``), SGLang's scheduler watchdog
+  (``Scheduler watchdog timeout (self.watchdog_timeout=300, ...)``), a harness's ``no progress for 180s``, a
+  program's word that one process does not enter a collective its peers entered (``process_index=1 not entering
+  collective``: ``culprit`` is that process).
+- SGLang's dump of a rank's current batch at its watchdog timeout (``FrameworkBatch``: ``self.cur_batch.batch_size()=2,
+  self.cur_batch.reqs=[Req(rid=...), ...]``): the tensor-parallel ranks of one scheduler run the same batch, so two
+  that show different batches have diverged.
+- The world and the nodes a serving command or its config line states (``WorldSize``, ``NodeCount``): ``vllm serve
+  --tensor-parallel-size 16 --nnodes 2``, ``sglang ... --tp 32 --nnodes 4``, SGLang's ``ServerArgs(tp_size=32, ...,
+  nnodes=4)``, vLLM's ``non-default args: {'tensor_parallel_size': 16, 'nnodes': 2}`` (tensor x pipeline parallel).
+- XLA's own NCCL failure (``Aborting communicator: 0x... due to async NCCL error: <NCCL's message>``, ``NCCL operation
+  async_err failed: <message>``): a ``DistError`` quoting NCCL's message, which the knowledge base reads.
+
+SGLang's line head ``[2026-06-22 13:51:22 DP0 TP3 EP3]`` gives the tensor-parallel rank (``TP3``) when no launcher tag
+does; its ``DP`` index names the scheduler group.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .records import DistError, FrameworkBatch, FrameworkStall, NodeCount, Rec, WorldSize
+
+MAX_WORLD = 1 << 20
+SGLANG_HEAD_RE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP(?P<dp>\d{1,5}))?(?: PP(?P<pp>\d{1,5}))?"
+                            r" TP(?P<tp>\d{1,7})(?: EP\d{1,7})?\] ")
+VLLM_SHM_WAIT_RE = re.compile(r"No available shared memory broadcast block found in (?P<s>\d{1,7}) seconds?")
+SGLANG_WATCHDOG_RE = re.compile(r"Scheduler watchdog timeout \(self\.watchdog_timeout=(?P<s>\d{1,7}(?:\.\d+)?)")
+NO_PROGRESS_RE = re.compile(r"(?i)\bno progress (?:for|in) (?P<s>\d{1,7}(?:\.\d+)?) ?s(?:ec(?:ond)?s?)?\b")
+NOT_ENTERING_RE = re.compile(
+    r"(?i)\b(?:process_index|process|rank|worker|task)[ =:#]?\s?(?P<r>\d{1,7})\b.{0,40}?"
+    r"\b(?:not entering|stops? entering|stopped entering|never entered|did not enter|does not enter)\b.{0,30}?"
+    r"\bcollective")
+BATCH_RE = re.compile(r"self\.cur_batch\.batch_size\(\)=(?P<n>\d{1,9}), self\.cur_batch\.reqs=\[(?P<reqs>.{0,20000}?)\]"
+                      r"(?:, self\.|\s*$)")
+RID_RE = re.compile(r"\brid=(?P<rid>[\w-]{1,128})")
+SERVE_CMD_RE = re.compile(r"(?:\bvllm serve\b|\bvllm\.entrypoints\b|\bsglang serve\b|\bsglang\.launch_server\b)")
+FLAG_RE = {
+    "tp": re.compile(r"\s--(?:tensor-parallel-size|tp-size|tp)[= ](?P<n>\d{1,7})\b"),
+    "pp": re.compile(r"\s--(?:pipeline-parallel-size|pp-size|pp)[= ](?P<n>\d{1,7})\b"),
+    "nnodes": re.compile(r"\s--nnodes[= ](?P<n>\d{1,7})\b"),
+}
+CONFIG_RE = {  # SGLang's ServerArgs(...), vLLM's "non-default args: {...}" and its engine config line
+    "tp": re.compile(r"(?:\btp_size=|'tensor_parallel_size': |\btensor_parallel_size=)(?P<n>\d{1,7})\b"),
+    "pp": re.compile(r"(?:\bpp_size=|'pipeline_parallel_size': |\bpipeline_parallel_size=)(?P<n>\d{1,7})\b"),
+    "nnodes": re.compile(r"(?:\bnnodes=|'nnodes': )(?P<n>\d{1,7})\b"),
+}
+XLA_NCCL_RE = re.compile(r"(?:Aborting communicator: \S{1,40} due to async NCCL error: |"
+                         r"NCCL operation \w{1,60} failed: )(?P<msg>.{1,500})$")
+WORDS = ("shared memory broadcast", "watchdog timeout", "rogress", " enter", "cur_batch", "serve",
+         "launch_server", "_size", "nnodes", "NCCL error", "NCCL operation")
+
+
+def sglang_head(text: str) -> tuple[int | None, int | None]:
+    """(tensor-parallel rank, data-parallel index) of SGLang's line head, or (None, None)."""
+    m = SGLANG_HEAD_RE.match(text)
+    if m is None:
+        return None, None
+    return int(m.group("tp")), int(m.group("dp")) if m.group("dp") else None
+
+
+def framework_line(file: str, lineno: int, text: str, body: str, rank: int | None) -> Iterator[Rec]:
+    """The records a framework's line gives (none for any other line)."""
+    if not any(w in body for w in WORDS):
+        return
+    tp, dp = sglang_head(body)
+    who = rank if rank is not None else tp
+    if (s := VLLM_SHM_WAIT_RE.search(body)) is not None:
+        yield FrameworkStall(file, lineno, text, who, None, None, None, "vllm", "shm_broadcast_wait", float(s.group("s")), None)
+    elif (s := SGLANG_WATCHDOG_RE.search(body)) is not None:
+        yield FrameworkStall(file, lineno, text, who, None, None, None, "sglang", "scheduler_watchdog", float(s.group("s")), None)
+    elif (s := NO_PROGRESS_RE.search(body)) is not None:
+        yield FrameworkStall(file, lineno, text, who, None, None, None, "harness", "no_progress", float(s.group("s")), None)
+    elif (n := NOT_ENTERING_RE.search(body)) is not None:
+        yield FrameworkStall(file, lineno, text, who, None, None, None, "program", "not_entering", None, int(n.group("r")))
+    elif (b := BATCH_RE.search(body)) is not None and who is not None:
+        rids = tuple(RID_RE.findall(b.group("reqs")))
+        yield FrameworkBatch(file, lineno, text, who, None, None, None, dp, int(b.group("n")), rids)
+    elif (x := XLA_NCCL_RE.search(body)) is not None:
+        yield DistError(file, lineno, text, who, "E", None, None, "XlaRuntimeError", x.group("msg").strip())
+    else:
+        yield from _world(file, lineno, text, body)
+
+
+def _world(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]:
+    """The world (tensor x pipeline parallel) and the nodes a serving command or config line states."""
+    if SERVE_CMD_RE.search(body):
+        found = {k: r.search(" " + body) for k, r in FLAG_RE.items()}
+    elif "ServerArgs(" in body or "non-default args:" in body:
+        found = {k: r.search(body) for k, r in CONFIG_RE.items()}
+    else:
+        return
+    tp, pp, nodes = (int(m.group("n")) if m else None for m in (found["tp"], found["pp"], found["nnodes"]))
+    if tp and 0 < tp * (pp or 1) <= MAX_WORLD:
+        yield WorldSize(file, lineno, text, None, None, None, None, tp * (pp or 1))
+    if nodes and 0 < nodes <= MAX_WORLD:
+        yield NodeCount(file, lineno, text, None, None, None, None, nodes)
