@@ -163,9 +163,7 @@ def _from_table(df: pd.DataFrame) -> dict[tuple[int, str], dict[str, Any]]:
     np.minimum.at(best, group, pri)
     keep = pri == best[group]
     done = strs(use["state"]) == "completed"
-    if not keep.all() or not done.all():  # another source may have seen a collective complete
-        key = group * (int(seq.max()) - int(seq.min()) + 2) + (seq - int(seq.min()))
-        done = done | np.isin(key, key[done])
+    done = _completed_anywhere(group, seq, keep, done)
     ngroups = len(best)
     enq = np.full(ngroups, -1, dtype=np.int64)
     comp = np.full(ngroups, -1, dtype=np.int64)
@@ -181,6 +179,26 @@ def _from_table(df: pd.DataFrame) -> dict[tuple[int, str], dict[str, Any]]:
     return {(r, pg): {"rank": r, "pg": pg, "last_enqueued": enq_, "last_completed": comp_ if comp_ >= 0 else None,
                       "source": "collectives"}
             for r, pg, enq_, comp_ in rows}
+
+
+def _completed_anywhere(group: np.ndarray, seq: np.ndarray, keep: np.ndarray, done: np.ndarray) -> np.ndarray:
+    """``done``, raised for the kept rows whose (group, seq) another row saw completed (another source, or an
+    earlier record of the same one). Only the kept rows not completed are looked up, few in a long table (the
+    collectives in flight), against a table of their own keys' range rather than a sort of every row."""
+    pend = keep & ~done
+    if not pend.any() or not done.any():
+        return done
+    lo = int(seq.min())
+    key = group * (int(seq.max()) - lo + 2) + (seq - lo)
+    pk = key[pend]
+    kind = "table" if int(pk.max()) - int(pk.min()) < (1 << 26) else "sort"
+    seen = key[done]
+    completed = np.unique(seen[np.isin(seen, pk, kind=kind)])
+    if not len(completed):
+        return done
+    out = done.copy()
+    out[pend] = np.isin(pk, completed)
+    return out
 
 
 def _groups(rank: np.ndarray, codes: np.ndarray, npg: int) -> tuple[np.ndarray, Callable[[int], tuple[int, int]]]:
