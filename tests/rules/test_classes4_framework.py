@@ -16,9 +16,11 @@ SET = CaseSet(DATA / "classes4")
 FRAMEWORK_CASES = ["c4b_vllm_tp4_shm_broadcast_wait_hang", "c4b_sglang_2node_watchdog_hang",
                    "c4b_sglang_tp4_batches_differ_desync", "c4b_jax_process_never_enters_collective",
                    "c4b_xla_async_remote_error_crash"]
+# an interface setting that leaves NCCL no socket interface ("Bootstrap : no socket interface found"): a config error
+NO_INTERFACE_CASES = ["c4b_torchrun_ifname_exclusion_no_interface", "c4b_mpirun_nccl_tests_no_socket_interface"]
 
 
-@pytest.mark.parametrize("name", FRAMEWORK_CASES)
+@pytest.mark.parametrize("name", FRAMEWORK_CASES + NO_INTERFACE_CASES)
 def test_framework_case(name):
     SET.check(name)
 
