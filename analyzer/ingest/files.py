@@ -86,7 +86,8 @@ def reap_stale(tmp: Path) -> list[str]:
     machine's power): only real folders (no link), owned by this user, named by a process of this pid
     namespace that no longer runs. ``shutil.rmtree`` removes through directory descriptors, never following
     a link planted inside. Returns the names removed."""
-    ns, uid, gone = _pid_namespace(), os.getuid(), []
+    ns, uid = _pid_namespace(), os.getuid()
+    gone: list[str] = []
     try:
         entries = list(os.scandir(tmp))
     except OSError:

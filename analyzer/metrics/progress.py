@@ -191,9 +191,9 @@ def _completed_anywhere(group: np.ndarray, seq: np.ndarray, keep: np.ndarray, do
     lo = int(seq.min())
     key = group * (int(seq.max()) - lo + 2) + (seq - lo)
     pk = key[pend]
-    kind = "table" if int(pk.max()) - int(pk.min()) < (1 << 26) else "sort"
     seen = key[done]
-    completed = np.unique(seen[np.isin(seen, pk, kind=kind)])
+    small = int(pk.max()) - int(pk.min()) < (1 << 26)  # a table of the keys' range: 64 MB at most
+    completed = np.unique(seen[np.isin(seen, pk, kind="table") if small else np.isin(seen, pk, kind="sort")])
     if not len(completed):
         return done
     out = done.copy()
