@@ -53,6 +53,9 @@ HASHLESS_RE = re.compile(
     r"^\s*(?:nThread\s+\d|Using devices\b|Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s|Out of bounds values\s*:"
     r"|Avg bus bandwidth\s*:|size\s+count\s+type\b|\(B\)\s+\(elements\)|out-of-place\s+in-place\b"
     r"|nccl-tests version\s|Collective test starting:|\w+_perf\b)")
+# mpirun --tag-output's "[1,0]<stdout>:" (horovodrun's "[0]<stdout>:") before each line of the benchmark's output:
+# taken off for the table and its "#" lines (NCCL's lines keep it: their parser reads the rank from it)
+MPI_TAG_RE = re.compile(r"^\[(?:\d{1,10},)?\d{1,7}\]<(?:stdout|stderr)>:")
 MAX_GDR_SEEN = 4096  # (process, transport) pairs remembered per file: nothing from the input sizes it
 
 
@@ -119,9 +122,9 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
     said_world = False
     gdr_seen: set[tuple[str, int, str]] = set()
     for lineno, raw in lines:
-        text = restore_marks(raw)
+        text = restore_marks(MPI_TAG_RE.sub("", raw, count=1) if raw[:1] == "[" else raw)
         if "NCCL " in text or "] INFO " in text or " WARN " in text:
-            rec = parse_nccl_line(text, file, lineno)
+            rec = parse_nccl_line(restore_marks(raw) if raw[:1] == "[" else text, file, lineno)
             if rec is not None:
                 yield rec
                 if isinstance(rec, NcclConnection) and (gdr := _gdr_record(rec, gdr_seen)) is not None:
