@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..metrics.link_floor import HGX_GPU_RE, link_facts
+from ..metrics.link_floor import HGX_GPU_RE, LinkFacts, link_facts
 from ..model import Evidence, EventKind, Finding, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.transport_fit import PathFacts, slow_path
 
@@ -22,17 +22,24 @@ def detect(run: Run) -> list[Finding]:
     settings = {k: s.value for k, s in run.job.settings.items()}
     ib, ib_ev = _ib_signs(run, settings)
     nv, sure, nv_ev = _nvlink_signs(run, lf.gpus)
-    s = slow_path(PathFacts(lf.nnodes, lf.network, ib, lf.intra, nv, sure, settings))
+    absent, absent_ev = _rdma_absent(run)
+    gdr_signs, gdr_ev = _gdr_signs(run, lf)
+    nnodes = lf.nnodes if lf.nnodes >= 2 else _net_to_unseen(run, lf)
+    per_node = lf.world // nnodes if lf.world >= nnodes >= 2 and run.job.world_size else 0
+    s = slow_path(PathFacts(nnodes, lf.network, ib, lf.intra, nv, sure, settings, absent, per_node, lf.gdr,
+                            gdr_signs, _own_gpu_only(run)))
     if s is None:
         return []
-    where = "between the nodes" if s.used == "NET/Socket" else "between the GPUs of the node"
+    where = "between the nodes" if s.used.startswith("NET/") else "between the GPUs of the node"
+    path = s.used.split(" ", 1)[0]
+    ib_ev = ib_ev + (absent_ev if s.used == "NET/Socket" else gdr_ev if s.used.startswith("NET/IB") else [])
     behind = f"; the setting behind it: {s.setting}" if s.setting else ""
-    ev = _path_lines(run, s.used) + ib_ev + nv_ev + _setting_lines(run, s.setting)
+    ev = _path_lines(run, path) + ib_ev + nv_ev + _setting_lines(run, s.setting)
     return [Finding(
         kind=FindingKind.TRANSPORT, severity=Severity.WARNING, verdict=Verdict.DEGRADED,
         message=f"NCCL runs over {s.used} {where} where the hardware offers {s.instead} ({s.why}){behind}: the "
         "collectives run at a fraction of the fabric's rate", hint=s.fix, evidence=tuple(_dedupe(ev))[:MOST_EVIDENCE + 2],
-        data={"transports": [s.used], "settings": [s.setting.split("=", 1)[0]] if s.setting else [],
+        data={"transports": [path], "settings": [s.setting.split("=", 1)[0]] if s.setting else [],
               "certainty": {"level": s.level, "why": s.why[:300]}})]
 
 
@@ -62,6 +69,51 @@ def _ib_signs(run: Run, settings: dict[str, str]) -> tuple[tuple[str, ...], list
         signs.append("NCCL found no IB device (NET/IB : No device found)")
         ev.append(none_found.evidence)
     return tuple(signs), ev
+
+
+def _net_to_unseen(run: Run, lf: LinkFacts) -> int:
+    """2 where the log shows one host whose ranks reach others over the network (``via NET/Socket/0`` channels) in
+    a world larger than the ranks it shows: the peers are on another node (one machine's log of a multi-node job);
+    else the node count of ``lf``."""
+    net = any(t.startswith("NET/") for c in run.communicators for t in c.transports)
+    seen = {p.rank for p in run.job.processes if p.rank is not None}
+    return 2 if net and len(run.job.hosts) <= 1 and seen and lf.world > len(seen) else lf.nnodes
+
+
+def _rdma_absent(run: Run) -> tuple[tuple[str, ...], list[Evidence]]:
+    """NCCL could not even look for an RDMA device: libibverbs not loadable (an image without rdma-core). NCCL's
+    ``NET/IB : No device found`` alone is no sign: hosts without any RDMA NIC print it too."""
+    verbs = next((e for e in run.events if "libibverbs" in e.text and "Failed to open" in e.text), None)
+    if verbs is None:
+        return (), []
+    return ("libibverbs could not be opened (Failed to open libibverbs.so), so NCCL could not look for RDMA NICs",), \
+        [verbs.evidence]
+
+
+def _gdr_signs(run: Run, lf: LinkFacts) -> tuple[tuple[str, ...], list[Evidence]]:
+    """Why the nodes are built for GPUDirect RDMA: HGX-class GPUs, or as many RDMA NICs as GPUs on a node."""
+    signs: list[str] = []
+    ev: list[Evidence] = []
+    if lf.gpus and all(HGX_GPU_RE.search(g) for g in lf.gpus):
+        signs.append(f"the GPUs are {lf.gpus[0]}, whose nodes are built for GPUDirect RDMA")
+    per_node = lf.world // lf.nnodes if lf.nnodes else 0
+    if lf.nics_listed >= 2 and per_node >= 2 and lf.nics_listed >= per_node:
+        signs.append(f"NCCL lists {lf.nics_listed} RDMA NICs for the {per_node} GPUs of a node, one a GPU (a GPUDirect "
+                     "RDMA design)")
+    off = next((e for e in run.events if e.kind == EventKind.NCCL_NET_GDR_DISABLED), None)
+    if signs and off is not None:
+        signs.append("NCCL says GPU Direct RDMA is disabled for the NICs")
+        ev.append(off.evidence)
+    ev += list(lf.evidence[:1])
+    return tuple(signs), ev
+
+
+def _own_gpu_only(run: Run) -> bool:
+    """Two or more ranks on one host, every one on cudaDev 0 with bus ids of its own: each sees only its GPU."""
+    procs = [p for p in run.job.processes if p.rank is not None and p.cuda_dev is not None and p.bus_id]
+    hosts = {p.host for p in procs}
+    return (len(procs) >= 2 and len(hosts) == 1 and all(p.cuda_dev == 0 for p in procs)
+            and len({p.bus_id for p in procs}) == len(procs))
 
 
 def _nvlink_signs(run: Run, gpus: tuple[str, ...]) -> tuple[tuple[str, ...], bool, list[Evidence]]:

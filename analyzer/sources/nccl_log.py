@@ -310,7 +310,7 @@ def _clock(m: re.Match[str]) -> bool:
 
 
 _NET_HEADS = ("Bootstrap : Using ", "Bootstrap: Using ", "NET : Using interface ", "CUDA Dev ", "Using network ", "NET/",
-              "Using internal Network ", "Using external Network ")
+              "Using internal Network ", "Using external Network ", "Failed to open libibverbs")
 SERVICE_CLOSED = "[Service thread] Connection closed by localRank "
 
 
@@ -463,6 +463,8 @@ def _parse_net(msg: str, base: Base) -> NcclRec | None:
     if msg.startswith(("Using internal Network ", "Using external Network ")):  # 2.0-2.3's "Using internal Network
         # Socket" / "IB", "Using external Network <plugin>"
         return NcclNet(*base, "network", msg[len("Using internal Network "):].strip())
+    if msg.startswith("Failed to open libibverbs"):  # INFO in recent releases (a WARN in old ones)
+        return NcclNet(*base, "no_ib", msg)
     if msg.startswith("NET/"):
         if "GPU Direct RDMA " in msg and ("Disabled" in msg or "Enabled" in msg):  # "NET/IB : GPU Direct RDMA
             # Disabled for HCA 0 'mlx5_0' (no module)", "... Disabled for GPU 3d000 / HCA 0 (distance 5 > 4)"
