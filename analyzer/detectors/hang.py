@@ -29,8 +29,10 @@ from ..rules.hang import (
     barrier_stall,
     behind_by_counts,
     bounded_world,
+    ZERO_BAR_RE,
     ends_after_init,
     ends_in_setup,
+    frozen_at_start,
     init_stall,
     lowest_at_stall,
     no_rows_after_init,
@@ -39,6 +41,7 @@ from ..rules.hang import (
     stuck_collective,
     unique_id_wait,
 )
+from ..rules.healthy import MIN_PROGRESS
 from ..rules.init_echo import is_echo_of_init
 from ..rules.named import desync_named
 from ..rules.shown import pending_at_end
@@ -488,8 +491,10 @@ def _after_init_hang(run: Run) -> list[Finding]:
         bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events), _end_known(run),
         not run.from_ncclscope())
     if st is None:
-        return _setup_hang(run, ends)
+        return _setup_hang(run, ends) or _frozen_bar(run, complete)
     if start_only_of_run(run) is not None:  # NCCL's lines alone, ending at a completed init: a start, no silence
+        return []
+    if _went_on_elsewhere(run, {e.evidence.file for e in ends}):  # NCCL_DEBUG_FILE apart from the program's output
         return []
     # ranks of a communicator the log never shows (another node's log, not pasted): built as far as it can tell
     built = ("every communicator built" if all(len(c.init_complete) >= c.nranks for c in run.communicators if c.init_complete)
@@ -542,6 +547,34 @@ def _end_known(run: Run) -> bool:
     the Close of a rank destroying its communicator (``rules.facts.teardown_processes``)."""
     return run.job.exit_code is not None or bool(run.exits) or any(
         e.kind == EventKind.NCCL_NET_SERVICE_CLOSED for e in run.events) or bool(teardown_of_run(run))
+
+
+def _frozen_bar(run: Run, complete: bool) -> list[Finding]:
+    """An input ending at a progress bar still at 0% after init (``rules.hang.frozen_at_start``)."""
+    ends = [e for e in run.events if e.kind == EventKind.FILE_END]
+    st = frozen_at_start((e.evidence.text for e in ends), complete, bool(len(run.collectives)),
+                         bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events),
+                         _end_known(run))
+    if st is None:
+        return []
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL,
+        message=f"{st.why}; a possible hang in the first collective (no rank can be named from this text)",
+        hint=HINT_FIRST_COLLECTIVE, evidence=tuple(e.evidence for e in ends if ZERO_BAR_RE.search(e.evidence.text))[:2],
+        verdict=Verdict.HANG, data={"class": "after_init", "certainty": {"level": st.level, "why": st.why}})]
+
+
+def _went_on_elsewhere(run: Run, nccl_files: set[str]) -> bool:
+    """A file without NCCL's lines (the program's own output, kept apart from an NCCL_DEBUG_FILE or a redirected
+    stream) shows the program working after its start: its progress printed ``MIN_PROGRESS`` times or more, or every
+    rank seen printed its own end. NCCL prints nothing while a job trains, so its file ending at init says nothing
+    then."""
+    prints = sum(int(e.data.get("count") or 0) for e in run.events
+                 if e.kind == EventKind.PROGRESS and e.evidence.file not in nccl_files)
+    seen = {p.rank for p in run.job.processes if p.rank is not None}
+    ended = {e.rank for e in run.events if e.kind in (EventKind.RANK_FINISHED, EventKind.PROGRAM_EXIT)
+             and e.rank is not None and e.evidence.file not in nccl_files}
+    return prints >= MIN_PROGRESS or bool(seen) and seen <= ended
 
 
 def _setup_hang(run: Run, ends: list) -> list[Finding]:

@@ -11,10 +11,11 @@ by ``rules.stacks``:
 """
 from __future__ import annotations
 
-from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Severity
+from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.facts import failures_of_run, left_ranks
-from ..rules.stacks import Position, StackReading, read_stacks, waits
+from ..rules.stacks import Position, StackReading, all_wait, read_stacks, waits
 from ..sources.records import STACK_EVENT, WAIT_EVENT
+from .hang import HINT_FIRST_COLLECTIVE
 
 
 def detect(run: Run) -> list[Finding]:
@@ -62,11 +63,39 @@ def _waits(run: Run) -> list[Finding]:
     seen = {p.rank for p in run.job.processes if p.rank is not None} | {e.rank for e in run.events if e.rank is not None}
     world = set(range(run.job.world_size)) if run.job.world_size else seen
     reading = waits({r: on for r, (on, _) in still.items()}, world | seen)
+    level = "possible"
+    if reading is None:
+        reading = all_wait({r: _wait_text(run, e) for r, (on, e) in still.items() if on is None}, world | seen)
+        level = "likely"
     if reading is None:
         return []
     evidence = tuple(still[r][1].evidence for r in reading.waiting if r in still)[:4]
+    if not reading.culprits:
+        return [_all_waiting(run, reading, evidence)]
     return [_finding(FindingKind.HANG, reading, f"the program's own prints: {reading.why}", evidence, {},
-                     "possible", "the ranks' last prints say who waits; a print is not a stack")]
+                     level, "the ranks' last prints say who waits; a print is not a stack")]
+
+
+def _wait_text(run: Run, e: LogEvent) -> str:
+    """The wait print, with the rank's print before it in the same file (``calling ncclAllReduce`` then ``waiting``)."""
+    before = [x for x in run.events if x.rank == e.rank and x.evidence.file == e.evidence.file
+              and e.evidence.line - 3 <= x.evidence.line < e.evidence.line]
+    return " ".join([x.evidence.text for x in before[-1:]] + [e.evidence.text])
+
+
+def _all_waiting(run: Run, reading: StackReading, evidence: tuple) -> Finding:
+    first = not len(run.collectives) and bool(run.communicators)
+    hint = (HINT_FIRST_COLLECTIVE if first else
+            "Every rank is inside the collective: the stall is NCCL's or the path's. Check the WARN lines, the "
+            "transports between the ranks (NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_IB_*), GPU health (nvidia-smi, "
+            "Xid errors in dmesg), and run nccl-tests on the same GPUs.")
+    return Finding(kind=FindingKind.HANG, severity=Severity.CRITICAL,
+                   message=f"the program's own prints: {reading.why}"
+                   + (" (the first collective after init)" if first else ""),
+                   hint=hint, evidence=evidence, verdict=Verdict.HANG,
+                   data={"culprits": [], "waiting": list(reading.waiting), "where": {}, "sides": [],
+                         "certainty": {"level": "likely", "why": "every rank's last print says it waits in a "
+                                       "collective or on its stream; a print is not a stack"}})
 
 
 def _finding(kind: FindingKind, reading: StackReading, message: str, evidence: tuple, where: dict[int, str],

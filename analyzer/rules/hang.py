@@ -178,6 +178,23 @@ def ends_after_init(text_after_nccl: Iterable[int], init_complete: bool, collect
                      "no collective and no exit after it: a running job goes on to print")
 
 
+# a progress bar (tqdm's) still at its start: "Processed prompts:   0%|          | 0/24 [00:00<?, ?it/s ...]"
+ZERO_BAR_RE = re.compile(r"(?:^|\s|:)0%\|[^|]{0,80}\|\s*0/(?P<n>\d{1,9})\b")
+
+
+def frozen_at_start(last_lines: Iterable[str], init_complete: bool, collectives: bool, failed: bool,
+                    exit_known: bool) -> AfterInit | None:
+    """An input one of whose files ends at a progress bar still at 0 of N (``last_lines``: each file's last line),
+    every communicator's init complete, no collective recorded, nothing failed, the end unknown: the program started
+    its first unit of work, which needs the first collective, and never finished it (a frozen bar is what a user
+    pastes of a stuck run; one caught at that instant is rare). Possible; None otherwise."""
+    bar = next((m for t in last_lines if (m := ZERO_BAR_RE.search(t)) is not None), None)
+    if bar is None or not init_complete or collectives or failed or exit_known:
+        return None
+    return AfterInit("possible", f"the input ends at a progress bar still at 0 of {bar.group('n')} after NCCL's init "
+                     "completed on every rank: the first unit of work, and the first collective in it, never finished")
+
+
 @dataclass(frozen=True, slots=True)
 class BarrierStall:
     culprits: tuple[int, ...]  # the ranks that never reached the barrier, when the counts pin them down

@@ -16,10 +16,16 @@ The program's own prints do the same where it says who waits (``waits``): ranks 
 (``rank 2 waiting for barrier``), with nothing failed after, wait for the rank a print names (``waiting for rank 3``),
 else for the ranks of the world that never said so: a hang whose culprits are those (one rank alone in a barrier the
 others never reached or left, a rank that never came). Possible, not confirmed: a print is not a stack.
+
+Every rank of the world whose last print is that it waits inside a collective or on the GPU's stream (``rank 1
+waiting on cudaStreamSynchronize``, ``rank 0: launching ncclAllGather`` then ``waiting for stream``), none naming
+another rank and nothing after (``all_wait``): they all joined and none came out, a hang of the collective itself
+(the path between the GPUs, the network, the GPUs), no rank to blame. Likely: every rank says so.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..model import Verdict
@@ -90,3 +96,22 @@ def waits(waiting: dict[int, int | None], ranks: Iterable[int]) -> StackReading 
                         f"and nothing after; rank{'s' if len(culprits) > 1 else ''} {', '.join(map(str, culprits))} "
                         f"{'are' if len(culprits) > 1 else 'is'} what {'they wait' if len(waiting) > 1 else 'it waits'} for "
                         f"({'named by the prints' if named else 'never said to wait'})")
+
+
+# what a print says a rank waits in: a collective by its NCCL, torch or framework name, the GPU's stream, a device sync
+IN_COLLECTIVE_RE = re.compile(
+    r"(?i)nccl[A-Z]\w{2,30}|\b(?:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|barrier|psum)\b"
+    r"|\bstream\b|cudaStreamSynchronize|cudaDeviceSynchronize|\.synchronize\(|\bcollective\b")
+
+
+def all_wait(waiting: Mapping[int, str], ranks: Iterable[int]) -> StackReading | None:
+    """``waiting``: rank -> the text of its last print, for the ranks whose last print is a wait naming no other rank;
+    ``ranks``: every rank of the world the input knows. Every one of them waits, each inside a collective or on its
+    stream: a hang with no culprit; else None."""
+    world = set(ranks)
+    if len(world) < 2 or set(waiting) != world or not all(IN_COLLECTIVE_RE.search(t) for t in waiting.values()):
+        return None
+    who = ", ".join(map(str, sorted(world)))
+    return StackReading(Verdict.HANG, (), tuple(sorted(world)), None, (),
+                        f"every rank ({who}) printed that it waits in a collective or on its GPU stream and nothing "
+                        "after: they all joined and none came out")
