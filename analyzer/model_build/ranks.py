@@ -266,9 +266,12 @@ def _version_lines(g: Gathered, nccl_version: str | None) -> dict[str, Evidence]
 
 def _nodes(g: Gathered, ranks: Ranks, hosts: list[str]) -> int | None:
     """Nodes as NCCL states them for the world communicator (``nNodes``, 2.7+): right when the files
-    hold only some ranks; else as a launcher printed them (DeepSpeed's ``nnodes=``), or the hosts seen."""
+    hold only some ranks; else as a launcher printed them (DeepSpeed's ``nnodes=``, torchrun's one node), or the hosts
+    seen (NCCL's line heads, else torchrun's failure table)."""
     stated = [cl.nnodes for cl in g.comms.values() if cl.nnodes and cl.parent_ptr is None and cl.nranks == ranks.world]
     if stated:
         return max(stated)
     printed = [r.nnodes for r in g.torch_recs if isinstance(r, NodeCount) and 0 < r.nnodes <= MAX_RANKS]
-    return max(printed + [len(hosts)]) or None  # a launcher's count, as one node's log shows one host of it
+    # where no NCCL line names a host: the hosts torchrun's failure table names (``host : node-a``)
+    seen = len(hosts) or len({x.host for x in g.launcher if x.host and x.rank is not None})
+    return max(printed + [seen]) or None  # a launcher's count, as one node's log shows one host of it

@@ -215,6 +215,7 @@ NODES_RE = re.compile(r"(?:^|\s)(?:-N ?|--nodes[= ]|--nnodes[= ])(?P<n>\d{1,5})(
 PER_NODE_RE = re.compile(r"--(?:ntasks-per-node|tasks-per-node|nproc[_-]per[_-]node)[= ](?P<n>\d{1,4})\b")
 # DeepSpeed's launcher: ``deepspeed --num_gpus 8 --num_nodes 2 train.py`` (one node when neither --num_nodes nor a
 # hostfile says more)
+OTHER_NODES_RE = re.compile(r"--nnodes|--rdzv[_-]endpoint|--master[_-]addr|--node[_-]rank")  # torchrun names nodes
 DS_GPUS_RE = re.compile(r"(?:^|\s)--num_gpus[= ](?P<n>\d{1,4})\b")
 DS_NODES_RE = re.compile(r"(?:^|\s)--num_nodes[= ](?P<n>\d{1,5})\b")
 DS_HOSTS_RE = re.compile(r"(?:^|\s)(?:--hostfile|-H|--include|-i)[= ]")
@@ -750,9 +751,22 @@ def _launched(st: _State, head: Head, body: str) -> Iterator[Rec]:
     torchrun's ``--nnodes`` x ``--nproc_per_node`` (one node when not given; an elastic range says nothing); an sbatch
     header's ``--ntasks`` / ``--nodes`` + ``--ntasks-per-node`` as its lines complete it."""
     found = list(LAUNCH_CMD_RE.finditer(body[:2000]))
+    outer = any(not m.group("cmd").startswith(("torch", "deepspeed")) for m in found)  # srun / mpirun around it
     for i, m in enumerate(found):
         end = found[i + 1].start() if i + 1 < len(found) else len(body)
-        yield from _launch_count(st, head, m.group("cmd"), body[m.start("args"):min(end, m.start("args") + 2000)])
+        args = body[m.start("args"):min(end, m.start("args") + 2000)]
+        yield from _launch_count(st, head, m.group("cmd"), args)
+        if m.group("cmd").startswith("torch") and not outer and _one_node(" " + args):
+            yield NodeCount(head[0], head[1], head[2], None, None, None, None, 1)
+
+
+def _one_node(args: str) -> bool:
+    """torchrun's arguments start one node's processes only: ``--standalone``, or ``--nproc_per_node`` with no
+    ``--nnodes`` (its default is 1:1; ``--nnodes=1`` is read as a count already) and no rendezvous endpoint of
+    another host's (a multi-node job names its nodes)."""
+    if "--standalone" in args:
+        return not NODES_RE.search(args) or bool(re.search(r"--nnodes[= ]1(?![\d:])", args))
+    return bool(PER_NODE_RE.search(args)) and not OTHER_NODES_RE.search(args)
 
 
 def _launch_count(st: _State, head: Head, cmd: str, args: str) -> Iterator[Rec]:
