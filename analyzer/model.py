@@ -295,14 +295,13 @@ class Communicator:
 
     def unique_trees(self) -> list[list[list[int]]]:
         """Each distinct tree as a sorted list of [parent, child] edges, in channel order of first use."""
-        seen: set[tuple[tuple[int, int], ...]] = set()
+        seen: set[frozenset[tuple[int, int]]] = set()
         out: list[list[list[int]]] = []
-        for _, parents in sorted(self.trees.items()):
-            edges = sorted((p, c) for c, p in parents.items() if p >= 0)
-            key = tuple(edges)
-            if edges and key not in seen:
+        for _, parents in sorted(self.trees.items()):  # channels mostly repeat a tree: sorted once it is new
+            key = frozenset((p, c) for c, p in parents.items() if p >= 0)
+            if key and key not in seen:
                 seen.add(key)
-                out.append([[p, c] for p, c in edges])
+                out.append([[p, c] for p, c in sorted(key)])
         return out
 
     def to_json(self) -> dict[str, Any]:

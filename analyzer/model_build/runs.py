@@ -70,7 +70,12 @@ def _line_of(r: R.Rec) -> int:
 
 
 def _cut(p: Parsed) -> tuple[int, int] | None:
-    """(the line the last run starts at, how many runs the log holds), or None."""
+    """(the line the last run starts at, how many runs the log holds), or None. A log of one process with no
+    restart mark holds one run: told by one pass over its records (a rank's own log, thousands of them at
+    scale), before the claims are counted."""
+    procs = {(r.host, r.pid) for r in p.records if isinstance(r, R.NcclRec) and r.pid}
+    if len(procs) < 2 and not any(isinstance(r, RunRestart) for r in p.records):
+        return None
     claims = _claim_cuts(p.records)
     marks = [r.line for r in p.records if isinstance(r, RunRestart)]
     after = [m for m in marks if any(_line_of(r) > m and not isinstance(r, RunRestart) for r in p.records)]
