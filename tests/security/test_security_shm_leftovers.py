@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,9 +31,16 @@ def big_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run
 
 
-# ``ncclscope`` run with no core file (SIGQUIT's default action dumps one), the limit set before an exec
-_NO_CORE = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
+# ``ncclscope`` run with no core file (SIGQUIT's default action dumps one), the limit set before an exec; and
+# SIGHUP, SIGQUIT and SIGTERM at their default action, as in a process a terminal or a scheduler started. An
+# ignored signal stays ignored across exec: a suite run under ``nohup`` (SIGHUP ignored) or as a background job
+# of a script (SIGQUIT ignored) would hand that on, and ``analyze`` rightly keeps an ignored signal ignored.
+_DEFAULT_SIGNALS = "(signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM)"
+_NO_CORE = ("import os, resource, signal, sys; resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
+            f"[signal.signal(s, signal.SIG_DFL) for s in {_DEFAULT_SIGNALS}]; "
             "os.execv(sys.executable, [sys.executable, '-m', 'ncclscope', *sys.argv[1:]])")
+# the same, started as ``nohup`` starts a command: SIGHUP ignored
+_NOHUP = _NO_CORE.replace("os.execv(", "signal.signal(signal.SIGHUP, signal.SIG_IGN); os.execv(", 1)
 
 
 def _results_written(pid: int) -> bool:
@@ -67,27 +75,45 @@ def _ours_in_shm() -> set[str]:
     return {p.name for p in SHM.iterdir() if "ncclscope" in p.name}
 
 
-def _kill_mid_parse(target: Path, sig: signal.Signals, tmp: Path, leaves_tmp: bool = False) -> None:
+def _signal_mask(pid: int, field: str) -> int:
+    """``SigIgn`` or ``SigCgt`` of ``/proc/<pid>/status``: the signals the process ignores or catches."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1], 16)
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def _has(mask: int, sig: signal.Signals) -> bool:
+    return bool(mask >> (sig - 1) & 1)
+
+
+def _kill_mid_parse(target: Path, sig: signal.Signals, tmp: Path, leaves_tmp: bool = False,
+                    prelude: str = _NO_CORE, first: signal.Signals | None = None,
+                    look: Callable[[int], None] = lambda pid: None) -> None:
     """Start ``analyze target`` (its temporary folder ``tmp``), send ``sig`` once a worker has written a result,
     and check that it ended by that signal, its workers with it, leaving nothing in /dev/shm, nor in ``tmp``
-    unless ``leaves_tmp``."""
+    unless ``leaves_tmp``. ``first``: a signal sent just before ``sig``, which must not be the one it ends by;
+    ``look`` is called with the pid before the signals are sent."""
     before = _ours_in_shm()
-    proc = subprocess.Popen([sys.executable, "-c", _NO_CORE, "analyze", "--no-cache", "--json", "--no-progress",
+    proc = subprocess.Popen([sys.executable, "-c", prelude, "analyze", "--no-cache", "--json", "--no-progress",
                              str(target)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp,
                             env={**os.environ, "TMPDIR": str(tmp)})
     try:
-        deadline = time.monotonic() + 300  # a safety net: the wait is on the event
+        deadline = time.monotonic() + 600  # a safety net: the wait is on the event
         while proc.poll() is None and not _results_written(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert proc.poll() is None, "the analysis ended before a worker wrote a result"
+        look(proc.pid)
+        if first is not None:
+            proc.send_signal(first)
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=600)  # a safety net for a stuck process, not a time goal
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == -sig, err[-2000:]
-    gone = time.monotonic() + 30
+    gone = time.monotonic() + 600  # a safety net: the workers end on their parent's end
     while _processes_naming(str(target)) and time.monotonic() < gone:
         time.sleep(0.05)
     assert not _processes_naming(str(target)), "a parse worker outlived the analysis"
@@ -101,6 +127,35 @@ def test_a_signal_mid_parse_leaves_nothing_in_shared_memory_or_the_temporary_fol
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     _kill_mid_parse(big_run, sig, tmp)
+
+
+def test_the_prelude_gives_the_analysis_the_default_actions_whatever_the_suite_was_started_under():
+    """The SIGHUP cases hold under ``nohup`` too: the prelude's child has SIGHUP, SIGQUIT and SIGTERM at their
+    default action even when this process ignores them (they would be inherited across the exec)."""
+    probe = "import signal, sys; print(sum(signal.getsignal(s) == signal.SIG_IGN for s in %s))" % _DEFAULT_SIGNALS
+    script = _NO_CORE.replace("os.execv(sys.executable, [sys.executable, '-m', 'ncclscope', *sys.argv[1:]])",
+                              f"os.execv(sys.executable, [sys.executable, '-c', {probe!r}])")
+    assert script != _NO_CORE
+    ignored_here = "import signal, subprocess, sys; [signal.signal(s, signal.SIG_IGN) for s in %s]; " \
+                   "sys.exit(subprocess.run([sys.executable, '-c', sys.argv[1]]).returncode)" % _DEFAULT_SIGNALS
+    out = subprocess.run([sys.executable, "-c", ignored_here, script], capture_output=True, text=True, timeout=600)
+    assert (out.returncode, out.stdout.strip()) == (0, "0"), (out.stdout, out.stderr[-2000:])
+
+
+def test_analyze_started_under_nohup_keeps_sighup_ignored(big_run, tmp_path):
+    """``nohup ncclscope analyze`` must outlive its terminal: an ignored SIGHUP stays ignored (SIGTERM and
+    SIGQUIT still get their clean-up handler). Sent SIGHUP then SIGTERM, it ends by SIGTERM; had it caught
+    SIGHUP, the handler (run first: the lower number) would have ended it by SIGHUP."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    seen: dict[str, int] = {}
+
+    def look(pid: int) -> None:  # the handlers are installed before the parse starts: a result written says so
+        seen.update(ign=_signal_mask(pid, "SigIgn"), cgt=_signal_mask(pid, "SigCgt"))
+
+    _kill_mid_parse(big_run, signal.SIGTERM, tmp, prelude=_NOHUP, first=signal.SIGHUP, look=look)
+    assert _has(seen["ign"], signal.SIGHUP) and not _has(seen["cgt"], signal.SIGHUP), seen
+    assert _has(seen["cgt"], signal.SIGTERM) and _has(seen["cgt"], signal.SIGQUIT), seen
 
 
 @pytest.fixture(scope="module")
