@@ -54,6 +54,7 @@ from ..verdict import of_alerts
 from . import stall
 from .alerts import CommandSink, ConsoleSink, FileSink, Sinks, WebhookSink, make_alert
 from .debug_server import DebugServerPoller, FrFeed, Snapshot, parse_server_url
+from .ended import EXIT_FILE
 from .nccl_counts import Behind, NcclCounts
 from .next_step import StuckFacts, kill_notice, stuck_facts, watchdog
 from .tailer import Tailer
@@ -178,6 +179,7 @@ class LiveMonitor:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._once = False
+        self._ended = False  # the launcher's exit.txt was seen: the job is judged at its end (``stall.judged_at``)
         self._now = clock()
         self._desync_wait: dict[tuple[str, int], float] = {}  # (pg, seq) -> first seen mismatched
         self._desync_partial: dict[tuple[str, int], tuple[int, ...]] = {}  # alerted before every record was in
@@ -591,14 +593,20 @@ class LiveMonitor:
 
     def _judge_hang(self, now: float) -> stall.Hang | None:
         """While ranks run: judged now. Once every rank exited, on the final pass (``--once``, stop):
-        judged at the first exit, by the records' times: was the job stalled when it was stopped?"""
+        judged at the first exit, by the records' times: was the job stalled when it was stopped? Once the
+        launcher ended without the ranks' exit records: judged at the newest record (``stall.judged_at``)."""
         st = self.state
         if not st.exited():
-            return stall.judge_hang(st, now, self.config.stall_seconds)
+            return stall.judge_hang(st, self._judged_at(now), self.config.stall_seconds)
         t_end = min((rs.exit_t for rs in st.ranks.values() if rs.exit_t is not None), default=None)
         if not self._once or t_end is None:
             return None
         return stall.judge_hang(st, t_end, self.config.stall_seconds, include_exited=True)
+
+    def _judged_at(self, now: float) -> float:
+        """``now``, or the job's end once the launcher wrote ``exit.txt`` (``stall.judged_at``)."""
+        self._ended = self._ended or os.path.lexists(self.run_dir / EXIT_FILE)
+        return stall.judged_at(self.state, now, self._ended)
 
     def _crash_alert(self, now: float) -> dict[str, Any] | None:
         if self.hang is not None or self.desync_pgs:
@@ -685,7 +693,8 @@ class LiveMonitor:
     def _open_hang(self, h: stall.Hang, now: float) -> dict[str, Any]:
         req_t, req_id = self._request_dump(now)
         self.hang = _Hang(h, now, req_t, req_id, set())
-        nodes = self._silent_nodes(now, h.threshold_s)
+        at = self._judged_at(now)  # who fell silent: by the job's end once it has ended
+        nodes = self._silent_nodes(at, h.threshold_s)
         extra: dict[str, Any] = {}
         if nodes:
             extra["nodes"] = [{"host": n.host, "ranks": list(n.ranks), "last_t": round(n.last_t, 3),
@@ -693,7 +702,7 @@ class LiveMonitor:
         return make_alert(AlertKind.HANG, "hang", h.culprits, _stuck(h), _hang_message(h, self.nccl_warns, nodes),
                           self._hang_where(h), ts=now, threshold_s=round(h.threshold_s, 2),
                           stalled_s=round(h.age_s, 2), waiting_ranks=list(h.waiters),
-                          stacks_requested=req_t is not None, certainty=self._certainty(h, now), **extra,
+                          stacks_requested=req_t is not None, certainty=self._certainty(h, at), **extra,
                           watchdog=self._watchdog_eta(h, StuckFacts(), now))
 
     def _silent_nodes(self, now: float, silent_s: float) -> tuple[SilentNode, ...]:
@@ -714,7 +723,7 @@ class LiveMonitor:
     def _watchdog_eta(self, h: stall.Hang, facts: StuckFacts, now: float) -> dict[str, Any] | None:
         """When PyTorch's timeout ends the job (``next_step.watchdog``); None once every rank has exited or
         the command has ended (the wrapper's ``exit.txt``)."""
-        if self.state.exited() or os.path.lexists(self.run_dir / "exit.txt"):
+        if self.state.exited() or os.path.lexists(self.run_dir / EXIT_FILE):
             return None
         return watchdog(self.backend, facts, self._enqueued_t(h, now), now)
 
@@ -827,7 +836,7 @@ class LiveMonitor:
 
     def snapshot(self, now: float | None = None) -> dict[str, Any]:
         """The current state, JSON-able: per rank progress, the threshold, the open incident."""
-        now = self.clock() if now is None else now
+        now = self._judged_at(self.clock() if now is None else now)
         st = self.state
         verdict = of_alerts(self.alerts)
         states = {r: (state.value, detail) for r, state, detail in self._rank_states(verdict)}

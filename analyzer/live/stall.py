@@ -276,6 +276,17 @@ def stale(state: JobState, now: float, silent_s: float) -> frozenset[int]:
     return frozenset(r for r, _ in alive if r not in fresh)
 
 
+def judged_at(state: JobState, now: float, ended: bool) -> float:
+    """The time a job is judged at: ``now`` while it may still run; once it has ended (its launcher's end
+    seen, the ranks writing no exit record: a SIGTERM or SIGKILL from outside), the time of its newest record,
+    never later. A finished folder is then judged as the job was when it was last heard, whenever it is read:
+    measured to the reading, the ranks the stop reached last looked alive and the others frozen (``stale``) for
+    the few seconds when some were within the threshold, and the culprit changed with how late it was read."""
+    if ended and state.last_t is not None:
+        return min(now, state.last_t)
+    return now
+
+
 def pending(state: JobState, stale_ranks: frozenset[int] = frozenset()
             ) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...]]]:
     """Per process group with work not completed everywhere: (pg, N, never joined, waiting in it).
