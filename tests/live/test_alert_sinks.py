@@ -5,7 +5,6 @@ import io
 import json
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,10 +16,12 @@ CONTRACT_KEYS = ["ts", "time", "kind", "verdict", "culprit_ranks", "stuck", "mes
 
 
 class _Server:
-    def __init__(self, statuses: list[int], delay: float = 0.0) -> None:
+    def __init__(self, statuses: list[int], hold: threading.Event | None = None) -> None:
+        """``hold``: each request, once read (``arrived`` set), is answered only after ``hold`` is set."""
         self.bodies: list[dict] = []
         self.statuses = statuses
         self.hits = 0
+        self.arrived = threading.Event()
         outer = self
 
         class H(BaseHTTPRequestHandler):
@@ -29,8 +30,9 @@ class _Server:
                 body = self.rfile.read(n)
                 outer.hits += 1
                 code = outer.statuses[min(outer.hits - 1, len(outer.statuses) - 1)]
-                if delay:
-                    time.sleep(delay)
+                outer.arrived.set()
+                if hold is not None:
+                    hold.wait(600)  # a safety net: the test releases it
                 if code == 200:
                     outer.bodies.append(json.loads(body))
                 self.send_response(code)
@@ -113,16 +115,31 @@ def test_webhook_gives_up_without_blocking_the_caller() -> None:
         assert srv.hits == 1 and "HTTP 404" in s.errors[0]  # a client error is not retried
     finally:
         srv.close()
-    slow = _Server([200], delay=2.0)
-    try:
+    held = threading.Event()
+    slow = _Server([200], hold=held)
+    try:  # an endpoint that does not answer: the sink times out and says so
         s = WebhookSink(slow.url, timeout_s=0.3, retries=2, backoff_s=0.05)
-        t0 = time.perf_counter()
+        s.emit(_alert())
+        s.close()
+        assert s.errors and not s.sent
+    finally:
+        held.set()
+        slow.close()
+    held = threading.Event()
+    slow = _Server([200], hold=held)
+    try:  # emit only enqueues: it returns while the sink's one sender is blocked in a POST the server holds
+        # a synchronous emit would return only once this timeout passed, with an error
+        s = WebhookSink(slow.url, timeout_s=300, retries=1, backoff_s=0.05)
+        s.emit(_alert())
+        assert slow.arrived.wait(600), "the first alert never reached the server"  # a safety net
         for _ in range(3):
             s.emit(_alert())
-        assert time.perf_counter() - t0 < 0.1  # emit only enqueues
+        assert (s.sent, s.errors, slow.bodies) == (0, [], [])  # the first POST is still unanswered
+        held.set()
         s.close()
-        assert s.errors
+        assert (s.sent, s.errors, len(slow.bodies)) == (4, [], 4)
     finally:
+        held.set()
         slow.close()
     dead = WebhookSink("http://127.0.0.1:9/nothing", timeout_s=0.5, retries=2, backoff_s=0.05)
     dead.emit(_alert())
