@@ -14,15 +14,22 @@ from ncclscope.sources.coll import kernel_build as coll_build
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# ``compiles``: the build processes started (``kernel_build`` runs the compiler in a child of its own), counted
+# rather than timed: a load is an import, a compile is that child
 PROBE = """
-import json, sys, time
+import json, subprocess, sys
 from ncclscope.sources.coll import kernel as coll_kernel
-t = time.perf_counter()
+builds = []
+_run = subprocess.run
+def _counted(args, *a, **k):
+    builds.extend(1 for x in args if "kernel_build" in str(x))
+    return _run(args, *a, **k)
+subprocess.run = _counted
 armed = coll_kernel.arm(build={build})
 fn = coll_kernel.ready()
 block = b"node0:1:1 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x2 count 42 datatype 7 op 0 root 0 comm 0x3 [nranks=2]\\n"
 cols = coll_kernel.read_coll_columns_compiled(block) if fn else None
-print(json.dumps(dict(armed=armed, seconds=time.perf_counter() - t, numba="numba" in sys.modules,
+print(json.dumps(dict(armed=armed, compiles=len(builds), numba="numba" in sys.modules,
                       kind=type(fn).__name__, count=None if cols is None else cols.count.tolist())))
 """
 
@@ -44,17 +51,21 @@ def kernel_env(tmp_path):
 def test_built_once_then_loaded_without_numba(kernel_env, tmp_path):
     first = probe(kernel_env)  # builds it (a child process of this one's child)
     assert first["armed"] and first["count"] == [42] and first["kind"] == "builtin_function_or_method"
+    assert first["compiles"] == 1  # the count sees a build
     assert not first["numba"]  # the build ran in a process of its own
     built = list((tmp_path / "kernels").glob("*/ncclscope_coll_kernel*"))
     assert len(built) == 1 and not built[0].stat().st_mode & 0o022
+    made = (built[0].stat().st_ino, built[0].stat().st_mtime_ns)
     again = probe(kernel_env)
     assert again["armed"] and again["count"] == [42] and not again["numba"]
-    assert again["seconds"] < 1.0  # a module import, not a compile
+    assert again["compiles"] == 0  # a module import, not a compile
+    now = list((tmp_path / "kernels").glob("*/ncclscope_coll_kernel*"))
+    assert [(p.stat().st_ino, p.stat().st_mtime_ns) for p in now] == [made]  # the same file, not rebuilt
 
 
 def test_not_built_for_small_inputs(kernel_env, tmp_path):
     got = probe(kernel_env, build=False)  # nothing there and no building: the numpy reader, at once
-    assert not got["armed"] and not got["numba"] and got["seconds"] < 1.0
+    assert not got["armed"] and not got["numba"] and got["compiles"] == 0
     assert not list((tmp_path / "kernels").glob("*/ncclscope_coll_kernel*"))
 
 
