@@ -20,7 +20,9 @@ from ncclscope.nccl.prefilter import required_literals
 
 ENTRIES = F.entries()
 IDS = [e.id for e in ENTRIES]
-LIMIT_S = 1.5  # per pattern and line: a linear search over 256 kB takes milliseconds
+# CPU seconds of this thread per pattern and line: a linear search over 256 kB takes milliseconds, a backtracking
+# one minutes. CPU time, not the wall clock: on a loaded machine the wall clock counts other processes' turns
+LIMIT_S = 1.5
 
 
 def test_at_least_120_entries_and_every_area_covered():
@@ -85,9 +87,9 @@ def _pumps(entry: F.Entry, n: int) -> list[str]:
 @pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
 def test_pattern_is_linear_on_adversarial_lines(entry):
     for line in _pumps(entry, 256 * 1024):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         entry.pattern.search(line)
-        assert time.perf_counter() - t0 < LIMIT_S, f"{entry.id} backtracks on {line[:60]!r}..."
+        assert time.thread_time() - t0 < LIMIT_S, f"{entry.id} backtracks on {line[:60]!r}..."
 
 
 def test_classify_reads_a_bounded_prefix():

@@ -133,8 +133,10 @@ def test_logger_lines_are_not_nccl_lines(line):
 
 
 def test_other_heads_stay_linear():
-    """The fallback heads on long lines that almost match: no backtracking blow-up."""
+    """The fallback heads on long lines that almost match: no backtracking blow-up. Measured in CPU time of this
+    thread (a linear parse of 60 kB takes milliseconds, a quadratic one seconds): the wall clock of a loaded
+    machine counts other processes' turns."""
     for text in ("a" * 60_000 + " WARN x", ":1:1 " * 12_000 + "WARN", "] INFO " * 9000, "x.cc:1 " * 9000 + "NCCL"):
-        t = time.perf_counter()
+        t = time.thread_time()
         parse_nccl_line(text, "x", 1)
-        assert time.perf_counter() - t < 0.5, text[:20]
+        assert time.thread_time() - t < 1.0, text[:20]
