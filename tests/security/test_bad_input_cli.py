@@ -8,7 +8,6 @@ import os
 import pickle
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -78,12 +77,10 @@ def test_fifo_and_symlinks_in_a_folder_are_skipped_not_followed(tmp_path, capsys
     d = tmp_path / "in"
     d.mkdir()
     _write(d, "a.log", NCCL)
-    os.mkfifo(d / "pipe.log")  # opening it would block forever
+    os.mkfifo(d / "pipe.log")  # opening it would block forever (pytest's timeout would fail the test)
     (d / "passwd.log").symlink_to("/etc/passwd")
-    t = time.perf_counter()
     assert main(["analyze", str(d), "--json"]) == 0
     out = capsys.readouterr().out
-    assert time.perf_counter() - t < 30
     report = json.loads(out)
     assert "root:" not in out  # the link's target was not read
     assert [f["file"] for f in report["inputs"] if f["format"] != "skipped"] == ["a.log"]
@@ -107,17 +104,19 @@ def test_cli_subprocess_never_prints_a_traceback(tmp_path):
         for fn, data in files.items():
             _write(d, fn, data)
         p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(d)], cwd=ROOT, capture_output=True,
-                           text=True, timeout=120, check=False)
+                           text=True, timeout=600, check=False)  # a safety net
         assert p.returncode == want_rc and "Traceback" not in p.stderr, p.stderr
         assert "PWNED" not in p.stdout
 
 
+# the analysis' peak memory and CPU seconds (its own and its reaped workers'), from its rusage: CPU time, not the
+# wall clock, which on a loaded machine counts other processes' turns (61 s of it for 15 s of CPU at a load of 10)
 MEASURE = """
-import resource, subprocess, sys, time
-t = time.time()
+import resource, subprocess, sys
 p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", sys.argv[1], "--no-progress"],
                    capture_output=True, text=True)
-print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.time() - t)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(p.returncode, ru.ru_maxrss, ru.ru_utime + ru.ru_stime)
 print(p.stderr)
 """
 
@@ -131,8 +130,8 @@ def test_200_mb_of_junk_is_read_in_bounded_memory_and_time(tmp_path):
         f.writelines(lines if i != 100 else b"NCCL INFO " + lines.replace(b"\n", b"") for i in range(200))
     assert big.stat().st_size > 200 * 10**6
     p = subprocess.run([sys.executable, "-c", MEASURE, str(big)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=120, check=False)
-    rc, rss_kb, secs = p.stdout.split("\n", 1)[0].split()
+                       timeout=600, check=False)  # a safety net for a stuck analysis
+    rc, rss_kb, cpu_s = p.stdout.split("\n", 1)[0].split()
     assert int(rc) == 2 and "Traceback" not in p.stdout, p.stdout  # nothing readable in junk
     assert int(rss_kb) < 500 * 1024, f"peak RSS {int(rss_kb) // 1024} MB"
-    assert float(secs) < 60
+    assert float(cpu_s) < 60, f"{float(cpu_s):.1f} CPU seconds"
