@@ -32,7 +32,7 @@ class Told:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = os.environ | {"COLUMNS": "400"}
-    return subprocess.run([sys.executable, "-m", "ncclscope", *args], capture_output=True, text=True, timeout=300,
+    return subprocess.run([sys.executable, "-m", "ncclscope", *args], capture_output=True, text=True, timeout=600,
                           env=env, check=False)
 
 

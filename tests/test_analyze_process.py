@@ -24,7 +24,7 @@ SAMPLES = ROOT / "samples"
 
 def _analyze_process(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, *extra, "-m", "ncclscope", "analyze", "--no-cache", "--json", str(path)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT, check=False, env=dict(os.environ))
+                          capture_output=True, text=True, timeout=600, cwd=ROOT, check=False, env=dict(os.environ))
 
 
 @pytest.mark.parametrize("name", ["gpu_hang", "gpu_crash", "gpu_healthy"])
@@ -176,7 +176,7 @@ def test_heap_warmed_while_the_workers_parse_spares_the_model_its_page_faults():
 
     got = {}
     for how in ("warm", "cold"):
-        p = subprocess.run([sys.executable, "-c", _WARM_PROBE, how], capture_output=True, text=True, timeout=120,
+        p = subprocess.run([sys.executable, "-c", _WARM_PROBE, how], capture_output=True, text=True, timeout=600,
                            cwd=ROOT, check=False, env={**os.environ, "NUMPY_MADVISE_HUGEPAGE": "0"})  # as the CLI runs
         assert p.returncode == 0, p.stderr
         if p.stdout.strip() == "no-glibc":
@@ -235,7 +235,7 @@ def test_sigterm_mid_parse_exits_143_and_leaves_nothing_in_shared_memory(tmp_pat
         time.sleep(0.02)  # until a worker has written a result
     assert proc.poll() is None, "the analysis ended before a worker wrote a result"
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=600)
     assert proc.returncode == -signal.SIGTERM, err[-2000:]
     # its parse workers end with it (they waited on the pool's queue for ever, orphaned, before)
     gone = time.monotonic() + 10

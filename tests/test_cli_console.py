@@ -22,7 +22,7 @@ def _analyze(*args: str, columns: str | None = None) -> str:
     if columns is not None:
         env["COLUMNS"] = columns
     res = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", *args], env=env, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     return res.stdout
 

@@ -25,7 +25,7 @@ def _analyze(args: list[str], stdin: bytes, tmp: Path) -> subprocess.CompletedPr
     env.pop("COLUMNS", None)
     (tmp / "tmp").mkdir(exist_ok=True)
     return subprocess.run([sys.executable, "-m", "ncclscope", "analyze", *args], input=stdin, env=env,
-                          capture_output=True, timeout=300)
+                          capture_output=True, timeout=600)
 
 
 def test_a_pipe_gives_the_analysis_of_the_same_bytes_in_a_file(tmp_path: Path) -> None:

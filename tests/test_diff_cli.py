@@ -15,7 +15,7 @@ DIFF_SCHEMA = ROOT / "analyzer" / "schema" / "diff.schema.json"
 def _diff(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # a pipe, as a user's: no width set
     return subprocess.run([sys.executable, "-m", "ncclscope", "diff", *args, "--no-cache"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, text=True, timeout=600)
 
 
 def test_json_holds_to_the_schema_and_orders_the_straggler_first():

@@ -19,7 +19,7 @@ SAMPLE_DIRS = sorted(p.name for p in SAMPLES.iterdir() if p.is_dir())
 
 def _analyze_json(path) -> dict:
     p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(path), "--json", "--no-cache"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 

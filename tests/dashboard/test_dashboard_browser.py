@@ -319,7 +319,7 @@ def gloo_hang(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--quiet", "--",
            sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc_per_node={GLOO_RANKS}",
            "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:0", str(ROOT / "tests" / "jobs" / "train_job.py")]
-    subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert (run_dir / "ncclscope-rank0.jsonl").exists(), "the job left no hook records"
     return run_dir
 

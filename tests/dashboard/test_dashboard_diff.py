@@ -151,7 +151,7 @@ def test_serve_diff_prints_the_diff_page_url(tmp_path) -> None:
                 break
     finally:
         proc.terminate()
-        proc.wait(timeout=60)
+        proc.wait(timeout=600)
     assert lines[0].startswith("ncclscope: analysing ") and "gpu_straggler" in lines[0]
     assert lines[-1].rstrip().endswith("/diff?token=" + "t" * 32), lines
 

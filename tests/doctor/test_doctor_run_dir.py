@@ -150,7 +150,7 @@ def test_nccls_own_diagnostics_are_judged_by_the_detectors_rule(tmp_path: Path) 
 def test_the_command_prints_json_and_exits_1_on_a_fail(tmp_path: Path) -> None:
     root = write_run(tmp_path, diag=DIAG)
     p = subprocess.run([sys.executable, "-m", "ncclscope", "doctor", "--json", str(root)], capture_output=True,
-                       text=True, timeout=120, check=False)
+                       text=True, timeout=600, check=False)
     assert p.returncode == 1, p.stderr
     out = json.loads(p.stdout)
     assert out["run_dir"] == str(root) and out["status"] == "FAIL"

@@ -20,7 +20,7 @@ def _run(extra_env: dict[str, str]) -> str:
 
     env = {**os.environ, **extra_env}
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "hook_overhead.py"), *ARGS], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
@@ -52,7 +52,7 @@ def test_tp_budget_only_pinned_reports_the_hook_less_its_floor() -> None:
     args = list(ARGS)
     args[args.index("--repeats") + 1] = "2"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "hook_overhead.py"), *args, "--budget-only",
-                           "--pairs", "3", "--cpus", "auto"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                           "--pairs", "3", "--cpus", "auto"], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           check=False, env={**os.environ, "NCCLSCOPE_HOOK_BUDGET_GLOO": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout

@@ -34,7 +34,7 @@ def run_job(run_dir: Path, out: Path, hook: bool, prepare=None, during=None) -> 
     if t:
         t.start()
     try:
-        stdout, stderr = proc.communicate(timeout=150)
+        stdout, stderr = proc.communicate(timeout=600)
     finally:
         if t:
             t.join()

@@ -63,7 +63,7 @@ def run_loop(tmp_path: Path, **extra_env: str) -> tuple[dict[str, int], list[dic
     loop_line = next(i for i, line in enumerate(script.read_text().splitlines(), 1) if "LOOP LINE" in line)
     env = rank_env(run_dir, prepare_hook_site(run_dir), NCCLSCOPE_HOOK_HB_S="0.2", **extra_env)
     proc = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120, check=False)
+                          timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = json.loads(proc.stdout.strip().splitlines()[-1])
     recs = [json.loads(line) for line in (run_dir / "ncclscope-rank0.jsonl").read_text().splitlines()]

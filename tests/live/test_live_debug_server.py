@@ -320,7 +320,7 @@ def test_a_real_job_that_hangs_is_alerted_from_its_debug_server(tmp_path: Path) 
                 os.killpg(p.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            p.wait(timeout=30)
+            p.wait(timeout=600)
         mon.sinks.close()
 
 

@@ -41,7 +41,7 @@ def test_open_writers_sees_a_process_writing_the_folder(tmp_path: Path) -> None:
         assert p.stdin is not None
         p.stdin.write("\n")
         p.stdin.close()
-        p.wait(timeout=60)
+        p.wait(timeout=600)
     assert open_writers(tmp_path) == 0
 
 
@@ -60,6 +60,6 @@ def test_watch_following_a_run_stops_when_the_wrapper_says_it_ended(tmp_path: Pa
             (tmp_path / "exit.txt").write_text("exit=143\n")
             break
     out = p.stdout.read()
-    assert p.wait(timeout=120) == 0
+    assert p.wait(timeout=600) == 0
     assert "the job has ended: the launched command ended (exit.txt)" in out, out
     assert "VERDICT:" in out, out

@@ -89,5 +89,5 @@ def test_sigstop_of_one_hosts_ranks_is_a_node_alert(tmp_path: Path) -> None:
             except ProcessLookupError:
                 pass
         for p in procs:
-            p.wait(timeout=10)
+            p.wait(timeout=600)
         mon.stop()

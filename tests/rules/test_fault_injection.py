@@ -55,7 +55,7 @@ def test_exit_hang_is_named(tmp_path):
     cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--quiet", "--", "timeout", "-s",
            "TERM", "20", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            str(root / "tests" / "jobs" / "exit_hang.py")]
-    p = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120, env=os.environ | {"JOB_BACKEND": "gloo"})
+    p = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600, env=os.environ | {"JOB_BACKEND": "gloo"})
     assert p.returncode == 124
     import json
 

@@ -205,7 +205,7 @@ def test_cli_subprocess_bomb_one_line(tmp_path):
     env_tmp = tmp_path / "tmp"
     env_tmp.mkdir()
     p = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", str(bad)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(env_tmp)},
+                       text=True, timeout=600, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(env_tmp)},
                        check=False)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
     assert p.stderr == "ncclscope: bomb.zip: refused archive member that climbs out of its folder: '../../evil.log'\n"

@@ -115,7 +115,7 @@ def test_fifo_in_a_cache_file_is_a_miss_not_a_hang(tmp_path, name):
     target = cache.cache_dir([run]) / name
     target.unlink()
     os.mkfifo(target)
-    p = subprocess.run([sys.executable, "-c", FIFO_SCRIPT, str(run)], capture_output=True, text=True, timeout=120,
+    p = subprocess.run([sys.executable, "-c", FIFO_SCRIPT, str(run)], capture_output=True, text=True, timeout=600,
                        cwd=ROOT, check=False, env=dict(os.environ))
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("hang"), p.stdout

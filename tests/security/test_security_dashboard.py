@@ -154,7 +154,7 @@ def test_uploads_deleted_when_serve_is_terminated(tmp_path):
         assert workdirs, "the server made no upload folder"
         (workdirs[0] / "u-planted").mkdir()  # as an upload would
         p.send_signal(signal.SIGTERM)
-        p.wait(timeout=30)
+        p.wait(timeout=600)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)

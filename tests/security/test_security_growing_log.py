@@ -81,7 +81,7 @@ def test_analyze_ends_while_a_writer_keeps_appending(tmp_path):
         while written[0] < 256 * 1024:  # the file is growing before the analysis starts
             stop.wait(0.01)
         p = subprocess.run([sys.executable, "-c", _BOUNDED, "analyze", "--no-cache", "--json", str(run)],
-                           capture_output=True, text=True, timeout=240, cwd=ROOT, check=False,
+                           capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
                            env={**os.environ, "TMPDIR": str(tmp_path)})
         at_exit = log.stat().st_size
         stop.wait(0.2)

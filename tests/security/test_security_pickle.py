@@ -200,7 +200,7 @@ def test_real_dumps_still_load(corpus):
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ncclscope", "analyze", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=180, check=False)
+                          text=True, timeout=600, check=False)
 
 
 def test_malicious_dump_in_real_run_is_named_and_skipped(corpus, tmp_path):

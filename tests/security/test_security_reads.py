@@ -41,7 +41,7 @@ print(json.dumps({"verdict": res.decision.verdict.value, "problems": res.run.pro
 def test_log_swapped_for_a_fifo_or_link_after_the_walk_is_not_read(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(SAMPLE, run)
-    p = subprocess.run([sys.executable, "-c", SWAP, str(run)], capture_output=True, text=True, timeout=120,
+    p = subprocess.run([sys.executable, "-c", SWAP, str(run)], capture_output=True, text=True, timeout=600,
                        cwd=ROOT, check=False)  # a blocking open would hang here until the timeout
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)

@@ -188,6 +188,6 @@ def test_the_next_analysis_removes_what_sigkill_left_of_an_archive(big_archive, 
     with tarfile.open(small, "w") as t:
         t.add(Path(__file__).parents[1] / "data" / "wild" / "alpaca207_ib_completion_oneline", arcname="run")
     done = subprocess.run([sys.executable, "-m", "ncclscope", "analyze", "--no-cache", "--json", str(small)],
-                          capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp)}, timeout=300)
+                          capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp)}, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert not list(tmp.iterdir()), list(tmp.iterdir())

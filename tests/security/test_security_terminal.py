@@ -71,7 +71,7 @@ def test_gloo_error_prints_at_the_end_of_run(tmp_path):
     """The real wrapper: a command that fails with gloo's message, then the report."""
     script = f"import sys\nsys.stderr.write({traceback_log(GLOO)!r})\nsys.exit(1)\n"
     p = subprocess.run([sys.executable, "-m", "ncclscope", "run", "--run-dir", str(tmp_path / "run"), "--no-hook",
-                        "--", sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                        "--", sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=ROOT,
                        check=False)
     assert p.returncode == 1, p.stderr
     assert "could not analyse" not in p.stderr and "MarkupError" not in p.stderr, p.stderr
