@@ -201,7 +201,10 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
     # the headline tells the cause (the crash detector's finding), before what it did to a collective
     crash = sorted((f for f in by[Verdict.CRASH] + by[Verdict.HANG] if f.verdict == Verdict.CRASH
                     and set(f.ranks) == set(cause.ranks)), key=lambda f: f.kind == FindingKind.HANG)
-    headline = crash[0].message if crash else f"rank {cause.first.rank} failed first: {cause.first.text}"[:500]
+    headline = crash[0].message if crash else (
+        f"every rank that failed failed alike: {cause.first.text} (the lines single out no rank)"[:500]
+        if not cause.ranks and cause.first.rank is not None and cause.first.kind in rules.cause.ALIKE_KINDS
+        else f"rank {cause.first.rank} failed first: {cause.first.text}"[:500])
     stuck = next((f.stuck for f in by[Verdict.HANG] + by[Verdict.CRASH] if f.stuck), None)
     # a network failure or NCCL's own error first: the link, the library or the setup failed, no rank's code
     culprits, note = _crash_culprits(run, cause)

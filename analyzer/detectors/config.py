@@ -55,6 +55,10 @@ def detect(run: Run) -> list[Finding]:
         findings += _roce_default_gid(run)
     if not findings:
         findings += _shm_bus_error(run)
+    if not findings:
+        findings += _unreachable_at_start(run)
+    if not findings:
+        findings += _sum_of_one(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -259,13 +263,14 @@ SIGBUS_CODES = frozenset({-7, 135})  # killed by SIGBUS: torchrun's / a signal r
 
 def _shm_bus_error(run: Run) -> list[Finding]:
     """The job's first failure is a process killed by SIGBUS (OpenMPI's ``Signal: Bus error (7)``, UCX's ``Caught
-    signal 7 (Bus error ...)``, torchrun's exit code -7) in a job that runs NCCL: NCCL (its proxy, the SHM
+    signal 7 (Bus error ...)``, torchrun's exit code -7) in a job that runs NCCL or a world of several processes: NCCL (its proxy, the SHM
     transport) touched a shared-memory file in /dev/shm the tmpfs could not back, the container's /dev/shm being
     too small (Docker's 64 MB default). A setup error of the container, not a crash of the rank's code; a bus
     error any later (after another failure) is left to the time line. Likely, not confirmed: the signal alone
     does not name the file."""
-    if not (run.communicators or run.job.nccl_versions or any(e.kind.startswith("nccl") for e in run.events)):
-        return []
+    if not (run.communicators or run.job.nccl_versions or any(e.kind.startswith("nccl") for e in run.events)
+            or (run.job.world_size or 0) > 1):
+        return []  # (a world of several processes on one launcher shares /dev/shm the same way, NCCL lines or not)
     failures = failures_of_run(run)
     cause = root_cause(failures)
     if cause is None or cause.verdict != CauseVerdict.CRASH:
@@ -281,7 +286,7 @@ def _shm_bus_error(run: Run) -> list[Finding]:
     return [Finding(
         kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=tuple(ranks),
         message=f"{'rank ' + str(first.rank) if first.rank is not None else 'a process'} was killed by SIGBUS "
-        f"first, in a job running NCCL: a shared-memory file in /dev/shm that the tmpfs could not back (a "
+        f"first, in a job running NCCL or several processes: a shared-memory file in /dev/shm that the tmpfs could not back (a "
         f"container's /dev/shm too small, Docker's default 64 MB) is the usual cause: {first.text.strip()[:200]}",
         hint="Give the container a larger /dev/shm (docker run --shm-size=1g or --ipc=host; on Kubernetes an "
              "emptyDir with medium: Memory at /dev/shm) and check `df -h /dev/shm` inside it; NCCL_SHM_DISABLE=1 "
@@ -289,6 +294,81 @@ def _shm_bus_error(run: Run) -> list[Finding]:
         evidence=(ex.evidence,) if ex is not None and ex.evidence is not None else (),
         data={"culprits": [], "signal": "SIGBUS", "certainty": {
             "level": "likely", "why": "a bus error first in a job running NCCL; the signal does not name the file"}})]
+
+
+UNREACHABLE_ENTRY = "socket-connect-unreachable"
+CONNECT_TO_RE = re.compile(r"[Cc]onnect to (\S{1,120}?)<(\d{1,5})>")
+
+
+def _unreachable_at_start(run: Run) -> list[Finding]:
+    """Every process that warned could not reach one and the same address (``No route to host``, ``Network is
+    unreachable``, a connect timeout: the knowledge base's unreachable entry), at start-up (no communicator finished
+    its init, no collective ran), from two processes or more: not a peer that died (the address was never reached
+    by anyone) but the network between the hosts: a firewall dropping the bootstrap's ports, or an interface
+    that does not route to the root's host. A setup error, no culprit rank; likely, not confirmed."""
+    if any(c.init_complete for c in run.communicators) or len(run.collectives):
+        return []
+    warns = [e for e in run.events if e.kind == EventKind.NCCL_WARN and _entry(e.text) == UNREACHABLE_ENTRY]
+    targets = {m.group(1) for e in warns if (m := CONNECT_TO_RE.search(e.text))}
+    procs = {(process_of(e.evidence.text) if e.evidence else None) or str(e.rank) for e in warns}
+    if len(targets) != 1 or len(procs) < 2 or any(CONNECT_TO_RE.search(e.text) is None for e in warns):
+        return []
+    (target,) = targets
+    k = classify(warns[0].text)
+    assert k is not None
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+        message=f"{len(procs)} processes could not reach the same address {target} at start-up, before any "
+        f"communicator was set up: the network between the hosts (a firewall dropping NCCL's bootstrap ports, an "
+        f"interface not routed to that host) rather than a peer that failed: \"{warns[0].text.strip()[:200]}\"",
+        hint=f"Open the ports NCCL and the framework use between the nodes (firewall / security group), and point "
+             f"NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME at the interface that routes to {target} (check with `ip route "
+             f"get {target}` and `nc -zv` from another node). {k.hint}",
+        evidence=tuple(e.evidence for e in warns[:3] if e.evidence is not None),
+        data={"culprits": [], "entry": k.id, "area": k.area, "count": len(warns),
+              "certainty": {"level": "likely", "why": "every warning process failed to reach one address before "
+                            "any communicator came up"}})]
+
+
+SUM_OF_ONE_RE = re.compile(r"\b[Ee]xpected:? (\d{1,6}),? (?:but )?got:? 1(?:\.0+)?\b")
+
+
+def _sum_of_one(run: Run) -> list[Finding]:
+    """A sanity check's all-reduce of ones that came back as 1 where the world size was expected (``AssertionError:
+    Expected 16, got 1.0``, the check of vLLM's own test script), on the first rank that failed and every rank that
+    quoted it, two processes or more: the reduction never combined the ranks, so the communicator the check used did nothing: a framework's
+    NCCL wrapper disabled (vLLM's pynccl ``disabled``, on by default only in later releases) or loaded from another
+    library (``VLLM_NCCL_SO_PATH``), or each process in a world of its own. A setting of the check, no culprit rank."""
+    errors = [e for e in run.events if e.kind == EventKind.DIST_ERROR]
+    if not errors:
+        return []
+    def want(e: LogEvent) -> int | None:
+        m = SUM_OF_ONE_RE.search(str(e.data.get("message") or e.text))
+        return int(m.group(1)) if m else None
+    first = want(errors[0])
+    world = run.job.world_size
+    if first is None or first < 2 or (world is not None and first != world):
+        return []
+    hits = [e for e in errors if want(e) == first]
+    if len(hits) < 2:
+        return []  # one process's word alone: its own check may be at fault; several agreeing point at the setup
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+        message=f"{len(hits)} process{'es' if len(hits) > 1 else ''} found a sum over the world of {first} to be 1: the "
+        f"check's collective never combined the ranks, its communicator did nothing (a framework's NCCL wrapper "
+        f"disabled, e.g. vLLM's pynccl, or loaded from another library), not a fault of the network or of one rank: "
+        f"\"{' '.join(errors[0].text.split())[:200]}\"",
+        hint="Enable the wrapper the check uses (vLLM's sanity script: `pynccl.disabled = False` where the installed "
+             "vLLM leaves it off), use the script of the installed release, and check that VLLM_NCCL_SO_PATH / "
+             "NCCL_SO_PATH, if set, name the libnccl the job loads.",
+        evidence=tuple(e.evidence for e in hits[:3] if e.evidence is not None),
+        data={"culprits": [], "count": len(hits), "certainty": {
+            "level": "likely", "why": "a sum over the whole world that came back as one rank's own value"}})]
+
+
+def _entry(text: str) -> str | None:
+    k = classify(text)
+    return k.id if k is not None else None
 
 
 def _after(a: Failure, b: Failure) -> bool:

@@ -86,7 +86,7 @@ def detect(run: Run) -> list[Finding]:
 
     lagging = {s.pg for s in run.pg_status if s.completion_may_lag}  # gloo's Flight Recorder counts
     for pg, by_rank in sorted(status.items()):
-        members = bounded_world(run.job.world_size, world) if pg == "0" else sorted(by_rank)
+        members = bounded_world(run.job.world_size, world | _rank_zero(run, world)) if pg == "0" else sorted(by_rank)
         enq = {r: (by_rank[r].enqueued if r in by_rank else None) for r in sorted(set(members) | set(by_rank))}
         st = stuck_collective(enq, {r: s.completed for r, s in by_rank.items()}, completion_may_lag=pg in lagging)
         if st is None:
@@ -96,6 +96,8 @@ def detect(run: Run) -> list[Finding]:
         stuck_seq, never = st.seq, list(st.never)
         if not never:  # members with no status of their own that left the job never came to it
             never = sorted(r for r in enq if enq[r] is None and r in left)
+        if len(never) == 1 and len(by_rank) == 1 and _nowhere(run, never[0]):
+            never = []  # one rank's timeout against one peer with no line at all: the input shows only one side
         at = entries_at(run, pg, stuck_seq)
         op = _op_for(run, at, stuck_seq)
         waiting = sorted(r for r in by_rank if r not in never)
@@ -596,6 +598,24 @@ def _setup_hang(run: Run, ends: list) -> list[Finding]:
         "on the same GPUs tell which.",
         evidence=tuple(e.evidence for e in ends[:3]), verdict=Verdict.HANG,
         data={"class": "init", "certainty": {"level": st.level, "why": st.why}})]
+
+
+def _nowhere(run: Run, rank: int) -> bool:
+    """No line of the input is ``rank``'s: no process, status or event of it."""
+    return (all(p.rank != rank for p in run.job.processes) and all(e.rank != rank for e in run.events)
+            and all(s.rank != rank for s in run.pg_status))
+
+
+def _rank_zero(run: Run, seen: set[int]) -> set[int]:
+    """Rank 0, a member of every world, where the world size is not stated and the input shows ranks 1 and up but no
+    line of rank 0's (its own lines would have it seen) in an input that begins before the failure: a member to judge
+    like the others."""
+    if run.job.world_size or 0 in seen or len(seen) < 2 or min(seen) < 0 or any(e.rank == 0 for e in run.events):
+        return set()
+    # the input begins before the ranks' failure (the program's own lines above the first ranked one), not a pasted
+    # fragment of their teardown: rank 0's lines would be in it
+    first = min(((e.evidence.file, e.evidence.line) for e in run.events if e.rank is not None and e.evidence), default=None)
+    return {0} if first is not None and first[1] > 2 else set()
 
 
 def _all_joined_hint(seq: int, unseen: list[int]) -> str:

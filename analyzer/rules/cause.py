@@ -143,7 +143,37 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
             and _close(f, first) and f.kind == first.kind and _same_text(f, first)]
     ranks = tuple(sorted({r for r in [first.rank] + [f.rank for f in same] if r is not None}))
     echoes = tuple(f for f in fs if f is not first and f not in same)
+    # (a failure placed nowhere, neither timed nor on a line of a file, such as the launcher's summary of an exit,
+    # reports an end, not which came first: the first failure the lines place is the one to weigh)
+    lead = first if not _unplaced(first) else next((f for f in causes if not _unplaced(f)), None)
+    if lead is not None and lead.kind in ALIKE_KINDS and _alike_untimed(lead, causes):
+        why = (f"every rank that failed failed alike ({lead.kind.value}, the same message, no time to order them): "
+               "the order the lines were printed in singles none out")
+        return Cause(CauseVerdict.CRASH, (), lead, tuple(f for f in fs if f is not lead), why)
     return Cause(CauseVerdict.CRASH, ranks, first, echoes, f"rank {first.rank}'s {first.kind.value} came first")
+
+
+# failures whose being printed first on several ranks says nothing of who caused them (an OOM is each rank's own)
+ALIKE_KINDS = frozenset({FailureKind.CUDA, FailureKind.EXCEPTION, FailureKind.NCCL})
+
+
+RANK_NAMED_RE = re.compile(r"\bRank (\d{1,6})\b")
+
+
+def _unplaced(f: Failure) -> bool:
+    return f.t is None and not f.order[0]
+
+
+def _alike_untimed(first: Failure, causes: list[Failure]) -> bool:
+    """Other ranks failed of their own with the same kind and message as ``first``, none of them timed: the ranks
+    failed alike (each rank's own CUDA error, the same assertion on every rank), and which one's lines came first
+    in a file is the printing's order, not the failure's."""
+    if first.rank is None or first.t is not None:
+        return False
+    others = [f for f in causes if f.rank is not None and f.rank != first.rank and f.kind is not FailureKind.EXIT]
+    # (a line naming ``first``'s rank, PyTorch's ``[PG 0 Rank 12] ...`` under another prefix, is ``first``'s own)
+    alike = [f for f in others if f.kind in ALIKE_KINDS and str(first.rank) not in RANK_NAMED_RE.findall(f.text)]
+    return bool(alike) and all(f.t is None and f.kind == first.kind and _same_text(f, first) for f in alike)
 
 
 def _after_stall(first: Failure, fs: list[Failure], stall_t: float | None) -> bool:

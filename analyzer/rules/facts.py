@@ -111,10 +111,15 @@ def _link_failed(last_error: str) -> bool:
     return entry is not None and entry.verdict == EntryVerdict.CRASH and entry.area in LINK_AREAS
 
 
+PG_RANK_RE = re.compile(r"\[PG [^\]]{0,80}?\bRank (\d{1,6})\]")
+
+
 def _event_failure(e: LogEvent) -> Failure | None:
     order = (e.evidence.file, e.evidence.line)
     if e.kind == EventKind.DIST_ERROR:
-        return error_failure(e.rank, str(e.data.get("type", "")), str(e.data.get("message", "")),
+        # PyTorch's own "[PG 0 (default_pg) Rank 12]" on the line names the process's rank over a launcher's local prefix
+        m = PG_RANK_RE.search(e.evidence.text)
+        return error_failure(int(m.group(1)) if m else e.rank, str(e.data.get("type", "")), str(e.data.get("message", "")),
                              e.data.get("last_error"), e.ts, order)
     if e.kind == EventKind.HOOK_EXIT:
         code = e.data.get("code") if isinstance(e.data.get("code"), int) else None
