@@ -75,7 +75,7 @@ def no_thread_leak():
     yield
     import time
 
-    deadline = time.time() + 5
+    deadline = time.time() + 60  # a safety net: the wait is on the event
     while True:
         extra = [t for t in threading.enumerate() if t.ident not in before and t.is_alive() and not t.daemon]
         if not extra or time.time() > deadline:

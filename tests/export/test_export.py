@@ -142,7 +142,7 @@ def test_dashboard_serves_metrics_of_the_newest_analysis(tmp_path: Path) -> None
         client = app.server.test_client()
         assert client.get("/metrics").status_code == 403
         client.get("/?token=t0ken")
-        deadline = time.time() + 60
+        deadline = time.time() + 600  # a safety net: the wait is on the event
         resp = client.get("/metrics")
         while resp.status_code == 503 and time.time() < deadline:
             time.sleep(0.2)

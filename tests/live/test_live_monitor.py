@@ -193,7 +193,7 @@ def test_background_threads_follow_file_events(tmp_path: Path) -> None:
             _w(tmp_path / f"ncclscope-rank{r}.jsonl", {"type": "start", "rank": r, "world": 2, "t": now})
         _w(tmp_path / "ncclscope-rank0.jsonl", {"type": "coll", "rank": 0, "pg": "0", "seq": 1, "op": "barrier",
                                                 "t": now})
-        deadline = time.time() + 8
+        deadline = time.time() + 600  # a safety net: the wait is on the event
         while time.time() < deadline and not got:
             got = [a for a in mon.alerts if a["kind"] == "hang"]
             time.sleep(0.05)

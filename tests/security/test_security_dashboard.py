@@ -143,7 +143,7 @@ def test_uploads_deleted_when_serve_is_terminated(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "ncclscope", "serve", "--port", str(port)], cwd=ROOT, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 600  # a safety net: the wait is on the event
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
