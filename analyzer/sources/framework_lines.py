@@ -13,6 +13,13 @@ then all the input says of the collectives.
 - The world and the nodes a serving command or its config line states (``WorldSize``, ``NodeCount``): ``vllm serve
   --tensor-parallel-size 16 --nnodes 2``, ``sglang ... --tp 32 --nnodes 4``, SGLang's ``ServerArgs(tp_size=32, ...,
   nnodes=4)``, vLLM's ``non-default args: {'tensor_parallel_size': 16, 'nnodes': 2}`` (tensor x pipeline parallel).
+  One machine (``NodeCount`` 1) where a line can only be printed by a job of one node: SGLang's launch command with
+  no ``--nnodes``, ``--dist-init-addr`` or ``--node-rank`` (its default is one node), Ray's ``Started a local Ray
+  instance`` (``ray.init()`` found no cluster to join and started one on this host), vLLM's
+  ``distributed_init_method=tcp://127.0.0.1:...`` (every rank meets on the loopback) and its multiprocessing
+  executor's ``multiproc_worker_utils.py:218] Worker ready; awaiting tasks`` (a ``VllmWorkerProcess`` forked on the
+  engine's host), a loopback master address (``MASTER_ADDR=localhost``, ``--master_addr 127.0.0.1``). A count stated
+  elsewhere (or the hosts seen) that is larger wins: the job's nodes are the largest count read.
 - XLA's own NCCL failure (``Aborting communicator: 0x... due to async NCCL error: <NCCL's message>``, ``NCCL operation
   async_err failed: <message>``): a ``DistError`` quoting NCCL's message, which the knowledge base reads.
 
@@ -52,8 +59,17 @@ CONFIG_RE = {  # SGLang's ServerArgs(...), vLLM's "non-default args: {...}" and 
 }
 XLA_NCCL_RE = re.compile(r"(?:Aborting communicator: \S{1,40} due to async NCCL error: |"
                          r"NCCL operation \w{1,60} failed: )(?P<msg>.{1,500})$")
+SGLANG_CMD_RE = re.compile(r"\bsglang(?:\.launch_server\b| serve\b)")
+SGLANG_NODES_RE = re.compile(r"\s--(?:nnodes|dist-init-addr|nccl-init-addr|node-rank)[= ]")
+LOOPBACK = r"(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1\])"
+ONE_MACHINE_RE = re.compile(
+    r"\bStarted a local Ray instance\b"
+    r"|\bdistributed_init_method=tcp://" + LOOPBACK + r":\d"
+    r"|\bmultiproc_worker_utils\.py:\d{1,6}\] Worker ready; awaiting tasks"
+    r"|(?:\bMASTER_ADDR=|--master[_-]addr[= ])['\"]?" + LOOPBACK + r"\b")
 WORDS = ("shared memory broadcast", "watchdog timeout", "rogress", " enter", "cur_batch", "serve",
-         "launch_server", "_size", "nnodes", "NCCL error", "NCCL operation")
+         "launch_server", "_size", "nnodes", "NCCL error", "NCCL operation", "local Ray instance",
+         "distributed_init_method=", "Worker ready", "MASTER_ADDR=", "master_addr", "master-addr")
 
 
 def sglang_head(text: str) -> tuple[int | None, int | None]:
@@ -88,7 +104,11 @@ def framework_line(file: str, lineno: int, text: str, body: str, rank: int | Non
 
 
 def _world(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]:
-    """The world (tensor x pipeline parallel) and the nodes a serving command or config line states."""
+    """The world (tensor x pipeline parallel) and the nodes a serving command or config line states; one machine
+    where the line is one only a job of one node prints."""
+    if ONE_MACHINE_RE.search(text):  # the whole line: a logger head names the module that printed it
+        yield NodeCount(file, lineno, text, None, None, None, None, 1)
+        return
     if SERVE_CMD_RE.search(body):
         found = {k: r.search(" " + body) for k, r in FLAG_RE.items()}
     elif "ServerArgs(" in body or "non-default args:" in body:
@@ -100,3 +120,5 @@ def _world(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]:
         yield WorldSize(file, lineno, text, None, None, None, None, tp * (pp or 1))
     if nodes and 0 < nodes <= MAX_WORLD:
         yield NodeCount(file, lineno, text, None, None, None, None, nodes)
+    elif SGLANG_CMD_RE.search(body) and not SGLANG_NODES_RE.search(" " + body):
+        yield NodeCount(file, lineno, text, None, None, None, None, 1)  # SGLang's default: one node
