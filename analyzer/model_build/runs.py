@@ -8,7 +8,11 @@ ranks would be held twice ("a mix of jobs"). Within one log file the runs are cu
   ``restart_count=N``), where lines of a run follow it; and
 - the first NCCL line of the processes that claim a rank again from the same host, when every line of the processes
   before them comes first (the runs do not interleave: two jobs writing at once are a mix, not a restart; the same
-  ranks claimed from other hosts are a job per host, the input detector's finding).
+  ranks claimed from other hosts are a job per host, the input detector's finding);
+- in nccl-tests output, the device block (``#  Rank  0 Group  0 Pid ...``) of other processes that starts after a
+  table row of the run before (a second ``# nThread ... nGpus ...`` header once the first run's table has begun: the
+  benchmark run again, with other GPUs or another build). Headers of standalone tests on several hosts all come before the rows and
+  are no cut.
 
 The records before the last cut are left out; ``Earlier`` says how many runs there were and where the last begins,
 so that the verdict can say so. Files of other formats, and logs with no cut, are kept whole."""
@@ -21,6 +25,7 @@ from ..ingest import Parsed
 from ..model import EventKind, Evidence, Format, LogEvent
 from ..sources import records as R
 from ..sources.coll import NcclCollBatch
+from ..sources.nccl_tests import RANK_DEV_RE
 from ..sources.restarts import RunRestart
 
 
@@ -40,7 +45,7 @@ def split_runs(parsed: list[Parsed]) -> tuple[list[Parsed], Earlier | None]:
     out: list[Parsed] = []
     note: Earlier | None = None
     for p in parsed:
-        cut = _cut(p) if p.fmt is Format.LOG else None
+        cut = _cut(p) if p.fmt is Format.LOG else _tests_cut(p.records) if p.fmt is Format.NCCL_TESTS else None
         if cut is None:
             if any(isinstance(r, RunRestart) for r in p.records):  # the marks are read here, and only here
                 p = replace(p, records=[r for r in p.records if not isinstance(r, RunRestart)])
@@ -82,6 +87,32 @@ def _cut(p: Parsed) -> tuple[int, int] | None:
     if not claims and not after:
         return None
     return max(claims[-1:] + after[-1:]), 1 + max(len(claims), len(_distinct(after, p.records)))
+
+
+def _tests_cut(records: list[R.Rec]) -> tuple[int, int] | None:
+    """(the line the last nccl-tests run starts at, how many runs the output holds), or None: a run starts at a
+    device line of a process the run before did not list, following a table row with no device line between (its
+    header's ``# nccl-tests version`` line, read as ``NcclVersion``, is the run's too). One process printing a header
+    for each of its tests (``ncclscope perf``, a binary running several collectives) is one run."""
+    starts: list[int] = []
+    row_seen = False
+    end = before = 0  # the last table row or end mark so far; that of the run before the last start
+    procs: set[tuple[str, int]] = set()  # the processes of the current run's device lines
+    for r in sorted(records, key=_line_of):
+        if isinstance(r, (R.NcclTestsRow, R.ExitCode)):
+            row_seen = True
+            end = r.line
+        elif type(r) is R.NcclRec and RANK_DEV_RE.match(r.text):
+            if row_seen and (r.host, r.pid) not in procs:  # the same process going on to its next test: one run
+                starts.append(r.line)
+                procs, before = set(), end
+            row_seen = False
+            procs.add((r.host, r.pid))
+    if not starts:
+        return None
+    header = [r.line for r in records if isinstance(r, R.NcclVersion) and r.text.startswith("#")
+              and before < r.line < starts[-1]]
+    return min(header + starts[-1:]), 1 + len(starts)
 
 
 def _distinct(cuts: list[int], records: list[R.Rec]) -> list[int]:

@@ -159,6 +159,8 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                 test = next(g for g in t.groups() if g)
                 nranks_seen = 0
             if RANK_DEV_RE.match(text):
+                if said_world:  # another run's device block (the benchmark run again in one console): its own world
+                    nranks_seen, said_world = 0, False
                 nranks_seen += 1
                 nranks = nranks_seen
                 d = DEVICE_LINE_RE.match(text)
