@@ -46,19 +46,63 @@ def test_dtype_desync_under_gloo_is_a_desync_live_and_offline(tmp_path):
     _judged_alike(next(tmp_path.glob("run-*")))
 
 
+def _children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command name) of the processes whose parent is ``pid``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+            if int(rest[1]) == pid:
+                out.append((int(d.name), comm))
+    return out
+
+
+def _all_done(run_dir: Path, world: int, n: int) -> bool:
+    """Every rank's heartbeat says its ``n`` collectives of process group 0 completed, nothing pending."""
+    for r in range(world):
+        try:
+            lines = (run_dir / f"ncclscope-rank{r}.jsonl").read_text().splitlines()
+        except OSError:
+            return False
+        pgs = [json.loads(x).get("pgs", {}).get("0", {}) for x in lines if '"type":"hb"' in x.replace(" ", "")]
+        if not any(c.get("enq") == c.get("done") and (c.get("done") or 0) >= n for c in pgs):
+            return False
+    return True
+
+
 def test_exit_hang_is_named(tmp_path):
+    """The job's collectives complete, then its ranks never exit; ``timeout`` ends it. The timeout fires once
+    every rank is seen done (SIGALRM to ``timeout`` is its timer running out): a fixed 20 s let a loaded machine
+    stop the job before it got there."""
     import os
+    import signal
     import subprocess
+    import time
 
     root = Path(__file__).resolve().parents[2]
     run_dir = tmp_path / "run"
     cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--quiet", "--", "timeout", "-s",
-           "TERM", "20", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           "TERM", "600", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            str(root / "tests" / "jobs" / "exit_hang.py")]
-    p = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600, env=os.environ | {"JOB_BACKEND": "gloo"})
-    assert p.returncode == 124
-    import json
-
+    p = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=os.environ | {"JOB_BACKEND": "gloo"})
+    try:
+        deadline = time.monotonic() + 600  # a safety net: the wait is on the ranks' records
+        while p.poll() is None and not _all_done(run_dir, 2, 5) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        timers = [pid for pid, comm in _children(p.pid) if comm == "timeout"]
+        assert p.poll() is None and len(timers) == 1, (p.poll(), _children(p.pid))
+        os.kill(timers[0], signal.SIGALRM)
+        _, err = p.communicate(timeout=600)  # a safety net
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 124, err[-2000:]
     report = json.loads((run_dir / "report.json").read_text())
     assert report["verdict"] == "hang", report["headline"]
     hang = next(f for f in report["findings"] if f["kind"] == "hang")
