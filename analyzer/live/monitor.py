@@ -155,6 +155,7 @@ class LiveMonitor:
         self.desync_pgs: set[str] = set()
         self.crash_sent = False
         self._crash_pending: dict[int | None, dict[str, Any]] = {}
+        self._mismatch_waits = False  # a backend's mismatch report waits for the records of the calls
         self.failures: deque[Failure] = deque(maxlen=MAX_FAILURES)
         self.killed_pids: set[int] = set()  # pids the launcher sent a closing signal
         self.kinds: dict[str, LiveInput | None] = {}  # path -> what it holds (classify), once it has bytes
@@ -541,7 +542,8 @@ class LiveMonitor:
             if a is not None:
                 out.append(a)
         if self.hang is None:
-            h = self._judge_hang(now) if not self.crash_sent and not self.desync_pgs else None
+            quiet = not self.crash_sent and not self.desync_pgs and not self._mismatch_waits
+            h = self._judge_hang(now) if quiet else None
             if h is not None:
                 out.append(self._open_hang(h, now))
             elif not self.crash_sent and not self.desync_pgs and not self.state.ranks and not self._wd:
@@ -614,7 +616,10 @@ class LiveMonitor:
             return None  # the consequence of an incident already reported
         cause = rules.root_cause(crash_failures(self.state, self.failures))
         if cause is not None and cause.verdict == CauseVerdict.DESYNC and cause.first is not None:
-            self._crash_pending = {}
+            if not self._records_final(now):  # the report can reach disk before the records of the calls
+                self._crash_new = self._mismatch_waits = True  # judged again on the next pass (no hang judged
+                return None  # meanwhile: the stall is the mismatch's); the records' own desync may come first
+            self._crash_pending, self._mismatch_waits = {}, False
             return self._mismatch_alert(cause.first, now)
         if cause is None or cause.verdict != CauseVerdict.CRASH or cause.first is None:
             return None
@@ -649,6 +654,15 @@ class LiveMonitor:
         return make_alert(AlertKind.CRASH, "crash", tuple(culprits), None, "; ".join(dict.fromkeys(msgs)) or "a rank failed",
                           where, ts=now, exit_codes={str(r): c for r, c in codes.items()},
                           cause=cause.first.kind.value)
+
+    def _records_final(self, now: float) -> bool:
+        """Whether every rank's records are in, to place a backend's mismatch report: each rank wrote its exit
+        record, or the launcher ended (``exit.txt``), or DESYNC_MAX_WAIT_S passed since the first failure (a
+        rank that neither exits nor writes: alert on what is read). ``--once`` reads everything there is."""
+        if self._once or self.state.exited():
+            return True
+        self._ended = self._ended or os.path.lexists(self.run_dir / EXIT_FILE)
+        return self._ended or now - (self._crash_first or now) >= DESYNC_MAX_WAIT_S
 
     def _config_mistake(self, failed: list[tuple[int, str]]) -> ConfigMistake | None:
         """``rules.config_mistake`` over the failed ranks' texts and the NCCL WARN lines (their rank by pid)."""

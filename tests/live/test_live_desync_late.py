@@ -72,3 +72,44 @@ def test_a_record_later_than_the_longest_wait_is_followed_by_the_culprit(tmp_pat
     assert b["kind"] == "desync_detail" and b["verdict"] == "desync" and b["culprit_ranks"] == [1], b
     assert b["stuck"] == a["stuck"] and "every rank's record is in" in b["message"]
     mon.stop()
+
+
+GLOO_WHAT = ("RuntimeError: [enforce fail at /src/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= "
+             "op.nbytes. 28 vs 16. Received data size doesn't match expected size. Is there a distributed collective "
+             "mismatch in your code?")
+
+
+def test_a_backend_report_before_the_records_waits_for_them(tmp_path: Path) -> None:
+    """gloo's abort reaches the folder before the other ranks' records of the call (a loaded machine flushes them
+    later): the alert waits for every rank's end, then names the odd rank and its call, not the collective the
+    records read so far would place the report at."""
+    mon = LiveMonitor(tmp_path, LiveConfig(console=False))
+    t = _job(tmp_path)
+    assert mon.poll_once(now=t + 0.5) == []
+    _call(tmp_path, 0, 4, t + 0.1)
+    _w(tmp_path, 0, {"type": "exit", "rank": 0, "code": 1, "exception": GLOO_WHAT, "t": t + 0.2})
+    assert mon.poll_once(now=t + 1.0) == []
+    assert mon.poll_once(now=t + 5.0) == []  # past the crash grace: ranks 1 and 2 have not ended, so it waits
+    _call(tmp_path, 1, 7, t + 0.1)
+    _call(tmp_path, 2, 4, t + 0.1)
+    for r in (1, 2):
+        _w(tmp_path, r, {"type": "exit", "rank": r, "code": 1, "exception": "RuntimeError: Connection closed by peer",
+                         "t": t + 0.3})
+    (a,) = mon.poll_once(now=t + 6.0)
+    assert a["kind"] == "desync" and a["culprit_ranks"] == [1] and a["stuck"]["seq"] == 21, a
+    assert "numel=7" in a["message"], a["message"]
+    mon.stop()
+
+
+def test_a_backend_report_is_alerted_when_the_ranks_do_not_end(tmp_path: Path) -> None:
+    """The ranks neither end nor write: after DESYNC_MAX_WAIT_S the report is alerted on what was read."""
+    mon = LiveMonitor(tmp_path, LiveConfig(console=False))
+    t = _job(tmp_path)
+    mon.poll_once(now=t + 0.5)
+    _call(tmp_path, 0, 4, t + 0.1)
+    _w(tmp_path, 0, {"type": "exit", "rank": 0, "code": 1, "exception": GLOO_WHAT, "t": t + 0.2})
+    assert mon.poll_once(now=t + 5.0) == []
+    assert mon.poll_once(now=t + 20.0) == []  # silent past the hang threshold: no hang while the report waits
+    (a,) = mon.poll_once(now=t + 6.0 + live_monitor.DESYNC_MAX_WAIT_S)
+    assert a["kind"] == "desync", a
+    mon.stop()
