@@ -140,8 +140,10 @@ def test_flight_recorder_read_when_progress_stops_and_the_stall_names_the_call(t
     # healthy for 2 s (about 10 heartbeats): the first read, then none for 1000 x its 5 ms
     # (before this hook, one at every heartbeat: 10)
     assert got["healthy"] <= 2, got
-    # rank 0 waits for 5 s in its collective: read every 100 x 5 ms (before: every heartbeat, 25)
-    assert 5 <= got["stalled"] <= 14, got
+    # rank 0 waits for 5 s in its collective: read every 100 x 5 ms, 10 times on an idle machine (before: every
+    # heartbeat, 25); a loaded machine runs the heartbeat thread less often, so the floor is one read, the ceiling
+    # the throttle's
+    assert 1 <= got["stalled"] <= 14, got
     recs = _records(run_dir, 0)
     line = next(i for i, t in enumerate(STALL_SCRIPT.splitlines(), 1) if "STALL LINE" in t)
     stall = [r for r in recs if r["type"] == "stack" and r["reason"] == "stall"]
