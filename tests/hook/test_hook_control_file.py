@@ -64,7 +64,7 @@ def test_a_fifo_as_control_file_does_not_stop_the_heartbeats(tmp_path: Path) -> 
     out.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL", "TORCH_", "JOB_"))}
     env.update({"GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1", "OMP_NUM_THREADS": "1",
-                "JOB_BACKEND": "gloo", "JOB_STEPS": "40", "JOB_STEP_S": "0.1", "JOB_OUT": str(out),
+                "JOB_BACKEND": "gloo", "JOB_STEPS": "100", "JOB_STEP_S": "0.1", "JOB_OUT": str(out),
                 "NCCLSCOPE_HOOK_HB_S": "0.2"})
     cmd = [sys.executable, "-m", "ncclscope", "run", "--run-dir", str(run_dir), "--quiet", "--",
            sys.executable, "-m", "torch.distributed.run", "--nnodes=1", "--nproc_per_node=2",
@@ -87,7 +87,7 @@ def test_a_fifo_as_control_file_does_not_stop_the_heartbeats(tmp_path: Path) -> 
     assert proc.returncode == 0, stderr[-2000:]
     for p in hook:
         recs = [json.loads(line) for line in p.read_text().splitlines()]
-        late_hb = [r for r in recs if r["type"] == "hb" and r["t"] > planted + 1.0]
-        assert late_hb, f"{p.name}: no heartbeat after the FIFO appeared"
+        late_hb = [r for r in recs if r["type"] == "hb" and r["t"] > planted]
+        assert len(late_hb) >= 2, f"{p.name}: the heartbeats stopped once the FIFO appeared"  # the loop went round
         assert not [r for r in recs if r["type"] == "stack" and r["reason"] == "request"]
         assert recs[-1]["type"] == "exit" and recs[-1]["code"] == 0
