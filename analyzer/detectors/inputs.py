@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..model import Communicator, EventKind, Evidence, Finding, FindingKind, Run, Severity, Verdict
+from ..model import Communicator, EventKind, Evidence, Finding, FindingKind, Format, Run, Severity, Verdict
 from ..nccl.failures import classify_in_area
 from ..sources.nccl_tests import device_process
 
@@ -166,6 +166,39 @@ def _standalone_tests(run: Run) -> Finding | None:
         data={"hosts": hosts[:64], "processes": len(by_proc), "ranks_per_job": n})
 
 
+def _finished_test_files(run: Run, dup: dict[int, list[str]]) -> Finding | None:
+    """Several nccl-tests outputs, one file each, that are runs of their own: every file is the benchmark's output
+    and has table rows, each process that claims a rank twice prints its device lines in one file only, and each file
+    shows one set of processes; nothing failed (no NCCL warning or error, the benchmark's ``Out of bounds values : 0
+    OK`` end seen). The same benchmark run again (other GPUs, another setting) and saved apart, to compare: finished
+    runs, not a mix of one job's ranks. No verdict of its own; the rest judge the runs' tables."""
+    files = {f for f, fmt in run.files if fmt is Format.NCCL_TESTS}  # (a topology or notes file beside them is no run)
+    if len(files) < 2 or run.job.exit_code != 0:
+        return None
+    if {str(r["file"]) for r in run.nccl_tests} != files:
+        return None
+    if any(e.kind in (EventKind.NCCL_WARN, EventKind.DIST_ERROR) for e in run.events):
+        return None
+    file_of: dict[str, set[str]] = defaultdict(set)
+    for proc in run.job.processes:
+        if proc.evidence is not None:
+            file_of[f"{proc.host}:{proc.pid}"].add(proc.evidence.file)
+    procs = {name for ps in dup.values() for name in _distinct_processes(ps)}
+    if any(len(file_of.get(name, ())) != 1 or not file_of[name] <= files for name in procs):
+        return None
+    by_file: dict[str, set[str]] = defaultdict(set)
+    for name in procs:
+        by_file[next(iter(file_of[name]))].add(name)
+    if len(by_file) < 2:
+        return None
+    return Finding(
+        kind=FindingKind.INPUT, severity=Severity.INFO,
+        message=f"{len(files)} nccl-tests outputs, each a run of its own by its own process{'es' if len(procs) > 2 else ''} "
+        f"({', '.join(sorted(procs)[:4])}), each finished with no failure: runs to compare, not one job",
+        hint="each file is one run of the benchmark; compare their busbw tables run by run",
+        evidence=first_lines(run, sorted(procs)), data={"runs": len(by_file), "processes": sorted(procs)[:64]})
+
+
 def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = [Finding(
         kind=FindingKind.INPUT, severity=Severity.INFO, message=f"{e.text}: earlier runs of it are left out",
@@ -200,7 +233,7 @@ def detect(run: Run) -> list[Finding]:
     # job-wide ids only: "0x..." is NCCL's commId; "host:pid:ptr" stands in when NCCL printed none
     full_roots = sorted(c.id for c in run.communicators if c.parent is None and world and c.nranks == world
                         and c.id.startswith("0x"))
-    separate = (_separate_jobs(run, dup) or _standalone_tests(run)) if dup else None
+    separate = (_separate_jobs(run, dup) or _standalone_tests(run) or _finished_test_files(run, dup)) if dup else None
     if separate is not None:
         if "communicators" not in separate.data:  # standalone tests: the ranks of one host's test are all there
             findings = [f for f in findings if "missing_ranks" not in f.data]

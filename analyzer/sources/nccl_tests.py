@@ -122,6 +122,8 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
     said_world = False
     gdr_seen: set[tuple[str, int, str]] = set()
     for lineno, raw in lines:
+        if raw[:1] in (" ", "\t") and MPI_TAG_RE.match(raw.lstrip()):  # mpirun's tagged lines indented as a whole
+            raw = raw.lstrip()  # (a test runner's or CI job's log quoting the launcher's output)
         text = restore_marks(MPI_TAG_RE.sub("", raw, count=1) if raw[:1] == "[" else raw)
         if "NCCL " in text or "] INFO " in text or " WARN " in text:
             rec = parse_nccl_line(restore_marks(raw) if raw[:1] == "[" else text, file, lineno)

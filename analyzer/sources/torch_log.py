@@ -150,12 +150,14 @@ FINISH_RE = re.compile(
 RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")  # a pid is no rank: "process 4711 exiting" names none
 # the program's own progress prints (sources.records.ProgressSeen); PROGRESS_WORDS gate the regex
 PROGRESS_WORDS = ("loss", "Loss", "LOSS", "samples/", "tokens/", "toks/", "images/", "seqs/", "seq/",
-                  "startup complete", "200 OK", "passed", "hroughput")
+                  "startup complete", "200 OK", "passed", "hroughput", "successful", "Successful requests")
 PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a literal (a fast scan over long lines)
     r"(?:loss|Loss|LOSS)['\"]?\s*(?:is\s*|[:=]\s*)?[-+]?(?:\d|nan\b|inf\b)"  # "Loss: 0.41", "loss is 0.41", {'loss': 1.5}
-    r"|[Tt]hroughput\b\s*[:=]?\s*\d"
+    r"|[Tt]hroughput\b(?: \([\w/.]{1,20}\))?\s*[:=]?\s*\d"  # a serving benchmark's "Request throughput (req/s): 8.9"
+    r"|Successful requests:\s*[1-9]"  # a serving benchmark's result: requests served
     r"|(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b"  # a throughput's unit, printed beside its number
     r"|Application startup complete|\" 200 OK\s*$|\bpassed[.!]?\s*$"
+    r"|\b(?:is|was) successful[.!]?\s*$"  # a check script's own pass line: "sanity check is successful!"
 )
 # a launcher or framework stopped from outside: torchrun's "Received 2 death signal" ("Received Signals.SIGINT death
 # signal" in 2.x), DeepSpeed's "Main process received SIGINT, exiting", Lightning's "[rank: 0] Received SIGTERM: 15",
