@@ -203,7 +203,8 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
                     and set(f.ranks) == set(cause.ranks)), key=lambda f: f.kind == FindingKind.HANG)
     headline = crash[0].message if crash else (
         f"every rank that failed failed alike: {cause.first.text} (the lines single out no rank)"[:500]
-        if not cause.ranks and cause.first.rank is not None and cause.first.kind in rules.cause.ALIKE_KINDS
+        if not cause.ranks and cause.first.rank is not None
+        and cause.first.kind in rules.cause.ALIKE_KINDS | rules.cause.OOM_KINDS
         else f"rank {cause.first.rank} failed first: {cause.first.text}"[:500])
     stuck = next((f.stuck for f in by[Verdict.HANG] + by[Verdict.CRASH] if f.stuck), None)
     # a network failure or NCCL's own error first: the link, the library or the setup failed, no rank's code
@@ -227,6 +228,8 @@ def _crash_culprits(run: Run, cause: rules.Cause) -> tuple[tuple[int, ...], str]
     if cause.culprits:
         return cause.culprits, ""
     n = rules.cause.device_rank(cause, one_node(run), run.job.world_size)
+    if n is None and run.job.nnodes is None and len(run.job.hosts) <= 1:  # nodes not known (no host seen)
+        n = rules.cause.lone_unwaiting_rank(cause, run.job.world_size)
     if n is not None:
         return (n,), ""
     if cause.first is not None and cause.first.rank is None and cause.first.kind in DIED_UNRANKED:

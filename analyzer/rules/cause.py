@@ -63,6 +63,8 @@ class Cause:
         own error (internal error, unhandled system or CUDA error inside NCCL, invalid usage) first names its
         rank only when it is ``lone_nccl_error``: one rank's, the others only echoing it; else (every rank
         reporting one, a rank alone on the time line, a setup fault) none."""
+        if self.first is not None and host_killed(self.first):
+            return ()
         if self.first is None or self.first.kind not in NO_CULPRIT:
             return self.ranks
         if self.first.kind is FailureKind.NCCL and lone_nccl_error(self.first, self.echoes):
@@ -71,6 +73,15 @@ class Cause:
 
 
 NO_CULPRIT = frozenset({FailureKind.NETWORK, FailureKind.NCCL, FailureKind.GPU})
+SIGKILL_CODES = frozenset({-9, 137})
+
+
+def host_killed(f: Failure) -> bool:
+    """A process's end the launcher reported as SIGKILL with nothing of its own before it and no sender in the job
+    (the launcher's own closing signal reads as ``killed``): the kernel's OOM killer or the scheduler's memory limit
+    took it. The host's memory ran out for the processes it holds together; which one the killer chose names no
+    rank's code."""
+    return f.kind is FailureKind.FATAL and f.code in SIGKILL_CODES and f.text.startswith("exit code")
 
 
 def lone_nccl_error(first: Failure, echoes: Iterable[Failure]) -> bool:
@@ -112,6 +123,21 @@ def device_rank(cause: Cause, one_node: bool, world: int | None) -> int | None:
     return None if n in waiting else n
 
 
+def lone_unwaiting_rank(cause: Cause, world: int | None) -> int | None:
+    """The rank of an unranked first failure (an OOM or CUDA error naming ``GPU N``) where the job's nodes are not
+    known (no node count, no host seen; the caller's to check): every rank of the world but N is on the time line waiting (timed out, saw its peer go), so the failure is
+    rank N's, the only one not waiting, and its device agrees. None otherwise."""
+    first = cause.first
+    if first is None or first.rank is not None or first.kind not in (FailureKind.OOM, FailureKind.CUDA) or not world:
+        return None
+    m = DEVICE_RE.search(first.text)
+    if m is None or int(m.group(1)) >= world:
+        return None
+    n = int(m.group(1))
+    waiting = {f.rank for f in cause.echoes if f.kind in (FailureKind.TIMEOUT, FailureKind.PEER)}
+    return n if waiting == set(range(world)) - {n} else None
+
+
 def _key(f: Failure) -> tuple[float, str, int]:
     return (f.t if f.t is not None else math.inf, f.order[0], f.order[1])
 
@@ -146,6 +172,8 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
     # (a failure placed nowhere, neither timed nor on a line of a file, such as the launcher's summary of an exit,
     # reports an end, not which came first: the first failure the lines place is the one to weigh)
     lead = first if not _unplaced(first) else next((f for f in causes if not _unplaced(f)), None)
+    if lead is not None and lead.kind is FailureKind.OOM and _alike_untimed(lead, causes, OOM_KINDS):
+        return _oom_alike(lead, fs, causes)
     if lead is not None and lead.kind in ALIKE_KINDS and _alike_untimed(lead, causes):
         why = (f"every rank that failed failed alike ({lead.kind.value}, the same message, no time to order them): "
                "the order the lines were printed in singles none out")
@@ -164,7 +192,26 @@ def _unplaced(f: Failure) -> bool:
     return f.t is None and not f.order[0]
 
 
-def _alike_untimed(first: Failure, causes: list[Failure]) -> bool:
+OOM_KINDS = frozenset({FailureKind.OOM})
+
+
+def _oom_alike(lead: Failure, fs: list[Failure], causes: list[Failure]) -> Cause:
+    """Several ranks ran out of GPU memory alike, none of them timed. Where other ranks are seen only waiting on them
+    (timed out, saw a peer go: a pipeline's other stage), the ranks that ran out are the culprits, all of them; where
+    no rank is seen waiting, every rank seen failed alike and the lines single none out."""
+    oom = {f.rank for f in causes if f.kind is FailureKind.OOM and f.rank is not None and _same_text(f, lead)}
+    waiting = {f.rank for f in fs if f.kind in (FailureKind.TIMEOUT, FailureKind.PEER) and f.rank is not None} - oom
+    rest = tuple(f for f in fs if f is not lead)
+    if waiting:
+        ranks = tuple(sorted(r for r in oom if r is not None))
+        return Cause(CauseVerdict.CRASH, ranks, lead, rest,
+                     f"ranks {', '.join(map(str, ranks))} ran out of GPU memory alike; the others only waited on them")
+    return Cause(CauseVerdict.CRASH, (), lead, rest,
+                 "every rank that failed ran out of GPU memory alike (the same message, no time to order them): "
+                 "the order the lines were printed in singles none out")
+
+
+def _alike_untimed(first: Failure, causes: list[Failure], kinds: frozenset[FailureKind] = ALIKE_KINDS) -> bool:
     """Other ranks failed of their own with the same kind and message as ``first``, none of them timed: the ranks
     failed alike (each rank's own CUDA error, the same assertion on every rank), and which one's lines came first
     in a file is the printing's order, not the failure's."""
@@ -172,7 +219,7 @@ def _alike_untimed(first: Failure, causes: list[Failure]) -> bool:
         return False
     others = [f for f in causes if f.rank is not None and f.rank != first.rank and f.kind is not FailureKind.EXIT]
     # (a line naming ``first``'s rank, PyTorch's ``[PG 0 Rank 12] ...`` under another prefix, is ``first``'s own)
-    alike = [f for f in others if f.kind in ALIKE_KINDS and str(first.rank) not in RANK_NAMED_RE.findall(f.text)]
+    alike = [f for f in others if f.kind in kinds and str(first.rank) not in RANK_NAMED_RE.findall(f.text)]
     return bool(alike) and all(f.t is None and f.kind == first.kind and _same_text(f, first) for f in alike)
 
 

@@ -69,8 +69,10 @@ CAUSES = frozenset({FailureKind.OOM, FailureKind.CUDA, FailureKind.NCCL, Failure
 INTERRUPT_RE = re.compile(r"KeyboardInterrupt|SignalException|Signal 2 \(SIGINT\)|Signal 15 \(SIGTERM\)|"
                           r"got signal: ?(?:2|15)\b")
 # another rank's failure seen from here
+# (vLLM's EngineDeadError is its API server's word that the engine core failed: what failed is printed above it)
 PEER_RE = re.compile(r"(?i)by peer|broken pipe|connection (?:refused|closed|reset)|remote process exit|"
-                     r"peer (?:closed|disconnected)|DistNetworkError|ProcessGroupGloo.*(?:read|write)")
+                     r"peer (?:closed|disconnected)|DistNetworkError|ProcessGroupGloo.*(?:read|write)|"
+                     r"EngineDeadError")
 TIMEOUT_RE = re.compile(r"(?i)timed? ?out|timeout|watchdog caught collective operation|aborted|abort\b|"
                         r"NCCL communicator was aborted|DistStoreError")
 OOM_RE = re.compile(r"MemoryError|OutOfMemoryError|(?i:out of memory)|CUBLAS_STATUS_ALLOC_FAILED")

@@ -19,6 +19,7 @@ from . import healthy
 from .cause import Failure, explain, vanished
 from .chain import returned_to_caller, warn_chains
 from .exits import ExitClass, FailureKind, exit_class, failure_kind
+from .hang import unique_id_wait
 from .init_echo import init_echoes
 from .lost_peer import Report, lost_peer
 from .startup import connect_failed, orphan_failures, startup_failures
@@ -90,7 +91,9 @@ def error_failure(rank: int | None, exc_type: str, message: str, last_error: str
     text = f"{exc_type}: {message} {last_error or ''}".strip()
     kind = failure_kind(text)
     last = last_error or message.partition("Last error:")[2]  # one glued line holds it in the message
-    if kind is FailureKind.PEER and last.strip() and _link_failed(last.strip()):
+    if kind is FailureKind.EXCEPTION and unique_id_wait(text) is not None:
+        kind = FailureKind.TIMEOUT  # it waited in the store for its group's root: a stall's echo, not its own failure
+    elif kind is FailureKind.PEER and last.strip() and _link_failed(last.strip()):
         kind = FailureKind.NETWORK  # ncclRemoteError whose last error is the link's own failure
     elif _nccl_bug(last.strip() or text):
         kind = FailureKind.NCCL  # NCCL's own bug (its RAS thread, a net id it lost, NVLS resources it exhausted)
@@ -319,8 +322,10 @@ def left_ranks(run: Run) -> frozenset[int]:
 
 
 def stall_events(run: Run) -> list[LogEvent]:
-    """The run's stall signals (``STALL_KINDS``), in the events' order."""
-    return [e for e in run.events if e.kind in STALL_KINDS]
+    """The run's stall signals (``STALL_KINDS``; a rank that gave up waiting in the store for its group's NCCL unique
+    id, ``hang.unique_id_wait``), in the events' order."""
+    return [e for e in run.events if e.kind in STALL_KINDS or (e.kind == EventKind.DIST_ERROR and (
+        unique_id_wait(str(e.data.get("message") or "")) or unique_id_wait(e.text)) is not None)]
 
 
 def stall_time(run: Run) -> tuple[bool, float | None]:

@@ -112,7 +112,7 @@ def init_stall(started: Iterable[int], complete: Iterable[int], failed: bool, ex
 UNIQUE_ID_WAIT_RE = re.compile(
     r"\[(?P<me>\d{1,7})\] is setting up NCCL communicator and retr(?:ei|ie)ving ncclUniqueId from "
     r"\[(?P<root>\d{1,7})\] via c10d key-value store by key '(?P<key>[^']{0,200})', but store->get\('[^']{0,200}'\) "
-    r"got error: (?P<error>.{0,300})")
+    r"got error:\s?(?P<error>.{0,300})")
 TIMED_OUT_RE = re.compile(r"[Tt]ime ?out|timed out")
 
 
@@ -130,10 +130,17 @@ def unique_id_wait(message: str) -> UniqueIdWait | None:
     its root the one to look at). None when the message is not that, or the store failed otherwise (a
     connection reset: the store's host went away, a crash, not a wait)."""
     m = UNIQUE_ID_WAIT_RE.search(message)
-    if m is None or not TIMED_OUT_RE.search(m.group("error")):
+    if m is None or not (TIMED_OUT_RE.search(m.group("error")) or _wait_cut(m.group("error"))):
         return None
     return UniqueIdWait(int(m.group("me")), int(m.group("root")), "default_pg" in m.group("error"),
                         m.group("error").strip())
+
+
+def _wait_cut(error: str) -> bool:
+    """The store's error text cut off (empty, or a first word of "wait timeout ..." left) where a log wrapped or
+    trimmed the line: store->get only blocks in TCPStore's wait (its stack ends in doWait), so what ended it is the
+    wait running out unless the text says the store's connection failed."""
+    return "wait timeout".startswith(error.strip())
 
 
 def no_rows_after_init(test_files: Iterable[str], files_with_rows: Iterable[str], init_complete: bool,

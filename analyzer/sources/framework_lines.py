@@ -46,6 +46,7 @@ NOT_ENTERING_RE = re.compile(
 BATCH_RE = re.compile(r"self\.cur_batch\.batch_size\(\)=(?P<n>\d{1,9}), self\.cur_batch\.reqs=\[(?P<reqs>.{0,20000}?)\]"
                       r"(?:, self\.|\s*$)")
 RID_RE = re.compile(r"\brid=(?P<rid>[\w-]{1,128})")
+QUOTED_CMD_RE = re.compile(r"`[^`]{0,2000}`")  # SGLang's "For example: `python3 -m sglang.compile_deep_gemm --tp 8`"
 SERVE_CMD_RE = re.compile(r"(?:\bvllm serve\b|\bvllm\.entrypoints\b|\bsglang serve\b|\bsglang\.launch_server\b)")
 FLAG_RE = {
     "tp": re.compile(r"\s--(?:tensor-parallel-size|tp-size|tp)[= ](?P<n>\d{1,7})\b"),
@@ -109,6 +110,7 @@ def _world(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]:
     if ONE_MACHINE_RE.search(text):  # the whole line: a logger head names the module that printed it
         yield NodeCount(file, lineno, text, None, None, None, None, 1)
         return
+    body = QUOTED_CMD_RE.sub(" ", body)  # a command a program's advice quotes (`... --tp 8`) is not the job's
     if SERVE_CMD_RE.search(body):
         found = {k: r.search(" " + body) for k, r in FLAG_RE.items()}
     elif "ServerArgs(" in body or "non-default args:" in body:

@@ -69,6 +69,10 @@ _PLAIN = (
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]{1,100}:\d{1,6}\] "  # vLLM <= 0.6:
     # "ERROR 11-25 08:17:30 engine.py:366] " (no opening bracket)
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{0,100}:"
+    # a date, the level, the pid and a bracket ending in file:line: "2025-09-11 06:57:34 ERROR 73180 [ DP10 TP10 EP10
+    # scheduler.py:2655] " (a server's Python logging format of asctime, levelname, process and its own prefix)
+    # (the date is another prefix's, peeled first)
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{1,10} \[[\w .-]{0,100}?[\w.-]{1,100}\.py(?::\d{1,6})?\] "
 )
 TOOL_PREFIX_RE = re.compile(f"(?:{_RANKED}{_PLAIN})")
 

@@ -21,6 +21,11 @@ from .records import NodeCount, ProgressWait, Rec, WorldSize
 from .stack_dump import StackReader
 
 WAIT_RE = re.compile(r"(?i)\bwaiting (?:for|on|at)\b")
+# a print that the rank goes into a collective ("starting alltoall warm-up", "launching ncclAllGather"): its last print,
+# nothing after it, says it is inside that collective as a wait does
+INTO_RE = re.compile(r"(?i)\b(?:starting|launching|calling|entering|issuing) (?:the |an? |first )?(?:nccl[A-Z]\w{2,30}"
+                     r"|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|barrier|collective)")
+PRINT_VERBS = ("aiting ", "tarting ", "aunching ", "alling ", "ntering ", "ssuing ")  # substrings before the regexes
 WAIT_RANK_RE = re.compile(r"(?i)\b(?:rank|process|worker|gpu)[ =:#]?\s?(?P<rank>\d{1,7})\b")
 WAIT_ON_RE = re.compile(r"(?i)\bwaiting (?:for|on) (?:rank|process|worker) ?(?P<on>\d{1,7})\b")
 LIBRARY_RE = re.compile(r"\[[EWIF]\d{4}|\[[EWIF] |c10d|ProcessGroup|TCPStore|torch\.|torch/|NCCL|gloo|store based barrier")
@@ -54,7 +59,7 @@ class ToolLines:
         yield from told
         if any(not isinstance(r, (WorldSize, NodeCount)) for r in told):
             return True  # a stated world is read on by the PyTorch parser too
-        if "aiting " in body and (w := progress_wait(body, self.file, lineno, text, rank)) is not None:
+        if any(v in body for v in PRINT_VERBS) and (w := progress_wait(body, self.file, lineno, text, rank)) is not None:
             yield w
             return True
         return False
@@ -65,7 +70,7 @@ class ToolLines:
 
 def progress_wait(body: str, file: str, lineno: int, text: str, rank: int | None) -> ProgressWait | None:
     """The program's print that a rank waits, or None (a library's line, no rank known)."""
-    w = WAIT_RE.search(body)
+    w = WAIT_RE.search(body) or INTO_RE.search(body)
     if w is None or LIBRARY_RE.search(body):
         return None
     m = WAIT_RANK_RE.search(body[:w.start()]) if rank is None else None  # the rank named before the wait

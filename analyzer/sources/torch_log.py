@@ -274,6 +274,8 @@ FAILED_RE = re.compile(r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr
 SUMMARY_KV_RE = re.compile(r"^\s*(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<v>.*)$")
 SUMMARY_INDEX_RE = re.compile(r"^\[\d+\]:$")  # "[3]:", the head of one failure in torchrun's summary
 SUMMARY_RANK_RE = re.compile(r"(-?\d+)(?: \(local_rank: (\d+)\))?")  # its "rank : 3 (local_rank: 3)" value
+# an entry's exit code as only torchrun's summary writes it, its pid or its signal's name behind it: "-9 (pid: 4121)"
+CUT_SUMMARY_EXITCODE_RE = re.compile(r"-?\d{1,4} \((?:pid: \d{1,10}|SIG[A-Z]{2,6})\)\s*")
 SUMMARY_EXITCODE_RE = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?")  # its "exitcode : 1 (pid: 4121)" value
 WATCHDOG_EXC_RE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception: (?P<err>.*)$")
 ASYNC_EXC_RE = re.compile(r"raised the following async exception: (?P<err>.*)$")
@@ -409,6 +411,11 @@ def _summary_line(st: _State, lineno: int, text: str, stripped: str) -> Iterator
         st.in_summary, st.summary_root = True, False
         return _flush_summary(st)
     if not st.in_summary:
+        kv = SUMMARY_KV_RE.match(text) if "exitcode" in stripped else None
+        if kv is not None and kv.group("k") == "exitcode" and CUT_SUMMARY_EXITCODE_RE.fullmatch(kv.group("v")):
+            # an entry of the summary whose head was cut off (an excerpt that starts at "exitcode : -9 (pid: 4121)")
+            st.in_summary, st.summary_root, st.summary, st.summary_start = True, False, {"exitcode": kv.group("v")}, lineno
+            return iter(())
         return None
     if SUMMARY_INDEX_RE.match(stripped):
         out = list(_flush_summary(st))
