@@ -59,6 +59,10 @@ def detect(run: Run) -> list[Finding]:
         findings += _unreachable_at_start(run)
     if not findings:
         findings += _sum_of_one(run)
+    if not findings:
+        findings += _loopback_closed_in_one_process(run)
+    if not findings:
+        findings += _ib_protection_on_every_node(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -364,6 +368,72 @@ def _sum_of_one(run: Run) -> list[Finding]:
         evidence=tuple(e.evidence for e in hits[:3] if e.evidence is not None),
         data={"culprits": [], "count": len(hits), "certainty": {
             "level": "likely", "why": "a sum over the whole world that came back as one rank's own value"}})]
+
+
+LOOPBACK = r"(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[?::1\]?)<\d{1,5}>"
+# NCCL's "socketProgress: Connection closed by remote peer localhost<41833>" (2.18+; "Net : ..." before), and
+# "socketProgressOpt: Call to recv from 127.0.0.1<41833> failed : Connection reset by peer" (2.18-2.28; 2.29+:
+# "ncclOsSocketProgressOpt: Call to send to ..."), each to a loopback address
+LOOPBACK_CLOSED_RE = re.compile(rf"Connection closed by remote peer {LOOPBACK}"
+                                rf"|Call to (?:recv from|send to) {LOOPBACK} failed : (?:Connection reset by peer|Broken pipe)")
+
+
+def _loopback_closed_in_one_process(run: Run) -> list[Finding]:
+    """NCCL's socket to the loopback address closed or reset "by the remote peer" in a job whose ranks are all one
+    process (a single-process nccl-tests, ``-g N``), before any result: the only peer on the loopback is the process
+    itself (its bootstrap root, its proxy), which did not close anything; something on the host closed the socket (a
+    security or endpoint-protection tool, a firewall that filters loopback). A setup problem of the host, no culprit."""
+    if len(run.collectives) or run.nccl_tests:
+        return []
+    pids = {p.pid for p in run.job.processes if p.pid}  # (a rank known only from a device line has no pid of its own)
+    if len(pids) != 1 or len({p.host for p in run.job.processes if p.host}) > 1 or len(run.job.hosts) > 1:
+        return []
+    hit = next((e for e in run.events if e.kind == EventKind.NCCL_WARN and LOOPBACK_CLOSED_RE.search(e.text)), None)
+    if hit is None:
+        return []
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+        message="NCCL's loopback socket was closed \"by the remote peer\" in a job whose ranks are all one process, "
+        f"before any result: no other process was there to close it; something on the host closes local sockets "
+        f"(a security or endpoint-protection tool, a firewall filtering the loopback): \"{hit.text.strip()[:200]}\"",
+        hint="Allow the job's local socket connections on the loopback (exclude the benchmark / python from the "
+             "security tool's network inspection, or its firewall rules for lo), then rerun; NCCL_SOCKET_IFNAME=lo "
+             "keeps the bootstrap on the loopback.",
+        evidence=(hit.evidence,) if hit.evidence is not None else (),
+        data={"culprits": [], "certainty": {"level": "likely", "why": "a peer that closed a loopback socket in a job "
+                                            "of one process, before any result"}})]
+
+
+IB_PROTECTION_ENTRY = "ib-local-protection"
+
+
+def _ib_protection_on_every_node(run: Run) -> list[Finding]:
+    """InfiniBand completions with error 4 (local protection: the HCA could not access the registered buffer) from
+    processes on every node of a job across two nodes or more: not one cable, port or peer (a link that broke shows
+    on the nodes it joins) but how each host lets the HCA reach GPU memory: PCIe ACS or the IOMMU routing peer-to-peer
+    traffic through the root complex, GPU Direct RDMA (nvidia-peermem) missing or refused. A setup error of the hosts,
+    no culprit rank; likely, not confirmed (a fault common to every node looks the same)."""
+    hosts = set(run.job.hosts)
+    if len(hosts) < 2:
+        return []
+    warns = [e for e in run.events if e.kind == EventKind.NCCL_WARN and _entry(e.text) == IB_PROTECTION_ENTRY]
+    seen = {proc.rsplit(":", 1)[0] for e in warns if e.evidence and (proc := process_of(e.evidence.text))}
+    if not warns or seen != hosts:
+        return []
+    k = classify(warns[0].text)
+    assert k is not None
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+        message=f"InfiniBand completions with error 4 (local protection) on every node of the job ({len(hosts)} "
+        f"hosts): the HCAs cannot reach the GPUs' buffers on any host, a setting of the hosts (PCIe ACS / the IOMMU "
+        f"routing peer traffic through the root complex, GPU Direct RDMA not loaded) rather than one link or peer: "
+        f"\"{warns[0].text.strip()[:200]}\"",
+        hint="Disable PCIe ACS on the switches between the GPUs and the HCAs (NCCL's troubleshooting guide: setpci "
+             "on each bridge, or the BIOS), set the IOMMU to passthrough (iommu=pt) or off, check that nvidia-peermem "
+             "is loaded; NCCL_NET_GDR_LEVEL=LOC (GDR off) confirms it, slower. " + k.hint,
+        evidence=tuple(e.evidence for e in warns[:3] if e.evidence is not None),
+        data={"culprits": [], "entry": k.id, "area": k.area, "count": len(warns), "hosts": sorted(hosts)[:64],
+              "certainty": {"level": "likely", "why": "the same protection error from every node of the job"}})]
 
 
 def _entry(text: str) -> str | None:
