@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 MAX_WORLD = 1 << 20
-LAUNCHER_ORDER = ("torchrun", "deepspeed", "mpirun", "srun")  # innermost first
+LAUNCHER_ORDER = ("accelerate", "torchrun", "deepspeed", "mpirun", "srun")  # innermost first
 
 
 def launched_world(launched: Iterable[tuple[str, int]]) -> int | None:

@@ -207,10 +207,12 @@ NCCL_FRAME_RE = re.compile(r"\bnccl[A-Z_]\w{0,80}|libnccl|(?:^|[/\s\"])(?:misc|t
                            r"|(?:^|/)(?:init|enqueue|group|bootstrap|proxy|transport|channel|collectives)\.cc\b")
 NATIVE_SOURCE_RE = re.compile(r"\.(?:cc|cu|cpp|cxx|c|h|hpp)$")  # a frame of a native source (never Python's own)
 # a launcher command in the text and the processes it starts (sources.records.LaunchedTasks); LAUNCH_WORDS gate them
+ACCEL_DEFAULT_MACHINES = "`--num_machines` was set to a value of `"  # accelerate's note of a default it used
 LAUNCH_WORDS = ("srun ", "mpirun ", "mpiexec ", "prterun ", "torchrun ", "torch.distributed.run ",
-                "torch.distributed.launch ", "#SBATCH", "deepspeed ")
+                "torch.distributed.launch ", "#SBATCH", "deepspeed ", "accelerate launch ",
+                ACCEL_DEFAULT_MACHINES)
 LAUNCH_CMD_RE = re.compile(r"(?:^|[\s;&|$+>])(?P<cmd>srun|mpirun|mpiexec|prterun|torchrun|torch\.distributed\.(?:run|launch)|"
-                           r"#SBATCH|deepspeed)\s(?P<args>)")
+                           r"#SBATCH|deepspeed|accelerate launch)\s(?P<args>)")
 TASKS_RE = re.compile(r"(?:^|\s)(?:-n ?|--ntasks[= ]|-np )(?P<n>\d{1,7})\b")
 ELASTIC_RE = re.compile(r"--nnodes[= ]\d{1,5}:\d")  # torchrun's elastic range: the world is not fixed by the command
 NODES_RE = re.compile(r"(?:^|\s)(?:-N ?|--nodes[= ]|--nnodes[= ])(?P<n>\d{1,5})(?![\d:])")
@@ -220,6 +222,11 @@ PER_NODE_RE = re.compile(r"--(?:ntasks-per-node|tasks-per-node|nproc[_-]per[_-]n
 OTHER_NODES_RE = re.compile(r"--nnodes|--rdzv[_-]endpoint|--master[_-]addr|--node[_-]rank")  # torchrun names nodes
 DS_GPUS_RE = re.compile(r"(?:^|\s)--num_gpus[= ](?P<n>\d{1,4})\b")
 DS_NODES_RE = re.compile(r"(?:^|\s)--num_nodes[= ](?P<n>\d{1,5})\b")
+# accelerate's launcher: ``accelerate launch --num_processes 8 --num_machines 2 t.py`` (its --num_processes
+# counts the processes of every machine); the default it notes: "`--num_machines` was set to a value of `1`"
+ACCEL_PROCS_RE = re.compile(r"(?:^|\s)--num_processes[= ](?P<n>\d{1,7})\b")
+ACCEL_MACHINES_RE = re.compile(r"(?:^|\s)--num_machines[= ](?P<n>\d{1,5})\b"
+                               r"|`--num_machines` was set to a value of `(?P<d>\d{1,5})`")
 DS_HOSTS_RE = re.compile(r"(?:^|\s)(?:--hostfile|-H|--include|-i)[= ]")
 # the TCPStore server of init_process_group (torch 2.x) giving up on its clients: the barrier of the ranks' start-up
 STORE_CLIENTS_RE = re.compile(r"Timed out after \d{1,9} seconds waiting for clients\. (?P<c>\d{1,7})/(?P<w>\d{1,7}) clients joined")
@@ -759,6 +766,9 @@ def _launched(st: _State, head: Head, body: str) -> Iterator[Rec]:
     the next): srun's and mpirun's task count (``-n``, ``--ntasks``, ``-np``, or ``-N`` x ``--ntasks-per-node``),
     torchrun's ``--nnodes`` x ``--nproc_per_node`` (one node when not given; an elastic range says nothing); an sbatch
     header's ``--ntasks`` / ``--nodes`` + ``--ntasks-per-node`` as its lines complete it."""
+    if ACCEL_DEFAULT_MACHINES in body and (d := ACCEL_MACHINES_RE.search(body)) is not None and d.group("d"):
+        yield NodeCount(head[0], head[1], head[2], None, None, None, None, int(d.group("d")))
+        return
     found = list(LAUNCH_CMD_RE.finditer(body[:2000]))
     outer = any(not m.group("cmd").startswith(("torch", "deepspeed")) for m in found)  # srun / mpirun around it
     for i, m in enumerate(found):
@@ -793,6 +803,15 @@ def _launch_count(st: _State, head: Head, cmd: str, args: str) -> Iterator[Rec]:
         return
     if cmd == "deepspeed":
         yield from _deepspeed_launch(head, " " + args)
+        return
+    if cmd.startswith("accelerate"):
+        procs, machines = ACCEL_PROCS_RE.search(" " + args), ACCEL_MACHINES_RE.search(" " + args)
+        n_machines = int(machines.group("n") or machines.group("d")) if machines is not None else 0
+        if 0 < n_machines <= 1 << 20:
+            yield NodeCount(head[0], head[1], head[2], None, None, None, None, n_machines)
+        if procs is not None and 0 < int(procs.group("n")):
+            yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, int(procs.group("n")),
+                                "accelerate")
         return
     torch_launcher = cmd.startswith(("torchrun", "torch."))
     if ELASTIC_RE.search(args):

@@ -112,3 +112,20 @@ def test_a_print_that_a_rank_goes_into_a_collective_is_read_as_its_wait():
     assert who("[rank 1] communicator ready, starting alltoall warm-up") == 1
     assert who("[rank 1] starting epoch 3") is None  # no collective named
     assert who("Rank 0: finished allreduce in 2.1 ms") is None
+
+
+def test_accelerate_launch_gives_the_world_and_its_default_note_the_nodes():
+    def facts(lines: list[str]) -> list[tuple[str, int]]:
+        out = []
+        for r in parse_torch_lines(enumerate(lines, 1), "f"):
+            if type(r).__name__ == "LaunchedTasks":
+                out.append(("tasks", r.count))
+            elif type(r).__name__ == "NodeCount":
+                out.append(("nodes", r.nnodes))
+        return out
+
+    assert facts(["$ accelerate launch --multi_gpu --num_machines 2 --num_processes 16 t.py"]) == [
+        ("nodes", 2), ("tasks", 16)]
+    assert facts(["accelerate launch --num_processes=4 t.py", "\t`--num_machines` was set to a value of `1`"]) == [
+        ("tasks", 4), ("nodes", 1)]
+    assert facts(["accelerate config --num_processes 4"]) == []
