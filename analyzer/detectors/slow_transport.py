@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from ..metrics.link_floor import HGX_GPU_RE, LinkFacts, link_facts
-from ..model import Evidence, EventKind, Finding, FindingKind, LogEvent, Run, Severity, Verdict
+from ..metrics.link_floor import HGX_GPU_RE, LinkFacts, link_facts, sweep_meets_floor
+from ..model import EventKind, Evidence, Finding, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.transport_fit import PathFacts, slow_path
 
 IB_IFACE_RE = re.compile(r"(?:^|\]|\s)(?P<i>ib[a-z]{0,3}\d[\w.]{0,20}):")  # IPoIB: ib0, ibp12s0, ibs85f0
@@ -28,8 +28,8 @@ def detect(run: Run) -> list[Finding]:
     per_node = lf.world // nnodes if lf.world >= nnodes >= 2 and run.job.world_size else 0
     s = slow_path(PathFacts(nnodes, lf.network, ib, lf.intra, nv, sure, settings, absent, per_node, lf.gdr,
                             gdr_signs, _own_gpu_only(run)))
-    if s is None:
-        return []
+    if s is None or (s.used.startswith("NET/IB") and run.nccl_tests and sweep_meets_floor(run.nccl_tests, lf)):
+        return []  # InfiniBand without GPU Direct RDMA whose measured busbw reaches the path's floor: not slow
     where = "between the nodes" if s.used.startswith("NET/") else "between the GPUs of the node"
     path = s.used.split(" ", 1)[0]
     ib_ev = ib_ev + (absent_ev if s.used == "NET/Socket" else gdr_ev if s.used.startswith("NET/IB") else [])

@@ -198,10 +198,10 @@ class SlowSweep:
     rows: tuple[dict[str, Any], ...]  # the large rows, largest last
 
 
-def slow_sweeps(rows: Sequence[dict[str, Any]], facts: LinkFacts) -> list[SlowSweep]:
-    """Each test of the sweep (by name; an unnamed table is one test) whose large rows all stay below the
-    floor of their path; tests without rows of ``LARGE_BYTES`` and ``PER_RANK_BYTES`` a rank or more (at 512
-    ranks: 512 MiB) are not judged, their busbw is still latency-bound."""
+def judged_sweeps(rows: Sequence[dict[str, Any]], facts: LinkFacts) -> list[SlowSweep]:
+    """Each test of the sweep (by name; an unnamed table is one test) with large rows and a floor for its path, with
+    its best large-message busbw; tests without rows of ``LARGE_BYTES`` and ``PER_RANK_BYTES`` a rank or more (at
+    512 ranks: 512 MiB) are not judged, their busbw is still latency-bound."""
     least = max(LARGE_BYTES, PER_RANK_BYTES * facts.world)
     by_test: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -218,10 +218,20 @@ def slow_sweeps(rows: Sequence[dict[str, Any]], facts: LinkFacts) -> list[SlowSw
             continue
         top = sorted({int(r["size"]) for r in large})[-TOP_SIZES:]  # a sweep that collapses past some size is judged there
         judged = sorted((r for r in large if int(r["size"]) >= top[0]), key=lambda r: int(r["size"]))
-        best = max(float(r.get("busbw") or 0) for r in judged)
-        if best < floor.gbs:
-            out.append(SlowSweep(floor, best, tuple(judged)))
+        out.append(SlowSweep(floor, max(float(r.get("busbw") or 0) for r in judged), tuple(judged)))
     return out
+
+
+def slow_sweeps(rows: Sequence[dict[str, Any]], facts: LinkFacts) -> list[SlowSweep]:
+    """The judged tests (``judged_sweeps``) whose best large-message busbw stays below the floor of their path."""
+    return [s for s in judged_sweeps(rows, facts) if s.best < s.floor.gbs]
+
+
+def sweep_meets_floor(rows: Sequence[dict[str, Any]], facts: LinkFacts) -> bool:
+    """A sweep was judged against the floor of its path and every judged test reached it: the measured rate, which
+    outranks a guess from the transport's name (``detectors.slow_transport``)."""
+    judged = judged_sweeps(rows, facts)
+    return bool(judged) and all(s.best >= s.floor.gbs for s in judged)
 
 
 def per_size(rows: Iterable[dict[str, Any]]) -> list[tuple[int, float]]:
