@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
+from analysis_procs import processes_naming, results_written
 from ncclscope import ingest
+from ncclscope.analysis import analyze_paths
 from ncclscope.ingest import groups, handover
 from ncclscope.ingest import pool as parse_pool
-from ncclscope.analysis import analyze_paths
 from ncclscope.report import json_text
 from ncclscope.synth import generate_run
 
@@ -231,7 +231,7 @@ def test_sigterm_mid_parse_exits_143_and_leaves_nothing_in_shared_memory(tmp_pat
     proc = subprocess.Popen([sys.executable, "-m", "ncclscope", "analyze", "--no-cache", "--json", str(tmp_path / "run")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 600  # a safety net: the wait is on the event
-    while time.monotonic() < deadline and not _results_written(proc.pid) and proc.poll() is None:
+    while time.monotonic() < deadline and not results_written(proc.pid) and proc.poll() is None:
         time.sleep(0.02)  # until a worker has written a result
     assert proc.poll() is None, "the analysis ended before a worker wrote a result"
     proc.send_signal(signal.SIGTERM)
@@ -239,36 +239,8 @@ def test_sigterm_mid_parse_exits_143_and_leaves_nothing_in_shared_memory(tmp_pat
     assert proc.returncode == -signal.SIGTERM, err[-2000:]
     # its parse workers end with it (they waited on the pool's queue for ever, orphaned, before)
     gone = time.monotonic() + 600  # a safety net: the workers end with their parent
-    while time.monotonic() < gone and _workers_of(str(tmp_path / "run")):
+    while time.monotonic() < gone and processes_naming(str(tmp_path / "run")):
         time.sleep(0.1)
-    assert not _workers_of(str(tmp_path / "run"))
+    assert not processes_naming(str(tmp_path / "run"))
     left = {p.name for p in shm.iterdir() if "ncclscope" in p.name} - before
     assert not left, left
-
-
-def _results_written(pid: int) -> bool:
-    """Whether a result file the process ``pid`` holds (a memory file named ncclscope-result) has data."""
-    try:
-        fds = list(Path(f"/proc/{pid}/fd").iterdir())
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if handover.RESULT_NAME in os.readlink(fd) and fd.stat().st_size > 0:
-                return True
-        except OSError:
-            pass
-    return False
-
-
-def _workers_of(arg: str) -> list[int]:
-    """Processes whose command line names ``arg`` (the run folder only this test analyses)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if arg.encode() in (d / "cmdline").read_bytes():
-                    out.append(int(d.name))
-            except OSError:
-                pass
-    return out

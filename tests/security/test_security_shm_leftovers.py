@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from ncclscope.ingest import handover
+from analysis_procs import processes_naming, results_written
 from ncclscope.synth import generate_run
 
 SHM = Path("/dev/shm")
@@ -41,34 +41,6 @@ _NO_CORE = ("import os, resource, signal, sys; resource.setrlimit(resource.RLIMI
             "os.execv(sys.executable, [sys.executable, '-m', 'ncclscope', *sys.argv[1:]])")
 # the same, started as ``nohup`` starts a command: SIGHUP ignored
 _NOHUP = _NO_CORE.replace("os.execv(", "signal.signal(signal.SIGHUP, signal.SIG_IGN); os.execv(", 1)
-
-
-def _results_written(pid: int) -> bool:
-    """Whether the process ``pid`` holds a result memory file (``memfd:ncclscope-result``) a worker wrote into."""
-    try:
-        fds = list(Path(f"/proc/{pid}/fd").iterdir())
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if handover.RESULT_NAME in os.readlink(fd) and fd.stat().st_size > 0:
-                return True
-        except OSError:
-            pass
-    return False
-
-
-def _processes_naming(arg: str) -> list[int]:
-    """Processes whose command line names ``arg`` (the analysis and its forked workers)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if arg.encode() in (d / "cmdline").read_bytes():
-                    out.append(int(d.name))
-            except OSError:
-                pass
-    return out
 
 
 def _ours_in_shm() -> set[str]:
@@ -100,7 +72,7 @@ def _kill_mid_parse(target: Path, sig: signal.Signals, tmp: Path, leaves_tmp: bo
                             env={**os.environ, "TMPDIR": str(tmp)})
     try:
         deadline = time.monotonic() + 600  # a safety net: the wait is on the event
-        while proc.poll() is None and not _results_written(proc.pid) and time.monotonic() < deadline:
+        while proc.poll() is None and not results_written(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert proc.poll() is None, "the analysis ended before a worker wrote a result"
         look(proc.pid)
@@ -114,9 +86,9 @@ def _kill_mid_parse(target: Path, sig: signal.Signals, tmp: Path, leaves_tmp: bo
             proc.wait()
     assert proc.returncode == -sig, err[-2000:]
     gone = time.monotonic() + 600  # a safety net: the workers end on their parent's end
-    while _processes_naming(str(target)) and time.monotonic() < gone:
+    while processes_naming(str(target)) and time.monotonic() < gone:
         time.sleep(0.05)
-    assert not _processes_naming(str(target)), "a parse worker outlived the analysis"
+    assert not processes_naming(str(target)), "a parse worker outlived the analysis"
     assert _ours_in_shm() <= before, _ours_in_shm() - before
     if not leaves_tmp:
         assert not list(tmp.iterdir()), list(tmp.iterdir())
