@@ -10,8 +10,10 @@ the NCCL version each process printed. (A WARN the knowledge base calls a setup 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
+from ..model import (Evidence, EventKind, Finding, FindingData, FindingKind, LogEvent, Run, Setting, Severity,
+                     Verdict)
 from ..nccl.gids import shown_routable
 from ..nccl.risky_settings import FORCED, NOTES
 from ..rules.cause import CauseVerdict, Failure, root_cause
@@ -300,6 +302,15 @@ def _shm_bus_error(run: Run) -> list[Finding]:
             "level": "likely", "why": "a bus error first in a job running NCCL; the signal does not name the file"}})]
 
 
+def _setup_fault(message: str, hint: str, evidence: Iterable[Evidence | None], why: str,
+                 data: FindingData) -> Finding:
+    """A config error of the hosts or the launch that names no rank, ``likely`` (the lines show the symptom; the
+    setting behind it is inferred, ``why``), citing its first three lines."""
+    return Finding(kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+                   message=message, hint=hint, evidence=tuple(e for e in evidence if e is not None)[:3],
+                   data={"culprits": [], **data, "certainty": {"level": "likely", "why": why}})
+
+
 UNREACHABLE_ENTRY = "socket-connect-unreachable"
 CONNECT_TO_RE = re.compile(r"[Cc]onnect to (\S{1,120}?)<(\d{1,5})>")
 
@@ -320,18 +331,15 @@ def _unreachable_at_start(run: Run) -> list[Finding]:
     (target,) = targets
     k = classify(warns[0].text)
     assert k is not None
-    return [Finding(
-        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
-        message=f"{len(procs)} processes could not reach the same address {target} at start-up, before any "
+    return [_setup_fault(
+        f"{len(procs)} processes could not reach the same address {target} at start-up, before any "
         f"communicator was set up: the network between the hosts (a firewall dropping NCCL's bootstrap ports, an "
         f"interface not routed to that host) rather than a peer that failed: \"{warns[0].text.strip()[:200]}\"",
-        hint=f"Open the ports NCCL and the framework use between the nodes (firewall / security group), and point "
+        f"Open the ports NCCL and the framework use between the nodes (firewall / security group), and point "
              f"NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME at the interface that routes to {target} (check with `ip route "
              f"get {target}` and `nc -zv` from another node). {k.hint}",
-        evidence=tuple(e.evidence for e in warns[:3] if e.evidence is not None),
-        data={"culprits": [], "entry": k.id, "area": k.area, "count": len(warns),
-              "certainty": {"level": "likely", "why": "every warning process failed to reach one address before "
-                            "any communicator came up"}})]
+        [e.evidence for e in warns], "every warning process failed to reach one address before any communicator "
+        "came up", {"entry": k.id, "area": k.area, "count": len(warns)})]
 
 
 SUM_OF_ONE_RE = re.compile(r"\b[Ee]xpected:? (\d{1,6}),? (?:but )?got:? 1(?:\.0+)?\b")
@@ -356,18 +364,16 @@ def _sum_of_one(run: Run) -> list[Finding]:
     hits = [e for e in errors if want(e) == first]
     if len(hits) < 2:
         return []  # one process's word alone: its own check may be at fault; several agreeing point at the setup
-    return [Finding(
-        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
-        message=f"{len(hits)} process{'es' if len(hits) > 1 else ''} found a sum over the world of {first} to be 1: the "
+    return [_setup_fault(
+        f"{len(hits)} process{'es' if len(hits) > 1 else ''} found a sum over the world of {first} to be 1: the "
         f"check's collective never combined the ranks, its communicator did nothing (a framework's NCCL wrapper "
         f"disabled, e.g. vLLM's pynccl, or loaded from another library), not a fault of the network or of one rank: "
         f"\"{' '.join(errors[0].text.split())[:200]}\"",
-        hint="Enable the wrapper the check uses (vLLM's sanity script: `pynccl.disabled = False` where the installed "
+        "Enable the wrapper the check uses (vLLM's sanity script: `pynccl.disabled = False` where the installed "
              "vLLM leaves it off), use the script of the installed release, and check that VLLM_NCCL_SO_PATH / "
              "NCCL_SO_PATH, if set, name the libnccl the job loads.",
-        evidence=tuple(e.evidence for e in hits[:3] if e.evidence is not None),
-        data={"culprits": [], "count": len(hits), "certainty": {
-            "level": "likely", "why": "a sum over the whole world that came back as one rank's own value"}})]
+        [e.evidence for e in hits], "a sum over the whole world that came back as one rank's own value",
+        {"count": len(hits)})]
 
 
 LOOPBACK = r"(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[?::1\]?)<\d{1,5}>"
@@ -391,17 +397,14 @@ def _loopback_closed_in_one_process(run: Run) -> list[Finding]:
     hit = next((e for e in run.events if e.kind == EventKind.NCCL_WARN and LOOPBACK_CLOSED_RE.search(e.text)), None)
     if hit is None:
         return []
-    return [Finding(
-        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
-        message="NCCL's loopback socket was closed \"by the remote peer\" in a job whose ranks are all one process, "
+    return [_setup_fault(
+        "NCCL's loopback socket was closed \"by the remote peer\" in a job whose ranks are all one process, "
         f"before any result: no other process was there to close it; something on the host closes local sockets "
         f"(a security or endpoint-protection tool, a firewall filtering the loopback): \"{hit.text.strip()[:200]}\"",
-        hint="Allow the job's local socket connections on the loopback (exclude the benchmark / python from the "
+        "Allow the job's local socket connections on the loopback (exclude the benchmark / python from the "
              "security tool's network inspection, or its firewall rules for lo), then rerun; NCCL_SOCKET_IFNAME=lo "
              "keeps the bootstrap on the loopback.",
-        evidence=(hit.evidence,) if hit.evidence is not None else (),
-        data={"culprits": [], "certainty": {"level": "likely", "why": "a peer that closed a loopback socket in a job "
-                                            "of one process, before any result"}})]
+        [hit.evidence], "a peer that closed a loopback socket in a job of one process, before any result", {})]
 
 
 IB_PROTECTION_ENTRY = "ib-local-protection"
@@ -422,18 +425,16 @@ def _ib_protection_on_every_node(run: Run) -> list[Finding]:
         return []
     k = classify(warns[0].text)
     assert k is not None
-    return [Finding(
-        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
-        message=f"InfiniBand completions with error 4 (local protection) on every node of the job ({len(hosts)} "
+    return [_setup_fault(
+        f"InfiniBand completions with error 4 (local protection) on every node of the job ({len(hosts)} "
         f"hosts): the HCAs cannot reach the GPUs' buffers on any host, a setting of the hosts (PCIe ACS / the IOMMU "
         f"routing peer traffic through the root complex, GPU Direct RDMA not loaded) rather than one link or peer: "
         f"\"{warns[0].text.strip()[:200]}\"",
-        hint="Disable PCIe ACS on the switches between the GPUs and the HCAs (NCCL's troubleshooting guide: setpci "
+        "Disable PCIe ACS on the switches between the GPUs and the HCAs (NCCL's troubleshooting guide: setpci "
              "on each bridge, or the BIOS), set the IOMMU to passthrough (iommu=pt) or off, check that nvidia-peermem "
              "is loaded; NCCL_NET_GDR_LEVEL=LOC (GDR off) confirms it, slower. " + k.hint,
-        evidence=tuple(e.evidence for e in warns[:3] if e.evidence is not None),
-        data={"culprits": [], "entry": k.id, "area": k.area, "count": len(warns), "hosts": sorted(hosts)[:64],
-              "certainty": {"level": "likely", "why": "the same protection error from every node of the job"}})]
+        [e.evidence for e in warns], "the same protection error from every node of the job",
+        {"entry": k.id, "area": k.area, "count": len(warns), "hosts": sorted(hosts)[:64]})]
 
 
 def _entry(text: str) -> str | None:
