@@ -3,7 +3,7 @@ stuck collective, taken from the decision's own finding (the Hang report's flags
 come from one judgement, never two)."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 import enum
 from dataclasses import dataclass, replace
 from typing import Any
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Evidence, Finding, FindingKind, PgStatus, Run, Stuck
-from .records import SOURCE_PRIORITY, strs
+from .records import dense_groups, source_priority, strs
 
 SOURCE_RANK = {"fr": 3, "hook": 2, "watchdog": 2, "dump_signal": 1}
 
@@ -157,24 +157,20 @@ def _from_table(df: pd.DataFrame) -> dict[tuple[int, str], dict[str, Any]]:
     codes, names = _name_codes(use["pg"])
     rank = use["rank"].to_numpy(np.int64)
     seq = use["seq"].to_numpy(np.int64)
-    group, pair_of = _groups(rank, codes, len(names))
-    pri = _priorities(use["source"])
-    best = np.full(int(group.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    group, ngroups = dense_groups((rank - int(rank.min())) * len(names) + codes)  # one code per (rank, pg)
+    pri = source_priority(use["source"])
+    best = np.full(ngroups, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(best, group, pri)
     keep = pri == best[group]
-    done = strs(use["state"]) == "completed"
-    done = _completed_anywhere(group, seq, keep, done)
-    ngroups = len(best)
+    done = _completed_anywhere(group, seq, keep, strs(use["state"]) == "completed")
     enq = np.full(ngroups, -1, dtype=np.int64)
     comp = np.full(ngroups, -1, dtype=np.int64)
     np.maximum.at(enq, group[keep], seq[keep])
     np.maximum.at(comp, group[keep & done], seq[keep & done])
-    present = np.zeros(ngroups, dtype=bool)
-    present[group[keep]] = True
-    rows = []
-    for g in np.flatnonzero(present).tolist():
-        r, pg = pair_of(g)
-        rows.append((r, names[pg], int(enq[g]), int(comp[g])))
+    row_of = np.full(ngroups, -1, dtype=np.int64)  # a row of each group, for its rank and pg
+    row_of[group[keep]] = np.flatnonzero(keep)
+    rows = [(int(rank[i]), names[codes[i]], int(enq[g]), int(comp[g]))
+            for g, i in enumerate(row_of.tolist()) if i >= 0]
     rows.sort(key=lambda row: (row[0], row[1]))
     return {(r, pg): {"rank": r, "pg": pg, "last_enqueued": enq_, "last_completed": comp_ if comp_ >= 0 else None,
                       "source": "collectives"}
@@ -199,26 +195,6 @@ def _completed_anywhere(group: np.ndarray, seq: np.ndarray, keep: np.ndarray, do
     out = done.copy()
     out[pend] = np.isin(pk, completed)
     return out
-
-
-def _groups(rank: np.ndarray, codes: np.ndarray, npg: int) -> tuple[np.ndarray, Callable[[int], tuple[int, int]]]:
-    """A small integer per (rank, pg) row: rank-major ``(rank - lowest) * npg + pg`` where the ranks are dense
-    (the usual table), else a numbering of the pairs present (a few ranks with huge numbers); and the
-    group -> (rank, pg code) map."""
-    lo = int(rank.min())
-    dense = (rank - lo) * npg + codes
-    if int(dense.max()) < 4 * len(rank) + 4096:
-        return dense, lambda g: (g // npg + lo, g % npg)
-    pairs, group = np.unique(dense, return_inverse=True)
-    return group.astype(np.int64), lambda g: (int(pairs[g]) // npg + lo, int(pairs[g]) % npg)
-
-
-def _priorities(source: pd.Series) -> np.ndarray:
-    """Each row's source priority (``SOURCE_PRIORITY``: fr first), a categorical by its few categories."""
-    if isinstance(source.dtype, pd.CategoricalDtype):
-        by_code = np.array([SOURCE_PRIORITY.get(str(c), 9) for c in source.cat.categories] + [9], dtype=np.int64)
-        return by_code[source.cat.codes.to_numpy()]
-    return np.array([SOURCE_PRIORITY.get(str(v), 9) for v in source.to_numpy()], dtype=np.int64)
 
 
 def _name_codes(pg: pd.Series) -> tuple[np.ndarray, list[str]]:

@@ -20,6 +20,14 @@ def strs(s: pd.Series) -> np.ndarray:
     return np.asarray([str(v) for v in s.to_numpy()], dtype=object)
 
 
+def source_priority(source: pd.Series) -> np.ndarray:
+    """Each row's ``SOURCE_PRIORITY`` (fr first; 9 for a source not listed), a categorical by its few categories."""
+    if isinstance(source.dtype, pd.CategoricalDtype):
+        by_code = np.array([SOURCE_PRIORITY.get(str(c), 9) for c in source.cat.categories] + [9], dtype=np.int64)
+        return by_code[source.cat.codes.to_numpy()]  # code -1 (missing) picks the trailing 9
+    return np.array([SOURCE_PRIORITY.get(str(v), 9) for v in source.to_numpy()], dtype=np.int64)
+
+
 def in_values(s: pd.Series, values: list[str]) -> np.ndarray:
     """``s.isin(values)`` as a bool array; for a categorical, by its few categories: all True or all False
     without a pass over the codes' values when every category or none is among ``values`` (a table of one
@@ -63,7 +71,7 @@ def best_records(df: pd.DataFrame) -> pd.DataFrame:
         return df
     if df["source"].nunique() <= 1:
         return df.drop_duplicates(["rank", "pg", "seq"], keep="last")
-    pri = pd.Series(strs(df["source"])).map(SOURCE_PRIORITY).fillna(9).to_numpy()
+    pri = source_priority(df["source"])
     best = pd.Series(pri, index=df.index).groupby([df["rank"], df["pg"]], observed=True).transform("min").to_numpy()
     out = df[pri == best].drop_duplicates(["rank", "pg", "seq"], keep="last")
     key_all, key_out = _key(df), _key(out)
