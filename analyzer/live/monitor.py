@@ -607,8 +607,7 @@ class LiveMonitor:
 
     def _judged_at(self, now: float) -> float:
         """``now``, or the job's end once the launcher wrote ``exit.txt`` (``stall.judged_at``)."""
-        self._ended = self._ended or os.path.lexists(self.run_dir / EXIT_FILE)
-        return stall.judged_at(self.state, now, self._ended)
+        return stall.judged_at(self.state, now, self._launcher_ended())
 
     def _crash_alert(self, now: float) -> dict[str, Any] | None:
         if self.hang is not None or self.desync_pgs:
@@ -655,14 +654,18 @@ class LiveMonitor:
                           where, ts=now, exit_codes={str(r): c for r, c in codes.items()},
                           cause=cause.first.kind.value)
 
+    def _launcher_ended(self) -> bool:
+        """Whether the launcher wrote ``exit.txt`` (looked for until it is seen, then remembered)."""
+        self._ended = self._ended or os.path.lexists(self.run_dir / EXIT_FILE)
+        return self._ended
+
     def _records_final(self, now: float) -> bool:
         """Whether every rank's records are in, to place a backend's mismatch report: each rank wrote its exit
         record, or the launcher ended (``exit.txt``), or DESYNC_MAX_WAIT_S passed since the first failure (a
         rank that neither exits nor writes: alert on what is read). ``--once`` reads everything there is."""
         if self._once or self.state.exited():
             return True
-        self._ended = self._ended or os.path.lexists(self.run_dir / EXIT_FILE)
-        return self._ended or now - (self._crash_first or now) >= DESYNC_MAX_WAIT_S
+        return self._launcher_ended() or now - (self._crash_first or now) >= DESYNC_MAX_WAIT_S
 
     def _config_mistake(self, failed: list[tuple[int, str]]) -> ConfigMistake | None:
         """``rules.config_mistake`` over the failed ranks' texts and the NCCL WARN lines (their rank by pid)."""
