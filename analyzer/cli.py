@@ -208,6 +208,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except ModuleNotFoundError as e:
+        if not e.name or e.name.split(".")[0] == "ncclscope":
+            click.echo(f"ncclscope: internal error: {type(e).__name__}: {clean(e)} (please report it)", err=True)
+            return 3
+        # a dependency left out of this Python (a copy of the sources run without `pip install`): say which
+        click.echo(f"ncclscope: cannot run: the package '{clean(e.name.split('.')[0])}' is not installed for "
+                   f"{clean(sys.executable)}; install ncclscope with its dependencies (`pip install .` or "
+                   "`make setup` in the repository)", err=True)
+        return 3
     except Exception as e:  # noqa: BLE001 - the last resort: one line, never a traceback
         click.echo(f"ncclscope: internal error: {type(e).__name__}: {clean(e)} (please report it)", err=True)
         return 3

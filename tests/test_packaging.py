@@ -83,3 +83,15 @@ def test_doctor_imports_no_pandas_and_no_detector():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd="/")
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "", f"ncclscope doctor imported: {p.stdout.strip()}"
+
+
+def test_a_missing_dependency_is_named_not_reported_as_an_internal_error():
+    """The sources run with a Python that lacks a dependency (no `pip install`): one line naming the package and
+    how to install, not 'internal error ... please report it'."""
+    code = ("import sys; sys.modules['pandas'] = None; from ncclscope.cli import main; "
+            "sys.exit(main(['analyze', '--json', '--no-cache', 'samples/gpu_hang']))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       check=False)
+    assert p.returncode == 3 and not p.stdout, p
+    assert "the package 'pandas' is not installed" in p.stderr and "internal error" not in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
