@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import Evidence, Finding, FindingKind, PgStatus, Run, Stuck
-from .records import dense_groups, source_priority, strs
+from .records import dense_groups, in_values, source_priority, strs
 
 SOURCE_RANK = {"fr": 3, "hook": 2, "watchdog": 2, "dump_signal": 1}
 
@@ -158,17 +158,17 @@ def _from_table(df: pd.DataFrame) -> dict[tuple[int, str], dict[str, Any]]:
     rank = use["rank"].to_numpy(np.int64)
     seq = use["seq"].to_numpy(np.int64)
     group, ngroups = dense_groups((rank - int(rank.min())) * len(names) + codes)  # one code per (rank, pg)
-    pri = source_priority(use["source"])
-    best = np.full(ngroups, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(best, group, pri)
-    keep = pri == best[group]
-    done = _completed_anywhere(group, seq, keep, strs(use["state"]) == "completed")
+    keep = _best_source_rows(group, ngroups, source_priority(use["source"]))
+    done = _completed_anywhere(group, seq, keep, in_values(use["state"], ["completed"]))
+    kg, ks = (group, seq) if keep is None else (group[keep], seq[keep])
     enq = np.full(ngroups, -1, dtype=np.int64)
+    np.maximum.at(enq, kg, ks)
     comp = np.full(ngroups, -1, dtype=np.int64)
-    np.maximum.at(enq, group[keep], seq[keep])
-    np.maximum.at(comp, group[keep & done], seq[keep & done])
+    if done.any():  # a table of NCCL lines alone has no completed row: no pass
+        kd = done if keep is None else keep & done
+        np.maximum.at(comp, group[kd], seq[kd])
     row_of = np.full(ngroups, -1, dtype=np.int64)  # a row of each group, for its rank and pg
-    row_of[group[keep]] = np.flatnonzero(keep)
+    row_of[kg] = np.arange(len(group)) if keep is None else np.flatnonzero(keep)
     rows = [(int(rank[i]), names[codes[i]], int(enq[g]), int(comp[g]))
             for g, i in enumerate(row_of.tolist()) if i >= 0]
     rows.sort(key=lambda row: (row[0], row[1]))
@@ -177,12 +177,24 @@ def _from_table(df: pd.DataFrame) -> dict[tuple[int, str], dict[str, Any]]:
             for r, pg, enq_, comp_ in rows}
 
 
-def _completed_anywhere(group: np.ndarray, seq: np.ndarray, keep: np.ndarray, done: np.ndarray) -> np.ndarray:
+def _best_source_rows(group: np.ndarray, ngroups: int, pri: np.ndarray) -> np.ndarray | None:
+    """The rows of each group's best source (lowest ``source_priority``); None for every row, without a pass,
+    when the table has one source (a run of NCCL lines alone, the usual large input)."""
+    if not len(pri) or int(pri.min()) == int(pri.max()):
+        return None
+    best = np.full(ngroups, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(best, group, pri)
+    return pri == best[group]
+
+
+def _completed_anywhere(group: np.ndarray, seq: np.ndarray, keep: np.ndarray | None, done: np.ndarray) -> np.ndarray:
     """``done``, raised for the kept rows whose (group, seq) another row saw completed (another source, or an
     earlier record of the same one). Only the kept rows not completed are looked up, few in a long table (the
     collectives in flight), against a table of their own keys' range rather than a sort of every row."""
-    pend = keep & ~done
-    if not pend.any() or not done.any():
+    if not done.any():
+        return done
+    pend = ~done if keep is None else keep & ~done
+    if not pend.any():
         return done
     lo = int(seq.min())
     key = group * (int(seq.max()) - lo + 2) + (seq - lo)
