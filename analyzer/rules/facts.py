@@ -95,6 +95,8 @@ def error_failure(rank: int | None, exc_type: str, message: str, last_error: str
         kind = FailureKind.TIMEOUT  # it waited in the store for its group's root: a stall's echo, not its own failure
     elif kind is FailureKind.PEER and last.strip() and _link_failed(last.strip()):
         kind = FailureKind.NETWORK  # ncclRemoteError whose last error is the link's own failure
+    elif kind is FailureKind.TIMEOUT and connect_failed(last) and CONNECT_ABORTED_RE.search(last):
+        kind = FailureKind.NETWORK  # "connect ... failed : Software caused connection abort": no timeout, no stall
     elif _nccl_bug(last.strip() or text):
         kind = FailureKind.NCCL  # NCCL's own bug (its RAS thread, a net id it lost, NVLS resources it exhausted)
     return Failure(rank, kind, text[:500], t, order)
@@ -114,6 +116,8 @@ def _link_failed(last_error: str) -> bool:
     return entry is not None and entry.verdict == EntryVerdict.CRASH and entry.area in LINK_AREAS
 
 
+# the host's network stack aborted a connect (a firewall, a sidecar): its "abort" is no timeout
+CONNECT_ABORTED_RE = re.compile(r"(?i)Software caused connection abort")
 PG_RANK_RE = re.compile(r"\[PG [^\]]{0,80}?\bRank (\d{1,6})\]")
 
 

@@ -1,0 +1,47 @@
+"""Round six's cases (tests/data/classes6/c6a_*): the setting or the program's message a finding must name where the
+verdict was already right (a connect the local host aborted, RoCE queue pairs that time out with NCCL_IB_HCA set, NIC
+fusion's lost net id read by the ranks as NCCL's 'internal error')."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from class_cases import CaseSet
+from wild_cases import DATA
+
+from ncclscope.nccl.failures import classify
+from ncclscope.rules.exits import FailureKind
+from ncclscope.rules.facts import error_failure
+
+SET = CaseSet(DATA / "classes6")
+MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes6" / "EXPECTED.jsonl").read_text().splitlines()
+              if line.strip() and json.loads(line)["case"].startswith("c6a_"))
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_class_case(name):
+    SET.check(name)
+
+
+def test_aborted_connect_is_the_network_not_a_timeout():
+    msg = "NCCL error in: x.cpp:1, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5"
+    aborted = error_failure(0, "torch.distributed.DistBackendError", msg,
+                            "socketStartConnect: Connect to 10.1.0.2<4000> failed : Software caused connection abort",
+                            None, ("a", 1))
+    assert aborted is not None and aborted.kind is FailureKind.NETWORK
+    timed_out = error_failure(0, "torch.distributed.DistBackendError", "Watchdog caught collective operation timeout",
+                              None, None, ("a", 2))
+    assert timed_out is not None and timed_out.kind is FailureKind.TIMEOUT
+
+
+def test_entries_name_what_the_user_sees_and_sets():
+    def said(text: str) -> str:
+        k = classify(text)
+        assert k is not None
+        return f"{k.cause} {k.hint}"
+
+    assert "'internal error'" in said("graph/topo.h:234 Could not find NET with id 0")
+    assert "NCCL_IB_HCA" in said("Call to ibv_modify_qp failed with error Connection timed out")
+    assert "Software caused connection abort" in said(
+        "socketStartConnect: Connect to 10.1.0.2<4000> failed : Software caused connection abort")
+
