@@ -20,6 +20,7 @@ from . import (
     inputs,
     launch,
     nccl_warn,
+    p2p_first,
     slow_link,
     slow_transport,
     stacks,
@@ -42,6 +43,7 @@ DETECTORS: dict[str, Detector] = {
     "transport": transport.detect,
     "slow_link": slow_link.detect,
     "slow_transport": slow_transport.detect,  # a slower transport than the hardware offers
+    "p2p_first": p2p_first.detect,  # a first collective that never completed on one host: GPU peer-to-peer
     "hotspots": hotspots.detect,
     "inputs": inputs.detect,
     "nccl_warn": nccl_warn.detect,

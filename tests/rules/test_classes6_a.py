@@ -1,6 +1,7 @@
 """Round six's cases (tests/data/classes6/c6a_*): the setting or the program's message a finding must name where the
 verdict was already right (a connect the local host aborted, RoCE queue pairs that time out with NCCL_IB_HCA set, NIC
-fusion's lost net id read by the ranks as NCCL's 'internal error')."""
+fusion's lost net id read by the ranks as NCCL's 'internal error'), and a note naming the GPUs' peer-to-peer path
+(NCCL_P2P_LEVEL, ACS) where every rank of one host timed out in its first collective with no error."""
 from __future__ import annotations
 
 import json
@@ -44,4 +45,13 @@ def test_entries_name_what_the_user_sees_and_sets():
     assert "NCCL_IB_HCA" in said("Call to ibv_modify_qp failed with error Connection timed out")
     assert "Software caused connection abort" in said(
         "socketStartConnect: Connect to 10.1.0.2<4000> failed : Software caused connection abort")
+
+
+def test_first_collective_on_one_host_names_peer_to_peer_but_not_across_nodes():
+    def notes(name: str) -> list[str]:
+        return [f.message for f in SET.analysis(name).findings if "peer-to-peer path" in f.message]
+
+    assert notes("c6a_accelerate_2gpu_p2p_ipc_first_allreduce_timeout")
+    assert notes("c6a_torchrun_4gpu_first_broadcast_p2p_never_delivers")
+    assert not notes("c6a_torchrun_two_nodes_first_allreduce_timeout_no_p2p_note")
 
