@@ -211,7 +211,8 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
     culprits, note = _crash_culprits(run, cause)
     if not culprits and cause.first.kind in rules.cause.NO_CULPRIT and set(cause.ranks) <= set(crash[0].ranks if crash else ()):
         said = next((f.message for f in by[Verdict.CRASH] if f.kind is FindingKind.ERROR), None) or next(
-            (f"{f.text} (rank {f.rank} first; a failure of the network names no rank's code)" for f in cause.echoes
+            (f"{f.text} (rank {f.rank} first; {_NO_CULPRIT_WHY.get(f.kind, 'a failure of the network')} names no "
+             "rank's code)" for f in cause.echoes
              if f.kind is cause.first.kind and f.rank is not None and f.order[1] > 0 and not f.text.startswith("exit")),
             None)  # what failed, not who exited first
         headline = said or headline
@@ -219,6 +220,10 @@ def _by_cause(run: Run, by: dict[Verdict, list[Finding]], alert: dict[str, Any] 
         return Decision(Verdict.CRASH, culprits, stuck, f"{headline}{note}"[:500], Certainty.LIKELY.value,
                         "its lines stop while the others say a peer went away; its own end is not in the input")
     return Decision(Verdict.CRASH, culprits, stuck, f"{headline}{note}"[:500])
+
+
+_NO_CULPRIT_WHY = {rules.FailureKind.NCCL: "a failure inside NCCL or the process's own memory",
+                   rules.FailureKind.GPU: "a fault of the GPU"}
 
 
 def _crash_culprits(run: Run, cause: rules.Cause) -> tuple[tuple[int, ...], str]:

@@ -12,7 +12,7 @@ from ..model import Evidence, Job, Process, Setting
 from ..sources import records as R
 from ..sources.hook_jsonl import HookType
 from ..sources.lines import prefix_rank
-from ..sources.torch_log import NodeCount
+from ..sources.torch_log import SRUN_TASK_ENDED, NodeCount
 from .gather import Gathered
 from .launched import launched_world
 from .values import ProcKey, count_ranks, ev
@@ -264,6 +264,15 @@ def _version_lines(g: Gathered, nccl_version: str | None) -> dict[str, Evidence]
     return out
 
 
+def _short_host(host: str) -> str:
+    """A host's name without its domain (``gh-c411.cluster.edu`` -> ``gh-c411``): srun names a node short, torchrun's
+    failure table by its full name. An address stays whole."""
+    return host if IP_RE.fullmatch(host) else host.split(".", 1)[0]
+
+
+IP_RE = re.compile(r"[\d.]{7,15}|[0-9A-Fa-f:]{2,39}")
+
+
 def _nodes(g: Gathered, ranks: Ranks, hosts: list[str]) -> int | None:
     """Nodes as NCCL states them for the world communicator (``nNodes``, 2.7+): right when the files
     hold only some ranks; else as a launcher printed them (DeepSpeed's ``nnodes=``, torchrun's one node), or the hosts
@@ -272,6 +281,10 @@ def _nodes(g: Gathered, ranks: Ranks, hosts: list[str]) -> int | None:
     if stated:
         return max(stated)
     printed = [r.nnodes for r in g.torch_recs if isinstance(r, NodeCount) and 0 < r.nnodes <= MAX_RANKS]
-    # where no NCCL line names a host: the hosts torchrun's failure table names (``host : node-a``)
-    seen = len(hosts) or len({x.host for x in g.launcher if x.host and x.rank is not None})
+    # where no NCCL line names a host: the hosts torchrun's failure table or srun's task exits name (``host : node-a``,
+    # ``srun: error: node-a: task 1: ...``), with the nodes whose slurmstepd said the step was cancelled (``ON node-c``)
+    launched = {x.host for x in g.launcher if x.host and (x.rank is not None
+                                                          or (x.traceback or "").startswith(SRUN_TASK_ENDED))}
+    cancelled = {r.host for r in g.torch_recs if isinstance(r, R.JobCancelled) and r.host} if launched else set()
+    seen = len(hosts) or len({_short_host(h) for h in launched | cancelled})
     return max(printed + [seen]) or None  # a launcher's count, as one node's log shows one host of it

@@ -91,9 +91,9 @@ def lone_nccl_error(first: Failure, echoes: Iterable[Failure]) -> bool:
     knowledge base does not call the message a setup fault (kind config). One rank alone on the time line
     names none: its peers may have failed the same way out of sight. A known bug of NCCL's own (an entry of area
     nccl-bug: its RAS thread crashing, a net id its own graph search lost) names none either: the rank only hosted
-    it."""
-    if first.rank is None:
-        return False
+    it; so does glibc's abort on a corrupted heap (``explain_heap``)."""
+    if first.rank is None or first.text.startswith(HEAP_PREFIX):
+        return False  # (a corrupted heap: the rank only hosted the code that wrote past a block)
     others = [f for f in echoes if f.rank is not None and f.rank != first.rank]
     if not others or any(f.kind is FailureKind.NCCL for f in others):
         return False
@@ -293,6 +293,28 @@ def explain_mismatch(failures: Iterable[Failure]) -> list[Failure]:
                     f.order, f.code) if f.kind is FailureKind.ABORT and f.rank in text else f for f in out]
 
 
+HEAP_PREFIX = "heap corruption: "  # facts.error_failure's text of glibc's heap check (sources.torch_log.HeapWatch)
+
+
+def explain_heap(failures: Iterable[Failure]) -> list[Failure]:
+    """glibc's heap check (``free(): invalid next size``, ``double free or corruption``) and the SIGABRT that follows
+    it: that abort is the heap check's, a corrupted heap in the process (NCCL's or a library's own code writing past a
+    block), not an exception of the rank's code nor the watchdog's teardown; NCCL's kind, naming no rank
+    (``lone_nccl_error``). The check printed with no rank goes to the one rank that aborted (several or none: it
+    stays unranked)."""
+    fs = list(failures)
+    heap = [f for f in fs if f.text.startswith(HEAP_PREFIX)]
+    if not heap:
+        return fs
+    aborted = sorted({f.rank for f in fs if f.kind is FailureKind.ABORT and f.rank is not None})
+    texts = {f.rank: f.text for f in heap if f.rank is not None}
+    if any(f.rank is None for f in heap) and len(aborted) == 1:
+        texts.setdefault(aborted[0], next(f.text for f in heap if f.rank is None))
+        fs = [f for f in fs if not (f.rank is None and f.text.startswith(HEAP_PREFIX))]
+    return [Failure(f.rank, FailureKind.NCCL, f"{texts[f.rank]} ({f.text})"[:500], f.t, f.order, f.code)
+            if f.kind is FailureKind.ABORT and f.rank in texts else f for f in fs]
+
+
 def explain_aborts(failures: Iterable[Failure]) -> list[Failure]:
     """SIGABRT is PyTorch's watchdog tearing a rank down after its collective timed out (an echo)
     only when that rank timed out (or, its rank unknown, some rank did); without a timeout it is a C++
@@ -337,5 +359,6 @@ def explain_exits(failures: Iterable[Failure]) -> list[Failure]:
 
 
 def explain(failures: Iterable[Failure]) -> list[Failure]:
-    """What each end means, on the whole time line: ``explain_mismatch``, ``explain_aborts``, ``explain_exits``."""
-    return explain_exits(explain_aborts(explain_mismatch(failures)))
+    """What each end means, on the whole time line: ``explain_mismatch``, ``explain_heap``, ``explain_aborts``,
+    ``explain_exits``."""
+    return explain_exits(explain_aborts(explain_heap(explain_mismatch(failures))))

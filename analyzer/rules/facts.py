@@ -15,6 +15,7 @@ from ..model import EventKind, ExitRecord, Format, LogEvent, Origin, RecordSourc
 from ..nccl.failures import Area, EntryVerdict, classify
 from ..sources.lines import nccl_head
 from ..sources.records import GPU_FAULT_EVENT
+from ..sources.torch_log import HEAP_ABORT_TYPE
 from . import healthy
 from .cause import Failure, explain, vanished
 from .chain import returned_to_caller, warn_chains
@@ -89,6 +90,8 @@ def error_failure(rank: int | None, exc_type: str, message: str, last_error: str
     if rank is None and "ChildFailedError" in exc_type:
         return None  # torchrun's report of a child's failure: counted by the child
     text = f"{exc_type}: {message} {last_error or ''}".strip()
+    if exc_type == HEAP_ABORT_TYPE:  # glibc's heap check: the abort that follows is its end (cause.explain_heap)
+        return Failure(rank, FailureKind.NCCL if rank is not None else FailureKind.EXCEPTION, text[:500], t, order)
     kind = failure_kind(text)
     last = last_error or message.partition("Last error:")[2]  # one glued line holds it in the message
     if kind is FailureKind.EXCEPTION and unique_id_wait(text) is not None:

@@ -53,7 +53,8 @@ FLAG_RE = {
     "pp": re.compile(r"\s--(?:pipeline-parallel-size|pp-size|pp)[= ](?P<n>\d{1,7})\b"),
     "nnodes": re.compile(r"\s--nnodes[= ](?P<n>\d{1,7})\b"),
 }
-CONFIG_RE = {  # SGLang's ServerArgs(...), vLLM's "non-default args: {...}" and its engine config line
+CONFIG_RE = {  # SGLang's ServerArgs(...), vLLM's "non-default args: {...}" and its engine config line ("Initializing a
+    # V0 LLM engine (v0.7.2) with config: model=..., tensor_parallel_size=16, pipeline_parallel_size=1, ...")
     "tp": re.compile(r"(?:\btp_size=|'tensor_parallel_size': |\btensor_parallel_size=)(?P<n>\d{1,7})\b"),
     "pp": re.compile(r"(?:\bpp_size=|'pipeline_parallel_size': |\bpipeline_parallel_size=)(?P<n>\d{1,7})\b"),
     "nnodes": re.compile(r"(?:\bnnodes=|'nnodes': )(?P<n>\d{1,7})\b"),
@@ -113,7 +114,7 @@ def _world(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]:
     body = QUOTED_CMD_RE.sub(" ", body)  # a command a program's advice quotes (`... --tp 8`) is not the job's
     if SERVE_CMD_RE.search(body):
         found = {k: r.search(" " + body) for k, r in FLAG_RE.items()}
-    elif "ServerArgs(" in body or "non-default args:" in body:
+    elif "ServerArgs(" in body or "non-default args:" in body or ("LLM engine (" in body and "with config: " in body):
         found = {k: r.search(body) for k, r in CONFIG_RE.items()}
     else:
         return

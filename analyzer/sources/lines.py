@@ -245,6 +245,9 @@ LINE_START_RE = re.compile(
     r"\[?\d{4}-\d\d-\d\d[ T]|[^\s:\[\]<>(),=]{0,255}:\d{1,10}:\d{1,10} |\[(?:rank|default)\d+\]:|\[\d+,\d+\]<"
     r"|\[?[EWIF]\d{4} |\[[EWIF] [\w./-]+:\d+\]|Traceback \(|\s{1,40}File \"|\(\w[\w.:-]* (?:rank=\d+ )?pid=|frame #\d"
     r"|terminate called after throwing |\s{0,4}what\(\): |Exception raised from "  # the C++ runtime's abort
+    # glibc's heap check before its abort (sources.torch_log.HEAP_ABORT_RE)
+    r"|(?:free|malloc|realloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc)\(\): "
+    r"|double free or corruption|corrupted size vs\. prev_size|corrupted double-linked list"
     r"|(?:\[[\d,]{1,24}\](?:<std(?:out|err)>)?:? ?)?NCCL version \d"  # NCCL <= 2.21's bare version line, often
     # right after an 80-200 column NET line, alone or behind "[3] " / "[1,0]<stdout>:"
     r"|(?:[^\s:\[\]<>(),=]{1,255}:\d{1,10} )?NCCL DIAG "  # 2.31+'s diagnostics lines (DIAG_HEAD_RE)

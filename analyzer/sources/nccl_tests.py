@@ -28,7 +28,7 @@ from .records import (
     WorldSize,
 )
 from .launcher_log import launch_failure
-from .torch_log import TEST_FAILURE_RE, RankTagged, mpi_exit
+from .torch_log import TEST_FAILURE_RE, HeapWatch, RankTagged, mpi_exit
 
 ROW_RE = re.compile(  # no root before 2.x; no redop in the oldest tables of the gather/copy tests
     r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?:(?P<redop>[A-Za-z]\w*)\s+)?(?:(?P<root>-?\d+)\s+)?"
@@ -121,6 +121,7 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
     nranks: int | None = None
     said_world = False
     gdr_seen: set[tuple[str, int, str]] = set()
+    heaps = HeapWatch()
     for lineno, raw in lines:
         if raw[:1] in (" ", "\t") and MPI_TAG_RE.match(raw.lstrip()):  # mpirun's tagged lines indented as a whole
             raw = raw.lstrip()  # (a test runner's or CI job's log quoting the launcher's output)
@@ -135,6 +136,9 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
         if nranks_seen and not said_world and not RANK_DEV_RE.match(text):
             said_world = True  # the device block has ended: its lines are the ranks of the test
             yield WorldSize(file, lineno, text, None, None, None, None, nranks_seen)
+        if (heap := heaps.read(file, lineno, text, text, None)) is not None:
+            yield heap  # glibc's heap check before a process's abort, freed from NCCL (OpenMPI's report's frame)
+            continue
         if "noticed that process rank" in text and (ended := mpi_exit(text, file, lineno)) is not None:
             yield ended  # mpirun's "... noticed that process rank 37 with PID N on node H exited on signal 6"
             continue

@@ -460,6 +460,11 @@ class RasComm(Rec):
     launched_up_to: dict[int, int]  # rank -> max op count (text MISMATCH section)
     missing_ranks: list[int]
     nccl_version: str | None
+    nranks: int | None = None  # the communicator's size (the report's table, the JSON's "size")
+    # (operation, launched up to, how many ranks, the ranks the report lists) for each count the ranks differ on
+    groups: list[tuple[str, int, int, tuple[int, ...]]] = field(default_factory=list)
+    dead_ranks: list[int] = field(default_factory=list)  # its ranks in processes RAS considers dead
+    dead_processes: int = 0  # the job's processes RAS considers dead (unreachable), whichever communicator
 
 
 @dataclass(slots=True)
@@ -530,6 +535,7 @@ class JobCancelled(TorchRec):
 
     scope: str  # "JOB" | "STEP"
     reason: str | None
+    host: str | None = None  # the node whose slurmstepd printed it ("ON host"): a node of the job
 
 
 @dataclass(slots=True)

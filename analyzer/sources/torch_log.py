@@ -25,10 +25,12 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..nccl.failures import EntryKind, classify
+from .command_env import command_settings
 from .fr_trace_text import FrTraceText
 from .restarts import restart_record
 from .topo_rows import gpu_links
 from .lines import split_tool_prefixes, strip_tool_prefixes
+from .ray_workers import WorkerRanks
 from .tool_lines import ToolLines
 from .records import (
     C10dLine,
@@ -134,7 +136,7 @@ SIGNAL_REPORT_RE = re.compile(
 # Slurm's step daemon ending a job or a step from outside (time limit, scancel, preemption), glued behind a progress
 # bar at times: "slurmstepd: error: *** JOB 494583 ON node17 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***"
 SLURM_CANCEL_RE = re.compile(
-    r"\*\*\* (?P<scope>JOB|STEP) [\w.+]{1,40} ON \S{1,255} CANCELLED AT \S{1,40}(?: DUE TO (?P<why>[A-Z][A-Z_ ]{0,40}?))?"
+    r"\*\*\* (?P<scope>JOB|STEP) [\w.+]{1,40} ON (?P<host>\S{1,255}) CANCELLED AT \S{1,40}(?: DUE TO (?P<why>[A-Z][A-Z_ ]{0,40}?))?"
     r" ?\*\*\*"
 )
 # a rank's own print that its work ended; FINISH_WORDS gate the regex (one of them is in every line it matches)
@@ -206,11 +208,30 @@ NATIVE_FRAME_RE = re.compile(
 NCCL_FRAME_RE = re.compile(r"\bnccl[A-Z_]\w{0,80}|libnccl|(?:^|[/\s\"])(?:misc|transport|graph|device|plugin|ras)/\w{1,60}\.cc\b"
                            r"|(?:^|/)(?:init|enqueue|group|bootstrap|proxy|transport|channel|collectives)\.cc\b")
 NATIVE_SOURCE_RE = re.compile(r"\.(?:cc|cu|cpp|cxx|c|h|hpp)$")  # a frame of a native source (never Python's own)
+# glibc's malloc consistency checks, printed just before it aborts the process (SIGABRT): "free(): invalid next size
+# (fast)", "free(): invalid pointer", "double free or corruption (out)", "malloc(): corrupted top size",
+# "munmap_chunk(): invalid pointer", "corrupted size vs. prev_size", "malloc_consolidate(): invalid chunk size"
+HEAP_ABORT_RE = re.compile(r"(?:(?:free|malloc|realloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc|tcache_thread_shutdown)"
+                           r"\(\): (?:invalid|corrupted|double free|unaligned|memory corruption|unsorted double linked list)"
+                           r"|double free or corruption|corrupted size vs\. prev_size|corrupted double-linked list)"
+                           r"[\w .,()!-]{0,80}$")
+# Ray's prefix of a worker's line: "(RayTrainWorker pid=1874, ip=10.20.4.12) ", "(pid=88977) " (ip only off the
+# driver's node)
+RAY_PREFIX_RE = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.:-]{0,100}) )?pid=\d{1,10}(?:, ip=(?P<ip>[\w.:-]{1,64}))?\) ")
+MAX_RAY_NODES = 4096
+HEAP_ABORT_TYPE = "heap corruption"  # DistError.exc_type of a HEAP_ABORT_RE line followed by a frame inside NCCL
+HEAP_REPORT_LINES = 60  # a native report's frames follow the heap check within these many lines
 # a launcher command in the text and the processes it starts (sources.records.LaunchedTasks); LAUNCH_WORDS gate them
 ACCEL_DEFAULT_MACHINES = "`--num_machines` was set to a value of `"  # accelerate's note of a default it used
+# a wrapper's log of the command it runs as a Python argv list ("Launching: ['python3', '-m', 'torch.distributed.run',
+# '--nnodes', '1', ...]"): the launcher's name closes its quoted item (ARGV_LAUNCH_WORDS), the list read as its words
+ARGV_LAUNCHERS = ("srun", "mpirun", "mpiexec", "torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed")
+ARGV_LAUNCH_WORDS = tuple(f"{c}{q}, {q}" for c in ARGV_LAUNCHERS for q in ("'", '"'))
 LAUNCH_WORDS = ("srun ", "mpirun ", "mpiexec ", "prterun ", "torchrun ", "torch.distributed.run ",
                 "torch.distributed.launch ", "#SBATCH", "deepspeed ", "accelerate launch ",
-                ACCEL_DEFAULT_MACHINES)
+                ACCEL_DEFAULT_MACHINES) + ARGV_LAUNCH_WORDS
+ARGV_LIST_RE = re.compile(r"\[\s{0,4}(?:'[^'\n]{0,500}'|\"[^\"\n]{0,500}\")(?:,\s{0,4}(?:'[^'\n]{0,500}'|\"[^\"\n]{0,500}\")){1,200}\s{0,4}\]")
+ARGV_ITEM_RE = re.compile(r"'([^'\n]{0,500})'|\"([^\"\n]{0,500})\"")
 LAUNCH_CMD_RE = re.compile(r"(?:^|[\s;&|$+>])(?P<cmd>srun|mpirun|mpiexec|prterun|torchrun|torch\.distributed\.(?:run|launch)|"
                            r"#SBATCH|deepspeed|accelerate launch)\s(?P<args>)")
 TASKS_RE = re.compile(r"(?:^|\s)(?:-n ?|--ntasks[= ]|-np )(?P<n>\d{1,7})\b")
@@ -262,6 +283,7 @@ NCCL_CALL_FAILED_RE = re.compile(r"\bnccl[A-Z]\w{2,40}(?:\([^()]{0,300}\))? fail
 # exceptions of torch.distributed's store and sockets, read with or without a traceback above them
 DIST_EXC_TYPES = ("DistNetworkError", "DistStoreError", "DistError", "RendezvousTimeoutError",
                   "RendezvousConnectionError")
+SRUN_TASK_ENDED = "srun: task "  # LauncherExit.traceback of a SRUN_TASK_END_RE line: its host is a node of the job
 # srun's report of a task's end ("srun: error: node7: task 3: Exited with exit code 1", "... tasks 0-3: Terminated"):
 # the task number is a rank only when srun starts the ranks itself, so the record names none
 SRUN_TASK_END_RE = re.compile(r"srun: error: (?P<host>[^\s:]{1,255}): tasks? (?P<t>[\d,-]{1,40}): (?:Exited with exit code "
@@ -343,6 +365,33 @@ class RankTagged(TorchRec):
     whatever the line says (a warning, a traceback line, a print): that rank has output in the input."""
 
 
+@dataclass(slots=True)
+class HeapWatch:
+    """glibc's heap check (``HEAP_ABORT_RE``) and the native backtrace printed after it (OpenMPI's handler, UCX's,
+    gdb's): when a frame of that report is inside NCCL (``libnccl``), NCCL's own code freed the corrupted block, and the
+    check is the error of the process it aborts (``rules.cause.explain_heap``: no rank's code). A check with no NCCL
+    frame after it (no report, or frames of other libraries) gives nothing: the abort stays the rank's."""
+
+    pending: tuple[int, str, int | None] | None = None  # (line, the check's words, the rank its prefix named)
+
+    def read(self, file: str, lineno: int, text: str, body: str, rank: int | None) -> DistError | None:
+        if self.pending is not None:
+            if lineno - self.pending[0] > HEAP_REPORT_LINES:
+                self.pending = None
+            elif "libnccl" in body and (f := NATIVE_FRAME_RE.match(body)) is not None:
+                _, words, who = self.pending
+                self.pending = None
+                lib = (f.group("lib") or f.group("lib5") or f.group("file4") or f.group("file3") or "libnccl").rsplit("/", 1)[-1]
+                return DistError(file, lineno, text, who if who is not None else rank, None, None, None, HEAP_ABORT_TYPE,
+                                 f"glibc aborted the process on a corrupted heap ({words}), freed from NCCL's code "
+                                 f"({lib[:120]})", None, [])
+        if "(): " in body or "corrupt" in body:
+            h = HEAP_ABORT_RE.match(body.strip())
+            if h is not None:
+                self.pending = (lineno, h.group(0), rank)
+        return None
+
+
 @dataclass
 class _State:
     """What the stream remembers between lines."""
@@ -374,6 +423,9 @@ class _State:
     c10d_errors: dict[int | None, str] = field(default_factory=dict)  # c10d's own error line last read, by rank
     fr: FrTraceText = field(default_factory=FrTraceText)  # the Flight Recorder analyser's report block being read
     tools: ToolLines | None = None  # other tools' lines: MPI / UCX, the kernel, stack dumps (``tool_lines``)
+    ray_nodes: set[str] = field(default_factory=set)  # Ray workers' nodes by their prefix's ip ("": the driver's)
+    ray_ranks: WorkerRanks = field(default_factory=WorkerRanks)  # the rank each Ray worker stated
+    heap: HeapWatch = field(default_factory=HeapWatch)  # glibc's heap check awaiting a frame inside NCCL
 
 
 @dataclass
@@ -457,7 +509,8 @@ def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | N
     if "CANCELLED AT" in body:
         c = SLURM_CANCEL_RE.search(body)
         if c:
-            yield JobCancelled(st.file, lineno, text, None, None, None, None, c.group("scope"), c.group("why"))
+            yield JobCancelled(st.file, lineno, text, None, None, None, None, c.group("scope"), c.group("why"),
+                               c.group("host"))
             return True
     if "failed (exitcode:" in body:
         m = FAILED_RE.search(body)
@@ -491,7 +544,7 @@ def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | N
             code = int(te.group("code")) if te.group("code") else -SRUN_SIGNALS[te.group("sig")]
             if code != 0:
                 yield LauncherExit(st.file, lineno, text, None, None, code, None, te.group("host"), None,
-                                   f"srun: task {te.group('t')} ended ({te.group('sig') or f'exit code {code}'})", False)
+                                   f"{SRUN_TASK_ENDED}{te.group('t')} ended ({te.group('sig') or f'exit code {code}'})", False)
             return True
     if ("fault" in body or "error" in body or "Aborted" in body or "instruction" in body or "exception" in body) and (
             f := SHELL_FATAL_RE.match(body.strip())) is not None:
@@ -522,12 +575,20 @@ def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | N
 
 
 def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
+    if text[:1] == "(" and "pid=" in text[:160]:
+        yield from _ray_node(st, lineno, text)
     prefix_rank, task_label, body = split_tool_prefixes(text)
+    if prefix_rank is None and text[:1] == "(":
+        prefix_rank = st.ray_ranks.rank(text, body)  # a Ray worker's line: the rank it stated as it joined
     if prefix_rank is None and ("[rank" in body or "[default" in body):
         glued = GLUED_RANK_RE.search(body)  # another process's output glued in front of "[rank3]:"
         if glued:
             prefix_rank, body = int(glued.group(1)), body[glued.end():]
     if st.tools is not None and (yield from st.tools.read(lineno, text, body, prefix_rank)):
+        return
+    if (st.heap.pending is not None or "(): " in body or "corrupt" in body) and (
+            heap := st.heap.read(st.file, lineno, text, body, prefix_rank)) is not None:
+        yield heap  # glibc's heap check, freed from NCCL's code: the process's error
         return
     if st.native is not None or ".c" in body or "Segfault" in body or "***" in body or "received signal" in body:
         if _native(st, lineno, text, body, prefix_rank):
@@ -583,6 +644,22 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         st.tagged.add(prefix_rank)  # the first line a launcher tagged with this rank: the rank has output here
         if not said:  # (a record of the line itself already names it)
             yield RankTagged(st.file, lineno, text, prefix_rank, sev, ts_text, None)
+
+
+def _ray_node(st: _State, lineno: int, text: str) -> Iterator[Rec]:
+    """The nodes Ray's worker prefixes name: Ray writes a worker's ``ip=`` only when it runs on another node than the
+    driver's (``(RayTrainWorker pid=2231)`` the driver's node, ``(RayTrainWorker pid=1874, ip=10.0.0.12)`` another),
+    so the workers' nodes are their distinct ips and the driver's when a worker's prefix names none; a ``NodeCount``
+    each time one more is seen, from the second on (``model_build.ranks`` takes the largest). Only workers' prefixes (no actor name, or a
+    ``...Worker...`` one: Ray Train's, vLLM's): a trainer or controller actor holds no rank."""
+    m = RAY_PREFIX_RE.match(text)
+    if m is None or (m.group("actor") and "Worker" not in m.group("actor")):
+        return
+    node = m.group("ip") or ""
+    if node not in st.ray_nodes and len(st.ray_nodes) < MAX_RAY_NODES:
+        st.ray_nodes.add(node)
+        if len(st.ray_nodes) > 1:  # one node seen may be a cut log's: a count only once two are
+            yield NodeCount(st.file, lineno, text, None, None, None, None, len(st.ray_nodes))
 
 
 def _native(st: _State, lineno: int, text: str, body: str, rank: int | None) -> bool:
@@ -766,9 +843,12 @@ def _launched(st: _State, head: Head, body: str) -> Iterator[Rec]:
     the next): srun's and mpirun's task count (``-n``, ``--ntasks``, ``-np``, or ``-N`` x ``--ntasks-per-node``),
     torchrun's ``--nnodes`` x ``--nproc_per_node`` (one node when not given; an elastic range says nothing); an sbatch
     header's ``--ntasks`` / ``--nodes`` + ``--ntasks-per-node`` as its lines complete it."""
+    yield from command_settings(head[0], head[1], head[2], body)  # the environment it sets for the job
     if ACCEL_DEFAULT_MACHINES in body and (d := ACCEL_MACHINES_RE.search(body)) is not None and d.group("d"):
         yield NodeCount(head[0], head[1], head[2], None, None, None, None, int(d.group("d")))
         return
+    if any(w in body for w in ARGV_LAUNCH_WORDS):
+        body = argv_words(body)
     found = list(LAUNCH_CMD_RE.finditer(body[:2000]))
     outer = any(not m.group("cmd").startswith(("torch", "deepspeed")) for m in found)  # srun / mpirun around it
     for i, m in enumerate(found):
@@ -777,6 +857,12 @@ def _launched(st: _State, head: Head, body: str) -> Iterator[Rec]:
         yield from _launch_count(st, head, m.group("cmd"), args)
         if m.group("cmd").startswith("torch") and not outer and _one_node(" " + args):
             yield NodeCount(head[0], head[1], head[2], None, None, None, None, 1)
+
+
+def argv_words(text: str) -> str:
+    """``text`` with each Python argv list in it (``['torchrun', '--nnodes', '2']``) written as the command line it
+    runs (`` torchrun --nnodes 2 ``), so that a launcher's arguments read the same either way."""
+    return ARGV_LIST_RE.sub(lambda m: " " + " ".join(a or b for a, b in ARGV_ITEM_RE.findall(m.group(0))) + " ", text)
 
 
 def _one_node(args: str) -> bool:
