@@ -21,6 +21,7 @@ from ..rules.config import config_mistake
 from ..rules.environment import environment_mismatch, plugin_of
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, process_of
+from ..rules.init_address import ADDR_FLAG_RE, disagreeing
 from ..sources.records import LAUNCH_FAILURE_EVENT
 from .catalogue import KnownError, classify
 from ..nccl.failures import EntryKind, EntryVerdict
@@ -65,6 +66,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _loopback_closed_in_one_process(run)
     if not findings:
         findings += _ib_protection_on_every_node(run)
+    if not findings:
+        findings += _init_addresses_differ(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -435,6 +438,30 @@ def _ib_protection_on_every_node(run: Run) -> list[Finding]:
              "is loaded; NCCL_NET_GDR_LEVEL=LOC (GDR off) confirms it, slower. " + k.hint,
         [e.evidence for e in warns], "the same protection error from every node of the job",
         {"entry": k.id, "area": k.area, "count": len(warns), "hosts": sorted(hosts)[:64]})]
+
+
+def _init_addresses_differ(run: Run) -> list[Finding]:
+    """The nodes' launch commands of one multi-node job name different rendezvous addresses (``rules.init_address``),
+    and no communicator finished its init nor a collective ran: each node waits for a group at its own address. A
+    setting of the launch, no culprit rank; likely (the lines show the commands, not where each waited)."""
+    if any(c.init_complete for c in run.communicators) or len(run.collectives):
+        return []
+    lines = {(e.evidence.file, e.evidence.line): e.evidence.text for e in run.events
+             if e.evidence is not None and "--n" in e.evidence.text}  # --nnodes / --num_machines: a launch command
+    named = disagreeing((file, text) for (file, _), text in sorted(lines.items()))
+    if not named:
+        return []
+    said = "; ".join(f"{f}: {h}{':' + p if p else ''}" for f, (h, p) in sorted(named.items())[:4])
+    ev = [next((e.evidence for e in run.events if e.evidence is not None and e.evidence.file == f
+                and ADDR_FLAG_RE.search(e.evidence.text)), None) for f in sorted(named)]
+    return [_setup_fault(
+        f"the nodes of one job were launched with different init (rendezvous) addresses ({said}): every node must "
+        "name the address of the node with rank 0; each waits for a group at its own address that the others never "
+        "join",
+        "Give every node the same init address and port: node rank 0's IP (--master_addr / --rdzv_endpoint, "
+        "SGLang's --dist-init-addr / --nccl-init-addr, --init_method tcp://, MASTER_ADDR), reachable from the others.",
+        ev, "the nodes' own launch commands name different addresses",
+        {"value": ", ".join(f"{h}:{p}" if p else h for _, (h, p) in sorted(named.items())[:16])})]
 
 
 def _entry(text: str) -> str | None:

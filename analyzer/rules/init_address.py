@@ -1,0 +1,53 @@
+"""The rendezvous address each node's launch command names, and whether the nodes of one job disagree on it.
+
+Every node of a multi-node job must name the same init address: the host (and port) of the node with rank 0
+(``torchrun --master_addr / --rdzv_endpoint``, ``python -m torch.distributed.launch --master_addr``, SGLang's
+``--nccl-init-addr`` / ``--dist-init-addr``, ``--init_method tcp://``, ``MASTER_ADDR=`` before the command). A node
+started with its own address waits for a group that never forms there, and so do the others. Only literal IPv4
+addresses are compared (a host name and an address may name one host); one file, one node's launch."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+ADDR_FLAG_RE = re.compile(
+    r"(?:--(?:nccl-init(?:-addr)?|dist-init-addr|master[_-]addr|rdzv[_-]endpoint|init[_-]method)(?:=| +)|"
+    r"\bMASTER_ADDR=)['\"]?(?:tcp://)?(?P<host>\d{1,3}(?:\.\d{1,3}){3})(?::(?P<port>\d{1,5}))?")
+PORT_FLAG_RE = re.compile(r"(?:--master[_-]port(?:=| +)|\bMASTER_PORT=)['\"]?(?P<port>\d{1,5})")
+NODES_FLAG_RE = re.compile(r"--(?:nnodes|num[_-]machines)(?:=| +)['\"]?(?P<n>\d{1,5})")
+
+
+def launch_address(line: str) -> tuple[str, str | None] | None:
+    """(host, port) a launch command line names as the rendezvous, or None where it names no literal address."""
+    m = ADDR_FLAG_RE.search(line)
+    if m is None:
+        return None
+    port = m.group("port")
+    if port is None and (p := PORT_FLAG_RE.search(line)) is not None:
+        port = p.group("port")
+    return m.group("host"), port
+
+
+def multi_node(line: str) -> bool:
+    """The command asks for more than one node."""
+    m = NODES_FLAG_RE.search(line)
+    return m is not None and int(m.group("n")) > 1
+
+
+def disagreeing(lines: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str | None]]:
+    """``lines``: (file, text) of launch command lines. file -> the address its launch names, where the files' multi-node
+    launches name more than one address (each file naming one); else empty. Two files that name one host with no port
+    in one of them do not disagree."""
+    by_file: dict[str, set[tuple[str, str | None]]] = {}
+    for file, text in lines:
+        a = launch_address(text)
+        if a is not None and multi_node(text):
+            by_file.setdefault(file, set()).add(a)
+    one = {f: next(iter(s)) for f, s in by_file.items() if len(s) == 1}
+    if len(one) < 2:
+        return {}
+    hosts = {h for h, _ in one.values()}
+    ports = {p for _, p in one.values()}
+    if len(hosts) > 1 or (None not in ports and len(ports) > 1):
+        return one
+    return {}
