@@ -21,6 +21,7 @@ from . import (
     launch,
     nccl_warn,
     p2p_first,
+    pinned,
     slow_link,
     slow_transport,
     stacks,
@@ -39,6 +40,7 @@ DETECTORS: dict[str, Detector] = {
     "launch": launch.detect,  # before crash: a command that never started is said as such, not as a crash
     "crash": crash.detect,
     "config": config.detect,
+    "pinned": pinned.detect,  # a setting the job pinned that its own lines show wrong (an empty GID index, SHM off)
     "straggler": straggler.detect,
     "transport": transport.detect,
     "slow_link": slow_link.detect,

@@ -16,7 +16,9 @@ NOT_P2P = ("NET", "SHM")  # transports that say the ranks did not use P2P betwee
 
 HINT = ("Run once with NCCL_P2P_LEVEL=NVL (P2P over NVLink only) or NCCL_P2P_DISABLE=1: if the job then runs, "
         "the GPUs' PCIe peer-to-peer path is broken on this host: turn ACS off on the PCIe switches (setpci) or "
-        "the IOMMU / VT-d (iommu=pt or off), or keep the setting in a VM; CUDA's p2pBandwidthLatencyTest shows it.")
+        "the IOMMU / VT-d (iommu=pt or off), or keep the setting in a VM; CUDA's p2pBandwidthLatencyTest shows it. "
+        "If it began after an NVIDIA driver update, the driver release is the suspect (some releases broke P2P "
+        "between local GPUs): go back to the previous driver or on to a fixed one.")
 
 
 def _one_host(run: Run, ranks: set[int]) -> bool:

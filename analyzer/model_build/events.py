@@ -79,6 +79,15 @@ def _nccl_event(rec: R.Rec, rank: int | None) -> LogEvent | None:
     return None
 
 
+def completed_before(seq: int | None, completed: int | None) -> int | None:
+    """The last completed work of a watchdog's failure line at the timed-out work ``seq``: torch's count of completed
+    work starts at -1 (``last completed NCCL work: -1``) while the work it numbers starts at 1, and the watchdog times
+    out the oldest work not yet completed, so nothing before ``seq`` was pending: ``seq - 1`` (0, none, at the first)."""
+    if completed == -1 and seq is not None and seq >= 1:
+        return seq - 1
+    return completed
+
+
 def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
     kind: EventKind | None = None
     data: dict[str, Any] = {}
@@ -92,7 +101,8 @@ def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
         kind, data = EventKind.WATCHDOG_FAILURE, {"seq": rec.seq, "pg": rec.pg}
         if rec.rank is not None:
             pg_status.append(PgStatus(rec.rank, rec.pg or "0", rec.last_enqueued, rec.last_started,
-                                      rec.last_completed, RecordSource.WATCHDOG, None, ev(rec)))
+                                      completed_before(rec.seq, rec.last_completed), RecordSource.WATCHDOG, None,
+                                      ev(rec)))
     elif isinstance(rec, R.DumpSignal):
         kind, data = EventKind.DUMP_SIGNAL, {"from_rank": rec.from_rank, "pg": rec.pg}
         if rec.rank is not None:

@@ -38,3 +38,34 @@ def test_config_struct_rejected_is_a_setup_error():
                  "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER"):
         k = classify(text)
         assert k is not None and k.verdict == EntryVerdict.CONFIG_ERROR
+
+
+def test_an_empty_local_gid_is_a_pinned_index_and_a_real_one_is_not():
+    from ncclscope.detectors.pinned import empty_gid
+
+    base = ("Call to ibv_modify_qp failed with 61 No data available, on dev mlx5_1:1, curr state INIT, next state RTR, "
+            "local GID index 3, local GID {}, remote GID ::ffff:10.0.0.2")
+    assert empty_gid(base.format("::")) == ("3", "mlx5_1:1")
+    assert empty_gid(base.format("::ffff:10.0.0.1")) is None
+    assert empty_gid("Call to ibv_modify_qp failed with error Connection timed out") is None
+
+
+def test_a_command_line_sets_the_jobs_environment_but_advice_does_not():
+    from ncclscope.sources.command_env import command_settings
+
+    def got(line: str) -> dict[str, str]:
+        return {e.name: e.value for e in command_settings("f", 1, line, line)}
+
+    assert got("$ NCCL_SHM_DISABLE=1 CUDA_LAUNCH_BLOCKING=1 torchrun --nproc_per_node=2 a.py") == {
+        "NCCL_SHM_DISABLE": "1", "CUDA_LAUNCH_BLOCKING": "1"}
+    assert got("mpirun -np 2 -x NCCL_IB_HCA=mlx5_0 -x LD_LIBRARY_PATH ./all_reduce_perf") == {"NCCL_IB_HCA": "mlx5_0"}
+    assert got("hint: rerun with NCCL_P2P_DISABLE=1 to check") == {}
+
+
+def test_the_first_work_timed_out_with_none_completed_is_work_one():
+    from ncclscope.model_build.events import completed_before
+
+    assert completed_before(1, -1) == 0
+    assert completed_before(6118, 6117) == 6117
+    assert completed_before(None, -1) == -1
+
