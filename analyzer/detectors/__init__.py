@@ -21,6 +21,7 @@ from . import (
     launch,
     nccl_warn,
     p2p_first,
+    ras,
     pinned,
     slow_link,
     slow_transport,
@@ -37,6 +38,7 @@ DETECTORS: dict[str, Detector] = {
     "hang": hang.detect,
     "stacks": stacks.detect,  # the ranks' stack dumps and their own prints of who waits
     "framework": framework.detect,  # vLLM's, SGLang's, JAX's own stall reports and batch dumps
+    "ras": ras.detect,  # NCCL's RAS report: ranks' launched-operation counts that differ, processes it considers dead
     "launch": launch.detect,  # before crash: a command that never started is said as such, not as a crash
     "crash": crash.detect,
     "config": config.detect,

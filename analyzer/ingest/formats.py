@@ -23,7 +23,10 @@ from ..sources.inspector import (
     parse_inspector_prom,
 )
 from ..sources.nccl_tests import parse_nccl_tests_json, parse_nccl_tests_lines
-from ..sources.ras import looks_like_ras_json, parse_ras_job, parse_ras_json, parse_ras_replies, parse_ras_text
+from ..sources.ras import (
+    looks_like_ras_json, parse_ras_job, parse_ras_json, parse_ras_replies, parse_ras_text, parse_ras_version,
+    ras_json_version,
+)
 from ..sources.records import FileEnd, Rec
 from ..sources.topo_xml import parse_topo_xml
 from .assemble import parse_log
@@ -175,7 +178,7 @@ def _read_json(p: Parsed, path: Path, head: bytes) -> None:
     data = read_bounded(path)
     obj = json.loads(data)
     if looks_like_ras_json(obj):
-        p.fmt, p.records = Format.RAS, list(parse_ras_json(obj, name))
+        p.fmt, p.records = Format.RAS, [*parse_ras_json(obj, name), *ras_json_version(obj, name)]
     elif isinstance(obj, dict) and "results" in obj and isinstance(obj["results"], list):
         p.fmt, p.records = Format.NCCL_TESTS, list(parse_nccl_tests_json(obj, name))
     elif isinstance(obj, dict) and obj.get("tool") == "ncclscope perf":
@@ -214,6 +217,8 @@ def _read_ras(p: Parsed, path: Path, head: bytes) -> None:
     if any(e in head for e in LOG_EVIDENCE):  # the report pasted before the ranks' own log lines
         recs, p.end = parse_log(path, p.file)
         p.records += recs
+    else:  # the report alone: its version line is the job's NCCL (the log reader reads it where it runs)
+        p.records += parse_ras_version(text, p.file)
 
 
 def _read_nccl_tests(p: Parsed, path: Path, head: bytes) -> None:

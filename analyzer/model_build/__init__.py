@@ -22,6 +22,7 @@ from .fr_job import build_fr_job
 from .gather import gather
 from .inspector_rows import inspector_problems
 from .ranks import assign_ranks, build_job, drop_implausible
+from .ras_comms import ras_communicators
 from .runs import earlier_runs, split_runs
 from .shown import tuning_choices
 
@@ -49,6 +50,7 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
     problems += ranks.problems
     ident = identities(g.comms, ranks.proc_rank)
     communicators = build_communicators(g.comms, ident, ranks.proc_rank)
+    communicators += ras_communicators(g.ras, communicators)  # those only NCCL's RAS report names
     coll = build_collectives(g, ranks.proc_rank, ident, release)
     events = build_events(g, ranks.proc_rank, coll.pg_status) + earlier_runs(earlier)
     exits = build_exits(g, ranks.proc_rank)
@@ -62,7 +64,9 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
 
 def _ras_dict(r: R.RasComm) -> dict[str, object]:
     return {"comm": r.comm_hash, "errors": r.errors, "counts": r.counts, "launched": r.launched_up_to,
-            "missing": r.missing_ranks, "file": r.file, "line": r.line, "text": r.text}
+            "missing": r.missing_ranks, "file": r.file, "line": r.line, "text": r.text, "nranks": r.nranks,
+            "status": r.status, "groups": [list(g) for g in r.groups], "dead_ranks": r.dead_ranks,
+            "dead_processes": r.dead_processes}
 
 
 def _tests_dict(t: R.NcclTestsRow) -> dict[str, object]:
