@@ -2,7 +2,8 @@
 
 Inputs: ``framework_stall`` events (vLLM's engine waiting on its workers' shared-memory broadcast, SGLang's scheduler
 watchdog, a harness's "no progress for N s", a program's word that one process does not enter the collective its peers
-entered) and ``framework_batch`` events (SGLang's dump of each rank's current batch at its watchdog timeout).
+entered, a native backtrace of a thread parked inside NCCL: ``sources.native_stack``), ``framework_batch`` events
+(SGLang's dump of each rank's current batch at its watchdog timeout) and each file's end (``file_end``).
 
 - The tensor-parallel ranks of one scheduler group holding different batches when the watchdog fired: they diverged
   (each decided its batch on its own: sampling, speculative decoding, a request seen by some only) and then called
@@ -13,9 +14,13 @@ entered) and ``framework_batch`` events (SGLang's dump of each rank's current ba
 - Else a stall report, with no failure before it and a job that did not end well: a hang. Its culprits are the
   processes a line names as not entering the collective; otherwise none (the report says the job stopped, not who
   stopped it). Likely for a framework's own timeout, possible for vLLM's wait (it also prints it during a long
-  compilation), unless it repeats for ``SURE_S`` seconds or more.
+  compilation), unless it repeats for ``SURE_S`` seconds or more. Likely for a backtrace parked inside NCCL.
+- Else a log that ends at a serving framework's GPU peer-to-peer check of its start-up (vLLM's and SGLang's custom
+  all-reduce: "generating / reading GPU P2P access cache"), nothing after it: a possible hang, no culprit.
 """
 from __future__ import annotations
+
+import re
 
 from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.facts import failures_of_run
@@ -29,11 +34,43 @@ SAID = {"shm_broadcast_wait": "vLLM's engine found no free shared-memory broadca
         "its requests (they wait in a collective or another step)",
         "scheduler_watchdog": "SGLang's scheduler watchdog fired: a forward step did not finish",
         "no_progress": "the harness saw no progress and stopped the job",
-        "not_entering": "a process did not enter the collective its peers entered"}
+        "not_entering": "a process did not enter the collective its peers entered",
+        "native_teardown": "a native backtrace (gdb, lldb, py-spy --native) shows a thread parked in NCCL's "
+                           "communicator teardown (abort or destroy), which never returned",
+        "native_init": "a native backtrace shows a thread parked in NCCL's communicator init, waiting for its peers",
+        "native_collective": "a native backtrace shows a thread parked waiting for a collective of NCCL's to finish",
+        "native_connect": "a native backtrace shows a thread parked in NCCL's connection set-up of a collective"}
+HINT_ALL_JOINED_NATIVE = ("A rank waits for a collective that does not finish: take every rank's backtrace (py-spy dump "
+                          "--native --pid): a rank outside the collective is the one to look at; if all are inside it, "
+                          "the stall is NCCL's or the path's (NCCL_DEBUG=INFO, the WARN lines, nccl-tests on the same GPUs).")
+HINTS = {
+    "native_teardown": "A communicator abort or destroy that never returns: the process cannot exit. Take the other "
+                       "ranks' backtraces too (gdb -p / py-spy dump --native): a rank still inside a collective keeps "
+                       "the teardown waiting; otherwise it is NCCL's own (its release notes list abort and destroy "
+                       "hangs fixed by later releases): try a newer NCCL, and NCCL_DEBUG=INFO shows where it stops.",
+    "native_init": "Init waits for every rank of the communicator: check that all ranks start and reach init, "
+                   "MASTER_ADDR / MASTER_PORT and NCCL_SOCKET_IFNAME, and firewalls between hosts.",
+    "native_collective": HINT_ALL_JOINED_NATIVE,
+    "native_connect": "The first collective sets up its connections: check the links between the ranks (NCCL_P2P_LEVEL "
+                      "/ NCCL_P2P_DISABLE=1 to test GPU peer-to-peer, NCCL_SHM_DISABLE, NCCL_IB_* across nodes) and run "
+                      "nccl-tests on the same GPUs.",
+}
+HINT_STALL = ("Dump the ranks' stacks while it hangs (py-spy dump --pid for every worker) to see which collective "
+              "each rank waits in and which rank never came; set NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE for "
+              "PyTorch's Flight Recorder) to see the stuck collective.")
+
+
+# the GPU peer-to-peer check of vLLM's and SGLang's custom all-reduce at start-up (``custom_all_reduce_utils.
+# gpu_p2p_access_check``): one process tests every pair of GPUs in subprocesses and writes the cache ("generating GPU P2P
+# access cache in <path>"), the others wait for it in a barrier, then each reads it ("reading GPU P2P access cache from
+# <path>") and the custom all-reduce exchanges its buffers between the GPUs
+P2P_CHECK_RE = re.compile(r"\b(?:generating|reading) GPU P2P access cache (?:in|from) ")
+WENT_ON = (EventKind.PROGRESS, EventKind.RANK_FINISHED, EventKind.PROGRAM_EXIT, EventKind.LAUNCHER_SUCCEEDED,
+           EventKind.DIST_ERROR, EventKind.NCCL_WARN, EventKind.WATCHDOG_TIMEOUT)
 
 
 def detect(run: Run) -> list[Finding]:
-    return _xla_errors(run) + _stalls(run)
+    return _xla_errors(run) + (_stalls(run) or _setup_end(run))
 
 
 def _xla_errors(run: Run) -> list[Finding]:
@@ -80,13 +117,11 @@ def _hang(stalls: list[LogEvent]) -> Finding:
     return Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL, verdict=Verdict.HANG, ranks=tuple(culprits),
         message=f"the job stopped making progress: {SAID.get(what, what)}{seconds}{who}"[:500],
-        hint="Dump the ranks' stacks while it hangs (py-spy dump --pid for every worker) to see which collective "
-             "each rank waits in and which rank never came; set NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE for "
-             "PyTorch's Flight Recorder) to see the stuck collective.",
-        evidence=tuple(e.evidence for e in (stalls[0], *stalls[-1:]))[:2],
+        hint=HINTS.get(what, HINT_STALL), evidence=tuple(e.evidence for e in (stalls[0], *stalls[-1:]))[:2],
         data={"culprits": culprits,
               "certainty": {"level": "likely" if sure else "possible",
-                            "why": "the framework's own report that the job stopped" if sure else
+                            "why": ("a backtrace of the stuck process, taken while it hung" if what.startswith("native_")
+                                    else "the framework's own report that the job stopped") if sure else
                             "the framework's wait, which a long compilation also shows"}})
 
 
@@ -112,3 +147,30 @@ def _batches(run: Run) -> Finding | None:
             data={"culprits": [], "sides": [{"ranks": [r], "batch": list(s[1])} for r, s in sorted(sigs.items())],
                   "certainty": {"level": "likely", "why": "the ranks' own dumps of their batch at the timeout"}})
     return None
+
+
+def _setup_end(run: Run) -> list[Finding]:
+    """An input whose log ends at a serving framework's GPU peer-to-peer check of its start-up (``P2P_CHECK_RE``), with
+    nothing after it: no line of the server coming up, no progress, no error, no exit, not ncclscope's own run. The
+    check runs after NCCL's init and before the model serves; a log that stops there is a start-up that never came up:
+    a possible hang in the P2P test or in the first exchanges between the GPUs. No rank is named."""
+    if run.job.exit_code is not None or run.exits or run.from_ncclscope() or failures_of_run(run):
+        return []
+    if any(e.kind in WENT_ON for e in run.events):
+        return []
+    ends = [e for e in run.events if e.kind == EventKind.FILE_END and P2P_CHECK_RE.search(e.evidence.text)]
+    if not ends:
+        return []
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL, verdict=Verdict.HANG,
+        message="the log ends at the start-up's GPU peer-to-peer (P2P) check of the custom all-reduce (it runs once the "
+                "communicators are built), with nothing after it: the server never came up; a possible hang in the P2P "
+                "test or the first exchanges between the GPUs (no rank can be named from this text)",
+        hint="GPU peer-to-peer that does not deliver (ACS on a PCIe switch, an IOMMU / VT-d, a board or driver without "
+             "P2P between these GPUs) hangs this check and the first collectives: start once with NCCL_P2P_LEVEL=NVL "
+             "(P2P over NVLink only) or NCCL_P2P_DISABLE=1 and the framework's --disable-custom-all-reduce; CUDA's "
+             "p2pBandwidthLatencyTest and nvidia-smi topo -m show the path between the GPUs.",
+        evidence=tuple(e.evidence for e in ends[:2]),
+        data={"culprits": [], "class": "startup_p2p_check",
+              "certainty": {"level": "possible", "why": "the log stops at the start-up's P2P check, with no line of the "
+                            "server coming up, no error and no exit after it"}})]

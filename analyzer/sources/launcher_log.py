@@ -8,12 +8,24 @@ cannot share memory between the processes of a host (``[1718200311.44] [node07:4
 open(file_name=/proc/40219/fd/31 ...) failed``, ``tl_shm_team.c:617 TL_SHM ERROR Child failed to attach to shmseg``,
 Open MPI's ``pml_ucx.c:419 Error: ucp_ep_create(proc=5) failed: Shared memory error``). Each such line is one record;
 the knowledge base (``nccl/failures.toml``, areas launcher and container) says what it means.
+
+Two launchers' words about how the job ended (``launcher_end``):
+
+- DeepSpeed's launcher (``deepspeed/launcher/launch.py``, ``sigkill_handler``): when one of its local processes ends
+  with a non-zero code it kills the others (``Killing subprocess 4711``) and prints ``[ERROR] [launch.py:N:
+  sigkill_handler] ['python', '-u', 'train.py', '--local_rank=7', ...] exits with return code = -9``. The code is
+  the first failed process's; the command it prints is the last one it built (its highest local rank), not that
+  process's, so no rank is read from it. Only a signal's code (negative: -9 SIGKILL, -11 SIGSEGV) is taken
+  (``LauncherExit``, rank unknown): a code of 1 is the process's own error exit and -6 (SIGABRT) PyTorch's watchdog
+  aborting it after a timeout, which the ranks' own lines tell.
+- pdsh's own Ctrl-C (``pdsh@host: interrupt (one more within 1 sec to abort)``, the prompt DeepSpeed's multi-node
+  runner leaves on the console when the user interrupts it): the user stopped the job (``LauncherStopped``, SIGINT).
 """
 from __future__ import annotations
 
 import re
 
-from .records import LaunchFailure, LaunchTool
+from .records import LauncherExit, LauncherStopped, LaunchFailure, LaunchTool, Rec
 
 SSH_RE = re.compile(r"\bssh: (?:connect to host (?P<host>\S{1,255}) port \d{1,5}: |Could not resolve hostname "
                     r"(?P<host2>[^\s:]{1,255}): )")
@@ -46,3 +58,29 @@ def launch_failure(body: str, file: str, lineno: int, text: str, rank: int | Non
     if tool is None:
         return None
     return LaunchFailure(file, lineno, text, rank, None, None, None, tool, host, pid, body.strip()[:500])
+
+
+DS_EXIT_RE = re.compile(r"\bexits with return code = (?P<code>-\d{1,3})\s*$")
+DS_HANDLER = ":sigkill_handler] "  # in the logger's head, which the line's reader strips off the body
+PDSH_INTERRUPT_RE = re.compile(r"^pdsh@[\w.-]{1,255}: interrupt \(one more within \d{1,3} sec to abort\)")
+END_GATE = ("exits with return code = -", "pdsh@")
+ABORT = 6
+SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
+           15: "SIGTERM"}
+
+
+def launcher_end(body: str, file: str, lineno: int, text: str) -> Rec | None:
+    """DeepSpeed's launcher's report of a process killed by a signal, or pdsh's word of the user's interrupt (module
+    docstring); None for any other line."""
+    if not any(w in body for w in END_GATE):
+        return None
+    if DS_HANDLER in text and (d := DS_EXIT_RE.search(body)) is not None:
+        code = int(d.group("code"))
+        if code == -ABORT:
+            return None  # SIGABRT: PyTorch's watchdog aborting the process after a timeout, an echo the ranks' lines tell
+        name = SIGNALS.get(-code, f"signal {-code}")
+        return LauncherExit(file, lineno, text, None, None, code, None, None, None,
+                            f"Signal {-code} ({name}): DeepSpeed's launcher's return code {code}", False)
+    if PDSH_INTERRUPT_RE.search(body.lstrip("^C")) is not None:
+        return LauncherStopped(file, lineno, text, None, None, None, None, "SIGINT")
+    return None

@@ -4,7 +4,8 @@ Two shapes, as users paste them next to a hung job's log:
 
 - py-spy (``py-spy dump --pid 4711``): ``Process 4711: python train.py``, ``Python v3.10.12 (...)``, then per thread
   ``Thread 4711 (idle): "MainThread"`` and its frames, innermost first, ``    all_reduce (torch/distributed/
-  distributed_c10d.py:2050)``.
+  distributed_c10d.py:2050)``; with ``--native`` its C/C++ frames too (``    ncclCommAbort (libnccl.so.2)``), which the
+  dump keeps going over (``native_stack`` reads them) and leaves out of the Python frames.
 - faulthandler (``faulthandler.dump_traceback``, ``faulthandler.register(signal.SIGUSR1)``, a watchdog's dump):
   ``Thread 0x00007f3a1c9ff700 (most recent call first):`` (``Current thread 0x... ...`` for the dumping one) and
   ``  File "train.py", line 88 in train_step`` frames, innermost first.
@@ -20,6 +21,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from .native_stack import PYSPY_NATIVE_RE
 from .records import StackSnapshot
 
 PROCESS_RE = re.compile(r"^Process (?P<pid>\d{1,10}): \S")
@@ -105,6 +107,8 @@ class StackReader:
             return True, out
         if not stripped.strip() or PYTHON_LINE_RE.match(stripped) or (f is not None and not dump.threads):
             return True, out  # a blank line or py-spy's interpreter line inside a dump
+        if dump.threads and PYSPY_NATIVE_RE.match(stripped):
+            return True, out  # a native frame of ``py-spy dump --native`` (``sources.native_stack`` reads those)
         out += self._close(rank)
         self._hint(rank, lineno, stripped)  # the line after a dump may head the next one
         return False, out

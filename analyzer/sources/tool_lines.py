@@ -1,8 +1,10 @@
 """Other tools' lines in a job's console, read beside PyTorch's (``torch_log`` asks ``ToolLines.read`` first):
 
-- the MPI runtime, ssh under it, UCX and UCC (``launcher_log``);
+- the MPI runtime, ssh under it, UCX and UCC; DeepSpeed's report of a process killed by a signal and pdsh's
+  word of the user's interrupt (``launcher_log``);
 - the NVIDIA driver's kernel lines about a GPU (``kernel_log``);
-- py-spy and faulthandler stack dumps (``stack_dump``);
+- py-spy and faulthandler stack dumps (``stack_dump``); gdb's, lldb's and py-spy's native frames of a thread parked
+  inside NCCL (``native_stack``);
 - serving and JAX frameworks' own words: their stall reports, a rank's batch at a timeout, the world a serving command
   states, XLA's NCCL failures (``framework_lines``);
 - the program's own prints that a rank waits (``ProgressWait``): ``rank 2 waiting for barrier``, ``[rank1] waiting on
@@ -16,7 +18,8 @@ from collections.abc import Generator, Iterator
 
 from .framework_lines import framework_line
 from .kernel_log import gpu_fault, named_gpu
-from .launcher_log import launch_failure
+from .launcher_log import launch_failure, launcher_end
+from .native_stack import NativeStackReader
 from .records import NodeCount, ProgressWait, Rec, WorldSize
 from .stack_dump import StackReader
 
@@ -37,10 +40,14 @@ class ToolLines:
     def __init__(self, file: str) -> None:
         self.file = file
         self.stacks = StackReader(file)
+        self.native = NativeStackReader(file)
         self.named_gpu: str | None = None  # the GPU a driver's "NVRM: The NVIDIA GPU <pci>" line named
 
     def read(self, lineno: int, text: str, body: str, rank: int | None) -> Generator[Rec, None, bool]:
         """The records of one line of another tool; True when the line was that tool's (nothing else reads it)."""
+        parked = self.native.read(lineno, text, body, rank)  # a native frame inside NCCL: the line is read on too
+        if parked is not None:
+            yield parked
         taken, closed = self.stacks.read(lineno, text, body, rank)
         yield from closed
         if taken:
@@ -54,6 +61,10 @@ class ToolLines:
         f = launch_failure(body, self.file, lineno, text, rank)
         if f is not None:
             yield f
+            return True
+        end = launcher_end(body, self.file, lineno, text)
+        if end is not None:
+            yield end
             return True
         told = list(framework_line(self.file, lineno, text, body, rank))
         yield from told
