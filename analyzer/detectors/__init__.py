@@ -11,6 +11,7 @@ from ..model import Finding, FindingKind, Run, Severity
 from . import (
     config,
     crash,
+    custom_ar,
     desync,
     diag,
     fr_report,
@@ -48,6 +49,7 @@ DETECTORS: dict[str, Detector] = {
     "slow_link": slow_link.detect,
     "slow_transport": slow_transport.detect,  # a slower transport than the hardware offers
     "p2p_first": p2p_first.detect,  # a first collective that never completed on one host: GPU peer-to-peer
+    "custom_ar": custom_ar.detect,  # a serving framework's custom all-reduce on in a job that stalled
     "hotspots": hotspots.detect,
     "inputs": inputs.detect,
     "nccl_warn": nccl_warn.detect,

@@ -114,7 +114,7 @@ def _world(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]:
     body = QUOTED_CMD_RE.sub(" ", body)  # a command a program's advice quotes (`... --tp 8`) is not the job's
     if SERVE_CMD_RE.search(body):
         found = {k: r.search(" " + body) for k, r in FLAG_RE.items()}
-    elif "ServerArgs(" in body or "non-default args:" in body or ("LLM engine (" in body and "with config: " in body):
+    elif "ServerArgs(" in body or "non-default args:" in body or ("LLM engine" in body and "with config: " in body):
         found = {k: r.search(body) for k, r in CONFIG_RE.items()}
     else:
         return

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from ..nccl.failures import EntryKind, classify
 from .command_env import command_settings
 from .fr_trace_text import FrTraceText
+from .program_facts import program_facts
 from .restarts import restart_record
 from .topo_rows import gpu_links
 from .lines import split_tool_prefixes, strip_tool_prefixes
@@ -125,7 +126,8 @@ MPI_NOTICED_RE = re.compile(
 HARNESS_EXIT_RE = re.compile(r"\bProcess (?P<i>\d{1,7}) exited with error code (?P<code>-?\d{1,4})")
 TERMINATE_RE = re.compile(r"terminate called after throwing an instance of '(?P<type>[\w:<>, ]{1,200})'")
 # warnings that name their cause (sources.records.TorchWarning); a substring each, tested before any regex
-WARNING_WORDS = ("is not compatible with the current PyTorch installation", "] Using non-blocking mode: 1")
+WARNING_WORDS = ("is not compatible with the current PyTorch installation", "] Using non-blocking mode: 1",
+                 " cuda graph addresses")  # vLLM / SGLang registering their custom all-reduce's buffers
 # a process's own report of the signal that kills it: UCX's handler ("[host:pid:0:tid] Caught signal 11 (Segmentation
 # fault: ...)", also "[host:pid :0:tid]") and OpenMPI's ("[host:pid] Signal: Aborted (6)" under "*** Process received
 # signal ***")
@@ -1011,6 +1013,7 @@ def _version(st: _State, head: Head, torch: str | None, nccl: str | None) -> Ite
 
 def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
     """Versions and world sizes from wherever they are printed (collect_env, pip lists, launchers)."""
+    yield from program_facts(head[0], head[1], head[2], body)  # a program's own prints (RETURNN's, a script's)
     if "version" in body or "==" in body:
         m = TORCH_VERSION_RE.search(body)
         if m:

@@ -69,3 +69,30 @@ def test_the_first_work_timed_out_with_none_completed_is_work_one():
     assert completed_before(6118, 6117) == 6117
     assert completed_before(None, -1) == -1
 
+
+def test_vllm_engine_line_without_a_release_states_the_world():
+    from ncclscope.sources.framework_lines import framework_line
+    from ncclscope.sources.records import WorldSize
+
+    line = ("INFO 01-09 14:02:44 llm_engine.py:70] Initializing an LLM engine with config: model='/m', "
+            "tokenizer='/m', dtype=torch.float16, tensor_parallel_size=4, quantization=None, seed=0)")
+    assert [r.world_size for r in framework_line("f", 1, line, line, None) if isinstance(r, WorldSize)] == [4]
+
+
+def test_a_programs_own_prints_state_torch_and_the_world():
+    from ncclscope.sources.program_facts import printed_torch, returnn_world
+
+    assert printed_torch("PyTorch: 2.1.0+cu121") == "2.1.0+cu121"
+    assert printed_torch("[env] rank=0 world=2 torch=2.6.0+cu126 cuda=12.6") == "2.6.0+cu126"
+    assert printed_torch("torch.distributed: 2.1.0 is used") is None
+    line = "Torch distributed initialized. Hostname cn-1, pid 7, rank 5, local_rank 1, local_size 4, size {}"
+    assert returnn_world(line.format(8)) == (5, 8, False)
+    assert returnn_world(line.format(4)) == (5, 4, True)
+
+
+def test_custom_all_reduce_note_only_where_the_job_stalled():
+    def noted(name: str) -> bool:
+        return any("custom all-reduce" in f.message for f in SET.analysis(name).findings)
+
+    assert noted("c7c_vllm_mp_tp2_allreduce_stall_custom_ar_registered")
+    assert not noted("c7c_vllm_mp_tp4_custom_allreduce_peer_access")  # a crash at start-up, no stall: no note
