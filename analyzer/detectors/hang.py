@@ -36,6 +36,8 @@ from ..rules.hang import (
     init_stall,
     lowest_at_stall,
     no_rows_after_init,
+    odd_one_out,
+    OddOneOut,
     partial_init,
     status_certainty,
     stuck_collective,
@@ -44,6 +46,7 @@ from ..rules.hang import (
 from ..rules.healthy import MIN_PROGRESS
 from ..rules.init_echo import is_echo_of_init
 from ..rules.named import desync_named
+from ..rules.ray import driver_rank_absent
 from ..rules.shown import pending_at_end
 from ..rules.stopped import stopped_unfinished
 from .common import RankPg, entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
@@ -60,6 +63,8 @@ HINT_ALL_JOINED = (
     "transports between the ranks that wait (NCCL_P2P_DISABLE / NCCL_SHM_DISABLE / NCCL_IB_*), GPU health "
     "(nvidia-smi, Xid errors in dmesg), and run nccl-tests between those hosts."
 )
+DRIVER_NOTE = ("; rank 0 is the Ray executor's driver (its console lines carry no worker prefix), which dispatched "
+               "this step to its workers: the whole group stalled, no rank is singled out")
 
 
 def finished_ok(run: Run) -> bool:
@@ -96,8 +101,13 @@ def detect(run: Run) -> list[Finding]:
         stuck_seq, never = st.seq, list(st.never)
         if not never:  # members with no status of their own that left the job never came to it
             never = sorted(r for r in enq if enq[r] is None and r in left)
+        # a rank alone in it while others are shown with no part in it, or a few shown elsewhere while the rest wait
+        odd = odd_one_out(by_rank, _quiet_ranks(run, by_rank, left)) if not never else None
         if len(never) == 1 and len(by_rank) == 1 and _nowhere(run, never[0]):
             never = []  # one rank's timeout against one peer with no line at all: the input shows only one side
+        driver = driver_rank_absent(never, [s.evidence.text for s in by_rank.values() if s.evidence]) and _nowhere(run, 0)
+        if driver:
+            never = []  # rank 0 is the Ray executor's driver: it dispatched the step its workers wait in
         at = entries_at(run, pg, stuck_seq)
         op = _op_for(run, at, stuck_seq)
         waiting = sorted(r for r in by_rank if r not in never)
@@ -106,7 +116,9 @@ def detect(run: Run) -> list[Finding]:
         where = {r: run.stacks[r] for r in never + waiting if r in run.stacks}
         wait_desc = _wait_where(at, waiting)
         died = _died_first(run, never, stalls)
-        if never and died:
+        if odd is not None:
+            findings.append(_odd_finding(odd, by_rank, op, pg, stuck_seq, evidence, where))
+        elif never and died:
             r, code = died
             findings.append(Finding(
                 kind=FindingKind.HANG, severity=Severity.CRITICAL,
@@ -135,7 +147,8 @@ def detect(run: Run) -> list[Finding]:
             findings.append(Finding(
                 kind=FindingKind.HANG, severity=Severity.CRITICAL,
                 message=f"{_all_joined(run, waiting)} joined {op or 'collective'} #{stuck_seq} of process group {pg}"
-                f"{_pg_desc(pg)} but it never completed", hint=_all_joined_hint(stuck_seq, [r for r in enq if r not in by_rank]),
+                f"{_pg_desc(pg)} but it never completed" + (DRIVER_NOTE if driver else ""),
+                hint=_all_joined_hint(stuck_seq, [r for r in enq if r not in by_rank]),
                 evidence=tuple(_dedupe(evidence)),
                 stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.HANG,
                 data={"class": "never_completed", "waiting": waiting, "where": where}))
@@ -163,6 +176,38 @@ def detect(run: Run) -> list[Finding]:
     if not findings:
         findings.extend(_stopped_hang(run, bool(stalls)))
     return findings
+
+
+def _quiet_ranks(run: Run, by_rank: dict[int, RankPg], left: frozenset[int]) -> set[int]:
+    """Ranks the input shows (a process of the job, a launcher's tag on their lines) with nothing of a collective:
+    no status in any group, no failure, no error and no end of their own (``rules.hang.odd_one_out``'s quiet side;
+    ranks whose end is shown left the job, and the collective they never came to names them)."""
+    seen = {p.rank for p in run.job.processes if p.rank is not None}
+    seen |= {e.rank for e in run.events if e.kind == EventKind.RANK_TAGGED and e.rank is not None}
+    busy = {s.rank for s in run.pg_status} | {f.rank for f in failures_of_run(run) if f.rank is not None}
+    busy |= {e.rank for e in run.events if e.kind == EventKind.DIST_ERROR and e.rank is not None}
+    return {r for r in seen if r >= 0} - busy - set(by_rank) - set(left)
+
+
+def _odd_finding(odd: OddOneOut, by_rank: dict[int, RankPg], op: str | None, pg: str, seq: int,
+                 evidence: list[Evidence], where: dict[int, str]) -> Finding:
+    """The hang ``rules.hang.odd_one_out`` names: a rank alone in a collective, or the few ranks never in it."""
+    what = f"{op or 'collective'} #{seq} of process group {pg}{_pg_desc(pg)}"
+    lone = set(odd.culprits) <= set(by_rank)
+    if lone:
+        r = odd.culprits[0]
+        msg = f"rank {r} waited alone in {what} and timed out: {odd.why}"
+        hint = (f"Rank {r} issued a collective the other ranks never issue: look for a collective (a barrier, a "
+                "checkpoint save, a metric's all_reduce) under a rank-conditional branch (if rank == 0 / "
+                "is_global_zero) or after the others finished; every rank must call the same collectives in the same order.")
+    else:
+        msg = f"rank{'s' if len(odd.culprits) > 1 else ''} {fmt_ranks(list(odd.culprits))} never joined {what}; {odd.why}"
+        hint = HINT_NEVER_JOINED.format(r=odd.culprits[0], seq=seq)
+    return Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL, message=msg, ranks=odd.culprits, hint=hint,
+        evidence=tuple(_dedupe(evidence)), stuck=Stuck(pg, seq, op), verdict=Verdict.HANG,
+        data={"class": "alone" if lone else "never_joined", "waiting": sorted(by_rank), "where": where,
+              "certainty": {"level": odd.level, "why": odd.why}})
 
 
 def _fr_says_more(fr: Finding, findings: list[Finding]) -> bool:

@@ -319,3 +319,37 @@ def partial_init(nranks: int, started: Iterable[int], complete: Iterable[int], u
         return None
     return PartialInit(missing, "likely", f"{len(done)} of {nranks} ranks printed Init COMPLETE; the log's other "
                        f"{unranked} NCCL processes printed no communicator (this NCCL prints one only at Init COMPLETE)")
+
+
+@dataclass(frozen=True, slots=True)
+class OddOneOut:
+    culprits: tuple[int, ...]
+    level: str
+    why: str
+
+
+def odd_one_out(waiting: Iterable[int], quiet: Iterable[int]) -> OddOneOut | None:
+    """Ranks that timed out in one collective (``waiting``) beside ranks the same output shows that never did
+    (``quiet``: lines of their own in the input, yet no timeout, no status, no failure and no end of their own): the two
+    sides were not in the same collective, and the odd side is the one to look at.
+
+    - One rank alone timed out while two or more others show no timeout: it issued a collective the others never
+      issue (a barrier or a checkpoint's collective under ``if rank == 0``, an extra step) and waited alone.
+    - A few quiet ranks (at most one in eight of those shown) while three or more others wait: the quiet ones were
+      elsewhere (one rank's serial work: assembling a checkpoint, an evaluation) and never came to the collective.
+
+    None when the sides are not that uneven (ranks of other groups waiting elsewhere, a log cut early)."""
+    w, q = set(waiting), set(quiet) - set(waiting)
+    if not w or not q:
+        return None
+    if len(w) == 1 and len(q) >= 2:
+        (r,) = w
+        return OddOneOut((r,), "likely", f"rank {r} alone timed out in it while {len(q)} other ranks shown in the same "
+                         "output never did: it waited in a collective the others never issued")
+    if len(w) >= 3 and len(q) <= max(1, (len(w) + len(q)) // 8):
+        shown = ", ".join(map(str, sorted(q)))
+        return OddOneOut(tuple(sorted(q)), "likely", f"{len(w)} ranks timed out in it while rank{'s' if len(q) > 1 else ''} "
+                         f"{shown}, shown in the same output, never did: {'they were' if len(q) > 1 else 'it was'} "
+                         "elsewhere and never joined it")
+    return None
+

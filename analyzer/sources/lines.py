@@ -46,6 +46,7 @@ _RANKED = (
     r"|Rank (?P<r5>\d{1,7}): "  # print(f"Rank {rank}: {e}")
     r"|\[rank: (?P<r6>\d{1,7})\] "  # Lightning's rank_prefixed_message
     r"|\[RANK (?P<r8>\d{1,7})\] "  # an app's own logger: "[RANK 3] 2026-09-17 13:40:02,791 [ERROR] ..."
+    r"|\[rank(?P<r9>\d{1,7})\] "  # a program's own print: "[rank0] step 5000 | loss 0.41"
     r"|#\s{1,4}Rank\s{1,4}(?P<r7>\d{1,7}) (?=(?:Group\s+\d+ )?Pid )"  # nccl-tests' "#  Rank  3 Group  0 Pid 4121 on ..."
 )
 _PLAIN = (
@@ -130,7 +131,8 @@ def split_tool_prefixes(text: str) -> tuple[int | None, bool, str]:
         m = TOOL_PREFIX_RE.match(text, pos)
         if m is None or m.end() == pos:
             break
-        r = m.group("r1") or m.group("r2") or m.group("r3") or m.group("r5") or m.group("r6") or m.group("r7") or m.group("r8")
+        r = (m.group("r1") or m.group("r2") or m.group("r3") or m.group("r5") or m.group("r6") or m.group("r7")
+             or m.group("r8") or m.group("r9"))
         if r is not None:
             tagged = int(r)
         elif m.group("r4") is not None:
