@@ -655,7 +655,11 @@ def _ray_node(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     each time one more is seen, from the second on (``model_build.ranks`` takes the largest). Only workers' prefixes (no actor name, or a
     ``...Worker...`` one: Ray Train's, vLLM's): a trainer or controller actor holds no rank."""
     m = RAY_PREFIX_RE.match(text)
-    if m is None or (m.group("actor") and "Worker" not in m.group("actor")):
+    while m is not None and m.group("actor") and "Worker" not in m.group("actor"):
+        # a process that forwards its own Ray workers' output (vLLM V1's ``(EngineCore_DP0 pid=3120) (RayWorkerWrapper
+        # pid=2877, ip=10.0.0.2) ``): the worker's prefix is the next one
+        m = RAY_PREFIX_RE.match(text, m.end())
+    if m is None:
         return
     node = m.group("ip") or ""
     if node not in st.ray_nodes and len(st.ray_nodes) < MAX_RAY_NODES:
