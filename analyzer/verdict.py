@@ -232,8 +232,10 @@ def _crash_culprits(run: Run, cause: rules.Cause) -> tuple[tuple[int, ...], str]
     proxies saw close (``_closed_rank``), with a note for the headline."""
     if cause.culprits:
         return cause.culprits, ""
-    n = rules.cause.device_rank(cause, one_node(run), run.job.world_size)
-    if n is None and run.job.nnodes is None and len(run.job.hosts) <= 1:  # nodes not known (no host seen)
+    # (a Ray worker's "GPU N" is the first device Ray let it see, not its rank)
+    ray = cause.first is not None and _ray_worker_said(run, cause.first)
+    n = None if ray else rules.cause.device_rank(cause, one_node(run), run.job.world_size)
+    if n is None and not ray and run.job.nnodes is None and len(run.job.hosts) <= 1:  # nodes not known (no host seen)
         n = rules.cause.lone_unwaiting_rank(cause, run.job.world_size)
     if n is not None:
         return (n,), ""
@@ -242,6 +244,15 @@ def _crash_culprits(run: Run, cause: rules.Cause) -> tuple[tuple[int, ...], str]
         if n is not None:
             return (n,), f"; it is rank {n}, whose connection its neighbours' NCCL proxies saw close"
     return (), ""
+
+
+def _ray_worker_said(run: Run, f: rules.Failure) -> bool:
+    """An unranked failure printed by a Ray worker actor (``rules.ray.device_not_rank``): the device its message names
+    does not give its rank."""
+    from .rules.ray import device_not_rank
+
+    return f.rank is None and any(e.evidence.file == f.order[0] and e.evidence.line == f.order[1]
+                                  and device_not_rank(e.evidence.text) for e in run.events)
 
 
 DIED_UNRANKED = frozenset({rules.FailureKind.FATAL, rules.FailureKind.EXIT, rules.FailureKind.VANISHED,

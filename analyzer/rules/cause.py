@@ -172,6 +172,10 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
     # (a failure placed nowhere, neither timed nor on a line of a file, such as the launcher's summary of an exit,
     # reports an end, not which came first: the first failure the lines place is the one to weigh)
     lead = first if not _unplaced(first) else next((f for f in causes if not _unplaced(f)), None)
+    if lead is not None and lead is not first and _ended_alike_after(lead, causes):
+        why = (f"the lines show {lead.kind.value} first, printed with no rank, and every process the launcher lists ended "
+               "alike after it: the launcher's first observed failure is only the first end it saw")
+        return Cause(CauseVerdict.CRASH, (), lead, tuple(f for f in fs if f is not lead), why)
     if lead is not None and lead.kind is FailureKind.OOM and _alike_untimed(lead, causes, OOM_KINDS):
         return _oom_alike(lead, fs, causes)
     if lead is not None and lead.kind in ALIKE_KINDS and _alike_untimed(lead, causes):
@@ -179,6 +183,17 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
                "the order the lines were printed in singles none out")
         return Cause(CauseVerdict.CRASH, (), lead, tuple(f for f in fs if f is not lead), why)
     return Cause(CauseVerdict.CRASH, ranks, first, echoes, f"rank {first.rank}'s {first.kind.value} came first")
+
+
+def _ended_alike_after(lead: Failure, causes: list[Failure]) -> bool:
+    """``lead``, the first failure the lines place, is NCCL's own error or the network's printed with no rank (each
+    process's traceback of one fault: a transport's connect failing under every rank of a node), and every other cause
+    is a process's exit with one same code (torchrun's summary: its 'first observed failure' names the first process the
+    agent saw end, placed nowhere on the time line): no exit singles out a rank, the fault is NCCL's or the link's."""
+    if lead.rank is not None or lead.kind not in NO_CULPRIT:
+        return False
+    exits = [f for f in causes if f is not lead]
+    return len(exits) >= 2 and all(f.kind is FailureKind.EXIT for f in exits) and len({f.code for f in exits}) == 1
 
 
 # failures whose being printed first on several ranks says nothing of who caused them (an OOM is each rank's own)
