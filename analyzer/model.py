@@ -172,6 +172,8 @@ FindingData = TypedDict("FindingData", {
     "bucket_bytes": int, "busbw": float, "sweep_busbw": float, "floor_gbs": float, "best_busbw": float, "path": str,
     "links": int, "link_gbs": float, "reference": str, "gdr": bool | None, "gpus": list[str], "nnodes": int | None,
     "busbw_by_size": list[list[float]], "transports": list[str],
+    # two measurements of one thing in one input (detectors.slow_compare)
+    "twin_busbw": float, "sizes": list[int], "gap": float, "slow_ms": float, "fast_ms": float,
 }, total=False)
 
 
@@ -520,6 +522,7 @@ class EventKind(enum.StrEnum):
     PROGRESS_WAIT = "progress_wait"
     FRAMEWORK_STALL = "framework_stall"  # a serving / JAX framework's own stall report
     FRAMEWORK_BATCH = "framework_batch"  # a rank's current batch at a framework's timeout
+    PROGRAM_TIMING = "program_timing"  # a program's own print of a collective's or step's measured time
     # lines kept as records of their own class, named by it
     TORCH_WARNING = "TorchWarning"
     C10D_LINE = "C10dLine"

@@ -24,6 +24,7 @@ from . import (
     p2p_first,
     ras,
     pinned,
+    slow_compare,
     slow_link,
     slow_transport,
     stacks,
@@ -48,6 +49,7 @@ DETECTORS: dict[str, Detector] = {
     "transport": transport.detect,
     "slow_link": slow_link.detect,
     "slow_transport": slow_transport.detect,  # a slower transport than the hardware offers
+    "slow_compare": slow_compare.detect,  # two measurements of one thing in one input, one far slower
     "p2p_first": p2p_first.detect,  # a first collective that never completed on one host: GPU peer-to-peer
     "custom_ar": custom_ar.detect,  # a serving framework's custom all-reduce on in a job that stalled
     "hotspots": hotspots.detect,

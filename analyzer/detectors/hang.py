@@ -533,8 +533,9 @@ def _after_init_hang(run: Run) -> list[Finding]:
     events the log reader gives (each file's non-NCCL lines after its last NCCL line)."""
     ends = [e for e in run.events if e.kind == EventKind.FILE_END and e.data.get("last_nccl_line") is not None]
     complete = _inits_done(run)
+    timed = any(e.kind == EventKind.PROGRAM_TIMING for e in run.events)  # the program printed collectives' times
     st = ends_after_init(
-        (int(e.data.get("text_after_nccl") or 0) for e in ends), complete, bool(len(run.collectives)),
+        (int(e.data.get("text_after_nccl") or 0) for e in ends), complete, bool(len(run.collectives)) or timed,
         bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events), _end_known(run),
         not run.from_ncclscope())
     if st is None:

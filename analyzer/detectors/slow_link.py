@@ -34,6 +34,9 @@ GDR_OFF_HINT = (
     "metal, and where NCCL keeps GDR off for the GPU-NIC distance try NCCL_NET_GDR_LEVEL=SYS (or PHB).")
 NET_HINT = ("Check each NIC's link rate and width (ibstat, ib_write_bw between the hosts), that NCCL_IB_HCA names "
             "the NICs next to the GPUs, and that the channel lines show /GDRDMA (GPU Direct RDMA in use).")
+GB10_HINT = ("NCCL lists one RoCE HCA on each node, and a GB10 system's QSFP port is two HCAs (two PCIe x4 links, "
+             "e.g. rocep1s0f1 and roceP2p1s0f1), each about half the port: name both in NCCL_IB_HCA (with "
+             "NCCL_IB_MERGE_NICS=1 so NCCL uses them as one port), check `ibdev2netdev` and that both carry an address.")
 NVLINK_HINT = ("These SXM GPUs are joined by NVLink, yet the sweep stays at PCIe speed: check NCCL_P2P_DISABLE and "
                "NCCL_P2P_LEVEL, that nvidia-fabricmanager runs on NVSwitch systems, `nvidia-smi nvlink -s`, and the "
                "channel lines (SHM means P2P between the GPUs is off).")
@@ -111,6 +114,8 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
                                   ", ".join(facts.gpus[:2]) or None, gdr) if x)
     per = ", ".join(f"{_human(size)} {bw:.2f}" for size, bw in sizes[-4:])
     hint = NVLINK_HINT if f.path == "NVLink" else (GDR_OFF_HINT if facts.gdr is False else NET_HINT)
+    if "two RoCE HCAs" in f.reference:
+        hint = GB10_HINT
     if f.links > 1 and f.path != "NVLink":
         hint += MANY_NICS_HINT
     if f.certainty == Certainty.POSSIBLE:
@@ -126,7 +131,7 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     return Finding(
         kind=FindingKind.SLOW_LINK, severity=Severity.WARNING, verdict=Verdict.DEGRADED,
         message=f"{test} completed but reached at most {s.best:.2f} GB/s bus bandwidth from {_human(sizes[0][0])} up "
-        f"(busbw GB/s by size: {per}), under the {f.gbs:g} GB/s floor for {links} ({FLOOR_PCT}% of {f.link_gbs:g} "
+        f"(busbw GB/s by size: {per}), under the {f.gbs:g} GB/s floor for {links} ({round(100 * f.gbs / (f.link_gbs * f.links))}% of {f.link_gbs:g} "
         f"GB/s{' each' if f.links > 1 else ''}: {f.reference}); {said}",
         hint=hint, evidence=tuple(ev) + facts.evidence,
         data={"culprits": [], "floor_gbs": f.gbs, "best_busbw": s.best, "path": f.path, "links": f.links,

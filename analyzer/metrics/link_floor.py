@@ -19,6 +19,10 @@ the reference rates are the slowest link each GPU class ships with:
 - InfiniBand with a V100 SXM2: EDR 100 Gb/s, 12.5 GB/s (DGX-1V), floor 5 GB/s per NIC;
 - InfiniBand with any other or unknown GPU: QDR 4x, 32 Gb/s of data, 4 GB/s, floor 1.6 GB/s per NIC;
 - RoCE, or an IB-verbs network whose link layer is not printed: 10 GbE, 1.25 GB/s, floor 0.5 GB/s;
+- RoCE between GB10 systems (DGX Spark class) with one HCA listed: the ConnectX-7 QSFP port of these systems shows as
+  two RoCE HCAs (two PCIe x4 links), each reaching about half the port's 200 Gb/s; a run over one of them stays near
+  12 GB/s busbw, over both (NCCL_IB_HCA naming both, NCCL_IB_MERGE_NICS=1) near 20 GB/s. The floor is 60% of the
+  port (``GB10_PORT_SHARE``), above what one HCA can carry;
 - NVLink on one host of SXM GPUs: 40 GB/s busbw for A100/A800 (40% of the 100 GB/s a pair of 4-GPU
   HGX A100 boards share), 60 GB/s for H100 and later. PCIe Gen4/Gen5 P2P and SHM stay below these.
 
@@ -46,6 +50,8 @@ PER_RANK_BYTES = 1 << 20  # ... once each rank's share of the buffer is 1 MiB or
 HGX_GPU_RE = re.compile(r"A100-SXM|A800-SXM|H100 80GB HBM3|H100-SXM|H800(?! PCIe)|H200(?! NVL)|\bH20\b|B200|GB200|B300|GB300")
 H_CLASS_RE = re.compile(r"H100|H800|H200|H20\b|B200|GB200|B300|GB300")
 V100_SXM_RE = re.compile(r"V100-SXM")
+GB10_RE = re.compile(r"\bGB10\b")
+GB10_PORT_SHARE = 0.6  # of the 200 Gb/s port: one of its two HCAs carries about half
 NIC_RE = re.compile(r"\[\d{1,3}\]")  # "[0]mlx5_0:1/IB": one listed NIC ("[RO]" is a flag)
 
 
@@ -159,6 +165,9 @@ def _unknown_net_floor(f: LinkFacts) -> Floor | None:
 def _net_floor(f: LinkFacts, ring: bool) -> Floor | None:
     if f.network != "IB":
         return None
+    if f.link_layer == "RoCE" and f.nics_listed == 1 and f.gpus and all(GB10_RE.search(g) for g in f.gpus):
+        return Floor("RoCE", 25.0, 1, round(GB10_PORT_SHARE * 25.0, 2), "the 200 Gb/s QSFP port of GB10 systems, which "
+                     "shows as two RoCE HCAs: one HCA listed carries about half of it", certainty=None)
     per_node = max(1, math.ceil(f.world / f.nnodes))
     links = max(f.nics_used, min(f.nics_listed, per_node), 1) if ring else 1
     if f.link_layer == "IB" and f.gpus and all(HGX_GPU_RE.search(g) for g in f.gpus):

@@ -15,7 +15,8 @@ ranks would be held twice ("a mix of jobs"). Within one log file the runs are cu
   are no cut.
 
 The records before the last cut are left out; ``Earlier`` says how many runs there were and where the last begins,
-so that the verdict can say so. Files of other formats, and logs with no cut, are kept whole."""
+so that the verdict can say so, and keeps the earlier nccl-tests runs' large rows (a run far slower than an earlier
+one of the same test is a finding of its own). Files of other formats, and logs with no cut, are kept whole."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -37,6 +38,7 @@ class Earlier:
     runs: int
     line: int
     text: str
+    tests: tuple[dict[str, object], ...] = ()  # the earlier runs' nccl-tests rows of bandwidth-bound sizes (``TESTS_KEPT_BYTES``)
 
 
 def split_runs(parsed: list[Parsed]) -> tuple[list[Parsed], Earlier | None]:
@@ -54,12 +56,20 @@ def split_runs(parsed: list[Parsed]) -> tuple[list[Parsed], Earlier | None]:
         line, runs = cut
         kept = [r for r in p.records if _line_of(r) >= line and not isinstance(r, RunRestart)]
         first = kept[0] if kept else next(r for r in p.records if _line_of(r) >= line)
-        note = Earlier(p.file, runs, first.line, first.text.strip()[:300])
+        note = Earlier(p.file, runs, first.line, first.text.strip()[:300], _earlier_tests(p.records, line))
         out.append(replace(p, records=kept))
     return out, note
 
 
 EARLIER_RUNS_EVENT = EventKind.EARLIER_RUNS
+TESTS_KEPT_BYTES = 8 << 20  # earlier runs' rows kept for a comparison with the judged run (latency-bound ones are not)
+
+
+def _earlier_tests(records: list[R.Rec], line: int) -> tuple[dict[str, object], ...]:
+    """The nccl-tests rows before the last run's start (``detectors.slow_compare`` holds the runs side by side)."""
+    return tuple({"file": r.file, "line": r.line, "test": r.test, "nranks": r.nranks, "size": r.size,
+                  "busbw": r.busbw, "in_place": r.in_place} for r in records
+                 if isinstance(r, R.NcclTestsRow) and r.line < line and r.size >= TESTS_KEPT_BYTES)
 
 
 def earlier_runs(e: Earlier | None) -> list[LogEvent]:
@@ -67,7 +77,8 @@ def earlier_runs(e: Earlier | None) -> list[LogEvent]:
     if e is None:
         return []
     return [LogEvent(EARLIER_RUNS_EVENT, None, f"{e.file} holds {e.runs} runs of the job; the last, from line {e.line}, "
-                     "is judged", Evidence(e.file, e.line, e.text), None, {"runs": e.runs, "line": e.line})]
+                     "is judged", Evidence(e.file, e.line, e.text), None, {"runs": e.runs, "line": e.line}
+                     | ({"earlier_tests": list(e.tests)} if e.tests else {}))]
 
 
 def _line_of(r: R.Rec) -> int:

@@ -2,6 +2,10 @@
 
 - The torch version a program prints of itself as ``name: value`` or ``name=value`` (RETURNN's ``PyTorch: 2.1.0+cu121``,
   a script's ``torch=2.13.0+cu130``): the release torch reports (``torch.__version__``), its local build suffix kept.
+- A collective's measured time as the program prints it (``[bench] dp_group 2 ranks [2, 10, 18, 26] allreduce avg
+  11.06 ms``, ``all_reduce took 3.2 ms``): a ``ProgramTiming`` of the operation, its milliseconds and the line's shape
+  (small numbers such as group ids and ranks masked; sizes, counts and numbers with a size unit kept).
+- A script's own summary of its job in one line (``[bench] world=32 nodes=4 dp_groups=4``): world size and nodes.
 - RETURNN's line as each process joins the group (``Torch distributed initialized. Hostname cn-31, pid 71203, rank 0,
   local_rank 0, local_size 4, size 4``): the world's size, and one node where the processes of the printing node are
   the whole world (``local_size`` equal to ``size``).
@@ -11,14 +15,27 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .records import NodeCount, Rec, TorchVersionLine, WorldSize
+from .records import NodeCount, ProgramTiming, Rec, TorchVersionLine, WorldSize
 
 # "PyTorch: 2.1.0+cu121", "torch=2.13.0+cu130", "torch: 2.4.1" (not "torch.distributed: ..." nor a path)
 TORCH_PRINT_RE = re.compile(r"(?<![\w./-])(?:PyTorch|torch)\s?[:=]\s?v?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,3}(?:[a-z]\w{0,10})?"
                             r"(?:\+[\w.]{1,40})?)(?![\w.])")
 RETURNN_DIST_RE = re.compile(r"Torch distributed initialized\. Hostname \S{1,255}, pid \d{1,10}, rank (?P<r>\d{1,7}), "
                              r"local_rank \d{1,7}, local_size (?P<ls>\d{1,7}), size (?P<s>\d{1,7})\b")
-WORDS = ("orch:", "orch=", "orch: ", "orch =", "Torch distributed initialized")
+WORDS = ("orch:", "orch=", "orch: ", "orch =", "Torch distributed initialized", "nodes=")
+# a script's own summary of its job: "world=32 nodes=4", "world_size=16 nnodes=2" (both in one line)
+JOB_PRINT_RE = re.compile(r"(?<![\w.])world(?:_size)?=(?P<w>\d{1,7})\b.{0,80}?(?<![\w.])n?nodes=(?P<n>\d{1,5})\b"
+                          r"|(?<![\w.])n?nodes=(?P<n2>\d{1,5})\b.{0,80}?(?<![\w.])world(?:_size)?=(?P<w2>\d{1,7})\b")
+# "allreduce avg 18.42 ms", "all_reduce time: 3.1ms", "all-gather took 0.8 s": the op, a word of timing, a time
+TIMING_RE = re.compile(r"(?<![\w.])(?P<op>all[_-]?reduce|all[_-]?gather|reduce[_-]?scatter|all[_-]?to[_-]?all|broadcast)"
+                       r"\b[^\n]{0,80}?\b(?:avg|average|mean|time|took|latency|elapsed|duration)\b[^\d\n]{0,12}"
+                       r"(?P<v>\d{1,9}(?:\.\d{1,6})?)\s?(?P<u>ms|us|s)\b")
+TIMING_WORDS = ("reduce", "gather", "scatter", "to_all", "toall", "to-all", "broadcast")
+NOT_TIMING = ("NCCL INFO", "NCCL WARN", "Timeout", "timed out", "atchdog", "OpType")
+UNIT_MS = {"ms": 1.0, "us": 1e-3, "s": 1e3}
+# a number the shape keeps: one with a size unit after it, or a large integer (a size or a count, not an id)
+KEPT_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMG]\b|bytes|B\b)|\d{4,}(?![.\d])")
+NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 MAX_WORLD = 1 << 20
 
 
@@ -40,18 +57,59 @@ def returnn_world(body: str) -> tuple[int, int, bool] | None:
     return int(m.group("r")), int(m.group("s")), int(m.group("ls")) == int(m.group("s"))
 
 
+def printed_job(body: str) -> tuple[int, int] | None:
+    """(world size, nodes) of a script's own print of both in one line (``world=32 nodes=4``), or None."""
+    if "nodes=" not in body:
+        return None
+    m = JOB_PRINT_RE.search(body[:1000])
+    if m is None:
+        return None
+    w, n = int(m.group("w") or m.group("w2")), int(m.group("n") or m.group("n2"))
+    return (w, n) if 0 < n <= w <= MAX_WORLD else None
+
+
 def facts_words(body: str) -> bool:
     """The line may hold one of these facts (a cheap gate before the regexes)."""
     return any(w in body for w in WORDS)
 
 
+def timing_shape(body: str, start: int, end: int) -> str:
+    """The line with its time (``start:end``) and its small numbers masked, sizes and counts kept."""
+    masked = body[:start] + "<t>" + body[end:]
+    out, pos = [], 0
+    for m in NUMBER_RE.finditer(masked):
+        kept = KEPT_NUMBER_RE.match(masked, m.start())
+        out += [masked[pos:m.start()], masked[m.start():m.end()] if kept else "#"]
+        pos = m.end()
+    return "".join(out + [masked[pos:]]).strip()
+
+
+def printed_timing(body: str) -> tuple[str, float, str] | None:
+    """(operation, milliseconds, shape) of a program's print of a collective's measured time, or None."""
+    if not any(w in body for w in TIMING_WORDS) or any(w in body for w in NOT_TIMING):
+        return None
+    m = TIMING_RE.search(body[:1000])
+    if m is None:
+        return None
+    op = m.group("op").replace("_", "").replace("-", "")
+    return op, float(m.group("v")) * UNIT_MS[m.group("u")], timing_shape(body[:1000], m.start("v"), m.end("u"))
+
+
 def program_facts(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]:
-    """The torch version, world size and node count the line states (none for any other line)."""
+    """The torch version, world size and node count the line states, a collective's time it measured (none for any
+    other line)."""
+    if (t := printed_timing(body)) is not None:
+        yield ProgramTiming(file, lineno, text, None, None, None, None, *t)
+        return
     if not facts_words(body):
         return
     v = printed_torch(body)
     if v is not None:
         yield TorchVersionLine(file, lineno, text, None, None, None, None, v, None)
+    j = printed_job(body)
+    if j is not None:
+        yield WorldSize(file, lineno, text, None, None, None, None, j[0])
+        yield NodeCount(file, lineno, text, None, None, None, None, j[1])
     w = returnn_world(body)
     if w is not None:
         yield WorldSize(file, lineno, text, w[0], None, None, None, w[1])

@@ -662,6 +662,20 @@ class ProgressWait(ToolEvent):
 
 
 @dataclass(slots=True)
+class ProgramTiming(ToolEvent):
+    """A program's own print of a measured time of one collective or step (``[bench] dp_group 2 ranks [2, 10]
+    allreduce avg 11.06 ms``, ``step 40 time 2.31 s``): ``what`` the operation the line names, ``ms`` the time in
+    milliseconds, ``shape`` the line with every number masked (lines of one shape measure like with like)."""
+
+    what: str
+    ms: float
+    shape: str
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return EventKind.PROGRAM_TIMING, {"what": self.what, "ms": self.ms, "shape": self.shape}
+
+
+@dataclass(slots=True)
 class FrameworkStall(ToolEvent):
     """A stall a serving or JAX framework, or the harness running it, reports itself (``sources.framework_lines``):
     ``framework`` (vllm, sglang, harness, program), ``what`` it says (``shm_broadcast_wait``, ``scheduler_watchdog``,
