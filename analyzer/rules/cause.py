@@ -350,7 +350,8 @@ def explain_exits(failures: Iterable[Failure]) -> list[Failure]:
     """A non-zero exit code with nothing else known is a cause; a rank's exit after its own echo
     (its collective failed because a peer went away, it timed out, it was interrupted) is that echo; a rank's
     exit after a network failure of its own (and no other cause) is that network failure's end, where the
-    launcher saw it (torchrun's first observed failure keeps its place on the time line)."""
+    launcher saw it (torchrun's first observed failure keeps its place on the time line); unranked exits after
+    timeouts alone are those timeouts' ends (``_unranked_timeout_ends``)."""
     fs = list(failures)
     why: dict[int, Failure] = {}
     own: dict[int, set[FailureKind]] = {}
@@ -361,16 +362,29 @@ def explain_exits(failures: Iterable[Failure]) -> list[Failure]:
             own.setdefault(f.rank, set()).add(f.kind)
         elif f.kind in ECHO_KINDS:
             why.setdefault(f.rank, f)
+    timed_out = _unranked_timeout_ends(fs)
     out = []
     for f in fs:
         r = f.rank
-        if f.kind is FailureKind.EXIT and r is not None:
+        if timed_out and f.kind is FailureKind.EXIT:
+            f = Failure(None, FailureKind.TIMEOUT, f"{f.text} after its timeout", f.t, f.order, f.code)
+        elif f.kind is FailureKind.EXIT and r is not None:
             if r in why and r not in own:
                 f = Failure(r, why[r].kind, f"{f.text} after {why[r].kind.value}", f.t, f.order, f.code)
             elif own.get(r) == {FailureKind.NETWORK}:
                 f = Failure(f.rank, FailureKind.NETWORK, f"{f.text} after its network failure", f.t, f.order, f.code)
         out.append(f)
     return out
+
+
+def _unranked_timeout_ends(fs: list[Failure]) -> bool:
+    """Processes whose lines name no rank printed a timeout (gloo's ``Timed out waiting Nms for recv operation``, a
+    store's wait) and nothing of their own, and every exit on the time line is unranked with code 1, Python's end on
+    an uncaught exception: each exit is the end of the timeout it printed, an echo of a stall, not a failure."""
+    exits = [f for f in fs if f.kind is FailureKind.EXIT]
+    rest = [f for f in fs if f.kind is not FailureKind.EXIT]
+    return (bool(exits) and all(f.rank is None and f.code == 1 for f in exits)
+            and any(f.kind is FailureKind.TIMEOUT for f in rest) and all(f.kind in ECHO_KINDS for f in rest))
 
 
 def explain(failures: Iterable[Failure]) -> list[Failure]:

@@ -8,13 +8,12 @@ import json
 
 import pytest
 from class_cases import CaseSet
-from wild_cases import DATA
-
-from ncclscope.rules.cause import Failure, root_cause
+from ncclscope.rules.cause import Failure, explain, root_cause
 from ncclscope.rules.exits import FailureKind
 from ncclscope.rules.hang import odd_one_out
 from ncclscope.rules.ray import driver_rank_absent
 from ncclscope.sources.ray_workers import WorkerRanks
+from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes7")
 MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes7" / "EXPECTED.jsonl").read_text().splitlines()
@@ -72,3 +71,16 @@ def test_torchrun_first_observed_exit_after_an_unranked_nccl_error_names_no_rank
     own = Failure(4, FailureKind.EXIT, "exit code 3", None, ("", -1), 3)  # one exit of its own code: it stands
     cause = root_cause([nccl, *exits, own])
     assert cause is not None and cause.first is own
+
+
+def test_unranked_exits_after_timeouts_alone_are_their_ends():
+    t = [Failure(None, FailureKind.TIMEOUT, "RuntimeError: [gloo] Timed out waiting 1800000ms for recv operation to "
+                 "complete", None, ("c.log", 10 * k)) for k in (1, 2)]
+    end = Failure(None, FailureKind.EXIT, "exit code 1", None, ("c.log", 40), 1)
+    assert root_cause(explain([*t, end])) is None  # no cause left: the stall's echoes (rules.shown: a hang)
+    own = Failure(None, FailureKind.EXCEPTION, "ValueError: bad shape", None, ("c.log", 5))
+    cause = root_cause(explain([own, *t, end]))
+    assert cause is not None and cause.first is own  # an error of its own: the exit stays a crash's
+    killed = Failure(None, FailureKind.EXIT, "exit code -11", None, ("c.log", 40), -11)
+    cause = root_cause(explain([*t, killed]))
+    assert cause is not None and cause.first is not None and cause.first.code == -11
