@@ -5,10 +5,11 @@
   the first table shown (the run the user asks about) reaches at most 1/``GAP`` of a later one, it is slow for its path;
   on one host the hint is GPU peer-to-peer (consumer GPUs have none, so a pair under one PCIe switch goes up to the CPU
   and back down the same uplink; ACS or an IOMMU does the same to data-centre GPUs).
-- A program's own prints of one collective's measured time (``ProgramTiming``, lines of one shape: the same op, the
+- A program's own prints of one collective's measured time or rate (``ProgramTiming``, lines of one shape: the same op, the
   same sizes, only ids and ranks differing), e.g. one line per process group: the slowest ``GAP`` times the fastest or
   more is a slow path for some groups (a NIC order swapped behind a PCIe switch, a slow node or link). The first line
-  of a shape printed three times or more is left out (a warm-up).
+  of a shape printed three times or more is left out (a warm-up); of four or more lines, two must be slow (one is a
+  spike); a shape printed more than ``MOST_LINES`` times is a stream of iterations and is not judged.
 
 Pure: events and nccl-tests rows to findings.
 """
@@ -21,10 +22,12 @@ from typing import Any
 
 from ..metrics.link_floor import HGX_GPU_RE, link_facts
 from ..model import EventKind, Evidence, Finding, FindingKind, LogEvent, Run, Severity, Verdict
+from ..sources.program_facts import RATE_MARK
 
 GAP = 1.5  # a measurement this many times slower than its twin is not noise
 MIN_BYTES = 8 << 20  # sizes compared: bandwidth-bound rows
 TOP_SIZES = 3
+MOST_LINES = 64  # more lines of one shape are a stream of iterations, whose spikes are no slow path
 
 P2P_HINT = ("Both runs are on one host: the slower pair's traffic does not go GPU to GPU. GeForce / consumer GPUs have "
             "no PCIe P2P, so two of them under one PCIe switch go up to the CPU and back down the same uplink (about "
@@ -125,11 +128,13 @@ def timing_gaps(events: Sequence[LogEvent]) -> list[tuple[LogEvent, LogEvent]]:
     out = []
     for lines in by_shape.values():
         judged = lines[1:] if len(lines) >= 3 else lines  # the first of three or more: a warm-up
-        if len(judged) < 2:
+        if not 2 <= len(judged) <= MOST_LINES:
             continue
         slow = max(judged, key=lambda e: float(e.data["ms"]))
         fast = min(judged, key=lambda e: float(e.data["ms"]))
-        if float(slow.data["ms"]) >= GAP * float(fast.data["ms"]):
+        least = float(fast.data["ms"])
+        slow_n = sum(float(e.data["ms"]) >= GAP * least for e in judged)
+        if slow_n and (len(judged) < 4 or slow_n >= 2):  # of four or more, one slow line alone is a spike
             out.append((slow, fast))
     return out
 
@@ -138,10 +143,12 @@ def _timing_findings(run: Run) -> list[Finding]:
     out = []
     for slow, fast in timing_gaps(run.events):
         a, b = float(slow.data["ms"]), float(fast.data["ms"])
+        said = (f"{1000 / a:.3g} GB/s against {1000 / b:.3g} GB/s" if RATE_MARK in str(slow.data.get("shape"))
+                else f"{a:g} ms against {b:g} ms")
         out.append(Finding(
             kind=FindingKind.SLOW_LINK, severity=Severity.WARNING, verdict=Verdict.DEGRADED,
-            message=f"the program's own timings of one {slow.data.get('what')} differ {a / b:.1f}x between lines of the "
-            f"same shape ({a:g} ms against {b:g} ms): the collectives complete, some of them on a slower path",
+            message=f"the program's own measurements of one {slow.data.get('what')} differ {a / b:.1f}x between lines "
+            f"of the same shape ({said}): the collectives complete, some of them on a slower path",
             hint=GROUP_HINT, evidence=(slow.evidence, fast.evidence),
             data={"culprits": [], "slow_ms": a, "fast_ms": b, "gap": round(a / b, 2)}))
     return out[:2]

@@ -3,7 +3,8 @@
 - The torch version a program prints of itself as ``name: value`` or ``name=value`` (RETURNN's ``PyTorch: 2.1.0+cu121``,
   a script's ``torch=2.13.0+cu130``): the release torch reports (``torch.__version__``), its local build suffix kept.
 - A collective's measured time as the program prints it (``[bench] dp_group 2 ranks [2, 10, 18, 26] allreduce avg
-  11.06 ms``, ``all_reduce took 3.2 ms``): a ``ProgramTiming`` of the operation, its milliseconds and the line's shape
+  11.06 ms``, ``all_reduce took 3.2 ms``, or its rate: ``all_gather busbw 11.7 GB/s``): a ``ProgramTiming`` of the
+  operation, its milliseconds (for a rate, those of one GB) and the line's shape
   (small numbers such as group ids and ranks masked; sizes, counts and numbers with a size unit kept).
 - A script's own summary of its job in one line (``[bench] world=32 nodes=4 dp_groups=4``): world size and nodes.
 - RETURNN's line as each process joins the group (``Torch distributed initialized. Hostname cn-31, pid 71203, rank 0,
@@ -30,6 +31,12 @@ JOB_PRINT_RE = re.compile(r"(?<![\w.])world(?:_size)?=(?P<w>\d{1,7})\b.{0,80}?(?
 TIMING_RE = re.compile(r"(?<![\w.])(?P<op>all[_-]?reduce|all[_-]?gather|reduce[_-]?scatter|all[_-]?to[_-]?all|broadcast)"
                        r"\b[^\n]{0,80}?\b(?:avg|average|mean|time|took|latency|elapsed|duration)\b[^\d\n]{0,12}"
                        r"(?P<v>\d{1,9}(?:\.\d{1,6})?)\s?(?P<u>ms|us|s)\b")
+# "all_gather busbw 11.7 GB/s", "allreduce bandwidth: 96.0 Gb/s": a collective's rate, the time of one GB from it
+RATE_RE = re.compile(r"(?<![\w.])(?P<op>all[_-]?reduce|all[_-]?gather|reduce[_-]?scatter|all[_-]?to[_-]?all|broadcast)"
+                     r"\b[^\n]{0,80}?\b(?:busbw|algbw|bandwidth|bw|throughput)\b[^\d\n]{0,12}"
+                     r"(?P<v>\d{1,9}(?:\.\d{1,6})?)\s?(?P<u>GB/s|GiB/s|Gb/s|MB/s)")
+RATE_MARK = "<rate>"  # where a rate stood in a line's shape (``timing_shape``)
+UNIT_GBS = {"GB/s": 1.0, "GiB/s": 1.073741824, "Gb/s": 0.125, "MB/s": 1e-3}
 TIMING_WORDS = ("reduce", "gather", "scatter", "to_all", "toall", "to-all", "broadcast")
 NOT_TIMING = ("NCCL INFO", "NCCL WARN", "Timeout", "timed out", "atchdog", "OpType")
 UNIT_MS = {"ms": 1.0, "us": 1e-3, "s": 1e3}
@@ -73,9 +80,10 @@ def facts_words(body: str) -> bool:
     return any(w in body for w in WORDS)
 
 
-def timing_shape(body: str, start: int, end: int) -> str:
-    """The line with its time (``start:end``) and its small numbers masked, sizes and counts kept."""
-    masked = body[:start] + "<t>" + body[end:]
+def timing_shape(body: str, start: int, end: int, mark: str = "<t>") -> str:
+    """The line with its time or rate (``start:end``, written as ``mark``) and its small numbers masked, sizes and
+    counts kept."""
+    masked = body[:start] + mark + body[end:]
     out, pos = [], 0
     for m in NUMBER_RE.finditer(masked):
         kept = KEPT_NUMBER_RE.match(masked, m.start())
@@ -85,14 +93,23 @@ def timing_shape(body: str, start: int, end: int) -> str:
 
 
 def printed_timing(body: str) -> tuple[str, float, str] | None:
-    """(operation, milliseconds, shape) of a program's print of a collective's measured time, or None."""
+    """(operation, milliseconds, shape) of a program's print of a collective's measured time, or None; a printed rate
+    (GB/s) gives the milliseconds one GB takes at it, so that the slower line is the longer one either way."""
     if not any(w in body for w in TIMING_WORDS) or any(w in body for w in NOT_TIMING):
         return None
     m = TIMING_RE.search(body[:1000])
-    if m is None:
+    mark = "<t>"
+    if m is not None:
+        ms = float(m.group("v")) * UNIT_MS[m.group("u")]
+    elif (m := RATE_RE.search(body[:1000])) is not None:
+        gbs = float(m.group("v")) * UNIT_GBS[m.group("u")]
+        if gbs <= 0:
+            return None
+        ms, mark = 1000.0 / gbs, RATE_MARK
+    else:
         return None
     op = m.group("op").replace("_", "").replace("-", "")
-    return op, float(m.group("v")) * UNIT_MS[m.group("u")], timing_shape(body[:1000], m.start("v"), m.end("u"))
+    return op, ms, timing_shape(body[:1000], m.start("v"), m.end("u"), mark)
 
 
 def program_facts(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]:

@@ -47,6 +47,9 @@ def test_timing_lines_keep_sizes_and_mask_ids():
     small = printed_timing("allreduce 1MB took 0.4 ms")
     assert big is not None and small is not None and big[2] != small[2]  # other sizes: not compared
     assert printed_timing("WorkNCCL(SeqNum=4, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600021 milliseconds") is None
+    fast, slow = printed_timing("subgroup 0 all_gather 1GiB busbw 21.6 GB/s"), printed_timing(
+        "subgroup 2 all_gather 1GiB busbw 10.8 GB/s")
+    assert fast is not None and slow is not None and fast[2] == slow[2] and slow[1] == 2 * fast[1]  # a rate: slower, longer
     assert printed_job("[bench] world=32 nodes=4 dp_groups=4") == (32, 4)
     assert printed_job("nodes=4") is None
 
@@ -60,6 +63,10 @@ def test_a_slow_warm_up_line_alone_is_no_gap():
     assert timing_gaps([_timing(1, 30.0), _timing(2, 10.0), _timing(3, 10.2)]) == []
     assert len(timing_gaps([_timing(1, 30.0), _timing(2, 10.0), _timing(3, 16.0)])) == 1
     assert len(timing_gaps([_timing(1, 10.0), _timing(2, 16.0)])) == 1
+    spike = [_timing(i, 10.0 + (i % 3) * 0.2) for i in range(1, 12)] + [_timing(12, 25.0)]
+    assert timing_gaps(spike) == []  # one slow iteration among many is a spike
+    assert len(timing_gaps(spike + [_timing(13, 24.0)])) == 1
+    assert timing_gaps([_timing(i, 10.0 + 8 * (i % 2)) for i in range(100)]) == []  # a stream of iterations
 
 
 def test_gb10_port_floor_only_with_one_roce_hca_listed():
