@@ -68,6 +68,9 @@ def test_torchrun_first_observed_exit_after_an_unranked_nccl_error_names_no_rank
     summary = Failure(4, FailureKind.EXIT, "exit code 1", None, ("", -1), 1)
     cause = root_cause([nccl, *exits, summary])
     assert cause is not None and cause.first is nccl and cause.culprits == ()
+    copy = Failure(None, FailureKind.NCCL, nccl.text, None, ("node.txt", 52))  # another process's traceback of it
+    cause = root_cause([nccl, copy, *exits, summary])
+    assert cause is not None and cause.first is nccl and cause.culprits == ()
     own = Failure(4, FailureKind.EXIT, "exit code 3", None, ("", -1), 3)  # one exit of its own code: it stands
     cause = root_cause([nccl, *exits, own])
     assert cause is not None and cause.first is own
