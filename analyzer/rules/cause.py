@@ -187,9 +187,10 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
 
 def _ended_alike_after(lead: Failure, causes: list[Failure]) -> bool:
     """``lead``, the first failure the lines place, is NCCL's own error or the network's printed with no rank (each
-    process's traceback of one fault: a transport's connect failing under every rank of a node), and every other cause
-    is another unranked copy of it or a process's exit with one same code (torchrun's summary: its 'first observed failure' names the first process the
-    agent saw end, placed nowhere on the time line): no exit singles out a rank, the fault is NCCL's or the link's."""
+    process's traceback of one fault: a transport's connect failing under every rank of a node), and every other
+    cause is another unranked copy of it or a process's exit with one same code (torchrun's summary: its 'first
+    observed failure' names the first process the agent saw end, placed nowhere on the time line): no exit singles
+    out a rank, the fault is NCCL's or the link's."""
     if lead.rank is not None or lead.kind not in NO_CULPRIT:
         return False
     copies = [f for f in causes if f is not lead and f.rank is None and f.kind is lead.kind and _same_text(f, lead)]
