@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from ..nccl.failures import EntryKind, classify
 from .command_env import command_settings
 from .fr_trace_text import FrTraceText
+from .json_record import json_record_facts
 from .program_facts import program_facts
 from .restarts import restart_record
 from .topo_rows import gpu_links
@@ -1018,6 +1019,7 @@ def _version(st: _State, head: Head, torch: str | None, nccl: str | None) -> Ite
 def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
     """Versions and world sizes from wherever they are printed (collect_env, pip lists, launchers)."""
     yield from program_facts(head[0], head[1], head[2], body)  # a program's own prints (RETURNN's, a script's)
+    yield from json_record_facts(head[0], head[1], head[2], body)  # a program's JSON record of its environment
     if "version" in body or "==" in body:
         m = TORCH_VERSION_RE.search(body)
         if m:
