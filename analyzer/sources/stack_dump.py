@@ -12,7 +12,10 @@ Two shapes, as users paste them next to a hung job's log:
 
 A dump belongs to the rank a launcher's tag gives its lines (``[rank3]:``; lines of several ranks may interleave), else
 to the rank a header line just before it names (``=== rank 3 ===``, ``rank 3 (pid 4711):``); the pid py-spy prints (or a
-``--pid N`` in the header) lets the model find the rank where neither does. The main thread is py-spy's ``MainThread``,
+``--pid N`` in the header) lets the model find the rank where neither does; a file of its own whose name states the rank
+(``pyspy_rank3_node1.txt``, ``stack-rank-3.log``) gives it where nothing in it does. The world size the dumped
+process's command line passes its program (``--world-size 32``, fairseq's ``--distributed-world-size 32``) is read
+from py-spy's ``Process N:`` line. The main thread is py-spy's ``MainThread``,
 else the thread whose outermost frame is ``<module>``, else faulthandler's current thread, else the first.
 """
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .native_stack import PYSPY_NATIVE_RE
-from .records import StackSnapshot
+from .records import Rec, StackSnapshot, WorldSize
 
 PROCESS_RE = re.compile(r"^Process (?P<pid>\d{1,10}): \S")
 PYSPY_THREAD_RE = re.compile(r'^Thread (?:0x[0-9A-Fa-f]{1,16}|\d{1,10}) \((?:idle|active|gil)[^)]{0,40}\)(?:: "(?P<name>[^"]{0,200})")?\s*$')
@@ -32,6 +35,10 @@ FAULT_FRAME_RE = re.compile(r'^\s{0,8}File "(?P<file>[^"]{1,300})", line (?P<lin
 PYTHON_LINE_RE = re.compile(r"^Python v\d+\.\d+")
 HINT_RANK_RE = re.compile(r"(?i)\brank\s{0,2}[=:#]?\s{0,2}(?P<rank>\d{1,7})\b")
 HINT_PID_RE = re.compile(r"(?:--pid[= ]|\bpid[ =:]\s{0,2})(?P<pid>\d{1,10})\b")
+# a file's name stating the rank of the one process it holds: the word rank before the number (pyspy_rank0_a.txt)
+NAME_RANK_RE = re.compile(r"(?i)(?<![a-z])rank[_-]?(?P<rank>\d{1,7})(?!\d)")
+# a program's flag giving the world size on the dumped process's command line
+WORLD_FLAG_RE = re.compile(r"\s--(?:distributed[-_])?world[-_]size[= ](?P<n>\d{1,7})\b")
 HINT_LINES = 3  # a header naming the rank is at most this many lines before the dump
 # torch.distributed's collective and point-to-point calls, as their frames name them; the tensor forms named as their
 # collective (reduce_scatter_tensor and _reduce_scatter_base are a reduce_scatter)
@@ -72,21 +79,25 @@ class StackReader:
 
     def __init__(self, file: str) -> None:
         self.file = file
+        named = NAME_RANK_RE.search(file.rsplit("/", 1)[-1])
+        self.name_rank = int(named.group("rank")) if named else None  # the first dump's only: one process per file
         self.open: dict[int | None, _Dump] = {}  # by the launcher's rank tag of the lines (None: untagged)
         self.hints: list[tuple[int, str]] = []  # the last few untagged lines: a header may name the rank
 
-    def read(self, lineno: int, text: str, body: str, rank: int | None) -> tuple[bool, list[StackSnapshot]]:
-        """(the line was a dump's, the snapshots of dumps it closed)."""
+    def read(self, lineno: int, text: str, body: str, rank: int | None) -> tuple[bool, list[Rec]]:
+        """(the line was a dump's, the snapshots of dumps it closed and the world size a dumped command line gives)."""
         stripped = body.rstrip()
         dump = self.open.get(rank)
         if dump is None and not ("Thread " in body or "Process " in body or "thread 0x" in body):
             self._hint(rank, lineno, stripped)
             return False, []
-        out: list[StackSnapshot] = []
+        out: list[Rec] = []
         p = PROCESS_RE.match(stripped)
         if p is not None:
             if dump is not None:
                 out += self._close(rank)
+            if (w := WORLD_FLAG_RE.search(stripped)) is not None and int(w.group("n")) > 0:
+                out.append(WorldSize(self.file, lineno, text, None, None, None, None, int(w.group("n"))))
             self.open[rank] = _Dump(lineno, text, rank if rank is not None else self._hinted_rank(lineno),
                                     int(p.group("pid")))
             return True, out
@@ -113,7 +124,7 @@ class StackReader:
         self._hint(rank, lineno, stripped)  # the line after a dump may head the next one
         return False, out
 
-    def flush(self) -> Iterator[StackSnapshot]:
+    def flush(self) -> Iterator[Rec]:
         for rank in list(self.open):
             yield from self._close(rank)
 
@@ -122,10 +133,12 @@ class StackReader:
             self.hints = [*self.hints[-(HINT_LINES - 1):], (lineno, stripped[:300])]
 
     def _hinted_rank(self, lineno: int) -> int | None:
+        """The rank a header just before the dump names, else the rank the file's name states."""
         for n, line in reversed(self.hints):
             if lineno - n <= HINT_LINES and (m := HINT_RANK_RE.search(line)) is not None:
                 return int(m.group("rank"))
-        return None
+        named, self.name_rank = self.name_rank, None
+        return named
 
     def _hinted_pid(self, lineno: int) -> int | None:
         for n, line in reversed(self.hints):
