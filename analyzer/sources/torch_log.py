@@ -115,6 +115,7 @@ EXC_RE = re.compile(
 )
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 SIGNAL_RE = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>\w+)")
+AGENT_HEAD_RE = re.compile(r"^[IWE]\d{4} [\d:.]{8,20} (?P<pid>\d{1,10}) torch/distributed/elastic/")  # torchrun's agent
 SPAWN_SIGNAL_RE = re.compile(r"Terminating process (?P<pid>\d+) via signal (?P<sig>SIG\w+)")
 SPAWN_ERROR_RE = re.compile(r"^-- Process (?P<i>\d+) terminated with the following error:")
 SPAWN_EXIT_RE = re.compile(r"process (?P<i>\d+) terminated with (?:exit code (?P<code>-?\d+)|signal (?P<sig>SIG\w+))")
@@ -429,6 +430,8 @@ class _State:
     ray_nodes: set[str] = field(default_factory=set)  # Ray workers' nodes by their prefix's ip ("": the driver's)
     ray_ranks: WorkerRanks = field(default_factory=WorkerRanks)  # the rank each Ray worker stated
     heap: HeapWatch = field(default_factory=HeapWatch)  # glibc's heap check awaiting a frame inside NCCL
+    agents: dict[int, set[int]] = field(default_factory=dict)  # torchrun agent pid: the worker pids it signals / reports
+    agent_line: tuple[int, str] | None = None  # (line, text) of the agent's last such line
 
 
 @dataclass
@@ -453,9 +456,28 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     yield from st.tools.flush()
     yield from _flush_native(st)
     yield from _flush_summary(st)
+    yield from _one_agent_node(st)
     if st.progress_last is not None:
         n, text, rank = st.progress_last
         yield ProgressSeen(file, n, text, rank, None, None, None, st.progress, st.progress_first)
+
+
+def _agent_worker(st: _State, lineno: int, text: str, body: str, worker: int) -> None:
+    """A worker process torchrun's agent names in its own log line (a closing signal sent, a failure reported)."""
+    a = AGENT_HEAD_RE.match(body)
+    if a is not None and len(st.agents) <= MAX_AGENTS:
+        st.agents.setdefault(int(a.group("pid")), set()).add(worker)
+        st.agent_line = (lineno, text)
+
+
+def _one_agent_node(st: _State) -> Iterator[Rec]:
+    """One torchrun agent whose own workers are as many as every world size the file states runs the whole job
+    alone: one node (an agent of several nodes has only its node's share of the world)."""
+    if len(st.agents) != 1 or st.agent_line is None:
+        return
+    workers = len(next(iter(st.agents.values())))
+    if workers > 1 and {size for _, size in st.worlds} == {workers}:
+        yield NodeCount(st.file, st.agent_line[0], st.agent_line[1], None, None, None, None, 1)
 
 
 def _flush_summary(st: _State) -> Iterator[Rec]:
@@ -518,6 +540,7 @@ def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | N
     if "failed (exitcode:" in body:
         m = FAILED_RE.search(body)
         if m:
+            _agent_worker(st, lineno, text, body, int(m.group("pid")))
             yield LauncherExit(st.file, lineno, text, None, int(m.group("lr")), int(m.group("code")),
                                int(m.group("pid")), None, None, None, False)
             return True
@@ -606,6 +629,7 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     if "closing signal" in body or "via signal" in body:
         m = SIGNAL_RE.search(body) or SPAWN_SIGNAL_RE.search(body)
         if m:
+            _agent_worker(st, lineno, text, body, int(m.group("pid")))
             yield LauncherSignal(st.file, lineno, text, int(m.group("pid")), m.group("sig"))
             return
     if (yield from _endings(st, lineno, text, body, prefix_rank)):
@@ -1041,6 +1065,7 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
                 yield kind(head[0], head[1], head[2], r, head[4], head[5], head[6], size)
 
 
+MAX_AGENTS = 64  # torchrun agents followed in one file (more: a concatenation of many nodes' logs)
 MAX_CLAIMS = 4  # claims of one global rank given (two processes claiming it is the fault; more tell nothing new)
 
 

@@ -33,3 +33,24 @@ def test_other_json_lines_state_no_release():
     assert json_releases('{"torch": "latest", "nccl": [2, "x"]}') is None  # no version in either
     assert json_releases('{"torch": "2.1.0", ') is None  # a cut line is no object
     assert json_releases('NCCL INFO cudaDriverVersion 12040 {"nccl": "2.21.5"') is None
+
+
+def _node_counts(lines: list[str]) -> list[int]:
+    from ncclscope.sources.records import NodeCount
+    from ncclscope.sources.torch_log import parse_torch_lines
+
+    return [r.nnodes for r in parse_torch_lines(enumerate(lines, 1), "x.log") if isinstance(r, NodeCount)]
+
+
+def _agent(agent: int, workers: list[int]) -> list[str]:
+    head = f"W0101 00:00:0{{}}.000000 {agent} torch/distributed/elastic/multiprocessing/api.py:900] "
+    return [head.format(i) + f"Sending process {w} closing signal SIGTERM" for i, w in enumerate(workers)]
+
+
+def test_one_torchrun_agent_with_the_whole_world_is_one_node():
+    assert _node_counts(["world_size=3"] + _agent(70, [71, 72, 73])) == [1]
+    assert _node_counts(["world_size=8"] + _agent(70, [71, 72, 73, 74])) == []  # one node's share of the world
+    assert _node_counts(_agent(70, [71, 72])) == []  # no world stated
+    assert _node_counts(["world_size=2"] + _agent(70, [71]) + _agent(80, [81])) == []  # two agents: two nodes
+    plain = ["world_size=2", "Sending process 71 closing signal SIGTERM", "Sending process 72 closing signal SIGTERM"]
+    assert _node_counts(plain) == []  # no agent's head: whose workers is unknown
