@@ -27,6 +27,7 @@ from ..rules.facts import (
 from ..rules.hang import (
     after_stall,
     barrier_stall,
+    barrier_unreturned,
     behind_by_counts,
     bounded_world,
     ZERO_BAR_RE,
@@ -165,6 +166,8 @@ def detect(run: Run) -> list[Finding]:
         findings.extend(_exit_hang(run, status))
     if not findings:
         findings.extend(_barrier_hang(run))
+    if not findings:
+        findings.extend(_barrier_unreturned(run))
     if not findings:
         findings.extend(_unique_id_hang(run))
     if not findings:
@@ -446,6 +449,36 @@ def _barrier_hang(run: Run) -> list[Finding]:
             data={"class": "store_barrier", "waiting": waiting, "suspects": list(st.suspects),
                   "certainty": {"level": st.level, "why": st.why}})]
     return []
+
+
+def _barrier_unreturned(run: Run) -> list[Finding]:
+    """Logs whose last line is c10d's warning that a rank starts barrier() on a guessed GPU
+    (``rules.hang.barrier_unreturned``)."""
+    entered: dict[str, tuple[int, tuple[int, ...]]] = {}
+    evidence: list[Evidence] = []
+    for e in run.events:
+        if e.kind != EventKind.BARRIER_ENTERED or e.rank is None:
+            continue
+        line, ranks = entered.get(e.evidence.file, (0, ()))
+        entered[e.evidence.file] = (max(line, e.evidence.line), (*ranks, e.rank))
+        evidence.append(e.evidence)
+    if not entered:
+        return []
+    last = {e.evidence.file: int(e.data.get("last_line") or 0) for e in run.events if e.kind == EventKind.FILE_END}
+    failed = bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events)
+    st = barrier_unreturned(entered, last, failed, _end_known(run) or finished_ok(run))
+    if st is None:
+        return []
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL,
+        message=f"rank{'s' if len(st.waiting) > 1 else ''} {fmt_ranks(list(st.waiting))} started barrier() on a GPU "
+        "c10d guessed (no device set) and the log ends there: the barrier never returned",
+        hint="Call torch.cuda.set_device(local_rank) before init_process_group (or pass device_id= to it / device_ids= "
+        "to barrier()), so that every rank's barrier runs on its own GPU; ranks sharing or guessing a GPU can wait in "
+        "the barrier forever.",
+        evidence=tuple(evidence[-3:]), verdict=Verdict.HANG,
+        data={"class": "barrier_unreturned", "waiting": list(st.waiting),
+              "certainty": {"level": st.level, "why": st.why}})]
 
 
 def _unique_id_hang(run: Run) -> list[Finding]:

@@ -353,3 +353,29 @@ def odd_one_out(waiting: Iterable[int], quiet: Iterable[int]) -> OddOneOut | Non
                          "elsewhere and never joined it")
     return None
 
+
+
+@dataclass(frozen=True, slots=True)
+class BarrierUnreturned:
+    waiting: tuple[int, ...]  # the ranks whose barrier start is the last line of their log
+    level: str
+    why: str
+
+
+def barrier_unreturned(last_entered: Mapping[str, tuple[int, tuple[int, ...]]], last_lines: Mapping[str, int],
+                       failed: bool, end_known: bool) -> BarrierUnreturned | None:
+    """``last_entered``: per file, (the line of the last barrier start c10d warned of, the ranks it warned of in that
+    file); ``last_lines``: each file's last line. A log whose very last line is a rank starting barrier() (c10d's
+    warning that it guesses the GPU) never saw the barrier return: nothing after it, no failure, no known end of the
+    job: a stall inside the barrier, every rank shown in it, no rank to blame from the text. A log that goes on after
+    the warning (the program's next print, a step, an exit) shows the barrier returned."""
+    if failed or end_known:
+        return None
+    ended = [f for f, (line, _) in last_entered.items() if last_lines.get(f) == line]
+    if not ended or len(ended) != len(last_entered):
+        return None
+    waiting = tuple(sorted({r for f in ended for r in last_entered[f][1]}))
+    if len(waiting) < 2:
+        return None  # one rank's warning at the end of a paste: the others' logs may go on
+    return BarrierUnreturned(waiting, "likely", "every log shown ends at c10d's warning that a rank starts barrier() "
+                             "on a guessed GPU: no line after it, no failure and no exit")

@@ -20,6 +20,9 @@ then all the input says of the collectives.
   executor's ``multiproc_worker_utils.py:218] Worker ready; awaiting tasks`` (a ``VllmWorkerProcess`` forked on the
   engine's host), a loopback master address (``MASTER_ADDR=localhost``, ``--master_addr 127.0.0.1``). A count stated
   elsewhere (or the hosts seen) that is larger wins: the job's nodes are the largest count read.
+- c10d's warning as a rank starts ``barrier()`` with no device set (``Rank 1 using GPU 1 to perform barrier as devices
+  used by this process are currently unknown``; ``BarrierEntered``, the rank the warning names): not a framework's
+  word, read here as the one line of PyTorch that other tools' readers take beside it.
 - XLA's own NCCL failure (``Aborting communicator: 0x... due to async NCCL error: <NCCL's message>``, ``NCCL operation
   async_err failed: <message>``): a ``DistError`` quoting NCCL's message, which the knowledge base reads.
 
@@ -31,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .records import DistError, FrameworkBatch, FrameworkStall, NodeCount, Rec, WorldSize
+from .records import BarrierEntered, DistError, FrameworkBatch, FrameworkStall, NodeCount, Rec, WorldSize
 
 MAX_WORLD = 1 << 20
 SGLANG_HEAD_RE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP(?P<dp>\d{1,5}))?(?: PP(?P<pp>\d{1,5}))?"
@@ -69,7 +72,12 @@ ONE_MACHINE_RE = re.compile(
     r"|\bdistributed_init_method=tcp://" + LOOPBACK + r":\d"
     r"|\bmultiproc_worker_utils\.py:\d{1,6}\] Worker ready; awaiting tasks"
     r"|(?:\bMASTER_ADDR=|--master[_-]addr[= ])['\"]?" + LOOPBACK + r"\b")
-WORDS = ("shared memory broadcast", "watchdog timeout", "rogress", " enter", "cur_batch", "serve",
+# c10d's warning as a rank starts barrier() with no device set: "Rank 1 using GPU 1 to perform barrier as devices used
+# by this process are currently unknown" (torch 1.x-2.3), "[PG 0 Rank 1]  using GPU 1 to perform barrier ..." and
+# "[PG ID 0 PG GUID 0 Rank 1]  using GPU 1 ..." (2.4 on)
+BARRIER_GUESS_RE = re.compile(r"\bRank (?P<r>\d{1,7})\]?\s{1,3}using GPU (?P<gpu>\d{1,4}) to perform barrier as devices used "
+                              r"by this process are currently unknown")
+WORDS = ("to perform barrier", "shared memory broadcast", "watchdog timeout", "rogress", " enter", "cur_batch", "serve",
          "launch_server", "_size", "nnodes", "NCCL error", "NCCL operation", "local Ray instance",
          "distributed_init_method=", "Worker ready", "MASTER_ADDR=", "master_addr", "master-addr")
 
@@ -88,7 +96,9 @@ def framework_line(file: str, lineno: int, text: str, body: str, rank: int | Non
         return
     tp, dp = sglang_head(body)
     who = rank if rank is not None else tp
-    if (s := VLLM_SHM_WAIT_RE.search(body)) is not None:
+    if (g := BARRIER_GUESS_RE.search(body)) is not None:
+        yield BarrierEntered(file, lineno, text, int(g.group("r")), None, None, None, int(g.group("gpu")))
+    elif (s := VLLM_SHM_WAIT_RE.search(body)) is not None:
         yield FrameworkStall(file, lineno, text, who, None, None, None, "vllm", "shm_broadcast_wait", float(s.group("s")), None)
     elif (s := SGLANG_WATCHDOG_RE.search(body)) is not None:
         yield FrameworkStall(file, lineno, text, who, None, None, None, "sglang", "scheduler_watchdog", float(s.group("s")), None)

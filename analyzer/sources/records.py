@@ -705,12 +705,25 @@ class FrameworkBatch(ToolEvent):
         return FRAMEWORK_BATCH_EVENT, {"dp": self.dp, "size": self.size, "rids": list(self.rids)}
 
 
+@dataclass(slots=True)
+class BarrierEntered(ToolEvent):
+    """ProcessGroupNCCL's warning as a rank starts ``barrier()`` with no device set (``Rank 1 using GPU 1 to perform
+    barrier as devices used by this process are currently unknown``, torch 1.x-2.x): the rank went into the barrier,
+    on ``gpu``."""
+
+    gpu: int
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return BARRIER_ENTERED_EVENT, {"gpu": self.gpu}
+
+
 LAUNCH_FAILURE_EVENT = EventKind.LAUNCH_FAILURE
 GPU_FAULT_EVENT = EventKind.GPU_FAULT
 STACK_EVENT = EventKind.STACK_SNAPSHOT
 WAIT_EVENT = EventKind.PROGRESS_WAIT
 FRAMEWORK_STALL_EVENT = EventKind.FRAMEWORK_STALL
 FRAMEWORK_BATCH_EVENT = EventKind.FRAMEWORK_BATCH
+BARRIER_ENTERED_EVENT = EventKind.BARRIER_ENTERED
 
 
 # --- NCCL's Inspector profiler plugin (plugins/profiler/inspector) ----------------------------

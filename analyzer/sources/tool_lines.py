@@ -20,7 +20,7 @@ from .framework_lines import framework_line
 from .kernel_log import gpu_fault, named_gpu
 from .launcher_log import launch_failure, launcher_end
 from .native_stack import NativeStackReader
-from .records import NodeCount, ProgressWait, Rec, WorldSize
+from .records import BarrierEntered, NodeCount, ProgressWait, Rec, WorldSize
 from .stack_dump import StackReader
 
 WAIT_RE = re.compile(r"(?i)\bwaiting (?:for|on|at)\b")
@@ -68,8 +68,8 @@ class ToolLines:
             return True
         told = list(framework_line(self.file, lineno, text, body, rank))
         yield from told
-        if any(not isinstance(r, (WorldSize, NodeCount)) for r in told):
-            return True  # a stated world is read on by the PyTorch parser too
+        if any(not isinstance(r, (WorldSize, NodeCount, BarrierEntered)) for r in told):
+            return True  # a stated world and c10d's barrier warning are read on by the PyTorch parser too
         if any(v in body for v in PRINT_VERBS) and (w := progress_wait(body, self.file, lineno, text, rank)) is not None:
             yield w
             return True

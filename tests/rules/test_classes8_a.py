@@ -60,3 +60,26 @@ def test_the_dumped_command_line_gives_the_world_size():
     assert [r.world_size for r in _read("a.txt", fairseq) if isinstance(r, WorldSize)] == [32]
     plain = [DUMP[0].replace(" --world-size 16", ""), *DUMP[1:]]
     assert not [r for r in _read("a.txt", plain) if isinstance(r, WorldSize)]
+
+
+def test_a_log_ending_at_the_barrier_warning_never_saw_the_barrier_return():
+    from ncclscope.rules.hang import barrier_unreturned
+    st = barrier_unreturned({"a.log": (9, (1, 0, 3, 2))}, {"a.log": 9}, failed=False, end_known=False)
+    assert st is not None and st.waiting == (0, 1, 2, 3)
+    assert barrier_unreturned({"a.log": (9, (0, 1))}, {"a.log": 14}, False, False) is None  # lines after it
+    assert barrier_unreturned({"a.log": (9, (0, 1))}, {"a.log": 9}, True, False) is None  # something failed
+    assert barrier_unreturned({"a.log": (9, (0, 1))}, {"a.log": 9}, False, True) is None  # the job's end is known
+    assert barrier_unreturned({"a.log": (9, (0,))}, {"a.log": 9}, False, False) is None  # one rank alone
+    two = {"a.log": (9, (0,)), "b.log": (4, (1,))}
+    assert barrier_unreturned(two, {"a.log": 9, "b.log": 30}, False, False) is None  # one log goes on
+
+
+def test_the_barrier_warning_of_each_torch_release_names_its_rank():
+    from ncclscope.sources.framework_lines import framework_line
+    from ncclscope.sources.records import BarrierEntered
+    tail = " using GPU 2 to perform barrier as devices used by this process are currently unknown. This can"
+    for body in ("[W ProcessGroupNCCL.cpp:1569] Rank 3" + tail, "[W304 ProcessGroupNCCL.cpp:4115] [PG 0 Rank 3] " + tail,
+                 "[W1021 ProcessGroupNCCL.cpp:4715] [PG ID 0 PG GUID 0 Rank 3] " + tail):
+        recs = [r for r in framework_line("f", 1, body, body, None) if isinstance(r, BarrierEntered)]
+        assert [(r.rank, r.gpu) for r in recs] == [(3, 2)]
+    assert not list(framework_line("f", 1, "rank 3 done with barrier", "rank 3 done with barrier", None))
