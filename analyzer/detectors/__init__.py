@@ -25,6 +25,7 @@ from . import (
     pinned,
     ras,
     slow_compare,
+    slow_init,
     slow_link,
     slow_transport,
     stacks,
@@ -50,6 +51,7 @@ DETECTORS: dict[str, Detector] = {
     "slow_link": slow_link.detect,
     "slow_transport": slow_transport.detect,  # a slower transport than the hardware offers
     "slow_compare": slow_compare.detect,  # two measurements of one thing in one input, one far slower
+    "slow_init": slow_init.detect,  # c10d's failed reverse lookups of its clients: a slow start-up
     "p2p_first": p2p_first.detect,  # a first collective that never completed on one host: GPU peer-to-peer
     "custom_ar": custom_ar.detect,  # a serving framework's custom all-reduce on in a job that stalled
     "hotspots": hotspots.detect,

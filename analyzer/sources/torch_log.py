@@ -68,7 +68,7 @@ MAX_LINE = 64 * 1024
 MAX_FRAMES = 256  # a traceback's innermost frames kept (between this and twice this)
 GLUED_RANK_RE = re.compile(r"\[(?:rank|default)(\d{1,7})\]:\s?")
 GLOG_RE = re.compile(
-    r"^\[(?P<sev>[EWIF])(?:(?P<md>\d{4}) (?P<t>[\d:.]+) ?)? ?(?:\d+ )?(?P<src>[^\]\s]+:\d+)\] ?"
+    r"^\[(?P<sev>[EWIF])(?:(?P<md>\d{3,4}) (?P<t>[\d:.]+) ?)? ?(?:\d+ )?(?P<src>[^\]\s]+:\d+)\] ?"
     r"|^(?P<sev2>[EWIF])(?P<md2>\d{4}) (?P<t2>[\d:.]+) (?:\d+ )?(?P<src2>[^\]\s]+:\d+)\] ?"  # torch's Python logging
 )
 GLOG_ANY_RE = re.compile(r"\[(?P<sev>[EWIF])(?:(?P<md>\d{4}) (?P<t>[\d:.]+) | )(?P<src>[\w./-]{1,200}\.(?:cpp|hpp|cc|h):\d{1,6})\] ?")
@@ -646,7 +646,7 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     if g:
         sev = g.group("sev") or g.groupdict().get("sev2")
         md, t = g.group("md") or g.groupdict().get("md2"), g.group("t") or g.groupdict().get("t2")
-        ts_text = f"{md} {t}" if md else None
+        ts_text = f"{md.zfill(4)} {t}" if md else None  # torch 2.4+ drops the month's leading 0 (W311)
         body = body[g.end():]
     pgm = PG_RE.search(body) if "[PG " in body else None
     pg = pgm.group("pg") if pgm else None
