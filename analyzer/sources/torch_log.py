@@ -428,6 +428,7 @@ class _State:
     fr: FrTraceText = field(default_factory=FrTraceText)  # the Flight Recorder analyser's report block being read
     tools: ToolLines | None = None  # other tools' lines: MPI / UCX, the kernel, stack dumps (``tool_lines``)
     ray_nodes: set[str] = field(default_factory=set)  # Ray workers' nodes by their prefix's ip ("": the driver's)
+    ray_driver_rank: bool = False  # a line of the driver's own (no Ray prefix) tagged with a rank: the driver is a rank
     ray_ranks: WorkerRanks = field(default_factory=WorkerRanks)  # the rank each Ray worker stated
     heap: HeapWatch = field(default_factory=HeapWatch)  # glibc's heap check awaiting a frame inside NCCL
     agents: dict[int, set[int]] = field(default_factory=dict)  # torchrun agent pid: the worker pids it signals / reports
@@ -606,6 +607,9 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     prefix_rank, task_label, body = split_tool_prefixes(text)
     if prefix_rank is None and text[:1] == "(":
         prefix_rank = st.ray_ranks.rank(text, body)  # a Ray worker's line: the rank it stated as it joined
+    elif prefix_rank is not None and text[:1] != "(" and not st.ray_driver_rank:
+        st.ray_driver_rank = True  # the driver's own torch line tagged "[rank0]:": the driver holds a rank
+        yield from _ray_driver_node(st, lineno, text)
     if prefix_rank is None and ("[rank" in body or "[default" in body):
         glued = GLUED_RANK_RE.search(body)  # another process's output glued in front of "[rank3]:"
         if glued:
@@ -686,11 +690,22 @@ def _ray_node(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         m = RAY_PREFIX_RE.match(text, m.end())
     if m is None:
         return
-    node = m.group("ip") or ""
+    yield from _ray_count(st, lineno, text, m.group("ip") or "")
+    yield from _ray_driver_node(st, lineno, text)
+
+
+def _ray_count(st: _State, lineno: int, text: str, node: str) -> Iterator[Rec]:
     if node not in st.ray_nodes and len(st.ray_nodes) < MAX_RAY_NODES:
         st.ray_nodes.add(node)
         if len(st.ray_nodes) > 1:  # one node seen may be a cut log's: a count only once two are
             yield NodeCount(st.file, lineno, text, None, None, None, None, len(st.ray_nodes))
+
+
+def _ray_driver_node(st: _State, lineno: int, text: str) -> Iterator[Rec]:
+    """A driver that is itself a rank (vLLM's Ray executor runs rank 0 in the driver: its own lines tagged ``[rank0]:``
+    with no Ray prefix) runs on a node of the job, beside the nodes its workers' ``ip=`` name."""
+    if st.ray_driver_rank and st.ray_nodes and "" not in st.ray_nodes:
+        yield from _ray_count(st, lineno, text, "")
 
 
 def _native(st: _State, lineno: int, text: str, body: str, rank: int | None) -> bool:

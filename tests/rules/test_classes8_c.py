@@ -54,3 +54,13 @@ def test_one_torchrun_agent_with_the_whole_world_is_one_node():
     assert _node_counts(["world_size=2"] + _agent(70, [71]) + _agent(80, [81])) == []  # two agents: two nodes
     plain = ["world_size=2", "Sending process 71 closing signal SIGTERM", "Sending process 72 closing signal SIGTERM"]
     assert _node_counts(plain) == []  # no agent's head: whose workers is unknown
+
+
+def test_a_ray_driver_that_is_a_rank_is_a_node_beside_its_remote_workers():
+    remote = "(RayWorkerWrapper pid=91, ip=10.0.0.9) INFO x"
+    driver = "[rank0]:[W ProcessGroupNCCL.cpp:1] [PG 0 Rank 0] a warning"
+    assert _node_counts([remote, driver]) == [2]
+    assert _node_counts([driver, remote]) == [2]
+    assert _node_counts([remote]) == []  # the driver holds no rank (Ray Train's): its node may run no process of the job
+    assert _node_counts([driver]) == []  # no Ray worker seen
+    assert _node_counts(["(RayWorkerWrapper pid=90) INFO x", remote, driver]) == [2]  # the driver's node seen already
