@@ -522,16 +522,23 @@ def _last_line_read(run: Run, file: str) -> tuple[Evidence, ...]:
 
 
 def _tests_hang(run: Run) -> list[Finding]:
-    """nccl-tests output with no result row after NCCL's init completed (``rules.hang.no_rows_after_init``)."""
+    """nccl-tests output with no result row after NCCL's init completed (``rules.hang.no_rows_after_init``): its Init
+    COMPLETE lines, else its result table's header (printed once the communicators are built) in that output."""
+    tests = [f for f, fmt in run.files if fmt == Format.NCCL_TESTS]
+    inits = _inits_done(run)
+    if not inits:  # no NCCL release read, so no NCCL_DEBUG line (where NCCL's own lines are, they say how far init
+        # went): the outputs that printed their table's header had built their communicators
+        headed = {e.evidence.file for e in run.events if e.kind == EventKind.TESTS_TABLE_HEADER}
+        tests = sorted(headed & set(tests)) if run.job.nccl_version is None else []
     files = no_rows_after_init(
-        (f for f, fmt in run.files if fmt == Format.NCCL_TESTS), (str(t.get("file")) for t in run.nccl_tests),
-        _inits_done(run), bool(failures_of_run(run)),
+        tests, (str(t.get("file")) for t in run.nccl_tests), inits or bool(tests), bool(failures_of_run(run)),
         run.job.exit_code is not None or bool(run.exits))
     if not files:
         return []
     return [Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL,
-        message=f"nccl-tests output {files[0]} ends after NCCL's Init COMPLETE with no result row: the benchmark's first "
+        message=f"nccl-tests output {files[0]} ends after NCCL's init (Init COMPLETE or its table's header) with no result "
+        "row: the benchmark's first "
         "collective never completed (every rank in it, none at fault in the text)",
         hint=HINT_FIRST_COLLECTIVE, evidence=_last_line_read(run, files[0]), verdict=Verdict.HANG,
         data={"class": "first_collective", "certainty": {

@@ -25,6 +25,7 @@ from .records import (
     NcclTestsRow,
     NcclVersion,
     Rec,
+    TestsTableHeader,
     WorldSize,
 )
 from .launcher_log import launch_failure
@@ -57,6 +58,10 @@ HASHLESS_RE = re.compile(
 # taken off for the table and its "#" lines (NCCL's lines keep it: their parser reads the rank from it)
 MPI_TAG_RE = re.compile(r"^\[(?:\d{1,10},)?\d{1,7}\]<(?:stdout|stderr)>:")
 MAX_GDR_SEEN = 4096  # (process, transport) pairs remembered per file: nothing from the input sizes it
+
+
+# the result table's column line, "#       size         count    type   redop    root     time   algbw   busbw ..."
+COLUMNS_RE = re.compile(r"^#\s{0,20}(?:size|bytes)\s+(?:count|N)\s+type\b.{0,120}\balgbw\b")
 
 
 def device_gpu(text: str) -> str | None:
@@ -175,6 +180,8 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                     rank = prefix_rank(text)
                     if rank is not None:  # "-g 4": four ranks in one process, each a rank of the test
                         yield RankTagged(file, lineno, text, rank, None, None, None)
+            if COLUMNS_RE.match(text):  # printed after the communicators' init, before the first size
+                yield TestsTableHeader(file, lineno, text, None, None, None, None)
             n = NRANKS_RE.search(text)
             if n and "nranks" in text:
                 nranks = int(next(g for g in n.groups() if g))

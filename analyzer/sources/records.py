@@ -717,6 +717,15 @@ class BarrierEntered(ToolEvent):
         return BARRIER_ENTERED_EVENT, {"gpu": self.gpu}
 
 
+@dataclass(slots=True)
+class TestsTableHeader(ToolEvent):
+    """nccl-tests' result table header (``#  size  count  type  redop ... time  algbw  busbw``), which the benchmark
+    prints once its communicators are initialised, right before its first size runs."""
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return TESTS_TABLE_HEADER_EVENT, {}
+
+
 LAUNCH_FAILURE_EVENT = EventKind.LAUNCH_FAILURE
 GPU_FAULT_EVENT = EventKind.GPU_FAULT
 STACK_EVENT = EventKind.STACK_SNAPSHOT
@@ -724,6 +733,7 @@ WAIT_EVENT = EventKind.PROGRESS_WAIT
 FRAMEWORK_STALL_EVENT = EventKind.FRAMEWORK_STALL
 FRAMEWORK_BATCH_EVENT = EventKind.FRAMEWORK_BATCH
 BARRIER_ENTERED_EVENT = EventKind.BARRIER_ENTERED
+TESTS_TABLE_HEADER_EVENT = EventKind.TESTS_TABLE_HEADER
 
 
 # --- NCCL's Inspector profiler plugin (plugins/profiler/inspector) ----------------------------

@@ -83,3 +83,15 @@ def test_the_barrier_warning_of_each_torch_release_names_its_rank():
         recs = [r for r in framework_line("f", 1, body, body, None) if isinstance(r, BarrierEntered)]
         assert [(r.rank, r.gpu) for r in recs] == [(3, 2)]
     assert not list(framework_line("f", 1, "rank 3 done with barrier", "rank 3 done with barrier", None))
+
+
+def test_the_tests_table_header_is_read_in_each_releases_columns():
+    from ncclscope.sources.nccl_tests import parse_nccl_tests_lines
+    from ncclscope.sources.records import TestsTableHeader
+    lines = ["#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error",
+             "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+             "#      bytes             N    type      time   algbw   busbw  delta     time   algbw   busbw  delta",
+             "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+             "# Avg bus bandwidth    : 8.51"]
+    heads = [r.line for r in parse_nccl_tests_lines(enumerate(lines, 1), "t.out") if isinstance(r, TestsTableHeader)]
+    assert heads == [1, 2, 3]
