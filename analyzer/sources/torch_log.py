@@ -221,6 +221,8 @@ HEAP_ABORT_RE = re.compile(r"(?:(?:free|malloc|realloc|munmap_chunk|malloc_conso
                            r"[\w .,()!-]{0,80}$")
 # Ray's prefix of a worker's line: "(RayTrainWorker pid=1874, ip=10.20.4.12) ", "(pid=88977) " (ip only off the
 # driver's node)
+# Ray actors that hold a GPU of the job: workers (Ray Train's, vLLM's), OpenRLHF's model and vLLM engine actors
+GPU_ACTOR_RE = re.compile(r"Worker|ModelActor$|ModelRayActor$|LLMRayActor$")
 RAY_PREFIX_RE = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.:-]{0,100}) )?pid=\d{1,10}(?:, ip=(?P<ip>[\w.:-]{1,64}))?\) ")
 MAX_RAY_NODES = 4096
 HEAP_ABORT_TYPE = "heap corruption"  # DistError.exc_type of a HEAP_ABORT_RE line followed by a frame inside NCCL
@@ -682,9 +684,10 @@ def _ray_node(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     driver's (``(RayTrainWorker pid=2231)`` the driver's node, ``(RayTrainWorker pid=1874, ip=10.0.0.12)`` another),
     so the workers' nodes are their distinct ips and the driver's when a worker's prefix names none; a ``NodeCount``
     each time one more is seen, from the second on (``model_build.ranks`` takes the largest). Only workers' prefixes (no actor name, or a
-    ``...Worker...`` one: Ray Train's, vLLM's): a trainer or controller actor holds no rank."""
+    ``GPU_ACTOR_RE`` one: Ray Train's and vLLM's workers, OpenRLHF's model actors): a trainer or controller actor holds
+    no GPU of the job."""
     m = RAY_PREFIX_RE.match(text)
-    while m is not None and m.group("actor") and "Worker" not in m.group("actor"):
+    while m is not None and m.group("actor") and not GPU_ACTOR_RE.search(m.group("actor")):
         # a process that forwards its own Ray workers' output (vLLM V1's ``(EngineCore_DP0 pid=3120) (RayWorkerWrapper
         # pid=2877, ip=10.0.0.2) ``): the worker's prefix is the next one
         m = RAY_PREFIX_RE.match(text, m.end())

@@ -64,3 +64,10 @@ def test_a_ray_driver_that_is_a_rank_is_a_node_beside_its_remote_workers():
     assert _node_counts([remote]) == []  # the driver holds no rank (Ray Train's): its node may run no process of the job
     assert _node_counts([driver]) == []  # no Ray worker seen
     assert _node_counts(["(RayWorkerWrapper pid=90) INFO x", remote, driver]) == [2]  # the driver's node seen already
+
+
+def test_model_actors_name_the_nodes_a_trainer_actor_does_not():
+    near, far = "(PolicyModelActor pid=5) INFO x", "(CriticModelActor pid=6, ip=10.0.0.9) INFO x"
+    assert _node_counts([near, far]) == [2]
+    assert _node_counts(["(LLMRayActor pid=7) INFO x", "(LLMRayActor pid=8, ip=10.0.0.9) INFO x"]) == [2]
+    assert _node_counts(["(TrainController pid=7) INFO x", "(TrainController pid=8, ip=10.0.0.9) INFO x"]) == []
