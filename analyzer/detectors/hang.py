@@ -158,27 +158,21 @@ def detect(run: Run) -> list[Finding]:
     fr = fr_hang_finding(run, bool(stalls), stall_ev)
     if fr is not None and _fr_says_more(fr, findings):
         findings = [replace(fr, evidence=tuple(_dedupe([*fr.evidence, *_ras_evidence(run, list(fr.ranks))])))]
-    if not findings:
-        findings.extend(_from_nccl_counts(run, stall_ev))
-    if not findings:
-        findings.extend(_init_hang(run, stalls))
-    if not findings:
-        findings.extend(_exit_hang(run, status))
-    if not findings:
-        findings.extend(_barrier_hang(run))
-    if not findings:
-        findings.extend(_barrier_unreturned(run))
-    if not findings:
-        findings.extend(_unique_id_hang(run))
-    if not findings:
-        findings.extend(_tests_hang(run))
-    if not findings:
-        findings.extend(_watchdog_stuck(run))
-    if not findings:
-        findings.extend(_after_init_hang(run))
-    if not findings:
-        findings.extend(_stopped_hang(run, bool(stalls)))
-    return findings
+    return findings or _weaker_signs(run, stall_ev, stalls, status)
+
+
+def _weaker_signs(run: Run, stall_ev: tuple[Evidence, ...], stalls: list, status: dict) -> list[Finding]:
+    """Where no process group's status names a stuck collective: the first of the weaker signs of a hang, in order of
+    how much each says (NCCL call counts, an init that never completed, exits, barriers, a unique-id wait, an
+    nccl-tests table with no row, a watchdog report, a log that stops after init, a job stopped from outside)."""
+    for sign in (lambda: _from_nccl_counts(run, stall_ev), lambda: _init_hang(run, stalls),
+                 lambda: _exit_hang(run, status), lambda: _barrier_hang(run), lambda: _barrier_unreturned(run),
+                 lambda: _unique_id_hang(run), lambda: _tests_hang(run), lambda: _watchdog_stuck(run),
+                 lambda: _after_init_hang(run), lambda: _stopped_hang(run, bool(stalls))):
+        found = list(sign())
+        if found:
+            return found
+    return []
 
 
 def _quiet_ranks(run: Run, by_rank: dict[int, RankPg], left: frozenset[int]) -> set[int]:
