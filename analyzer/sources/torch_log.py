@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 
 from ..nccl.failures import EntryKind, classify
 from .command_env import command_settings
@@ -1060,8 +1061,13 @@ def _version(st: _State, head: Head, torch: str | None, nccl: str | None) -> Ite
 
 def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
     """Versions and world sizes from wherever they are printed (collect_env, pip lists, launchers)."""
-    yield from program_facts(head[0], head[1], head[2], body)  # a program's own prints (RETURNN's, a script's)
-    yield from json_record_facts(head[0], head[1], head[2], body)  # a program's JSON record of its environment
+    # a program's own prints (RETURNN's, a script's) and its JSON record of its environment; a torch release they
+    # state is kept once per file, as every other version line is (``_version``)
+    for rec in chain(program_facts(*head[:3], body), json_record_facts(*head[:3], body)):
+        if isinstance(rec, TorchVersionLine):
+            yield from _version(st, head, rec.torch, rec.nccl)
+        else:
+            yield rec
     if "version" in body or "==" in body:
         m = TORCH_VERSION_RE.search(body)
         if m:
