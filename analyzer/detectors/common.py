@@ -59,3 +59,12 @@ def rows_where(d: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
     """``d[mask]``, or ``d`` itself when the mask keeps every row: boolean indexing always copies, and at
     millions of rows the usual mask keeps them all (a copy of the table's columns is hundreds of MB)."""
     return d if mask.all() else d[mask]
+
+
+def human_bytes(n: float) -> str:
+    """A byte count as nccl-tests sizes read (``8 MB``, ``1 GB``: powers of 1024)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}"
+        n /= 1024
+    return f"{n:.0f} TB"

@@ -30,7 +30,6 @@ SOCKET_IF_RE = re.compile(r"\[\d{1,3}\]([A-Za-z0-9_.@-]{1,40}):")  # NET/Socket 
 NCCL_FAILED_RE = re.compile(r"NCCL error|ncclSystemError|ncclRemoteError|ncclInternalError|unhandled system error")
 
 
-
 def detect(run: Run) -> list[Finding]:
     findings: list[Finding] = []
     settings = run.job.settings

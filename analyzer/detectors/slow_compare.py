@@ -23,6 +23,7 @@ from typing import Any
 from ..metrics.link_floor import HGX_GPU_RE, link_facts
 from ..model import EventKind, Evidence, Finding, FindingKind, LogEvent, Run, Severity, Verdict
 from ..sources.program_facts import RATE_MARK
+from .common import human_bytes
 
 GAP = 1.5  # a measurement this many times slower than its twin is not noise
 MIN_BYTES = 8 << 20  # sizes compared: bandwidth-bound rows
@@ -108,7 +109,7 @@ def _table_finding(run: Run) -> list[Finding]:
     return [Finding(
         kind=FindingKind.SLOW_LINK, severity=Severity.WARNING, verdict=Verdict.DEGRADED,
         message=f"{test} was run more than once in this input with {slow.nranks or 'the same number of'} ranks: the first "
-        f"run reached at most {a:.2f} GB/s bus bandwidth from {_human(min(sizes))} up, {b / a:.1f}x below the "
+        f"run reached at most {a:.2f} GB/s bus bandwidth from {human_bytes(min(sizes))} up, {b / a:.1f}x below the "
         f"{b:.2f} GB/s of a later run of the same sizes" + (" on the same host" if one_host else ""),
         hint=P2P_HINT if pcie else NET_HINT, evidence=tuple(ev) + facts.evidence[:2],
         data={"culprits": [], "busbw": a, "twin_busbw": b, "sizes": sorted(sizes), "gap": round(b / a, 2)})]
@@ -156,11 +157,3 @@ def _timing_findings(run: Run) -> list[Finding]:
 
 def detect(run: Run) -> list[Finding]:
     return _table_finding(run) + _timing_findings(run)
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}"
-        n /= 1024
-    return f"{n:.0f} TB"

@@ -16,16 +16,15 @@ import math
 import pandas as pd
 
 from ..metrics.busbw import busbw_table
-from ..metrics.link_floor import FLOOR_SHARE, LinkFacts, SlowSweep, link_facts, per_size, slow_sweeps
+from ..metrics.link_floor import LinkFacts, SlowSweep, link_facts, per_size, slow_sweeps
 from ..metrics.share import run_busbw
 from ..model import Certainty, Evidence, Finding, FindingKind, Run, Severity, Verdict
-from .common import record_evidence
+from .common import human_bytes, record_evidence
 
 __all__ = ["busbw_table", "detect"]
 
 MIN_BYTES = 1 << 20
 FAR_BELOW = 0.5
-FLOOR_PCT = round(FLOOR_SHARE * 100)
 
 
 GDR_OFF_HINT = (
@@ -69,7 +68,7 @@ def detect(run: Run) -> list[Finding]:
         if bucket in ref.index and ref[bucket] > 0 and bw < FAR_BELOW * ref[bucket]:
             findings.append(Finding(
                 kind=FindingKind.SLOW_LINK, severity=Severity.WARNING,
-                message=f"collectives of ~{_human(2 ** bucket)} reach {bw:.1f} GB/s bus bandwidth, "
+                message=f"collectives of ~{human_bytes(2 ** bucket)} reach {bw:.1f} GB/s bus bandwidth, "
                 f"{bw / ref[bucket]:.0%} of the {ref[bucket]:.1f} GB/s this fabric reached in its sweep",
                 hint="Compare transports (NCCL_P2P_DISABLE / SHM / IB settings), look for other traffic on the links, "
                 "and for stragglers inflating collective time.", evidence=_bucket_lines(run, big, sweep, int(bucket)),
@@ -112,7 +111,7 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     gdr = {True: "GDRDMA on", False: "no GDRDMA on the network channels", None: None}[facts.gdr]
     said = ", ".join(x for x in (f"{facts.nnodes} node{'s' if facts.nnodes > 1 else ''}",
                                   ", ".join(facts.gpus[:2]) or None, gdr) if x)
-    per = ", ".join(f"{_human(size)} {bw:.2f}" for size, bw in sizes[-4:])
+    per = ", ".join(f"{human_bytes(size)} {bw:.2f}" for size, bw in sizes[-4:])
     hint = NVLINK_HINT if f.path == "NVLink" else (GDR_OFF_HINT if facts.gdr is False else NET_HINT)
     if "two RoCE HCAs" in f.reference:
         hint = GB10_HINT
@@ -130,7 +129,7 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     ev = [Evidence(file, line, f"size {size} B: busbw {bw:.2f} GB/s") for (file, line), (size, bw) in list(best.items())[-4:]]
     return Finding(
         kind=FindingKind.SLOW_LINK, severity=Severity.WARNING, verdict=Verdict.DEGRADED,
-        message=f"{test} completed but reached at most {s.best:.2f} GB/s bus bandwidth from {_human(sizes[0][0])} up "
+        message=f"{test} completed but reached at most {s.best:.2f} GB/s bus bandwidth from {human_bytes(sizes[0][0])} up "
         f"(busbw GB/s by size: {per}), under the {f.gbs:g} GB/s floor for {links} ({round(100 * f.gbs / (f.link_gbs * f.links))}% of {f.link_gbs:g} "
         f"GB/s{' each' if f.links > 1 else ''}: {f.reference}); {said}",
         hint=hint, evidence=tuple(ev) + facts.evidence,
@@ -138,11 +137,3 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
               "link_gbs": f.link_gbs, "reference": f.reference, "gdr": facts.gdr, "gpus": list(facts.gpus),
               "nnodes": facts.nnodes, "busbw_by_size": [[size, bw] for size, bw in sizes],
               **({"certainty": {"level": f.certainty, "why": CERTAINTY_WHY[f.certainty]}} if f.certainty else {})})
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}"
-        n /= 1024
-    return f"{n:.0f} TB"
