@@ -159,7 +159,9 @@ RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")  # a pid is no rank: "
 PROGRESS_WORDS = ("loss", "Loss", "LOSS", "samples/", "tokens/", "toks/", "images/", "seqs/", "seq/",
                   "startup complete", "200 OK", "passed", "hroughput", "successful", "Successful requests")
 PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a literal (a fast scan over long lines)
-    r"(?:loss|Loss|LOSS)['\"]?\s*(?:is\s*|[:=]\s*)?[-+]?(?:\d|nan\b|inf\b)"  # "Loss: 0.41", "loss is 0.41", {'loss': 1.5}
+    # "Loss: 0.41", "loss is 0.41", {'loss': 1.5}, "train_loss=2.1e-3"; the word stands alone and its number is a
+    # decimal or ends there ("LOSS21Cg" inside base64 or a hash is no loss print; "loss 0.0009" glued to a log line is)
+    r"(?<![A-Za-z0-9])(?:loss|Loss|LOSS)['\"]?\s*(?:is\s*|[:=]\s*)?[-+]?(?:\d+\.\d|\d+\b|nan\b|inf\b)"
     r"|[Tt]hroughput\b(?: \([\w/.]{1,20}\))?\s*[:=]?\s*\d"  # a serving benchmark's "Request throughput (req/s): 8.9"
     r"|Successful requests:\s*[1-9]"  # a serving benchmark's result: requests served
     r"|(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b"  # a throughput's unit, printed beside its number

@@ -159,3 +159,14 @@ def test_timeouts_never_override_a_better_status(tmp_path):
     a = analyze(run)
     assert a.decision.verdict.value == "hang" and a.decision.stuck is not None and a.decision.stuck.seq == 125
     assert not [s for s in a.run.pg_status if s.source == "watchdog_timeout"]
+
+
+@pytest.mark.parametrize("text,is_progress", [
+    ("step 20 loss 0.00009vm:1218:1223 [0] NCCL INFO", True),  # glued in front of a log line
+    ("{'loss': 1.5, 'epoch': 0.1}", True), ("train_loss=2.1e-3", True), ("val/loss=3", True), ("loss: nan", True),
+    ("WhrgsvdI41PY+gBv4JpZhY8gtkDHF0LOSS21Cgvi8fOedFErfu", False),  # base64 with LOSS and a digit in it
+    ("9f3c+LOSS21Cg/x", False), ("GLOSS2", False),
+])
+def test_a_loss_print_is_a_word_with_its_number_not_letters_inside_junk(text, is_progress):
+    from ncclscope.sources.torch_log import PROGRESS_RE
+    assert bool(PROGRESS_RE.search(text)) is is_progress
