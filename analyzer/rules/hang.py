@@ -185,8 +185,9 @@ def ends_after_init(text_after_nccl: Iterable[int], init_complete: bool, collect
                      "no collective and no exit after it: a running job goes on to print")
 
 
-# a progress bar (tqdm's) still at its start: "Processed prompts:   0%|          | 0/24 [00:00<?, ?it/s ...]"
-ZERO_BAR_RE = re.compile(r"(?:^|\s|:)0%\|[^|]{0,80}\|\s*0/(?P<n>\d{1,9})\b")
+# a progress bar (tqdm's) still at its start: "Processed prompts:   0%|          | 0/24 [00:00<?, ?it/s ...]", or
+# one with no total, which tqdm draws as a count: "Sanity Checking: 0it [00:00, ?it/s]" (Lightning's first loop)
+ZERO_BAR_RE = re.compile(r"(?:^|\s|:)(?:0%\|[^|]{0,80}\|\s*0/(?P<n>\d{1,9})\b|0it \[\d{1,3}:\d\d(?::\d\d)?, \?it/s\])")
 
 
 def frozen_at_start(last_lines: Iterable[str], init_complete: bool, collectives: bool, failed: bool,
@@ -198,7 +199,8 @@ def frozen_at_start(last_lines: Iterable[str], init_complete: bool, collectives:
     bar = next((m for t in last_lines if (m := ZERO_BAR_RE.search(t)) is not None), None)
     if bar is None or not init_complete or collectives or failed or exit_known:
         return None
-    return AfterInit("possible", f"the input ends at a progress bar still at 0 of {bar.group('n')} after NCCL's init "
+    at = f"0 of {bar.group('n')}" if bar.group("n") else "0 (no total)"
+    return AfterInit("possible", f"the input ends at a progress bar still at {at} after NCCL's init "
                      "completed on every rank: the first unit of work, and the first collective in it, never finished")
 
 
