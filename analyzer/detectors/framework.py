@@ -16,7 +16,8 @@ entered, a native backtrace of a thread parked inside NCCL: ``sources.native_sta
   stopped it). Likely for a framework's own timeout, possible for vLLM's wait (it also prints it during a long
   compilation), unless it repeats for ``SURE_S`` seconds or more. Likely for a backtrace parked inside NCCL.
 - Else a log that ends at a serving framework's GPU peer-to-peer check of its start-up (vLLM's and SGLang's custom
-  all-reduce: "generating / reading GPU P2P access cache"), nothing after it: a possible hang, no culprit.
+  all-reduce: "generating / reading GPU P2P access cache") or at a step of its distributed set-up (the process-group
+  line, the NCCL library its own wrapper loads), nothing after it: a possible hang, no culprit.
 """
 from __future__ import annotations
 
@@ -65,6 +66,12 @@ HINT_STALL = ("Dump the ranks' stacks while it hangs (py-spy dump --pid for ever
 # access cache in <path>"), the others wait for it in a barrier, then each reads it ("reading GPU P2P access cache from
 # <path>") and the custom all-reduce exchanges its buffers between the GPUs
 P2P_CHECK_RE = re.compile(r"\b(?:generating|reading) GPU P2P access cache (?:in|from) ")
+# the steps of a serving framework's distributed set-up before it: vLLM's and SGLang's process-group line
+# ("parallel_state.py:959] world_size=2 rank=0 local_rank=0 distributed_init_method=tcp://..."), SGLang's "Init torch
+# distributed begin.", and the NCCL library their own NCCL wrapper (pynccl) loads for its first communicator ("Found nccl
+# from library libnccl.so.2", "vLLM is using nccl==2.21.5"); the next line of a start-up that goes on is the next step
+DIST_STEP_RE = re.compile(r"\bworld_size=\d{1,7} rank=\d{1,7} local_rank=\d{1,7} distributed_init_method="
+                          r"|\bInit torch distributed begin\b|\bFound nccl from library |\b(?:vLLM|sglang) is using nccl==")
 WENT_ON = (EventKind.PROGRESS, EventKind.RANK_FINISHED, EventKind.PROGRAM_EXIT, EventKind.LAUNCHER_SUCCEEDED,
            EventKind.DIST_ERROR, EventKind.NCCL_WARN, EventKind.WATCHDOG_TIMEOUT)
 
@@ -150,27 +157,38 @@ def _batches(run: Run) -> Finding | None:
 
 
 def _setup_end(run: Run) -> list[Finding]:
-    """An input whose log ends at a serving framework's GPU peer-to-peer check of its start-up (``P2P_CHECK_RE``), with
-    nothing after it: no line of the server coming up, no progress, no error, no exit, not ncclscope's own run. The
-    check runs after NCCL's init and before the model serves; a log that stops there is a start-up that never came up:
-    a possible hang in the P2P test or in the first exchanges between the GPUs. No rank is named."""
+    """An input whose log ends at a serving framework's GPU peer-to-peer check of its start-up (``P2P_CHECK_RE``) or
+    at a step of its distributed set-up (``DIST_STEP_RE``), with nothing after it: no line of the server coming up, no
+    progress, no error, no exit, not ncclscope's own run. The next step of a start-up that goes on prints its own line
+    (the model loading, the server's ready line); a log that stops there is a start-up that never came up: a possible
+    hang in the P2P test or in the first exchanges of the new communicators. No rank is named."""
     if run.job.exit_code is not None or run.exits or run.from_ncclscope() or failures_of_run(run):
         return []
     if any(e.kind in WENT_ON for e in run.events):
         return []
     ends = [e for e in run.events if e.kind == EventKind.FILE_END and P2P_CHECK_RE.search(e.evidence.text)]
-    if not ends:
-        return []
-    return [Finding(
+    if ends:
+        return [_setup_finding(ends, "startup_p2p_check", "the start-up's GPU peer-to-peer (P2P) check of the custom "
+                               "all-reduce (it runs once the communicators are built)", "P2P test")]
+    ends = [e for e in run.events if e.kind == EventKind.FILE_END and DIST_STEP_RE.search(e.evidence.text)]
+    if ends:
+        return [_setup_finding(ends, "startup_dist", "a step of the serving framework's distributed set-up (its "
+                               "process group and its own NCCL communicator)", "first NCCL communicator's set-up")]
+    return []
+
+
+def _setup_finding(ends: list[LogEvent], cls: str, step: str, where: str) -> Finding:
+    """The possible hang of a start-up whose log ``ends`` at ``step`` (``_setup_end``)."""
+    return Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL, verdict=Verdict.HANG,
-        message="the log ends at the start-up's GPU peer-to-peer (P2P) check of the custom all-reduce (it runs once the "
-                "communicators are built), with nothing after it: the server never came up; a possible hang in the P2P "
-                "test or the first exchanges between the GPUs (no rank can be named from this text)",
+        message=f"the log ends at {step}, with nothing after it: the server never came up; a possible hang in the "
+                f"{where} or the first exchanges between the GPUs (no rank can be named from this text)",
         hint="GPU peer-to-peer that does not deliver (ACS on a PCIe switch, an IOMMU / VT-d, a board or driver without "
-             "P2P between these GPUs) hangs this check and the first collectives: start once with NCCL_P2P_LEVEL=NVL "
+             "P2P between these GPUs) hangs this step and the first collectives: start once with NCCL_P2P_LEVEL=NVL "
              "(P2P over NVLink only) or NCCL_P2P_DISABLE=1 and the framework's --disable-custom-all-reduce; CUDA's "
-             "p2pBandwidthLatencyTest and nvidia-smi topo -m show the path between the GPUs.",
+             "p2pBandwidthLatencyTest and nvidia-smi topo -m show the path between the GPUs; NCCL_DEBUG=INFO shows "
+             "where NCCL stops.",
         evidence=tuple(e.evidence for e in ends[:2]),
-        data={"culprits": [], "class": "startup_p2p_check",
-              "certainty": {"level": "possible", "why": "the log stops at the start-up's P2P check, with no line of the "
-                            "server coming up, no error and no exit after it"}})]
+        data={"culprits": [], "class": cls,
+              "certainty": {"level": "possible", "why": f"the log stops at {step.split(' (')[0]}, with no line of the "
+                            "server coming up, no error and no exit after it"}})

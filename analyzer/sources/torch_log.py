@@ -33,7 +33,7 @@ from .program_facts import program_facts
 from .restarts import restart_record
 from .topo_rows import gpu_links
 from .lines import split_tool_prefixes, strip_tool_prefixes
-from .ray_workers import WorkerRanks
+from .ray_workers import STATED_RANK_RE, WorkerRanks
 from .tool_lines import ToolLines
 from .records import (
     C10dLine,
@@ -157,7 +157,8 @@ FINISH_RE = re.compile(
 RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")  # a pid is no rank: "process 4711 exiting" names none
 # the program's own progress prints (sources.records.ProgressSeen); PROGRESS_WORDS gate the regex
 PROGRESS_WORDS = ("loss", "Loss", "LOSS", "samples/", "tokens/", "toks/", "images/", "seqs/", "seq/",
-                  "startup complete", "200 OK", "passed", "hroughput", "successful", "Successful requests")
+                  "startup complete", "200 OK", "passed", "hroughput", "successful", "Successful requests",
+                  "Uvicorn running on", "ready to roll")
 PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a literal (a fast scan over long lines)
     # "Loss: 0.41", "loss is 0.41", {'loss': 1.5}, "train_loss=2.1e-3"; the word stands alone and its number is a
     # decimal or ends there ("LOSS21Cg" inside base64 or a hash is no loss print; "loss 0.0009" glued to a log line is)
@@ -166,6 +167,7 @@ PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a l
     r"|Successful requests:\s*[1-9]"  # a serving benchmark's result: requests served
     r"|(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b"  # a throughput's unit, printed beside its number
     r"|Application startup complete|\" 200 OK\s*$|\bpassed[.!]?\s*$"
+    r"|Uvicorn running on |The server is fired up and ready to roll"  # a server's ready lines: its start-up ended
     r"|\b(?:is|was) successful[.!]?\s*$"  # a check script's own pass line: "sanity check is successful!"
 )
 # a launcher or framework stopped from outside: torchrun's "Received 2 death signal" ("Received Signals.SIGINT death
@@ -680,6 +682,19 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         st.tagged.add(prefix_rank)  # the first line a launcher tagged with this rank: the rank has output here
         if not said:  # (a record of the line itself already names it)
             yield RankTagged(st.file, lineno, text, prefix_rank, sev, ts_text, None)
+    elif prefix_rank is None and "rank=" in body and (own := _own_stated_rank(body)) is not None \
+            and own not in st.tagged and len(st.tagged) < MAX_TAGGED:
+        st.tagged.add(own)  # an untagged process stating its own rank as it joins (vLLM's driver): it has output here
+        yield RankTagged(st.file, lineno, text, own, sev, ts_text, None)
+
+
+def _own_stated_rank(body: str) -> int | None:
+    """The rank a process states of itself as it joins its group (``world_size=2 rank=0 local_rank=0
+    distributed_init_method=...``, ``Setting up process group for: env:// [rank=3, world_size=4]``); None otherwise."""
+    m = STATED_RANK_RE.search(body)
+    if m is None:
+        return None
+    return int(m.group("rank") if m.group("rank") is not None else m.group("rank2"))
 
 
 def _ray_node(st: _State, lineno: int, text: str) -> Iterator[Rec]:
