@@ -327,7 +327,7 @@ def _backend_report(run: Run) -> list[Finding]:
            if not pg.endswith(":p2p") and not pg.startswith("nccl:")}
     at = mismatch_collective(enq, done, seen.rank)
     if at is None:
-        return []
+        return _backend_alone(seen) if not any(enq.values()) else []
     pg, seq = at
     last, used = _last_calls(run.collectives, pg)
     culprits, reason = last_call_culprits(last, used)
@@ -340,6 +340,21 @@ def _backend_report(run: Run) -> list[Finding]:
         evidence=(Evidence(seen.order[0], seen.order[1], seen.text[:300]),), stuck=Stuck(pg, seq, op),
         verdict=Verdict.DESYNC, data={"sides": [], "mismatch": ["backend"], "odd_ranks": list(culprits),
                                       "culprit_by": reason, "t": seen.t, "reported_by": seen.rank})]
+
+
+def _backend_alone(seen: rules.Failure) -> list[Finding]:
+    """A backend's or a library's mismatch report with no record of the ranks' collectives at all (Accelerate's check
+    of a gather's input shapes, gloo's enforce in a log without NCCL's lines): the desync it states, at no collective
+    the records can place and with no culprit (the report says the ranks disagree, not which one is wrong)."""
+    who = f"rank {seen.rank}" if seen.rank is not None else "a rank"
+    return [Finding(
+        kind=FindingKind.DESYNC, severity=Severity.CRITICAL,
+        message=f"{who} stopped on a check that the ranks called a collective differently: {seen.text}"[:500],
+        ranks=(), hint=HINT, evidence=(Evidence(seen.order[0], seen.order[1], seen.text[:300]),), verdict=Verdict.DESYNC,
+        data={"sides": [], "mismatch": ["backend"], "odd_ranks": [], "culprit_by": None, "t": seen.t,
+              "reported_by": seen.rank,
+              "certainty": {"level": "confirmed", "why": "the check compares every rank's call before any is issued, "
+                            "and it failed"}})]
 
 
 def _last_calls(df: pd.DataFrame, pg: str) -> tuple[dict[int, tuple[Any, str | None]], dict[Any, frozenset[int]]]:

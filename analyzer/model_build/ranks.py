@@ -136,7 +136,8 @@ def _world(g: Gathered, top_nranks: int, hook_world: int | None) -> int | None:
         ranks_seen = [le.rank for le in g.launcher if le.rank is not None] + [
             f.rank for f in g.frs if f.rank is not None] + [c.rank for c in g.completions if c.rank is not None]
         ranks_seen = [r for r in ranks_seen if 0 <= r < MAX_RANKS]
-        if ranks_seen:
+        if ranks_seen:  # a launcher's summary, dumps or completions: at least as many ranks as the highest one shown
+            ranks_seen += [r for r in _logged_ranks(g) if 0 <= r < MAX_RANKS]  # (a rank's own tagged lines too)
             world = max(ranks_seen) + 1
     return world
 
@@ -172,6 +173,7 @@ def _world_lines(g: Gathered, world: int | None, top_nranks: int, hook_world: in
         last = world - 1
         out += [ev(le) for le in g.launcher if le.rank == last][:1] + [ev(c) for c in g.completions if c.rank == last][:1]
         out += [Evidence(f.file, 0, f"Flight Recorder dump of rank {last}") for f in g.frs if f.rank == last][:1]
+        out += [ev(r) for r in g.torch_recs if r.rank == last and last in _logged_ranks(g)][:1]
     return tuple(out[:WORLD_LINES])
 
 

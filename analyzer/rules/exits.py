@@ -82,8 +82,11 @@ NCCL_RE = re.compile(r"NCCL error|ncclInternalError|ncclInvalidUsage|ncclSystemE
                      r"ncclUnhandledCudaError|ncclRemoteError")
 # a backend's own report that the ranks' calls differ: gloo's EnforceNotMet ("Is there a distributed
 # collective mismatch in your code?"), NCCL's, PyTorch's DETAIL check; the rank saw a desync, it did not fail
+# a backend's or a library's own check that the ranks called a collective differently: gloo's enforce, NCCL's and
+# PyTorch's DETAIL check, Accelerate's debug-mode check of a gather's or reduce's input shapes across processes
+# ("DistributedOperationException: Cannot apply desired operation due to shape mismatches")
 MISMATCH_RE = re.compile(r"(?i)Is there a distributed collective mismatch|Mismatched collective detected|"
-                         r"Detected mismatch between collectives")
+                         r"Detected mismatch between collectives|Cannot apply desired operation due to shape mismatch")
 NETWORK_RE = re.compile(r"(?i)got completion (?:from peer .* )?with error|ibv_|NET/IB|NET/Socket")
 
 
