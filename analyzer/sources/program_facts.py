@@ -23,7 +23,11 @@ TORCH_PRINT_RE = re.compile(r"(?<![\w./-])(?:PyTorch|torch)\s?[:=]\s?v?(?P<v>\d{
                             r"(?:\+[\w.]{1,40})?)(?![\w.])")
 RETURNN_DIST_RE = re.compile(r"Torch distributed initialized\. Hostname \S{1,255}, pid \d{1,10}, rank (?P<r>\d{1,7}), "
                              r"local_rank \d{1,7}, local_size (?P<ls>\d{1,7}), size (?P<s>\d{1,7})\b")
-WORDS = ("orch:", "orch=", "orch: ", "orch =", "Torch distributed initialized", "nodes=")
+WORDS = ("orch:", "orch=", "orch: ", "orch =", "Torch distributed initialized", "nodes=", "ank", "ANK")
+# a script's own print of its rank and the world's size: "Rank 2 of 4.", "hello from rank 3/8", "rank: 1, world_size: 4",
+# "RANK=0 WORLD_SIZE=8" (the rank below the size; a step counter "rank 0 step 3/10" has a word between)
+RANK_OF_RE = re.compile(r"(?i)(?<![\w.])rank[ :=]{0,3}(?P<r>\d{1,7})(?: of |/| out of )(?P<s>\d{1,7})\b(?!/)"
+                        r"|(?<![\w.])rank[ :=]{1,3}(?P<r2>\d{1,7}),? {1,3}world[_ ]?size[ :=]{1,3}(?P<s2>\d{1,7})\b")
 # a script's own summary of its job: "world=32 nodes=4", "world_size=16 nnodes=2" (both in one line)
 JOB_PRINT_RE = re.compile(r"(?<![\w.])world(?:_size)?=(?P<w>\d{1,7})\b.{0,80}?(?<![\w.])n?nodes=(?P<n>\d{1,5})\b"
                           r"|(?<![\w.])n?nodes=(?P<n2>\d{1,5})\b.{0,80}?(?<![\w.])world(?:_size)?=(?P<w2>\d{1,7})\b")
@@ -62,6 +66,17 @@ def returnn_world(body: str) -> tuple[int, int, bool] | None:
     if m is None or not 0 < int(m.group("s")) <= MAX_WORLD:
         return None
     return int(m.group("r")), int(m.group("s")), int(m.group("ls")) == int(m.group("s"))
+
+
+def rank_of_world(body: str) -> tuple[int, int] | None:
+    """(rank, world size) of a script's own "Rank r of N" print, or None."""
+    if "ank" not in body and "ANK" not in body:
+        return None
+    m = RANK_OF_RE.search(body[:1000])
+    if m is None:
+        return None
+    r, n = (int(m.group("r")), int(m.group("s"))) if m.group("r") is not None else (int(m.group("r2")), int(m.group("s2")))
+    return (r, n) if 0 <= r < n <= MAX_WORLD else None
 
 
 def printed_job(body: str) -> tuple[int, int] | None:
@@ -127,6 +142,9 @@ def program_facts(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]
     if j is not None:
         yield WorldSize(file, lineno, text, None, None, None, None, j[0])
         yield NodeCount(file, lineno, text, None, None, None, None, j[1])
+    ro = rank_of_world(body)
+    if ro is not None:
+        yield WorldSize(file, lineno, text, ro[0], None, None, None, ro[1])
     w = returnn_world(body)
     if w is not None:
         yield WorldSize(file, lineno, text, w[0], None, None, None, w[1])

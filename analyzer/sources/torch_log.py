@@ -419,6 +419,7 @@ class _State:
     timeouts: set[tuple[int | None, int]] = field(default_factory=set)  # (rank, seq) already reported
     errors: set[tuple[int | None, str]] = field(default_factory=set)  # (rank, message) already reported
     versions: set[tuple[str | None, str | None]] = field(default_factory=set)
+    worlds: set[tuple[int | None, int]] = field(default_factory=set)  # (rank, size) a program's own print stated
     worlds: set[tuple[int | None, int]] = field(default_factory=set)
     nodes: set[int] = field(default_factory=set)  # node counts a launcher printed, given once each
     tagged: set[int] = field(default_factory=set)  # ranks a launcher's tag has named (RankTagged given)
@@ -1083,6 +1084,10 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
     for rec in chain(program_facts(*head[:3], body), json_record_facts(*head[:3], body)):
         if isinstance(rec, TorchVersionLine):
             yield from _version(st, head, rec.torch, rec.nccl)
+        elif isinstance(rec, WorldSize):  # once per file and rank: a "[rank 0/8] step 10" print repeats every step
+            if (rec.rank, rec.world_size) not in st.worlds and len(st.worlds) < MAX_TAGGED:
+                st.worlds.add((rec.rank, rec.world_size))
+                yield rec
         else:
             yield rec
     if "version" in body or "==" in body:
