@@ -15,7 +15,7 @@ from .. import rules
 from ..model import EventKind, Evidence, ExitRecord, Finding, FindingData, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.cause import NO_CULPRIT, CauseVerdict
 from ..rules.exits import ExitClass, FailureKind, exit_class
-from ..rules.facts import failures_of_run
+from ..rules.facts import LINK_AREAS, failures_of_run
 from .catalogue import classify
 
 
@@ -117,7 +117,8 @@ def _error_finding(run: Run, first: rules.Failure, named: bool) -> Finding:
         who = _gpu_named(run, ev)
     elif first.kind in NO_CULPRIT and not named:  # the link or NCCL itself failed there: the rank only reported it
         data["culprits"] = []
-        who = f"NCCL on {who}" if first.kind is FailureKind.NCCL else f"the network seen from {who}"
+        own = first.kind is FailureKind.NCCL or (k is not None and k.area not in LINK_AREAS)  # shm, topology: NCCL's set-up
+        who = f"NCCL on {who}" if own else f"the network seen from {who}"
     elif first.kind is FailureKind.NCCL:  # one rank's NCCL error, the others' its echo
         who = f"NCCL on {who} (the others only echo it)"
     return Finding(
