@@ -27,6 +27,9 @@ from .catalogue import KnownError, classify
 from ..nccl.failures import EntryKind, EntryVerdict
 
 SOCKET_IF_RE = re.compile(r"\[\d{1,3}\]([A-Za-z0-9_.@-]{1,40}):")  # NET/Socket : Using [0]eno1:10.0.0.1<0> [1]br0:...
+# NCCL's own words that it failed the call because of a setting it was given ("... NCCL_ALGO was set to NVLS."): the
+# WARN is the call's error, whether or not an exit or a traceback follows it in the input
+REFUSED_RE = re.compile(r"\bNCCL_[A-Z0-9_]{2,40} was set to\b")
 NCCL_FAILED_RE = re.compile(r"NCCL error|ncclSystemError|ncclRemoteError|ncclInternalError|unhandled system error")
 
 
@@ -40,6 +43,7 @@ def detect(run: Run) -> list[Finding]:
     m = config_mistake([(e.rank, e.text + " " + str(e.data.get("last_error") or "")) for e in candidates], settings)
     if m is not None:
         k, names, w = m.entry, m.settings, candidates[m.index]
+        failed = failed or bool(REFUSED_RE.search(w.text))
         ev = [w.evidence] + [settings[n].evidence for n in names if n in settings and settings[n].evidence]
         values = ", ".join(f"{n}={settings[n].value}" if n in settings else n for n in names)
         findings.append(Finding(

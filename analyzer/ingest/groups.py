@@ -19,6 +19,7 @@ from ..sources.nccl_log import NcclCollBatch, scan_coll_block
 from .assemble import log_records
 from .blocks import BLOCK_LINES, MAX_LINE, few_newline_offsets
 from .formats import HEAD_BYTES, Parsed, parse_file, sniff
+from .quoted import QUOTED_MAX_BYTES, quoted_nccl_errors
 
 SMALL_LOG_BYTES = 2 * 1024 * 1024  # logs up to this size are parsed several at a time ...
 GROUP_BYTES = 16 * 1024 * 1024  # ... in groups of about this many bytes: each group is a task of the worker pool,
@@ -64,6 +65,11 @@ def _parse_group(group: list[FileItem]) -> list[Parsed]:
             out.append(parse_file(path, name))
     if small:
         out.extend(_parse_small(small))
+    sizes = {name: (Path(path_s), size) for path_s, name, size in group}
+    for p in out:  # a small log no parser read a line of: an NCCL error quoted alone, maybe
+        item = sizes.get(p.file)
+        if item is not None and p.fmt is Format.LOG and not p.records and 0 < item[1] <= QUOTED_MAX_BYTES:
+            p.records = quoted_nccl_errors(item[0], p.file)
     return out
 
 

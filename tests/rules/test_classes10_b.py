@@ -1,7 +1,10 @@
 """Round ten's set-up cases (tests/data/classes10/c10b_*): which failures a setting the user chose explains. NCCL's ring
 check and a shared-memory segment missing at attach name no setting: a crash, unless the job set NCCL_HOSTID /
 NCCL_GRAPH_FILE / NCCL_TOPO_FILE (then a config error naming it); a full /dev/shm is a container's set-up. A TCPStore
-asked for libuv by a build without it, and a rendezvous port held by a stale process, are config errors."""
+asked for libuv by a build without it, and a rendezvous port held by a stale process, are config errors. NCCL's error
+text quoted alone (no head) is read when it names NCCL and the knowledge base knows it: a forced NCCL_ALGO / NCCL_PROTO
+it could not honour is a config error. The WARN a communicator's clean-up printed (right before commReclaim's 'failed
+in destroy/abort') is clean-up noise, not the job's failure."""
 from __future__ import annotations
 
 import json
@@ -36,3 +39,29 @@ def test_which_entry_and_verdict(text, entry, verdict):
 
     k = classify(text)
     assert k is not None and k.id == entry and k.verdict is not None and k.verdict.value == verdict
+
+
+@pytest.mark.parametrize("text,read", [
+    ("Error : no algorithm/protocol available for function ReduceScatter with datatype ncclBfloat16. NCCL_ALGO was set "
+     "to NVLS.", True),
+    ("no algorithm/protocol available for this layer's quantised kernel", False),  # names no NCCL
+    ("NCCL_ALGO=Ring made it faster for us", False),  # names NCCL, no message of NCCL's
+    ("RuntimeError: CUDA error: an illegal memory access was encountered (NCCL build 2.21)", False),  # CUDA's, not NCCL's
+])
+def test_an_nccl_error_quoted_alone_is_read(tmp_path, text, read):
+    from ncclscope.ingest.quoted import quoted_nccl_errors
+
+    f = tmp_path / "quote.txt"
+    f.write_text(f"what we saw:\n{text}\n")
+    got = quoted_nccl_errors(f, "quote.txt")
+    assert [r.line for r in got] == ([2] if read else [])
+
+
+def test_text_naming_no_nccl_is_still_nothing_readable(tmp_path):
+    from ncclscope.analysis import analyze_paths
+    from ncclscope.input_names import InputError
+
+    f = tmp_path / "notes.txt"
+    f.write_text("no algorithm/protocol available for this layer's quantised kernel\n")
+    with pytest.raises(InputError, match="nothing readable"):
+        analyze_paths([f], cache=False)
