@@ -25,6 +25,9 @@ the settings (those the knowledge base calls traps), and the NCCL version each p
   mismatch abort); with one, it argues for nothing and the desync detector decides.
 - A WARN whose entry names settings that cause it (``Entry.settings``: NCCL_TOPO_FILE before
   "Attribute arch of node cpu not found"), after the job set one: a config error naming the setting.
+- The WARN a process printed right before NCCL's ``commReclaim: cleanup comm ... failed in destroy/abort`` (no line
+  of that process between: ``rules.reclaim``), and that line: the clean-up's own failure (NVLS or registered memory
+  freed twice), one note arguing for nothing.
 - A communicator whose init never completed, each stuck rank's last NCCL line a known set-up step (NVLS multicast
   set-up): a note naming where init stopped.
 Other findings argue for no verdict: the crash and hang detectors decide what happened; these say why.
@@ -41,6 +44,7 @@ from ..nccl.gids import shown_routable
 from ..rules.chain import warn_chains as _chains
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, in_teardown, teardown_of_run
+from ..rules.reclaim import reclaim_warns
 
 MAX_QUOTE = 240
 SETTING_RE = re.compile(r"\bNCCL_[A-Z0-9_]{2,60}\b")
@@ -72,11 +76,16 @@ def detect(run: Run) -> list[Finding]:
     settings = run.job.settings
     down = teardown_of_run(run)
     teardown: list[LogEvent] = []
+    reclaim = reclaim_warns(run.events)
+    cleanup: list[LogEvent] = []
     for i, w in enumerate(run.events):
         if w.kind != EventKind.NCCL_WARN:
             continue
         if in_teardown(w, down):
             teardown.append(w)
+            continue
+        if i in reclaim:
+            cleanup.append(w)
             continue
         entry = classify(_text(w))
         chain = chains.get(i, ())
@@ -96,8 +105,24 @@ def detect(run: Run) -> list[Finding]:
     chosen = _environment(run)
     if chosen:
         findings = [_explained_by(f, chosen[0]) for f in findings]
-    return (findings + chosen + _teardown(teardown, len(down)) + _warnings(run, failed) + _init_stopped(run)
-            + _settings(run) + _releases(run))
+    return (findings + chosen + _teardown(teardown, len(down)) + _cleanup(cleanup) + _warnings(run, failed)
+            + _init_stopped(run) + _settings(run) + _releases(run))
+
+
+def _cleanup(warns: list[LogEvent]) -> list[Finding]:
+    """The WARNs of a communicator's clean-up that failed (``rules.reclaim``): one warning, no verdict; the
+    communicator was being destroyed or aborted, so they say how it was freed, not that the job failed."""
+    if not warns:
+        return []
+    ranks = tuple(sorted({w.rank for w in warns if w.rank is not None}))
+    return [Finding(
+        kind=FindingKind.NOTE, severity=Severity.WARNING,
+        message=f"{len(warns)} NCCL WARN line(s) of a communicator's clean-up (commReclaim failed in destroy/abort); "
+        f"first: \"{_quote(warns[0].text)}\": the clean-up's own failure, not the job's",
+        ranks=ranks, evidence=tuple(w.evidence for w in warns[:3]),
+        hint="A failure while freeing the communicator (ncclCommDestroy / ncclCommAbort), often NVLS or registered "
+        "memory a plugin or allocator already released. Harmless to results; report it with the NCCL release if it "
+        "repeats.", data={"entry": "comm-reclaim-cleanup", "count": len(warns)})]
 
 
 def _teardown(warns: list[LogEvent], processes: int) -> list[Finding]:
