@@ -45,7 +45,9 @@ HINT_ALL_JOINED_NATIVE = ("A rank waits for a collective that does not finish: t
                           "--native --pid): a rank outside the collective is the one to look at; if all are inside it, "
                           "the stall is NCCL's or the path's (NCCL_DEBUG=INFO, the WARN lines, nccl-tests on the same GPUs).")
 HINTS = {
-    "native_teardown": "A communicator abort or destroy that never returns: the process cannot exit. Take the other "
+    "native_teardown": "A communicator abort or destroy (ncclCommAbort / ncclCommDestroy) that never returns: the "
+                       "process cannot exit. Recent NCCL releases synchronise the ranks of a node even on abort, so "
+                       "every rank must abort: a peer that died or never calls it leaves the others waiting. Take the other "
                        "ranks' backtraces too (gdb -p / py-spy dump --native): a rank still inside a collective keeps "
                        "the teardown waiting; otherwise it is NCCL's own (its release notes list abort and destroy "
                        "hangs fixed by later releases): try a newer NCCL, and NCCL_DEBUG=INFO shows where it stops.",
