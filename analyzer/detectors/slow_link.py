@@ -36,6 +36,9 @@ NET_HINT = ("Check each NIC's link rate and width (ibstat, ib_write_bw between t
 GB10_HINT = ("NCCL lists one RoCE HCA on each node, and a GB10 system's QSFP port is two HCAs (two PCIe x4 links, "
              "e.g. rocep1s0f1 and roceP2p1s0f1), each about half the port: name both in NCCL_IB_HCA (with "
              "NCCL_IB_MERGE_NICS=1 so NCCL uses them as one port), check `ibdev2netdev` and that both carry an address.")
+GB10_PORT_HINT = ("A GB10 system's QSFP port is two RoCE HCAs (two PCIe x4 links, e.g. rocep1s0f1 and roceP2p1s0f1), "
+                  "each about half the port; NCCL_SOCKET_IFNAME only picks the bootstrap's interface: name both HCAs in "
+                  "NCCL_IB_HCA (with NCCL_IB_MERGE_NICS=1), set MTU 9000 on the port, and check `ibdev2netdev`.")
 NVLINK_HINT = ("These SXM GPUs are joined by NVLink, yet the sweep stays at PCIe speed: check NCCL_P2P_DISABLE and "
                "NCCL_P2P_LEVEL, that nvidia-fabricmanager runs on NVSwitch systems, `nvidia-smi nvlink -s`, and the "
                "channel lines (SHM means P2P between the GPUs is off).")
@@ -114,7 +117,7 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     per = ", ".join(f"{human_bytes(size)} {bw:.2f}" for size, bw in sizes[-4:])
     hint = NVLINK_HINT if f.path == "NVLink" else (GDR_OFF_HINT if facts.gdr is False else NET_HINT)
     if "two RoCE HCAs" in f.reference:
-        hint = GB10_HINT
+        hint = GB10_HINT if f.certainty != Certainty.POSSIBLE else GB10_PORT_HINT
     if f.links > 1 and f.path != "NVLink":
         hint += MANY_NICS_HINT
     if f.certainty == Certainty.POSSIBLE:

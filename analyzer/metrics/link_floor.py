@@ -10,7 +10,7 @@ no transport printed, PCIe GPUs on one host).
 Only rows from 32 MiB up, and from 1 MiB a rank up (a ring moves size/n a step), are judged: below that busbw
 is bound by latency; of those, the three largest sizes (a sweep that collapses past some size is slow there). Where
 no transport is printed at all (the table alone), nodes of HGX-class or V100 SXM2 GPUs are held, as ``possible``, to
-one link of the slowest NIC such systems ship with. Floors are 40% of a reference link rate, per NIC in use (``FLOOR_SHARE``). NCCL's maintainers count
+one link of the slowest NIC such systems ship with (GB10 systems: one of the two HCAs of their QSFP port). Floors are 40% of a reference link rate, per NIC in use (``FLOOR_SHARE``). NCCL's maintainers count
 about 24 GB/s busbw per 200 Gb/s NIC and 12 GB/s per 100 Gb/s NIC as the peak (NVIDIA/nccl-tests#119);
 the reference rates are the slowest link each GPU class ships with:
 
@@ -157,6 +157,9 @@ def _unknown_net_floor(f: LinkFacts) -> Floor | None:
         rate, why = 25.0, "one HDR 200 Gb/s link, the slowest NIC of HGX-class systems; the transport is not printed"
     elif all(V100_SXM_RE.search(g) for g in f.gpus):
         rate, why = 12.5, "one EDR 100 Gb/s link, the NIC of V100 SXM2 systems; the transport is not printed"
+    elif all(GB10_RE.search(g) for g in f.gpus):
+        rate, why = 12.5, ("one of the two RoCE HCAs (about half the port each) of the 200 Gb/s QSFP port of GB10 "
+                           "systems; the transport is not printed")
     else:
         return None
     return Floor("an unknown inter-node transport", rate, 1, round(FLOOR_SHARE * rate, 2), why, certainty="possible")
