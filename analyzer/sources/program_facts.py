@@ -6,10 +6,13 @@
   11.06 ms``, ``all_reduce took 3.2 ms``, or its rate: ``all_gather busbw 11.7 GB/s``): a ``ProgramTiming`` of the
   operation, its milliseconds (for a rate, those of one GB) and the line's shape
   (small numbers such as group ids and ranks masked; sizes, counts and numbers with a size unit kept).
+- Accelerate's print of its state (``Distributed environment: MULTI_GPU  Backend: nccl`` / ``Num processes: 4`` /
+  ``Process index: 0``): the world's size, from its bare ``Num processes:`` line.
 - A script's own summary of its job in one line (``[bench] world=32 nodes=4 dp_groups=4``): world size and nodes.
 - RETURNN's line as each process joins the group (``Torch distributed initialized. Hostname cn-31, pid 71203, rank 0,
   local_rank 0, local_size 4, size 4``): the world's size, and one node where the processes of the printing node are
-  the whole world (``local_size`` equal to ``size``).
+  the whole world (``local_size`` equal to ``size``); its other print of the same (``Torch: Distributed: rank 1, size 4,
+  local rank 1, local size 4``) alike.
 """
 from __future__ import annotations
 
@@ -23,7 +26,14 @@ TORCH_PRINT_RE = re.compile(r"(?<![\w./-])(?:PyTorch|torch)\s?[:=]\s?v?(?P<v>\d{
                             r"(?:\+[\w.]{1,40})?)(?![\w.])")
 RETURNN_DIST_RE = re.compile(r"Torch distributed initialized\. Hostname \S{1,255}, pid \d{1,10}, rank (?P<r>\d{1,7}), "
                              r"local_rank \d{1,7}, local_size (?P<ls>\d{1,7}), size (?P<s>\d{1,7})\b")
-WORDS = ("orch:", "orch=", "orch: ", "orch =", "Torch distributed initialized", "nodes=", "ank", "ANK")
+# RETURNN's other print of the same: "Torch: Distributed: rank 1, size 4, local rank 1, local size 4"
+RETURNN_DIST2_RE = re.compile(r"Distributed: rank (?P<r>\d{1,7}), size (?P<s>\d{1,7}), local[ _]rank \d{1,7}, "
+                              r"local[ _]size (?P<ls>\d{1,7})\b")
+# Accelerate's print of its state (``print(accelerator.state)``, ``logger.info(accelerator.state)``): a line
+# "Distributed environment: MULTI_GPU  Backend: nccl" then the bare line "Num processes: 4" (the world's size)
+ACCEL_PROCS_RE = re.compile(r"\s{0,8}Num processes: (?P<n>\d{1,7})\s{0,4}")
+WORDS = ("orch:", "orch=", "orch: ", "orch =", "Torch distributed initialized", "nodes=", "ank", "ANK",
+         "Distributed: rank", "Num processes: ")
 # a script's own print of its rank and the world's size: "Rank 2 of 4.", "hello from rank 3/8", "rank: 1, world_size: 4",
 # "RANK=0 WORLD_SIZE=8" (the rank below the size; a step counter "rank 0 step 3/10" has a word between)
 RANK_OF_RE = re.compile(r"(?i)(?<![\w.])rank[ :=]{0,3}(?P<r>\d{1,7})(?: of |/| out of )(?P<s>\d{1,7})\b(?!/)"
@@ -60,9 +70,12 @@ def printed_torch(body: str) -> str | None:
 
 def returnn_world(body: str) -> tuple[int, int, bool] | None:
     """(rank, world size, the whole world on the printing node) of RETURNN's join line, or None."""
-    if WORDS[4] not in body:
+    if WORDS[4] in body:
+        m = RETURNN_DIST_RE.search(body)
+    elif WORDS[8] in body:
+        m = RETURNN_DIST2_RE.search(body)
+    else:
         return None
-    m = RETURNN_DIST_RE.search(body)
     if m is None or not 0 < int(m.group("s")) <= MAX_WORLD:
         return None
     return int(m.group("r")), int(m.group("s")), int(m.group("ls")) == int(m.group("s"))
@@ -77,6 +90,14 @@ def rank_of_world(body: str) -> tuple[int, int] | None:
         return None
     r, n = (int(m.group("r")), int(m.group("s"))) if m.group("r") is not None else (int(m.group("r2")), int(m.group("s2")))
     return (r, n) if 0 <= r < n <= MAX_WORLD else None
+
+
+def accelerate_processes(body: str) -> int | None:
+    """The world's size of Accelerate's state print (its bare ``Num processes: N`` line), or None."""
+    if WORDS[9] not in body:
+        return None
+    m = ACCEL_PROCS_RE.fullmatch(body)
+    return int(m.group("n")) if m is not None and 0 < int(m.group("n")) <= MAX_WORLD else None
 
 
 def printed_job(body: str) -> tuple[int, int] | None:
@@ -145,6 +166,9 @@ def program_facts(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]
     ro = rank_of_world(body)
     if ro is not None:
         yield WorldSize(file, lineno, text, ro[0], None, None, None, ro[1])
+    n = accelerate_processes(body)
+    if n is not None:
+        yield WorldSize(file, lineno, text, None, None, None, None, n)
     w = returnn_world(body)
     if w is not None:
         yield WorldSize(file, lineno, text, w[0], None, None, None, w[1])

@@ -119,6 +119,12 @@ SIGNAL_RE = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>\w+
 AGENT_HEAD_RE = re.compile(r"^[IWE]\d{4} [\d:.]{8,20} (?P<pid>\d{1,10}) torch/distributed/elastic/")  # torchrun's agent
 SPAWN_SIGNAL_RE = re.compile(r"Terminating process (?P<pid>\d+) via signal (?P<sig>SIG\w+)")
 SPAWN_ERROR_RE = re.compile(r"^-- Process (?P<i>\d+) terminated with the following error:")
+# RETURNN: a process's pid as it joins the group, with its rank when the same line states it; its rank on the line after;
+# its exception hook's head (better_exchook), naming the process by its pid
+RETURNN_PID_RE = re.compile(r"Torch(?:: | distributed initialized\. )Hostname \S{1,255}, pid (?P<pid>\d{1,10}), "
+                            r"(?:using GPU|rank (?P<r>\d{1,7}),)")
+RETURNN_RANK_RE = re.compile(r"^Torch: Distributed: rank (?P<r>\d{1,7}), size \d")
+RETURNN_UNHANDLED_RE = re.compile(r"^Unhandled exception <class '[\w.]{1,200}'> in thread .{1,300}, proc (?P<pid>\d{1,10})\.")
 SPAWN_EXIT_RE = re.compile(r"process (?P<i>\d+) terminated with (?:exit code (?P<code>-?\d+)|signal (?P<sig>SIG\w+))")
 # OpenMPI's (mpirun) and PRRTE's (prterun, OpenMPI 5) report of the process that ended the job
 MPI_NOTICED_RE = re.compile(
@@ -239,12 +245,15 @@ ACCEL_DEFAULT_MACHINES = "`--num_machines` was set to a value of `"  # accelerat
 ARGV_LAUNCHERS = ("srun", "mpirun", "mpiexec", "torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed")
 ARGV_LAUNCH_WORDS = tuple(f"{c}{q}, {q}" for c in ARGV_LAUNCHERS for q in ("'", '"'))
 LAUNCH_WORDS = ("srun ", "mpirun ", "mpiexec ", "prterun ", "torchrun ", "torch.distributed.run ",
-                "torch.distributed.launch ", "#SBATCH", "deepspeed ", "accelerate launch ",
+                "torch.distributed.launch ", "#SBATCH", "deepspeed ", "accelerate launch ", "tune run ",
                 ACCEL_DEFAULT_MACHINES) + ARGV_LAUNCH_WORDS
 ARGV_LIST_RE = re.compile(r"\[\s{0,4}(?:'[^'\n]{0,500}'|\"[^\"\n]{0,500}\")(?:,\s{0,4}(?:'[^'\n]{0,500}'|\"[^\"\n]{0,500}\")){1,200}\s{0,4}\]")
 ARGV_ITEM_RE = re.compile(r"'([^'\n]{0,500})'|\"([^\"\n]{0,500})\"")
 LAUNCH_CMD_RE = re.compile(r"(?:^|[\s;&|$+>])(?P<cmd>srun|mpirun|mpiexec|prterun|torchrun|torch\.distributed\.(?:run|launch)|"
-                           r"#SBATCH|deepspeed|accelerate launch)\s(?P<args>)")
+                           r"#SBATCH|deepspeed|accelerate launch|tune run)\s(?P<args>)")
+# torchrun and what takes its arguments: torch.distributed.run / .launch, torchtune's ``tune run --nproc_per_node 8
+# <recipe>`` (its distributed recipes run under torchrun, its flags passed on as they are)
+TORCH_LAUNCHERS = ("torchrun", "torch.", "tune run")
 TASKS_RE = re.compile(r"(?:^|\s)(?:-n ?|--ntasks[= ]|-np )(?P<n>\d{1,7})\b")
 ELASTIC_RE = re.compile(r"--nnodes[= ]\d{1,5}:\d")  # torchrun's elastic range: the world is not fixed by the command
 NODES_RE = re.compile(r"(?:^|\s)(?:-N ?|--nodes[= ]|--nnodes[= ])(?P<n>\d{1,5})(?![\d:])")
@@ -420,7 +429,6 @@ class _State:
     errors: set[tuple[int | None, str]] = field(default_factory=set)  # (rank, message) already reported
     versions: set[tuple[str | None, str | None]] = field(default_factory=set)
     worlds: set[tuple[int | None, int]] = field(default_factory=set)  # (rank, size) a program's own print stated
-    worlds: set[tuple[int | None, int]] = field(default_factory=set)
     nodes: set[int] = field(default_factory=set)  # node counts a launcher printed, given once each
     tagged: set[int] = field(default_factory=set)  # ranks a launcher's tag has named (RankTagged given)
     terminate: dict[int | None, str] = field(default_factory=dict)  # "terminate called after throwing 'T'", by rank
@@ -440,6 +448,8 @@ class _State:
     ray_ranks: WorkerRanks = field(default_factory=WorkerRanks)  # the rank each Ray worker stated
     heap: HeapWatch = field(default_factory=HeapWatch)  # glibc's heap check awaiting a frame inside NCCL
     agents: dict[int, set[int]] = field(default_factory=dict)  # torchrun agent pid: the worker pids it signals / reports
+    pid_ranks: dict[int, int] = field(default_factory=dict)  # RETURNN: a process's pid -> the rank it stated joining
+    joining_pid: int | None = None  # RETURNN: the pid of the last "Torch: Hostname H, pid P, using GPU G." line
     agent_line: tuple[int, str] | None = None  # (line, text) of the agent's last such line
 
 
@@ -651,6 +661,8 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         if m:
             st.spawn_rank = int(m.group("i"))
             return
+    if ("pid " in body or "proc " in body or "Distributed: rank" in body) and _returnn_process(st, body):
+        return
     g = GLOG_RE.match(body)
     if g is None and "] " in body and ("[E" in body or "[W" in body or "[I" in body or "[F" in body):
         g = GLOG_ANY_RE.search(body)  # a glog head glued behind a progress bar or another process's output
@@ -687,6 +699,24 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
             and own not in st.tagged and len(st.tagged) < MAX_TAGGED:
         st.tagged.add(own)  # an untagged process stating its own rank as it joins (vLLM's driver): it has output here
         yield RankTagged(st.file, lineno, text, own, sev, ts_text, None)
+
+
+def _returnn_process(st: _State, body: str) -> bool:
+    """RETURNN's lines of a process: as it joins, ``Torch: Hostname H, pid P, using GPU G.`` then ``Torch: Distributed:
+    rank R, size S, ...`` (or both in ``Torch distributed initialized. Hostname H, pid P, rank R, ...``) tie the pid to
+    its rank; its exception hook's ``Unhandled exception <class 'E'> in thread <...>, proc P.`` heads that process's
+    exception block, whose error is then the rank's (None for a pid no join line named). True for the hook's line."""
+    if (m := RETURNN_UNHANDLED_RE.match(body)) is not None:
+        st.spawn_rank = st.pid_ranks.get(int(m.group("pid")))
+        return True
+    if (m := RETURNN_PID_RE.search(body)) is not None:
+        st.joining_pid = int(m.group("pid"))
+        if m.group("r") is not None and len(st.pid_ranks) < MAX_TAGGED:
+            st.pid_ranks[st.joining_pid] = int(m.group("r"))
+    elif st.joining_pid is not None and (m := RETURNN_RANK_RE.search(body)) is not None and len(st.pid_ranks) < MAX_TAGGED:
+        st.pid_ranks[st.joining_pid] = int(m.group("r"))
+        st.joining_pid = None
+    return False
 
 
 def _own_stated_rank(body: str) -> int | None:
@@ -918,12 +948,12 @@ def _launched(st: _State, head: Head, body: str) -> Iterator[Rec]:
     if any(w in body for w in ARGV_LAUNCH_WORDS):
         body = argv_words(body)
     found = list(LAUNCH_CMD_RE.finditer(body[:2000]))
-    outer = any(not m.group("cmd").startswith(("torch", "deepspeed")) for m in found)  # srun / mpirun around it
+    outer = any(not m.group("cmd").startswith(("torch", "deepspeed", "tune")) for m in found)  # srun / mpirun around it
     for i, m in enumerate(found):
         end = found[i + 1].start() if i + 1 < len(found) else len(body)
         args = body[m.start("args"):min(end, m.start("args") + 2000)]
         yield from _launch_count(st, head, m.group("cmd"), args)
-        if m.group("cmd").startswith("torch") and not outer and _one_node(" " + args):
+        if m.group("cmd").startswith(TORCH_LAUNCHERS) and not outer and _one_node(" " + args):
             yield NodeCount(head[0], head[1], head[2], None, None, None, None, 1)
 
 
@@ -967,7 +997,7 @@ def _launch_count(st: _State, head: Head, cmd: str, args: str) -> Iterator[Rec]:
             yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, int(procs.group("n")),
                                 "accelerate")
         return
-    torch_launcher = cmd.startswith(("torchrun", "torch."))
+    torch_launcher = cmd.startswith(TORCH_LAUNCHERS)
     if ELASTIC_RE.search(args):
         return
     if torch_launcher:
