@@ -26,6 +26,9 @@ as what was seen bounds them (``hang.bounded_world``).
 Desync (``desync.odd_ranks``): the ranks outside a strict majority; with no majority (two ranks,
 a tie), the one side whose call (its call site when every side has one, else op/count/dtype) no
 rank outside it ever made, while every other side's call was made by ranks outside it; else none.
+PyTorch's DETAIL reports where every side printed its own fingerprint of one call (the same op and
+SequenceNumber, another shape or dtype) name nobody: each side sees the other as the odd one
+(``desync.detail_verdict``).
 
 Root cause (``cause.root_cause``): failure events and symptoms on one time line (the records'
 times; file order, torchrun's "first observed failure" first, where none is known); the earliest

@@ -112,7 +112,8 @@ def fingerprint(text: str) -> Fingerprint:
 @dataclass(frozen=True, slots=True)
 class DetailVerdict:
     """What the DETAIL reports say together: the ranks out of step (a majority of ranks against them, else
-    nobody: two ranks that disagree do not say which one is wrong), the sides, and the mismatched call's
+    nobody: two ranks that disagree do not say which one is wrong, nor do two sides that each report the same call
+    with another size), the sides, and the mismatched call's
     sequence number (the majority's, else the reporting ranks' own when they agree)."""
 
     culprits: tuple[int, ...]
@@ -144,9 +145,26 @@ def detail_verdict(reports: Iterable[tuple[Sequence[int], Sequence[str]]]) -> De
         by.setdefault(of[r], []).append(r)
     sides = [Side(tuple(rs), (fp.op, fp.shape, fp.dtype, fp.seq)) for fp, rs in by.items()]
     culprits, how = odd_ranks(sides, {})
+    if how == "majority" and _one_call_each_side_reported(by.values(), own):
+        culprits, how = (), None
     big = max(by.items(), key=lambda kv: len(kv[1]))
     at = big[0] if how == "majority" else first
     return DetailVerdict(culprits, how, tuple(sorted(sides, key=lambda s: -len(s.ranks))), at.seq, at.op)
+
+
+def _one_call_each_side_reported(sides: Iterable[list[int]], own: Mapping[int, Fingerprint]) -> bool:
+    """Every side printed its own fingerprint (a rank of each side reported the mismatch) and those prints are one
+    call: the same op at the same SequenceNumber, another shape or dtype. The ranks made the same call with sizes
+    that differ by rank (data or rank-dependent lengths) and each side sees the other as the odd one: the reports
+    show two sides, not which is wrong, however many ranks are on each. A side that never reported, or one at
+    another op or number (a rank elsewhere in the program), stays to the majority rule."""
+    calls = set()
+    for ranks in sides:
+        mine = [own[r] for r in ranks if r in own]
+        if not mine:
+            return False
+        calls |= {(fp.op, fp.seq) for fp in mine}
+    return len(calls) == 1 and None not in next(iter(calls))
 
 
 # ops whose element count is the same on every rank of a well-formed call (all-to-all, gather and scatter

@@ -3,7 +3,8 @@
 ``Num processes: N`` line; RETURNN's join line ``Torch: Distributed: rank R, size S, local rank L, local size LS``
 states the world's size (and one node where the local size is the world's). Each is read over a world guessed from
 the highest rank a log shows. RETURNN's exception hook names a process by its pid (``Unhandled exception ... proc P.``):
-the rank that pid joined as."""
+the rank that pid joined as. PyTorch's DETAIL reports in which every side printed its own fingerprint of one call (same
+op and SequenceNumber, another shape) name no culprit; a rank in another call is still named."""
 from __future__ import annotations
 
 import json
@@ -60,6 +61,25 @@ def test_tune_run_counts_as_torchrun(line, n):
     head = ("f", 1, line, None, None, None, None)
     got = [r.count for r in _launched(_State("f"), head, line) if isinstance(r, LaunchedTasks)]
     assert got == ([n] if n else [])
+
+
+def _fp(seq: int, op: str, shape: str) -> str:
+    return f"CollectiveFingerPrint(SequenceNumber={seq}, OpType={op}, TensorShape=[{shape}], TensorDtypes=Float)"
+
+
+def test_detail_reports_of_one_call_from_both_sides_name_nobody():
+    from ncclscope.rules.desync import detail_verdict
+
+    a, b = _fp(9, "ALLREDUCE", "100"), _fp(9, "ALLREDUCE", "73")
+    both = [([0, 3], [a, b]), ([1, 3], [a, b]), ([2, 3], [a, b]), ([3, 0], [b, a])]
+    dv = detail_verdict(both)
+    assert dv is not None and dv.culprits == () and dv.seq == 9
+    one_side = [([r, 3], [a, b]) for r in (0, 1, 2)]  # rank 3 never reported: the majority names it
+    dv = detail_verdict(one_side)
+    assert dv is not None and dv.culprits == (3,)
+    c = _fp(9, "BROADCAST", "1")  # rank 3 in another call: elsewhere, named
+    dv = detail_verdict([([r, 3], [a, c]) for r in (0, 1, 2)] + [([3, 0], [c, a])])
+    assert dv is not None and dv.culprits == (3,)
 
 
 def test_returnn_exception_hook_names_the_rank_of_its_pid():
