@@ -14,6 +14,7 @@ import numpy as np
 from ..sources.fold import fold_topology
 from ..sources.lines import strip_tool_prefixes, unglue_host
 from ..sources.nccl_log import NcclCollBatch, scan_coll_block
+from ..sources.pasted import starts_paste
 from ..sources.records import (
     FileEnd,
     NcclChannels,
@@ -51,6 +52,7 @@ def parse_log(path: Path, name: str) -> tuple[list[Rec], FileEnd]:
     """
     batches: list[NcclCollBatch] = []
     count = [0]  # the file's lines so far
+    seen = [0]  # the last non-blank line
 
     def others() -> Iterator[tuple[int, str]]:
         for first, block, newlines in iter_blocks(path):
@@ -61,10 +63,11 @@ def parse_log(path: Path, name: str) -> tuple[list[Rec], FileEnd]:
                 batches.append(batch)
             for line in rest:
                 if line[1] != "\n":
+                    seen[0] = line[0]
                     yield line
 
     recs, end = log_records(others(), batches, name)
-    if count[0] > end.line:  # the file ends with blank lines
+    if count[0] > end.line >= seen[0]:  # the file ends with blank lines (not after a user's paste: ``_End``)
         end.line, end.text = count[0], ""
     return recs, end
 
@@ -81,7 +84,9 @@ def log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch], 
 
     def rest() -> Iterator[tuple[int, str]]:
         for route, lineno, text, rec in route_lines(lines, name):  # the live monitor's router too
-            end.last, end.last_text = lineno, text
+            end.pasted = route is not Route.NCCL and (end.pasted or (end.last > 0 and starts_paste(text)))
+            if not end.pasted:  # a user's look at the job after its last line is no line of the job's
+                end.last, end.last_text = lineno, text
             if route is Route.NCCL:
                 out.append(rec)  # type: ignore[arg-type]  # an NCCL route carries its record
                 end.nccl = lineno
@@ -93,7 +98,7 @@ def log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch], 
                 continue
             if any(map(text.__contains__, TORCH_EVIDENCE)):  # no generator frame per word: 8 words a line
                 torch_seen.add(lineno, text)
-            if text and not text.isspace() and (len(text) > PREFIX_ONLY_MAX or strip_tool_prefixes(text)[1].strip()):
+            if not end.pasted and text and not text.isspace() and (len(text) > PREFIX_ONLY_MAX or strip_tool_prefixes(text)[1].strip()):
                 end.text.append(lineno)  # a launcher's prefix alone ('nodeg18: ', '[default0]:') is no progress
             yield lineno, text
 
@@ -119,11 +124,13 @@ TEXT_AFTER_MAX = 64  # FileEnd.text_after counts the application's lines after t
 class _End:
     """Where a log's lines end against its NCCL lines, as they go by: its last line, the last NCCL
     line among them (a record or an NCCL line no parser took), the line numbers of the last
-    ``TEXT_AFTER_MAX`` non-blank lines that are not NCCL's (bounded, whatever the log's size)."""
+    ``TEXT_AFTER_MAX`` non-blank lines that are not NCCL's (bounded, whatever the log's size). Lines of a user's
+    own look at the job after its last line (``sources.pasted``) are left out of all three."""
 
-    __slots__ = ("last", "last_text", "nccl", "text")
+    __slots__ = ("last", "last_text", "nccl", "pasted", "text")
 
     def __init__(self) -> None:
+        self.pasted = False  # inside a user's paste (an inspection command, nvidia-smi's table) after the job's lines
         self.last = 0
         self.last_text = ""
         self.nccl = 0
@@ -137,7 +144,7 @@ class _End:
             if len(b):
                 last, nccl = max(last, int(b.lines[-1])), max(nccl, int(b.lines[-1]))
         text = self.last_text.strip() if last == self.last else "an NCCL COLL line"  # a COLL row keeps no text
-        if last_line > last:
+        if last_line > last and not self.pasted:  # (blank lines after a user's paste are the paste's)
             last, text = last_line, ""
         return FileEnd(name, last, text, nccl, sum(1 for ln in self.text if ln > nccl))
 
