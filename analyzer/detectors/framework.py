@@ -74,6 +74,12 @@ P2P_CHECK_RE = re.compile(r"\b(?:generating|reading) GPU P2P access cache (?:in|
 # from library libnccl.so.2", "vLLM is using nccl==2.21.5"); the next line of a start-up that goes on is the next step
 DIST_STEP_RE = re.compile(r"\bworld_size=\d{1,7} rank=\d{1,7} local_rank=\d{1,7} distributed_init_method="
                           r"|\bInit torch distributed begin\b|\bFound nccl from library |\b(?:vLLM|sglang) is using nccl==")
+# torch.utils.cpp_extension's JIT build of an op (DeepSpeed's fused Adam, CPU Adam, a project's kernels) as it starts:
+# "Using /root/.cache/torch_extensions/py310_cu118 as PyTorch extensions root..." (torch 2.1+ when TORCH_EXTENSIONS_DIR
+# is set: "Using envvar TORCH_EXTENSIONS_DIR (/x) as PyTorch extensions root..."); the process then takes the build
+# folder's lock: the one that holds it prints its ninja lines ("Emitting ninja build file ...", "Building extension
+# module ..."), every process then "Loading extension module ..."; a process waiting on the lock prints nothing
+JIT_ROOT_RE = re.compile(r"\bUsing (?:envvar TORCH_EXTENSIONS_DIR )?\(?\S.{0,400}?\)? as PyTorch extensions root\b")
 WENT_ON = (EventKind.PROGRESS, EventKind.RANK_FINISHED, EventKind.PROGRAM_EXIT, EventKind.LAUNCHER_SUCCEEDED,
            EventKind.DIST_ERROR, EventKind.NCCL_WARN, EventKind.WATCHDOG_TIMEOUT)
 
@@ -166,7 +172,12 @@ def _setup_end(run: Run) -> list[Finding]:
     hang in the P2P test or in the first exchanges of the new communicators. No rank is named."""
     if run.job.exit_code is not None or run.exits or run.from_ncclscope() or failures_of_run(run):
         return []
-    if any(e.kind in WENT_ON for e in run.events):
+    if any(e.kind in WENT_ON[1:] for e in run.events):
+        return []
+    jit = [e for e in run.events if e.kind == EventKind.FILE_END and JIT_ROOT_RE.search(e.evidence.text)]
+    if jit:  # progress before it is the job's: the build is the step it stopped at
+        return [_jit_lock(jit)]
+    if any(e.kind == EventKind.PROGRESS for e in run.events):
         return []
     ends = [e for e in run.events if e.kind == EventKind.FILE_END and P2P_CHECK_RE.search(e.evidence.text)]
     if ends:
@@ -194,3 +205,25 @@ def _setup_finding(ends: list[LogEvent], cls: str, step: str, where: str) -> Fin
         data={"culprits": [], "class": cls,
               "certainty": {"level": "possible", "why": f"the log stops at {step.split(' (')[0]}, with no line of the "
                             "server coming up, no error and no exit after it"}})
+
+
+def _jit_lock(ends: list[LogEvent]) -> Finding:
+    """The possible hang of processes whose log ends as they start a JIT build of a C++/CUDA extension (``JIT_ROOT_RE``):
+    no process prints a build step or the module loading, so none builds: each waits on the lock of the build folder,
+    which a build killed earlier (an interrupted first run) left behind."""
+    return Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL, verdict=Verdict.HANG,
+        message="the log ends as the processes start torch's JIT build of an extension (\"as PyTorch extensions root\"), "
+                "with no build step and no \"Loading extension module\" after it: no process is building, each waits "
+                "on the lock of the extension's build folder under torch_extensions; a possible hang before the first "
+                "collective (no rank can be named from this text)",
+        hint="A build killed earlier (an interrupted run, a full disk, a job timed out while compiling) leaves its lock "
+             "file in the extension's build folder (~/.cache/torch_extensions/<py>_<cu>/<op>/lock, or under "
+             "TORCH_EXTENSIONS_DIR), and every later run waits on it forever: remove that folder (or the whole "
+             "torch_extensions cache) and start again; with many processes on shared storage, set TORCH_EXTENSIONS_DIR "
+             "to a local disk, or pre-build the ops (DS_BUILD_OPS=1 pip install deepspeed).",
+        evidence=tuple(e.evidence for e in ends[:2]),
+        data={"culprits": [], "class": "jit_build_lock",
+              "certainty": {"level": "possible", "why": "the log stops at the JIT build's start with no build output "
+                            "and no error or exit after it; a stale lock is the usual reason"}})
+
