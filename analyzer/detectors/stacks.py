@@ -11,6 +11,8 @@ by ``rules.stacks``:
 """
 from __future__ import annotations
 
+import re
+
 from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.facts import failures_of_run, left_ranks
 from ..rules.stacks import Position, StackReading, all_wait, read_stacks, waits
@@ -22,8 +24,13 @@ def detect(run: Run) -> list[Finding]:
     return _stacks(run) + _waits(run)
 
 
+# Ray's prefix of a worker's line: its actor class and pid ("(ActorWorker pid=52310) [Rank 0] ...")
+RAY_PID_RE = re.compile(r"^\((?:\w{1,80}(?:\.\w{1,80})?\s)?pid=(?P<pid>\d{1,10})(?:,\s?ip=[\d.]{7,15})?\)")
+
+
 def _stacks(run: Run) -> list[Finding]:
-    by_pid = {p.pid: p.rank for p in run.job.processes if p.rank is not None}
+    by_pid = _ray_pids(run)
+    by_pid.update({p.pid: p.rank for p in run.job.processes if p.rank is not None})
     last: dict[int, tuple[Position, LogEvent]] = {}
     for e in run.events:
         if e.kind != STACK_EVENT:
@@ -42,6 +49,17 @@ def _stacks(run: Run) -> list[Finding]:
     kind = FindingKind.HANG if reading.op is not None else FindingKind.DESYNC
     return [_finding(kind, reading, f"the ranks' stack dumps: {reading.why}", evidence, where,
                      "likely", "where each rank's main thread was when its stack was dumped")]
+
+
+def _ray_pids(run: Run) -> dict[int, int]:
+    """The rank of each Ray worker's pid: the rank its lines state behind Ray's prefix (``(ActorWorker pid=52313)
+    [Rank 3] ...``), so that a dump of that pid (``py-spy dump --pid 52313``) is that rank's. A pid stating two ranks
+    names none."""
+    seen: dict[int, set[int]] = {}
+    for e in run.events:
+        if e.rank is not None and e.evidence.text[:1] == "(" and (m := RAY_PID_RE.match(e.evidence.text)) is not None:
+            seen.setdefault(int(m.group("pid")), set()).add(e.rank)
+    return {pid: next(iter(rs)) for pid, rs in seen.items() if len(rs) == 1}
 
 
 def _waits(run: Run) -> list[Finding]:
@@ -102,6 +120,11 @@ def _finding(kind: FindingKind, reading: StackReading, message: str, evidence: t
              level: str, why: str) -> Finding:
     hint = ("Look at what the culprit ranks run where their stacks stand (a data loader, a condition only some ranks "
             "take, an exception caught and swallowed) and make every rank call the same collectives in the same order."
+            if kind is FindingKind.HANG and reading.culprits else
+            "Every rank dumped waits on communication: some in a collective, others on their GPU stream behind a send "
+            "or another group's collective. Look for two process groups (or a send and a collective) that the ranks "
+            "enter in different orders, a send whose receiver never posts it, or ranks running ahead into the next "
+            "collective; order them the same on every rank (a barrier between phases shows which)."
             if kind is FindingKind.HANG else
             "Find the branch that makes the ranks call different collectives at this point (a condition on the rank or "
             "the data, an uneven number of batches) and make every rank issue the same sequence.")

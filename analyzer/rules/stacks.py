@@ -9,6 +9,9 @@ Each rank's Python main thread is either inside a torch.distributed call (``all_
 - Every rank that is inside a collective is inside the same one, and at least one rank is outside any: a hang whose
   culprits are the ranks outside (the others wait in the collective for them, where they will never come or not yet).
 - Every rank inside the same collective: they all joined; the stall is NCCL's or the network's (nothing here to say).
+- Ranks inside one collective and the others blocked on their GPU stream (``torch.cuda`` synchronize under a send or
+  another collective's wait) with none outside: every rank dumped is held by communication (a cycle between groups, a
+  send nobody receives), a hang with no rank to blame.
 
 Ranks whose dumps are not in the input are not judged. One dump alone says nothing of the others.
 
@@ -29,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..model import Verdict
+from ..sources.stack_dump import GPU_WAIT
 from .desync import Side, odd_ranks
 
 
@@ -62,6 +66,7 @@ def read_stacks(positions: Iterable[Position]) -> StackReading | None:
         if p.collective is not None:
             inside.setdefault(p.collective, []).append(p.rank)
     outside = sorted(r for r, p in by_rank.items() if p.collective is None)
+    gpu = sorted(inside.pop(GPU_WAIT, []))
     if len(inside) >= 2:
         sides = [Side(tuple(sorted(rs)), op) for op, rs in sorted(inside.items())]
         culprits, _ = odd_ranks(sides, {})
@@ -69,6 +74,14 @@ def read_stacks(positions: Iterable[Position]) -> StackReading | None:
         return StackReading(Verdict.DESYNC, culprits, tuple(sorted(r for s in sides for r in s.ranks)), None,
                             tuple((str(s.sig), s.ranks) for s in sides),
                             f"the ranks stand in different collectives at once ({told})")
+    if gpu and not outside and len(inside) == 1:
+        op, rs = next(iter(inside.items()))
+        return StackReading(Verdict.HANG, (), tuple(sorted([*rs, *gpu])), op, (),
+                            f"rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, sorted(rs)))} "
+                            f"wait{'' if len(rs) > 1 else 's'} in {op}; rank{'s' if len(gpu) > 1 else ''} {', '.join(map(str, gpu))} "
+                            f"{'are' if len(gpu) > 1 else 'is'} blocked on the GPU stream (the work it queued, a "
+                            "collective or a send, never finishes): every rank dumped is held by communication")
+    outside = sorted([*outside, *gpu])  # beside ranks in two collectives, or alone: a wait of no collective
     if len(inside) == 1 and outside:
         op, waiting = next(iter(inside.items()))
         where = "; ".join(f"rank {r} at {by_rank[r].where}" for r in outside[:4])

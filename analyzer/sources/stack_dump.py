@@ -16,7 +16,9 @@ to the rank a header line just before it names (``=== rank 3 ===``, ``rank 3 (pi
 (``pyspy_rank3_node1.txt``, ``stack-rank-3.log``) gives it where nothing in it does. The world size the dumped
 process's command line passes its program (``--world-size 32``, fairseq's ``--distributed-world-size 32``) is read
 from py-spy's ``Process N:`` line. The main thread is py-spy's ``MainThread``,
-else the thread whose outermost frame is ``<module>``, else faulthandler's current thread, else the first.
+else the thread whose outermost frame is ``<module>``, else faulthandler's current thread, else the first; where that
+thread is in no collective and another is (a Ray actor's main thread idles in its event loop while its task runs in
+another thread), the other: the first in a collective, else the first blocked on its GPU stream (``GPU_WAIT``).
 """
 from __future__ import annotations
 
@@ -49,7 +51,18 @@ C10D_CALLS = frozenset({
     "gather", "gather_object", "scatter", "scatter_object_list", "send", "recv", "isend", "irecv", "batch_isend_irecv",
 })
 SAME_CALL = {"all_gather_into_tensor": "all_gather", "_all_gather_base": "all_gather", "reduce_scatter_tensor":
-             "reduce_scatter", "_reduce_scatter_base": "reduce_scatter", "all_to_all_single": "all_to_all"}
+             "reduce_scatter", "_reduce_scatter_base": "reduce_scatter", "all_to_all_single": "all_to_all",
+             "all_gather_tensor": "all_gather", "all_gather_tensor_autograd": "all_gather",
+             "reduce_scatter_tensor_autograd": "reduce_scatter", "all_to_all_single_autograd": "all_to_all"}
+# the functional collectives (torch/distributed/_functional_collectives.py: DTensor's redistribution, FSDP2), as their
+# frames name them
+FUNCTIONAL_CALLS = frozenset({"all_gather_tensor", "all_gather_tensor_autograd", "reduce_scatter_tensor_autograd",
+                              "all_to_all_single_autograd"})
+# a thread blocked until its GPU stream's work is done (``torch.cuda.synchronize()``, ``Stream.synchronize()``,
+# ``Event.synchronize()``): the kernels queued before it (a collective's, a send's) never finish
+GPU_WAIT = "gpu_stream_wait"
+GPU_WAIT_FRAMES = frozenset({"synchronize", "wait_stream", "wait_event"})
+GPU_WAIT_FILES = ("torch/cuda/streams.py", "torch/cuda/__init__.py")
 
 
 LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python")
@@ -133,10 +146,15 @@ class StackReader:
             self.hints = [*self.hints[-(HINT_LINES - 1):], (lineno, stripped[:300])]
 
     def _hinted_rank(self, lineno: int) -> int | None:
-        """The rank a header just before the dump names, else the rank the file's name states."""
+        """The rank a header just before the dump names, else the rank the file's name states. A header naming only a
+        pid (``$ py-spy dump --pid 4711``) is the dump's own: a rank on a line above it is another process's."""
         for n, line in reversed(self.hints):
-            if lineno - n <= HINT_LINES and (m := HINT_RANK_RE.search(line)) is not None:
+            if lineno - n > HINT_LINES:
+                continue
+            if (m := HINT_RANK_RE.search(line)) is not None:
                 return int(m.group("rank"))
+            if HINT_PID_RE.search(line) is not None:
+                break
         named, self.name_rank = self.name_rank, None
         return named
 
@@ -153,17 +171,23 @@ class StackReader:
         main = (next((t for t in dump.threads if t.main), None)
                 or next((t for t in dump.threads if t.frames and t.frames[-1][0] == "<module>"), None)
                 or next((t for t in dump.threads if t.current), None) or dump.threads[0])
+        if collective_of(main.frames) is None:  # an actor's main thread idles in its event loop (Ray's main_loop)
+            main = next((t for t in dump.threads if collective_of(t.frames) not in (None, GPU_WAIT)), None) or next(
+                (t for t in dump.threads if collective_of(t.frames) is not None), main)  # while another works
         frames = [f"{func} ({file}:{line})" for func, file, line in main.frames]
         return [StackSnapshot(self.file, dump.line, dump.text, dump.rank, None, None, None, dump.pid,
                               collective_of(main.frames), _program_frame(main.frames), frames)]
 
 
 def collective_of(frames: list[tuple[str, str, int]]) -> str | None:
-    """The torch.distributed call the innermost frames are in (``all_reduce``, ``reduce_scatter`` for its tensor forms),
+    """The torch.distributed call the innermost frames are in (``all_reduce``, ``reduce_scatter`` for its tensor forms,
+    a functional collective as the collective it is), ``GPU_WAIT`` for a thread blocked on its GPU stream outside any,
     or None."""
     for func, file, _ in frames:
-        if func in C10D_CALLS and "distributed" in file:
+        if (func in C10D_CALLS or func in FUNCTIONAL_CALLS) and "distributed" in file:
             return SAME_CALL.get(func, func)
+    if frames and frames[0][0] in GPU_WAIT_FRAMES and frames[0][1].endswith(GPU_WAIT_FILES):
+        return GPU_WAIT
     return None
 
 
