@@ -525,6 +525,7 @@ class EventKind(enum.StrEnum):
     PROGRAM_TIMING = "program_timing"  # a program's own print of a collective's or step's measured time
     BARRIER_ENTERED = "barrier_entered"  # ProcessGroupNCCL's word that a rank starts a barrier on a guessed GPU
     TESTS_TABLE_HEADER = "tests_table_header"  # nccl-tests' result table header: its communicators were built
+    RANK_PRINTS = "rank_prints"  # where a file's prints of the program stating their rank end, and who printed what
     # lines kept as records of their own class, named by it
     TORCH_WARNING = "TorchWarning"
     C10D_LINE = "C10dLine"

@@ -26,6 +26,7 @@ from ..rules.facts import (
 )
 from ..rules.hang import (
     after_stall,
+    ahead_alone,
     barrier_stall,
     barrier_unreturned,
     behind_by_counts,
@@ -33,6 +34,7 @@ from ..rules.hang import (
     ZERO_BAR_RE,
     ends_after_init,
     ends_in_setup,
+    error_returned,
     frozen_at_start,
     init_stall,
     lowest_at_stall,
@@ -168,10 +170,37 @@ def _weaker_signs(run: Run, stall_ev: tuple[Evidence, ...], stalls: list, status
     for sign in (lambda: _from_nccl_counts(run, stall_ev), lambda: _init_hang(run, stalls),
                  lambda: _exit_hang(run, status), lambda: _barrier_hang(run), lambda: _barrier_unreturned(run),
                  lambda: _unique_id_hang(run), lambda: _tests_hang(run), lambda: _watchdog_stuck(run),
-                 lambda: _after_init_hang(run), lambda: _stopped_hang(run, bool(stalls))):
+                 lambda: _ahead_alone(run), lambda: _after_init_hang(run), lambda: _stopped_hang(run, bool(stalls))):
         found = list(sign())
         if found:
             return found
+    return []
+
+
+def _ahead_alone(run: Run) -> list[Finding]:
+    """The program's own rank-stating prints end, with the log, at prints the other ranks never made
+    (``rules.hang.ahead_alone``): those ranks are behind, the ones ahead wait for them. Stack dumps say where the
+    ranks are better than prints do (a print only one rank makes by design looks the same): none then."""
+    if any(e.kind in (EventKind.STACK_SNAPSHOT, EventKind.PROGRESS_WAIT) for e in run.events):
+        return []
+    last = {e.evidence.file: int(e.data.get("last_line") or 0) for e in run.events if e.kind == EventKind.FILE_END}
+    failed = bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events)
+    for e in run.events:
+        if e.kind != EventKind.RANK_PRINTS:
+            continue
+        tail = [(int(a), int(b), str(c)) for a, b, c in e.data.get("tail") or []]
+        st = ahead_alone(tail, e.data.get("printed_by") or {}, e.data.get("ranks") or [], int(e.data.get("shared") or 0),
+                         bool(tail) and last.get(e.evidence.file) == tail[-1][0], failed, _end_known(run) or finished_ok(run))
+        if st is None:
+            continue
+        return [Finding(
+            kind=FindingKind.HANG, severity=Severity.CRITICAL,
+            message=f"rank{'s' if len(st.culprits) > 1 else ''} {fmt_ranks(list(st.culprits))} never came to where "
+            f"rank{'s' if len(st.ahead) > 1 else ''} {fmt_ranks(list(st.ahead))} went on to: {st.why}; a possible hang, "
+            f"the rank{'s' if len(st.ahead) > 1 else ''} ahead waiting in the next collective",
+            ranks=st.culprits, hint=HINT_NEVER_JOINED.format(r=st.culprits[0], seq="the next one").replace(" #the", " the"),
+            evidence=(e.evidence,), verdict=Verdict.HANG,
+            data={"class": "ahead_alone", "waiting": list(st.ahead), "certainty": {"level": st.level, "why": st.why}})]
     return []
 
 
@@ -660,12 +689,16 @@ def _went_on_elsewhere(run: Run, nccl_files: set[str]) -> bool:
 
 
 def _setup_hang(run: Run, ends: list) -> list[Finding]:
-    """Logs that stop inside NCCL's set-up, before any communicator is reported (``rules.hang.ends_in_setup``)."""
+    """Logs that stop inside NCCL's set-up, before any communicator is reported (``rules.hang.ends_in_setup``); an
+    NCCL WARN whose error code NCCL returns up the stack after it (``rules.hang.error_returned``) is a failure there."""
+    returned = error_returned(((e.evidence.file, e.evidence.line) for e in run.events if e.kind == EventKind.NCCL_WARN),
+                              ((e.evidence.file, e.evidence.line, int(e.data.get("code") or 0)) for e in run.events
+                               if e.kind == EventKind.NCCL_BACKTRACE))
     st = ends_in_setup(
         (int(e.data.get("text_after_nccl") or 0) for e in ends), any(p.host or p.pid for p in run.job.processes),
         bool(run.communicators), bool(len(run.collectives)),
-        bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events), _end_known(run),
-        not run.from_ncclscope())
+        bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events) or returned,
+        _end_known(run), not run.from_ncclscope())
     if st is None:
         return []
     return [Finding(

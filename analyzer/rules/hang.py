@@ -288,6 +288,17 @@ def ends_in_setup(text_after_nccl: Iterable[int], nccl_processes: bool, communic
                      "with no line of the application, no collective and no exit after them")
 
 
+def error_returned(warns: Iterable[tuple[str, int]], returns: Iterable[tuple[str, int, int]]) -> bool:
+    """An NCCL WARN (``warns``: file, line) followed in the same log by NCCL's chain of an error code returned up the
+    stack (``returns``: file, line, code; ``misc/socket.cc:561 -> 3``, a nonzero ncclResult_t): the call that warned
+    failed and its caller is failing with it (an init or a connection set-up ending in an error), so a log that stops
+    there stops at a failure on its way out, not inside a wait."""
+    first: dict[str, int] = {}
+    for f, line in warns:
+        first[f] = min(line, first.get(f, line))
+    return any(code > 0 and f in first and line > first[f] for f, line, code in returns)
+
+
 @dataclass(frozen=True, slots=True)
 class PartialInit:
     culprits: tuple[int, ...]  # communicator ranks that never printed Init COMPLETE while others did
@@ -381,3 +392,45 @@ def barrier_unreturned(last_entered: Mapping[str, tuple[int, tuple[int, ...]]], 
         return None  # one rank's warning at the end of a paste: the others' logs may go on
     return BarrierUnreturned(waiting, "likely", "every log shown ends at c10d's warning that a rank starts barrier() "
                              "on a guessed GPU: no line after it, no failure and no exit")
+
+
+@dataclass(frozen=True, slots=True)
+class AheadAlone:
+    culprits: tuple[int, ...]  # the ranks that never reached the prints the log ends at
+    ahead: tuple[int, ...]  # the ranks whose prints the log ends at
+    level: str
+    why: str
+
+
+AHEAD_REPEAT_MAX = 2  # a rank ahead alone stops at its next collective: a print it repeats more is its own loop
+
+
+def ahead_alone(tail: Iterable[tuple[int, int, str]], printed_by: Mapping[str, Iterable[int]], ranks: Iterable[int],
+                shared: int, ends_file: bool, failed: bool, end_known: bool) -> AheadAlone | None:
+    """The program's prints that state their rank (``sources.rank_prints``: ``tail``, the last ones, as (line, rank,
+    shape); ``printed_by``, the ranks that printed each shape; ``ranks``, every rank that printed one; ``shared``, how
+    many shapes every one of them printed) end, with the log (``ends_file``), at prints of some ranks whose shapes the
+    other ranks never printed: those never came to where the first went on to (a rank further along waits for them in
+    its next collective). The program prints per rank (some shape every rank printed); nothing failed; the job's end is
+    unknown; each rank ahead printed each of those shapes at most ``AHEAD_REPEAT_MAX`` times (a rank that loops on
+    alone, step after step, is one whose program prints alone: the others were with it). Possible; None otherwise."""
+    world = set(ranks)
+    if failed or end_known or not ends_file or shared < 1 or len(world) < 2:
+        return None
+    front: list[tuple[int, int, str]] = []
+    for entry in reversed(list(tail)):
+        if set(printed_by.get(entry[2], ())) >= world:
+            break
+        front.append(entry)
+    if not front:
+        return None
+    reached = set().union(*(set(printed_by.get(s, ())) for _, _, s in front))
+    behind = tuple(sorted(world - reached))
+    shapes = [(r, s) for _, r, s in front]
+    if not behind or any(shapes.count(k) > AHEAD_REPEAT_MAX for k in shapes):
+        return None
+    ahead = tuple(sorted({r for _, r, _ in front}))
+    return AheadAlone(behind, ahead, "possible",
+                      f"the log ends at prints of rank{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))} that "
+                      f"rank{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))}, whose earlier prints are in the "
+                      "log, never made: nothing after, no failure, no exit")

@@ -726,6 +726,22 @@ class TestsTableHeader(ToolEvent):
         return TESTS_TABLE_HEADER_EVENT, {}
 
 
+@dataclass(slots=True)
+class RankPrints(ToolEvent):
+    """Where a file's prints of the program that state their rank end (``sources.rank_prints``): its last prints
+    (``tail``: line, rank, shape), the ranks that printed each of their shapes anywhere in the file (``printed_by``), every
+    rank that printed one (``ranks``) and how many shapes every one of them printed (``shared``)."""
+
+    tail: tuple[tuple[int, int, str], ...]
+    printed_by: dict[str, tuple[int, ...]]
+    ranks: tuple[int, ...]
+    shared: int
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return RANK_PRINTS_EVENT, {"tail": [list(t) for t in self.tail], "printed_by": {k: list(v) for k, v in
+                                   self.printed_by.items()}, "ranks": list(self.ranks), "shared": self.shared}
+
+
 LAUNCH_FAILURE_EVENT = EventKind.LAUNCH_FAILURE
 GPU_FAULT_EVENT = EventKind.GPU_FAULT
 STACK_EVENT = EventKind.STACK_SNAPSHOT
@@ -734,6 +750,7 @@ FRAMEWORK_STALL_EVENT = EventKind.FRAMEWORK_STALL
 FRAMEWORK_BATCH_EVENT = EventKind.FRAMEWORK_BATCH
 BARRIER_ENTERED_EVENT = EventKind.BARRIER_ENTERED
 TESTS_TABLE_HEADER_EVENT = EventKind.TESTS_TABLE_HEADER
+RANK_PRINTS_EVENT = EventKind.RANK_PRINTS
 
 
 # --- NCCL's Inspector profiler plugin (plugins/profiler/inspector) ----------------------------

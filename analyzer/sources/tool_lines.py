@@ -20,6 +20,7 @@ from .framework_lines import framework_line
 from .kernel_log import gpu_fault, named_gpu
 from .launcher_log import launch_failure, launcher_end
 from .native_stack import NativeStackReader
+from .rank_prints import RankPrintReader
 from .records import BarrierEntered, NodeCount, ProgressWait, Rec, WorldSize
 from .stack_dump import StackReader
 
@@ -42,6 +43,7 @@ class ToolLines:
         self.stacks = StackReader(file)
         self.native = NativeStackReader(file)
         self.named_gpu: str | None = None  # the GPU a driver's "NVRM: The NVIDIA GPU <pci>" line named
+        self.prints = RankPrintReader(file)  # the program's prints stating their rank (read, never taken)
 
     def read(self, lineno: int, text: str, body: str, rank: int | None) -> Generator[Rec, None, bool]:
         """The records of one line of another tool; True when the line was that tool's (nothing else reads it)."""
@@ -52,6 +54,7 @@ class ToolLines:
         yield from closed
         if taken:
             return True
+        self.prints.read(lineno, text, body)
         if "NVRM:" in body:
             g = gpu_fault(body, self.file, lineno, text, rank, self.named_gpu)
             self.named_gpu = named_gpu(body) or (self.named_gpu if g is None else None)
@@ -77,6 +80,7 @@ class ToolLines:
 
     def flush(self) -> Iterator[Rec]:
         yield from self.stacks.flush()
+        yield from self.prints.flush()
 
 
 def progress_wait(body: str, file: str, lineno: int, text: str, rank: int | None) -> ProgressWait | None:
