@@ -25,6 +25,8 @@ the settings (those the knowledge base calls traps), and the NCCL version each p
   mismatch abort); with one, it argues for nothing and the desync detector decides.
 - A WARN whose entry names settings that cause it (``Entry.settings``: NCCL_TOPO_FILE before
   "Attribute arch of node cpu not found"), after the job set one: a config error naming the setting.
+- NCCL's kernel not found ('named symbol not found') on Blackwell GPUs only (the benchmark's device lines): an NCCL
+  built without their architecture, a config error.
 - The WARN a process printed right before NCCL's ``commReclaim: cleanup comm ... failed in destroy/abort`` (no line
   of that process between: ``rules.reclaim``), and that line: the clean-up's own failure (NVLS or registered memory
   freed twice), one note arguing for nothing.
@@ -45,12 +47,17 @@ from ..rules.chain import warn_chains as _chains
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, in_teardown, teardown_of_run
 from ..rules.reclaim import reclaim_warns
+from ..sources.nccl_tests import device_gpu
 
 MAX_QUOTE = 240
 SETTING_RE = re.compile(r"\bNCCL_[A-Z0-9_]{2,60}\b")
 CONNECT_RE = re.compile(r"(?i)\bconnect\b")  # a connection this rank tried to make
 # size checks of a transport that a desync trips as well as a setup difference between nodes
 DESYNC_TOO = frozenset({"ib-size-mismatch"})
+KERNEL_MISSING = "nccl-cuda-named-symbol"  # NCCL looked up one of its kernels and CUDA did not find it
+# GPUs NCCL has kernels for only from 2.25, and only when built for their architecture: data-centre Blackwell (sm_100 /
+# sm_103), GeForce / RTX PRO Blackwell (sm_120) and GB10 (sm_121), as nccl-tests' device lines name them
+BLACKWELL_GPU_RE = re.compile(r"\b(?:GB|B)(?:200|300)\b|\bGB10\b|RTX 50[5-9]0|RTX PRO \d{4} Blackwell")
 NUMBER_RE = re.compile(r"0x[0-9a-fA-F]+|\d+")
 SEVERITY = {"info": Severity.INFO, "warning": Severity.WARNING, "error": Severity.ERROR, "critical": Severity.CRITICAL}
 UNKNOWN_HINT = ("Not in ncclscope's knowledge base. The return chain after the WARN shows where NCCL failed "
@@ -101,7 +108,7 @@ def detect(run: Run) -> list[Finding]:
         _add(groups, key, entry, w, chain)
     failed = _job_failed(run)
     mismatch = _mismatch_reported(run)
-    findings = [_finding(g, failed, settings, mismatch) for g in groups.values()]
+    findings = [_built_without_arch(_finding(g, failed, settings, mismatch), run) for g in groups.values()]
     chosen = _environment(run)
     if chosen:
         findings = [_explained_by(f, chosen[0]) for f in findings]
@@ -123,6 +130,22 @@ def _cleanup(warns: list[LogEvent]) -> list[Finding]:
         hint="A failure while freeing the communicator (ncclCommDestroy / ncclCommAbort), often NVLS or registered "
         "memory a plugin or allocator already released. Harmless to results; report it with the NCCL release if it "
         "repeats.", data={"entry": "comm-reclaim-cleanup", "count": len(warns)})]
+
+
+def _built_without_arch(f: Finding, run: Run) -> Finding:
+    """NCCL's own kernel not found (``KERNEL_MISSING``: 'named symbol not found') where every GPU the benchmark's
+    device lines name is a Blackwell one (sm_100 / sm_103 / sm_12x, which NCCL has code for only from 2.25 and only
+    when built for them): the libnccl in use was built without their architecture (an NVCC_GENCODE list that stops at
+    sm_90, an older wheel or image), an installation the user chose: a config error, no culprit."""
+    if f.data.get("entry") != KERNEL_MISSING or f.verdict is Verdict.CONFIG_ERROR:
+        return f
+    gpus = {g for e in run.events if e.kind == "RankTagged" and (g := device_gpu(e.text)) is not None}
+    if not gpus or not all(BLACKWELL_GPU_RE.search(g) for g in gpus):
+        return f
+    named = ", ".join(sorted(gpus)[:2])
+    return replace(f, verdict=Verdict.CONFIG_ERROR,
+                   message=f"{f.message} The GPUs are {named} (Blackwell, sm_100+): this NCCL has no kernels built for "
+                   "their architecture.", data={**f.data, "culprits": []})
 
 
 def _teardown(warns: list[LogEvent], processes: int) -> list[Finding]:

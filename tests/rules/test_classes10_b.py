@@ -4,7 +4,10 @@ NCCL_GRAPH_FILE / NCCL_TOPO_FILE (then a config error naming it); a full /dev/sh
 asked for libuv by a build without it, and a rendezvous port held by a stale process, are config errors. NCCL's error
 text quoted alone (no head) is read when it names NCCL and the knowledge base knows it: a forced NCCL_ALGO / NCCL_PROTO
 it could not honour is a config error. The WARN a communicator's clean-up printed (right before commReclaim's 'failed
-in destroy/abort') is clean-up noise, not the job's failure."""
+in destroy/abort') is clean-up noise, not the job's failure. A communicator abort that never returns names
+ncclCommAbort and why it waits (every rank of a node must abort). An nccl-tests table alone between GB10 systems is held
+to one of the two HCAs of their port, its hint naming NCCL_IB_HCA. NCCL's kernel not found ('named symbol not found')
+on Blackwell GPUs is an NCCL built without their architecture: a config error."""
 from __future__ import annotations
 
 import json
@@ -65,3 +68,14 @@ def test_text_naming_no_nccl_is_still_nothing_readable(tmp_path):
     f.write_text("no algorithm/protocol available for this layer's quantised kernel\n")
     with pytest.raises(InputError, match="nothing readable"):
         analyze_paths([f], cache=False)
+
+
+@pytest.mark.parametrize("gpu,blackwell", [
+    ("NVIDIA B200", True), ("NVIDIA GB200", True), ("NVIDIA B300 SXM6 AC", True), ("NVIDIA GeForce RTX 5090", True),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", True),
+    ("NVIDIA GB10", True), ("NVIDIA H100 80GB HBM3", False), ("NVIDIA GeForce RTX 4090", False),
+])
+def test_which_gpus_need_an_nccl_built_for_blackwell(gpu, blackwell):
+    from ncclscope.detectors.nccl_warn import BLACKWELL_GPU_RE
+
+    assert bool(BLACKWELL_GPU_RE.search(gpu)) is blackwell
