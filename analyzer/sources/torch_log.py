@@ -376,6 +376,7 @@ def normalize_nccl_version(v: str) -> str:
 Head = tuple[str, int, str, "int | None", "str | None", "str | None", "str | None"]  # TorchRec's fields, in order
 
 
+VLLM_QUEUE_WRITER = "message queue communication handle: Handle("  # vLLM's shm_broadcast, printed by rank 0
 MAX_TAGGED = 1 << 16  # ranks one file's tags are remembered for (a tag names a rank of 7 digits at most)
 
 
@@ -628,6 +629,9 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     elif prefix_rank is not None and text[:1] != "(" and not st.ray_driver_rank:
         st.ray_driver_rank = True  # the driver's own torch line tagged "[rank0]:": the driver holds a rank
         yield from _ray_driver_node(st, lineno, text)
+    elif text[:1] != "(" and not st.ray_driver_rank and VLLM_QUEUE_WRITER in text:
+        st.ray_driver_rank = True  # vLLM's broadcast queue is made by its writer, rank 0: in the driver, a rank
+        yield from _ray_driver_node(st, lineno, text)
     if prefix_rank is None and ("[rank" in body or "[default" in body):
         glued = GLUED_RANK_RE.search(body)  # another process's output glued in front of "[rank3]:"
         if glued:
@@ -755,7 +759,9 @@ def _ray_count(st: _State, lineno: int, text: str, node: str) -> Iterator[Rec]:
 
 def _ray_driver_node(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     """A driver that is itself a rank (vLLM's Ray executor runs rank 0 in the driver: its own lines tagged ``[rank0]:``
-    with no Ray prefix) runs on a node of the job, beside the nodes its workers' ``ip=`` name."""
+    with no Ray prefix, or its own ``vLLM message queue communication handle: Handle(connect_ip=...`` line, which the
+    writer of the group's broadcast queue, rank 0, prints) runs on a node of the job, beside the nodes its workers'
+    ``ip=`` name."""
     if st.ray_driver_rank and st.ray_nodes and "" not in st.ray_nodes:
         yield from _ray_count(st, lineno, text, "")
 

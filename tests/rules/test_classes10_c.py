@@ -4,7 +4,8 @@
 states the world's size (and one node where the local size is the world's). Each is read over a world guessed from
 the highest rank a log shows. RETURNN's exception hook names a process by its pid (``Unhandled exception ... proc P.``):
 the rank that pid joined as. PyTorch's DETAIL reports in which every side printed its own fingerprint of one call (same
-op and SequenceNumber, another shape) name no culprit; a rank in another call is still named."""
+op and SequenceNumber, another shape) name no culprit; a rank in another call is still named. vLLM's driver, printing
+its broadcast queue's handle with no Ray prefix, is rank 0 on a node of the job beside its workers' ``ip=`` nodes."""
 from __future__ import annotations
 
 import json
