@@ -14,7 +14,7 @@ import numpy as np
 from ..sources.fold import fold_topology
 from ..sources.lines import strip_tool_prefixes, unglue_host
 from ..sources.nccl_log import NcclCollBatch, scan_coll_block
-from ..sources.pasted import starts_paste
+from ..sources.pasted import ends_paste, starts_paste
 from ..sources.records import (
     FileEnd,
     NcclChannels,
@@ -84,7 +84,8 @@ def log_records(lines: Iterable[tuple[int, str]], batches: list[NcclCollBatch], 
 
     def rest() -> Iterator[tuple[int, str]]:
         for route, lineno, text, rec in route_lines(lines, name):  # the live monitor's router too
-            end.pasted = route is not Route.NCCL and (end.pasted or (end.last > 0 and starts_paste(text)))
+            end.pasted = route is not Route.NCCL and (end.last > 0 and starts_paste(text) if not end.pasted
+                                                      else not ends_paste(text))
             if not end.pasted:  # a user's look at the job after its last line is no line of the job's
                 end.last, end.last_text = lineno, text
             if route is Route.NCCL:

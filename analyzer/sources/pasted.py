@@ -11,7 +11,8 @@ A user who pastes a stuck run's console often adds what they ran to look at it, 
 
 None of that is the application going on: the job's output ends at the line before it. A command line that starts
 anything else (``$ torchrun ...``, ``$ bash run.sh``, ``$ cat train.log``) is the job's own start or its log, not a
-look at it; a file that begins with such a paste is all paste, and is read as it is.
+look at it, and ends a paste before it (``$ nvidia-smi topo -m`` and its matrix, then ``$ torchrun ...`` and the job's
+lines); a file that begins with such a paste is all paste, and is read as it is.
 """
 from __future__ import annotations
 
@@ -46,3 +47,13 @@ def starts_paste(text: str) -> bool:
     if text.startswith("Process "):
         return PYSPY_PROCESS_RE.match(text) is not None
     return "[" in text and QUERY_CSV_RE.match(text) is not None
+
+
+def ends_paste(text: str) -> bool:
+    """The line is a command line that starts something else than a look at the job (``$ torchrun ...``, ``$ bash
+    run.sh``): what follows is a job's output again (a paste of ``nvidia-smi topo -m`` before the launch command)."""
+    if not text or len(text) > 2000 or not ("$" in text[:300] or "#" in text[:300]):
+        return False
+    m = PROMPT_CMD_RE.match(text)
+    return m is not None and m.group("tool") not in TOOLS
+

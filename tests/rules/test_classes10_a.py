@@ -105,3 +105,12 @@ def test_prints_ahead_alone_at_the_end_name_the_ranks_behind():
     assert ahead_alone(tail, by, [0, 1, 2], 1, True, True, False) is None  # something failed
     loop = [*tail[:3], *[(4 + i, 0, "b") for i in range(3)]]
     assert ahead_alone(loop, by, [0, 1, 2], 1, True, False, False) is None  # rank 0 goes on alone: logs alone
+
+
+def test_a_launch_command_after_a_paste_is_the_job_again():
+    from ncclscope.ingest.assemble import log_records
+
+    lines = [(1, "export NCCL_DEBUG=WARN"), (2, "$ nvidia-smi topo -m"), (3, "GPU0 X NV12"), (4, "$ torchrun x.py"),
+             (5, "step 10 loss 2.1"), (6, "step 20 loss 2.0")]
+    _, end = log_records(lines, [], "f", 6)
+    assert (end.line, end.text) == (6, "step 20 loss 2.0")
