@@ -4,8 +4,9 @@ Inputs: ``X set by environment to Y`` lines, env listings, the wrapper's record 
 environment, NCCL WARN lines that name a setting (``NCCL_ALGO was set to Tree``), the "Last error"
 PyTorch quotes after an NCCL error (the knowledge base names the host, container, driver or fabric
 problem behind it: ``Duplicate GPU detected``, ``Failed to bind NVLink SHARP``, ``Unable to load NCCL
-library``), a SIGBUS that is the first failure of a job running NCCL (a container's /dev/shm too small), and
-the NCCL version each process printed. (A WARN the knowledge base calls a setup problem is ``nccl_warn``'s finding.)
+library``), a SIGBUS that is the first failure of a job running NCCL (a container's /dev/shm too small), ranks in
+Docker containers on a bridge network while the world spans machines (``rules.container_net``: container ids as host
+names in torchrun's failure summary, NCCL's system error), and the NCCL version each process printed. (A WARN the knowledge base calls a setup problem is ``nccl_warn``'s finding.)
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ..nccl.gids import shown_routable
 from ..nccl.risky_settings import FORCED, NOTES
 from ..rules.cause import CauseVerdict, Failure, root_cause
 from ..rules.config import config_mistake
+from ..rules.container_net import bridged_across_machines
 from ..rules.environment import environment_mismatch, plugin_of
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, process_of
@@ -71,6 +73,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _ib_protection_on_every_node(run)
     if not findings:
         findings += _init_addresses_differ(run)
+    if not findings:
+        findings += _bridged_containers(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -205,6 +209,36 @@ def _launch_setup(run: Run) -> list[Finding]:
                     message=f"{first.meaning}{where}: \"{' '.join(hits[0].text.split())[:200]}\"",
                     hint=f"{first.hint} ({first.link})", evidence=tuple(e.evidence for e in hits[:3]),
                     data={"entry": first.id, "area": first.area, "culprits": [], "count": len(hits)})]
+
+
+def _bridged_containers(run: Run) -> list[Finding]:
+    """Ranks in Docker containers on the default bridge network, the world spanning machines (``rules.container_net``):
+    the first collective's NCCL system error is the bridge's addresses, unreachable from the other machine."""
+    placed = [(x.rank, _local_rank(x.evidence.text if x.evidence else ""), x.host) for x in run.exits
+              if x.rank is not None and x.host]
+    errors = [e for e in run.events if e.kind == EventKind.DIST_ERROR]
+    texts = [f"{e.text} {e.data.get('message') or ''} {e.data.get('last_error') or ''}" for e in errors]
+    if not bridged_across_machines(placed, run.job.world_size, texts):
+        return []
+    hosts = sorted({h for _, _, h in placed})
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+        message=f"the ranks run in Docker containers with their own network (host name{'s' if len(hosts) > 1 else ''} "
+        f"{', '.join(hosts[:3])}: container ids) and the world of {run.job.world_size} spans other machines; the first "
+        f"collective failed with NCCL's system error: the containers' bridge addresses cannot be reached from the "
+        f"other machine", hint="Run the containers with --network=host (and --ipc=host, or a large --shm-size) on every "
+        "machine, or give NCCL and c10d addresses the machines share (NCCL_SOCKET_IFNAME, MASTER_ADDR) through a "
+        "network both containers join.", evidence=tuple([errors[0].evidence] if errors else []) + tuple(
+            x.evidence for x in run.exits if x.host in hosts and x.evidence is not None)[:2],
+        data={"culprits": [], "hosts": hosts})]
+
+
+LOCAL_RANK_RE = re.compile(r"\blocal_rank: (\d{1,6})\b")  # torchrun's failure summary: "rank: 3 (local_rank: 1)"
+
+
+def _local_rank(text: str) -> int | None:
+    m = LOCAL_RANK_RE.search(text)
+    return int(m.group(1)) if m else None
 
 
 def _error_text(e: LogEvent) -> str:

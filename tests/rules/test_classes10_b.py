@@ -7,7 +7,9 @@ it could not honour is a config error. The WARN a communicator's clean-up printe
 in destroy/abort') is clean-up noise, not the job's failure. A communicator abort that never returns names
 ncclCommAbort and why it waits (every rank of a node must abort). An nccl-tests table alone between GB10 systems is held
 to one of the two HCAs of their port, its hint naming NCCL_IB_HCA. NCCL's kernel not found ('named symbol not found')
-on Blackwell GPUs is an NCCL built without their architecture: a config error."""
+on Blackwell GPUs is an NCCL built without their architecture: a config error. Ranks in Docker containers (container ids
+as host names) whose world spans machines, failing with NCCL's system error, are on a bridge network: a config
+error."""
 from __future__ import annotations
 
 import json
@@ -79,3 +81,19 @@ def test_which_gpus_need_an_nccl_built_for_blackwell(gpu, blackwell):
     from ncclscope.detectors.nccl_warn import BLACKWELL_GPU_RE
 
     assert bool(BLACKWELL_GPU_RE.search(gpu)) is blackwell
+
+
+@pytest.mark.parametrize("placed,world,bridged", [
+    ([(0, 0, "4c1f0e9a27b3"), (1, 1, "4c1f0e9a27b3")], 4, True),  # a machine's every local rank, fewer than the world
+    ([(2, 0, "9e02b7d41c5a")], 4, True),  # rank 2 is its machine's first: ranks 0-1 run elsewhere
+    ([(1, 1, "3b7a0c19e4d2")], 2, False),  # some of one machine's ranks: says nothing
+    ([(0, 0, "4c1f0e9a27b3"), (1, 1, "4c1f0e9a27b3")], 2, False),  # the whole world on one machine
+    ([(0, 0, "gpu-node-07"), (1, 1, "gpu-node-07")], 4, False),  # a host's own name: --network=host or bare metal
+])
+def test_containers_on_a_bridge_across_machines(placed, world, bridged):
+    from ncclscope.rules.container_net import bridged_across_machines
+
+    err = "DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, unhandled system error"
+    assert bridged_across_machines(placed, world, [err]) is bridged
+    assert bridged_across_machines(placed, world, ["ncclRemoteError: remote process exited or there was a network "
+                                                   "error"]) is False
