@@ -242,14 +242,27 @@ def build_job(g: Gathered, ranks: Ranks, nccl_torch_version: str | None) -> Job:
     printed_torch, printed_nccl = _printed_versions(g)
     nccl_version = nccl_version or (nccl_torch_version if nccl_torch_version and nccl_torch_version[0].isdigit()
                                     else None) or ranks.hook_versions.get("nccl") or printed_nccl
+    torch_version = ranks.hook_versions.get("torch") or printed_torch
     return Job(
         world_size=ranks.world, hosts=tuple(hosts), processes=tuple(processes), nccl_version=nccl_version,
-        torch_version=ranks.hook_versions.get("torch") or printed_torch,
-        cuda_version=g.cuda_version or ranks.hook_versions.get("cuda"),
+        torch_version=torch_version,
+        cuda_version=g.cuda_version or ranks.hook_versions.get("cuda") or torch_build_cuda(torch_version),
         settings=g.settings, nccl_versions={k[1]: v for k, v in g.nccl_versions.items() if k[1]},
         exit_code=g.exit_code, nnodes=_nodes(g, ranks, hosts), world_lines=ranks.world_lines,
         version_lines=_version_lines(g, nccl_version),
     )
+
+
+TORCH_CUDA_BUILD_RE = re.compile(r"\+cu(?P<major>\d{1,2})(?P<minor>\d)(?![\w.])")
+
+
+def torch_build_cuda(torch: str | None) -> str | None:
+    """The CUDA release a torch wheel was built with, from its local version (``2.11.0+cu130`` -> ``13.0``,
+    ``2.5.1+cu124`` -> ``12.4``, ``1.13.1+cu117`` -> ``11.7``): the CUDA runtime the wheel ships and the job runs on,
+    where no NCCL line, hook record or environment record states the release. A ROCm or CPU build (``+rocm6.2``,
+    ``+cpu``) or a release with no local version says nothing."""
+    m = TORCH_CUDA_BUILD_RE.search(torch or "")
+    return f"{int(m.group('major'))}.{m.group('minor')}" if m else None
 
 
 def _version_lines(g: Gathered, nccl_version: str | None) -> dict[str, Evidence]:

@@ -66,6 +66,8 @@ XLA_NCCL_RE = re.compile(r"(?:Aborting communicator: \S{1,40} due to async NCCL 
                          r"NCCL operation \w{1,60} failed: )(?P<msg>.{1,500})$")
 SGLANG_CMD_RE = re.compile(r"\bsglang(?:\.launch_server\b| serve\b)")
 SGLANG_NODES_RE = re.compile(r"\s--(?:nnodes|dist-init-addr|nccl-init-addr|node-rank)[= ]")
+# SGLang's ServerArgs(...) naming nodes: a count, a rank among nodes or a rendezvous address (a set one, not None)
+SGLANG_ARGS_NODES_RE = re.compile(r"\b(?:nnodes=|node_rank=[1-9]|(?:dist|nccl)_init_addr='|dist_init_addr=\")")
 LOOPBACK = r"(?:127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1\])"
 ONE_MACHINE_RE = re.compile(
     r"\bStarted a local Ray instance\b"
@@ -135,3 +137,5 @@ def _world(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]:
         yield NodeCount(file, lineno, text, None, None, None, None, nodes)
     elif SGLANG_CMD_RE.search(body) and not SGLANG_NODES_RE.search(" " + body):
         yield NodeCount(file, lineno, text, None, None, None, None, 1)  # SGLang's default: one node
+    elif tp and "ServerArgs(" in body and not SGLANG_ARGS_NODES_RE.search(body):
+        yield NodeCount(file, lineno, text, None, None, None, None, 1)  # its args, no node of another: SGLang's default

@@ -246,11 +246,14 @@ ARGV_LAUNCHERS = ("srun", "mpirun", "mpiexec", "torchrun", "torch.distributed.ru
 ARGV_LAUNCH_WORDS = tuple(f"{c}{q}, {q}" for c in ARGV_LAUNCHERS for q in ("'", '"'))
 LAUNCH_WORDS = ("srun ", "mpirun ", "mpiexec ", "prterun ", "torchrun ", "torch.distributed.run ",
                 "torch.distributed.launch ", "#SBATCH", "deepspeed ", "accelerate launch ", "tune run ",
-                ACCEL_DEFAULT_MACHINES) + ARGV_LAUNCH_WORDS
+                "horovodrun ", ACCEL_DEFAULT_MACHINES) + ARGV_LAUNCH_WORDS
 ARGV_LIST_RE = re.compile(r"\[\s{0,4}(?:'[^'\n]{0,500}'|\"[^\"\n]{0,500}\")(?:,\s{0,4}(?:'[^'\n]{0,500}'|\"[^\"\n]{0,500}\")){1,200}\s{0,4}\]")
 ARGV_ITEM_RE = re.compile(r"'([^'\n]{0,500})'|\"([^\"\n]{0,500})\"")
 LAUNCH_CMD_RE = re.compile(r"(?:^|[\s;&|$+>])(?P<cmd>srun|mpirun|mpiexec|prterun|torchrun|torch\.distributed\.(?:run|launch)|"
-                           r"#SBATCH|deepspeed|accelerate launch|tune run)\s(?P<args>)")
+                           r"#SBATCH|deepspeed|accelerate launch|tune run|horovodrun)\s(?P<args>)")
+# horovodrun's hosts: with none of these it runs its -np processes on the local machine (its default localhost:np)
+HOROVOD_NP_RE = re.compile(r"(?:^|\s)(?:-np|--num-proc)[= ](?P<n>\d{1,7})\b")
+HOROVOD_HOSTS_RE = re.compile(r"(?:^|\s)(?:-H|--hosts|-hostfile|--hostfile|--host-discovery-script)[= ]")
 # torchrun and what takes its arguments: torch.distributed.run / .launch, torchtune's ``tune run --nproc_per_node 8
 # <recipe>`` (its distributed recipes run under torchrun, its flags passed on as they are)
 TORCH_LAUNCHERS = ("torchrun", "torch.", "tune run")
@@ -994,6 +997,9 @@ def _launch_count(st: _State, head: Head, cmd: str, args: str) -> Iterator[Rec]:
     if cmd == "deepspeed":
         yield from _deepspeed_launch(head, " " + args)
         return
+    if cmd == "horovodrun":
+        yield from _horovod_launch(head, " " + args)
+        return
     if cmd.startswith("accelerate"):
         procs, machines = ACCEL_PROCS_RE.search(" " + args), ACCEL_MACHINES_RE.search(" " + args)
         n_machines = int(machines.group("n") or machines.group("d")) if machines is not None else 0
@@ -1015,6 +1021,17 @@ def _launch_count(st: _State, head: Head, cmd: str, args: str) -> Iterator[Rec]:
     if n:
         name = "torchrun" if torch_launcher else "srun" if cmd == "srun" else "mpirun"
         yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, n, name)
+
+
+def _horovod_launch(head: Head, args: str) -> Iterator[Rec]:
+    """``horovodrun -np 4 python train.py``: its processes (``-np``, under mpirun or Gloo: mpirun's count), and one
+    node where it names no host (``-H``, ``--hostfile``, a discovery script): horovodrun's default is localhost."""
+    tasks = HOROVOD_NP_RE.search(args)
+    if tasks is None or not 0 < int(tasks.group("n")) <= 1 << 20:
+        return
+    yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, int(tasks.group("n")), "mpirun")
+    if not HOROVOD_HOSTS_RE.search(args):
+        yield NodeCount(head[0], head[1], head[2], None, None, None, None, 1)
 
 
 def _deepspeed_launch(head: Head, args: str) -> Iterator[Rec]:
