@@ -15,9 +15,13 @@ entered, a native backtrace of a thread parked inside NCCL: ``sources.native_sta
   processes a line names as not entering the collective; otherwise none (the report says the job stopped, not who
   stopped it). Likely for a framework's own timeout, possible for vLLM's wait (it also prints it during a long
   compilation), unless it repeats for ``SURE_S`` seconds or more. Likely for a backtrace parked inside NCCL.
+  vLLM's front-end waiting for output from its engine counts only in a log whose server never came up (no ready line,
+  no progress) and that ends in that wait: an idle server that came up prints it too.
 - Else a log that ends at a serving framework's GPU peer-to-peer check of its start-up (vLLM's and SGLang's custom
   all-reduce: "generating / reading GPU P2P access cache") or at a step of its distributed set-up (the process-group
-  line, the NCCL library its own wrapper loads), nothing after it: a possible hang, no culprit.
+  line, the NCCL library its own wrapper loads), nothing after it: a possible hang, no culprit. Likewise at DeepSpeed's
+  engine start line (``DeepSpeed info: version=...``), right before the engine broadcasts the model's parameters from
+  rank 0: the job's first collective.
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from .catalogue import KnownError, classify
 XLA_ERROR = "XlaRuntimeError"  # the type ``sources.framework_lines`` gives XLA's NCCL failure lines
 
 SURE_S = 300.0  # a framework's wait reported this long in all is no compilation
+WAITS = ("shm_broadcast_wait", "engine_wait")  # a framework's waits, which a long compilation also shows
 SAID = {"shm_broadcast_wait": "vLLM's engine found no free shared-memory broadcast block: its workers stopped taking "
         "its requests (they wait in a collective or another step)",
         "scheduler_watchdog": "SGLang's scheduler watchdog fired: a forward step did not finish",
@@ -40,6 +45,7 @@ SAID = {"shm_broadcast_wait": "vLLM's engine found no free shared-memory broadca
                            "communicator teardown (abort or destroy), which never returned",
         "native_init": "a native backtrace shows a thread parked in NCCL's communicator init, waiting for its peers",
         "native_collective": "a native backtrace shows a thread parked waiting for a collective of NCCL's to finish",
+        "engine_wait": "vLLM's front-end waited for its engine, which never answered, and the server never came up",
         "native_connect": "a native backtrace shows a thread parked in NCCL's connection set-up of a collective"}
 HINT_ALL_JOINED_NATIVE = ("A rank waits for a collective that does not finish: take every rank's backtrace (py-spy dump "
                           "--native --pid): a rank outside the collective is the one to look at; if all are inside it, "
@@ -51,6 +57,12 @@ HINTS = {
                        "ranks' backtraces too (gdb -p / py-spy dump --native): a rank still inside a collective keeps "
                        "the teardown waiting; otherwise it is NCCL's own (its release notes list abort and destroy "
                        "hangs fixed by later releases): try a newer NCCL, and NCCL_DEBUG=INFO shows where it stops.",
+    "engine_wait": "The engine process stopped in its start-up after the workers began: the steps after the weights load "
+                   "(the memory profile's first forward, the first all-reduce between the GPUs, the custom all-reduce "
+                   "exchanging its buffers over GPU peer-to-peer) are collectives. GPU peer-to-peer that does not deliver "
+                   "on PCIe GPUs (ACS, an IOMMU / VT-d, a driver or board without working P2P) hangs them: start once "
+                   "with NCCL_P2P_DISABLE=1 (or NCCL_P2P_LEVEL=NVL) and --disable-custom-all-reduce; py-spy dump --pid "
+                   "of the engine and of each worker shows where each waits; NCCL_DEBUG=INFO shows where NCCL stops.",
     "native_init": "Init waits for every rank of the communicator: check that all ranks start and reach init, "
                    "MASTER_ADDR / MASTER_PORT and NCCL_SOCKET_IFNAME, and firewalls between hosts.",
     "native_collective": HINT_ALL_JOINED_NATIVE,
@@ -74,6 +86,13 @@ P2P_CHECK_RE = re.compile(r"\b(?:generating|reading) GPU P2P access cache (?:in|
 # from library libnccl.so.2", "vLLM is using nccl==2.21.5"); the next line of a start-up that goes on is the next step
 DIST_STEP_RE = re.compile(r"\bworld_size=\d{1,7} rank=\d{1,7} local_rank=\d{1,7} distributed_init_method="
                           r"|\bInit torch distributed begin\b|\bFound nccl from library |\b(?:vLLM|sglang) is using nccl==")
+# DeepSpeed's engine start (``DeepSpeedEngine.__init__``: ``log_dist("DeepSpeed info: version=0.10.3, git-hash=...,
+# git-branch=...", ranks=[0])``); the engine then checks its config and broadcasts the model's parameters from rank 0 (its
+# first collective) before its next line ("DeepSpeed Flops Profiler Enabled: False")
+DS_ENGINE_RE = re.compile(r"\bDeepSpeed info: version=\S{1,40}, git-hash=")
+HINT_P2P = ("GPU peer-to-peer that does not deliver (ACS on a PCIe switch, an IOMMU / VT-d, a board or driver without "
+            "P2P between these GPUs, as on many consumer and workstation cards) hangs this step and the first "
+            "collectives: start once with NCCL_P2P_LEVEL=NVL (P2P over NVLink only) or NCCL_P2P_DISABLE=1")
 # torch.utils.cpp_extension's JIT build of an op (DeepSpeed's fused Adam, CPU Adam, a project's kernels) as it starts:
 # "Using /root/.cache/torch_extensions/py310_cu118 as PyTorch extensions root..." (torch 2.1+ when TORCH_EXTENSIONS_DIR
 # is set: "Using envvar TORCH_EXTENSIONS_DIR (/x) as PyTorch extensions root..."); the process then takes the build
@@ -108,13 +127,24 @@ def _xla_errors(run: Run) -> list[Finding]:
 
 
 def _stalls(run: Run) -> list[Finding]:
-    stalls = [e for e in run.events if e.kind == FRAMEWORK_STALL_EVENT]
+    stalls = [e for e in run.events if e.kind == FRAMEWORK_STALL_EVENT and e.data.get("what") != "engine_wait"]
+    stalls += _engine_waits(run)
     if not stalls or run.job.exit_code == 0 or any(e.kind == EventKind.LAUNCHER_SUCCEEDED for e in run.events):
         return []
     if any(f.is_cause for f in failures_of_run(run)):
         return []  # a failure the crash rules judge; a stall after it is its echo
     desync = _batches(run)
     return [desync] if desync is not None else [_hang(stalls)]
+
+
+def _engine_waits(run: Run) -> list[LogEvent]:
+    """vLLM's front-end's waits for its engine, where they are a stall: the log ends in one and the server never came up
+    (no ready line or other progress); an idle server that came up prints the same line every few seconds."""
+    waits = [e for e in run.events if e.kind == FRAMEWORK_STALL_EVENT and e.data.get("what") == "engine_wait"]
+    if not waits or any(e.kind == EventKind.PROGRESS for e in run.events):
+        return []
+    ends = {(e.evidence.file, e.evidence.line) for e in run.events if e.kind == EventKind.FILE_END}
+    return waits if any((e.evidence.file, e.evidence.line) in ends for e in waits) else []
 
 
 def _hang(stalls: list[LogEvent]) -> Finding:
@@ -125,7 +155,7 @@ def _hang(stalls: list[LogEvent]) -> Finding:
         if isinstance(s := e.data.get("seconds"), (int, float)):
             per_rank[e.rank] = per_rank.get(e.rank, 0.0) + float(s)
     waited = max(per_rank.values(), default=0.0)
-    sure = bool(culprits) or what != "shm_broadcast_wait" or waited >= SURE_S
+    sure = bool(culprits) or what not in WAITS or waited >= SURE_S
     who = (f"; rank{'s' if len(culprits) > 1 else ''} {', '.join(map(str, culprits))} did not enter the collective"
            if culprits else "")
     seconds = f" ({len(stalls)} report{'s' if len(stalls) > 1 else ''}, {waited:.0f} s in all)" if waited else ""
@@ -187,24 +217,30 @@ def _setup_end(run: Run) -> list[Finding]:
     if ends:
         return [_setup_finding(ends, "startup_dist", "a step of the serving framework's distributed set-up (its "
                                "process group and its own NCCL communicator)", "first NCCL communicator's set-up")]
+    ends = [e for e in run.events if e.kind == EventKind.FILE_END and DS_ENGINE_RE.search(e.evidence.text)]
+    if ends:
+        return [_setup_finding(ends, "engine_first_broadcast", "DeepSpeed's engine start (\"DeepSpeed info: version=\"), "
+                               "before the engine's first collective (the broadcast of the model's parameters from rank 0)",
+                               "engine's first broadcast", started="the training never started",
+                               hint=f"{HINT_P2P}; CUDA's p2pBandwidthLatencyTest and nvidia-smi topo -m show the path "
+                               "between the GPUs; py-spy dump --pid of every rank shows where each waits; NCCL_DEBUG=INFO "
+                               "shows where NCCL stops.")]
     return []
 
 
-def _setup_finding(ends: list[LogEvent], cls: str, step: str, where: str) -> Finding:
+def _setup_finding(ends: list[LogEvent], cls: str, step: str, where: str, started: str = "the server never came up",
+                   hint: str | None = None) -> Finding:
     """The possible hang of a start-up whose log ``ends`` at ``step`` (``_setup_end``)."""
     return Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL, verdict=Verdict.HANG,
-        message=f"the log ends at {step}, with nothing after it: the server never came up; a possible hang in the "
+        message=f"the log ends at {step}, with nothing after it: {started}; a possible hang in the "
                 f"{where} or the first exchanges between the GPUs (no rank can be named from this text)",
-        hint="GPU peer-to-peer that does not deliver (ACS on a PCIe switch, an IOMMU / VT-d, a board or driver without "
-             "P2P between these GPUs) hangs this step and the first collectives: start once with NCCL_P2P_LEVEL=NVL "
-             "(P2P over NVLink only) or NCCL_P2P_DISABLE=1 and the framework's --disable-custom-all-reduce; CUDA's "
-             "p2pBandwidthLatencyTest and nvidia-smi topo -m show the path between the GPUs; NCCL_DEBUG=INFO shows "
-             "where NCCL stops.",
+        hint=hint or f"{HINT_P2P} and the framework's --disable-custom-all-reduce; CUDA's p2pBandwidthLatencyTest and "
+             "nvidia-smi topo -m show the path between the GPUs; NCCL_DEBUG=INFO shows where NCCL stops.",
         evidence=tuple(e.evidence for e in ends[:2]),
         data={"culprits": [], "class": cls,
-              "certainty": {"level": "possible", "why": f"the log stops at {step.split(' (')[0]}, with no line of the "
-                            "server coming up, no error and no exit after it"}})
+              "certainty": {"level": "possible", "why": f"the log stops at {step.split(' (')[0]}, with no later step "
+                            "of the start-up, no error and no exit after it"}})
 
 
 def _jit_lock(ends: list[LogEvent]) -> Finding:

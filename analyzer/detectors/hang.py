@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ..model import (
-    Certainty, Communicator, EventKind, Evidence, Finding, FindingKind, Format, Origin, Run, Severity, Stuck, Verdict,
+    Certainty, Communicator, EventKind, Evidence, Finding, FindingKind, Format, LogEvent, Origin, Run, Severity, Stuck,
+    Verdict,
 )
 from ..nccl.ops import canonical_op
 from ..rules.exits import FailureKind, from_outside
@@ -591,6 +592,18 @@ def _watchdog_stuck(run: Run) -> list[Finding]:
             "collective each was in is not in these lines"}})]
 
 
+def _text_after_init(run: Run, end: LogEvent) -> int:
+    """The application's lines after NCCL's init in ``end``'s file: its non-NCCL lines after the last NCCL line, or,
+    where that last line is NCCL's teardown of a communicator (``Destroy COMPLETE``), 1 for the program's progress
+    prints before it (a run that trained, then destroyed its communicators: the init was not where it stopped)."""
+    n = int(end.data.get("text_after_nccl") or 0)
+    if n or "Destroy COMPLETE" not in end.evidence.text:
+        return n
+    f = end.evidence.file
+    return int(any(e.kind == EventKind.PROGRESS and e.evidence.file == f and e.evidence.line < end.evidence.line
+                   for e in run.events))
+
+
 def _after_init_hang(run: Run) -> list[Finding]:
     """Logs that stop right after NCCL's init (``rules.hang.ends_after_init``), from the ``file_end``
     events the log reader gives (each file's non-NCCL lines after its last NCCL line)."""
@@ -598,7 +611,7 @@ def _after_init_hang(run: Run) -> list[Finding]:
     complete = _inits_done(run)
     timed = any(e.kind == EventKind.PROGRAM_TIMING for e in run.events)  # the program printed collectives' times
     st = ends_after_init(
-        (int(e.data.get("text_after_nccl") or 0) for e in ends), complete, bool(len(run.collectives)) or timed,
+        (_text_after_init(run, e) for e in ends), complete, bool(len(run.collectives)) or timed,
         bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events), _end_known(run),
         not run.from_ncclscope())
     if st is None:

@@ -4,9 +4,12 @@ then all the input says of the collectives.
 
 - A stall the framework (or the harness that runs it) reports itself (``FrameworkStall``): vLLM's engine waiting on its
   workers (``No available shared memory broadcast block found in 60 seconds``), SGLang's scheduler watchdog
-  (``Scheduler watchdog timeout (self.watchdog_timeout=300, ...)``), a harness's ``no progress for 180s``, a
+  (``Scheduler watchdog timeout (self.watchdog_timeout=300, ...)``; ``Watchdog timeout (self.watchdog_timeout=300)`` in
+  releases whose scheduler prints it bare), a harness's ``no progress for 180s``, a
   program's word that one process does not enter a collective its peers entered (``process_index=1 not entering
-  collective``: ``culprit`` is that process).
+  collective``: ``culprit`` is that process), vLLM's front-end finding no output from its engine process
+  (``client.py:191] Waiting for output from MQLLMEngine.``, every ``VLLM_RPC_TIMEOUT``: 10 s; an idle server that came
+  up prints it too, which the detector tells apart by the server's ready lines).
 - SGLang's dump of a rank's current batch at its watchdog timeout (``FrameworkBatch``: ``self.cur_batch.batch_size()=2,
   self.cur_batch.reqs=[Req(rid=...), ...]``): the tensor-parallel ranks of one scheduler run the same batch, so two
   that show different batches have diverged.
@@ -40,7 +43,9 @@ MAX_WORLD = 1 << 20
 SGLANG_HEAD_RE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP(?P<dp>\d{1,5}))?(?: PP(?P<pp>\d{1,5}))?"
                             r" TP(?P<tp>\d{1,7})(?: EP\d{1,7})?\] ")
 VLLM_SHM_WAIT_RE = re.compile(r"No available shared memory broadcast block found in (?P<s>\d{1,7}) seconds?")
-SGLANG_WATCHDOG_RE = re.compile(r"Scheduler watchdog timeout \(self\.watchdog_timeout=(?P<s>\d{1,7}(?:\.\d+)?)")
+ENGINE_POLL_S = 10.0  # vLLM's VLLM_RPC_TIMEOUT by default: one engine-wait line per 10 s without output
+VLLM_ENGINE_WAIT_RE = re.compile(r"\bWaiting for output from MQLLMEngine\b")  # vLLM's V0 front-end (MQLLMEngineClient)
+SGLANG_WATCHDOG_RE = re.compile(r"(?:Scheduler w|\bW)atchdog timeout \(self\.watchdog_timeout=(?P<s>\d{1,7}(?:\.\d+)?)")
 NO_PROGRESS_RE = re.compile(r"(?i)\bno progress (?:for|in) (?P<s>\d{1,7}(?:\.\d+)?) ?s(?:ec(?:ond)?s?)?\b")
 NOT_ENTERING_RE = re.compile(
     r"(?i)\b(?:process_index|process|rank|worker|task)[ =:#]?\s?(?P<r>\d{1,7})\b.{0,40}?"
@@ -79,7 +84,7 @@ ONE_MACHINE_RE = re.compile(
 # "[PG ID 0 PG GUID 0 Rank 1]  using GPU 1 ..." (2.4 on)
 BARRIER_GUESS_RE = re.compile(r"\bRank (?P<r>\d{1,7})\]?\s{1,3}using GPU (?P<gpu>\d{1,4}) to perform barrier as devices used "
                               r"by this process are currently unknown")
-WORDS = ("to perform barrier", "shared memory broadcast", "watchdog timeout", "rogress", " enter", "cur_batch", "serve",
+WORDS = ("to perform barrier", "shared memory broadcast", "from MQLLMEngine", "atchdog timeout", "rogress", " enter", "cur_batch", "serve",
          "launch_server", "_size", "nnodes", "NCCL error", "NCCL operation", "local Ray instance",
          "distributed_init_method=", "Worker ready", "MASTER_ADDR=", "master_addr", "master-addr")
 
@@ -102,6 +107,8 @@ def framework_line(file: str, lineno: int, text: str, body: str, rank: int | Non
         yield BarrierEntered(file, lineno, text, int(g.group("r")), None, None, None, int(g.group("gpu")))
     elif (s := VLLM_SHM_WAIT_RE.search(body)) is not None:
         yield FrameworkStall(file, lineno, text, who, None, None, None, "vllm", "shm_broadcast_wait", float(s.group("s")), None)
+    elif VLLM_ENGINE_WAIT_RE.search(body) is not None:
+        yield FrameworkStall(file, lineno, text, who, None, None, None, "vllm", "engine_wait", ENGINE_POLL_S, None)
     elif (s := SGLANG_WATCHDOG_RE.search(body)) is not None:
         yield FrameworkStall(file, lineno, text, who, None, None, None, "sglang", "scheduler_watchdog", float(s.group("s")), None)
     elif (s := NO_PROGRESS_RE.search(body)) is not None:

@@ -1,0 +1,58 @@
+"""Round eleven's cases (tests/data/classes11/c11a_*): start-ups that stall in their first exchanges between the GPUs
+and read unknown. vLLM's front-end waiting for output from its engine ("Waiting for output from MQLLMEngine.") at the
+end of a log whose server never came up; a log that ends at DeepSpeed's engine start ("DeepSpeed info: version=..."),
+right before the engine's first broadcast of the model's parameters."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from class_cases import CaseSet
+from wild_cases import DATA
+
+SET = CaseSet(DATA / "classes11")
+MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes11" / "EXPECTED.jsonl").read_text().splitlines()
+              if line.strip() and json.loads(line)["case"].startswith("c11a_"))
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_class_case(name):
+    SET.check(name)
+
+
+@pytest.mark.parametrize("line,wait", [
+    ("DEBUG 03-03 09:13:48 client.py:191] Waiting for output from MQLLMEngine.", True),
+    ("(APIServer pid=1) DEBUG 08-04 09:14:06 [client.py:191] Waiting for output from MQLLMEngine.", True),
+    ("INFO 03-03 09:13:48 engine.py:275] Added request cmpl-1.", False),
+    ("Waiting for output from the engine core", False),
+])
+def test_the_front_ends_wait_for_its_engine(line, wait):
+    from ncclscope.sources.framework_lines import framework_line
+
+    whats = [getattr(r, "what", None) for r in framework_line("f", 1, line, line, None)]
+    assert ("engine_wait" in whats) is wait
+
+
+@pytest.mark.parametrize("line,start", [
+    ("[2023-10-01 14:08:09,902] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed info: version=0.10.3, "
+     "git-hash=unknown, git-branch=unknown", True),
+    ("[Rank 0] DeepSpeed info: version=0.14.2+cu121, git-hash=abc1234, git-branch=master", True),
+    ("[Rank 0] DeepSpeed Flops Profiler Enabled: False", False),
+    ("ds_report: DeepSpeed general environment info: deepspeed info ...... 0.14.2", False),
+])
+def test_deepspeeds_engine_start_line(line, start):
+    from ncclscope.detectors.framework import DS_ENGINE_RE
+
+    assert bool(DS_ENGINE_RE.search(line)) is start
+
+
+@pytest.mark.parametrize("line,fired", [
+    ("[2026-06-16 14:08:42 TP2] Watchdog timeout (self.watchdog_timeout=300)", True),
+    ("[2026-06-16 14:08:42 TP2] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", True),
+    ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE)", False),
+])
+def test_sglangs_scheduler_watchdog_in_both_wordings(line, fired):
+    from ncclscope.sources.framework_lines import framework_line
+
+    whats = [getattr(r, "what", None) for r in framework_line("f", 1, line, line, None)]
+    assert ("scheduler_watchdog" in whats) is fired
