@@ -23,7 +23,7 @@ from ..rules.container_net import bridged_across_machines
 from ..rules.environment import environment_mismatch, plugin_of
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, process_of
-from ..rules.init_address import ADDR_FLAG_RE, disagreeing
+from ..rules.init_address import ADDR_FLAG_RE, LOOPBACK_CONNECT_RE, disagreeing, loopback_rendezvous
 from ..sources.records import LAUNCH_FAILURE_EVENT
 from .catalogue import KnownError, classify
 from ..nccl.failures import EntryKind, EntryVerdict
@@ -75,6 +75,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _init_addresses_differ(run)
     if not findings:
         findings += _bridged_containers(run)
+    if not findings:
+        findings += _loopback_rendezvous(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -360,26 +362,53 @@ def _unreachable_at_start(run: Run) -> list[Finding]:
     unreachable``, a connect timeout: the knowledge base's unreachable entry), at start-up (no communicator finished
     its init, no collective ran), from two processes or more: not a peer that died (the address was never reached
     by anyone) but the network between the hosts: a firewall dropping the bootstrap's ports, or an interface
-    that does not route to the root's host. A setup error, no culprit rank; likely, not confirmed."""
+    that does not route to the root's host. PyTorch's quote of NCCL's last error (``Last error: socketStartConnect:
+    Connect to ... failed : No route to host`` after a DistBackendError, no NCCL_DEBUG) counts as the process's
+    warning. A setup error, no culprit rank; likely, not confirmed."""
     if any(c.init_complete for c in run.communicators) or len(run.collectives):
         return []
-    warns = [e for e in run.events if e.kind == EventKind.NCCL_WARN and _entry(e.text) == UNREACHABLE_ENTRY]
-    targets = {m.group(1) for e in warns if (m := CONNECT_TO_RE.search(e.text))}
-    procs = {(process_of(e.evidence.text) if e.evidence else None) or str(e.rank) for e in warns}
-    if len(targets) != 1 or len(procs) < 2 or any(CONNECT_TO_RE.search(e.text) is None for e in warns):
+    said = [(e, t) for e in run.events if (t := _unreachable_text(e)) is not None]
+    targets = {m.group(1) for _, t in said if (m := CONNECT_TO_RE.search(t))}
+    warned = [e for e, _ in said if e.kind == EventKind.NCCL_WARN]
+    procs = {_reporter(e) for e in (warned or [e for e, _ in said])}  # a WARN and its quote: one process, counted once
+    if len(targets) != 1 or len(procs) < 2 or any(CONNECT_TO_RE.search(t) is None for _, t in said):
         return []
     (target,) = targets
-    k = classify(warns[0].text)
+    warns = [e for e, _ in said]
+    k = classify(said[0][1])
     assert k is not None
     return [_setup_fault(
         f"{len(procs)} processes could not reach the same address {target} at start-up, before any "
         f"communicator was set up: the network between the hosts (a firewall dropping NCCL's bootstrap ports, an "
-        f"interface not routed to that host) rather than a peer that failed: \"{warns[0].text.strip()[:200]}\"",
+        f"interface not routed to that host) rather than a peer that failed: \"{said[0][1].strip()[:200]}\"",
         f"Open the ports NCCL and the framework use between the nodes (firewall / security group), and point "
              f"NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME at the interface that routes to {target} (check with `ip route "
              f"get {target}` and `nc -zv` from another node). {k.hint}",
         [e.evidence for e in warns], "every warning process failed to reach one address before any communicator "
         "came up", {"entry": k.id, "area": k.area, "count": len(warns)})]
+
+
+def _unreachable_text(e: LogEvent) -> str | None:
+    """The text of an NCCL WARN, or of the last error PyTorch quotes after an NCCL error, that the knowledge base
+    reads as an address that cannot be reached; else None."""
+    if e.kind == EventKind.NCCL_WARN:
+        text = e.text
+    elif e.kind == EventKind.DIST_ERROR and e.data.get("last_error"):
+        text = str(e.data["last_error"])
+    else:
+        return None
+    return text if _entry(text) == UNREACHABLE_ENTRY else None
+
+
+def _reporter(e: LogEvent) -> str:
+    """Who reported ``e``: the NCCL process its line names, else its rank, else the line itself (each traceback of a
+    console is one process's)."""
+    proc = process_of(e.evidence.text) if e.evidence else None
+    if proc:
+        return proc
+    if e.rank is not None:
+        return str(e.rank)
+    return f"{e.evidence.file}:{e.evidence.line}" if e.evidence else "?"
 
 
 SUM_OF_ONE_RE = re.compile(r"\b[Ee]xpected:? (\d{1,6}),? (?:but )?got:? 1(?:\.0+)?\b")
@@ -499,6 +528,35 @@ def _init_addresses_differ(run: Run) -> list[Finding]:
         "SGLang's --dist-init-addr / --nccl-init-addr, --init_method tcp://, MASTER_ADDR), reachable from the others.",
         ev, "the nodes' own launch commands name different addresses",
         {"value": ", ".join(f"{h}:{p}" if p else h for _, (h, p) in sorted(named.items())[:16])})]
+
+
+def _loopback_rendezvous(run: Run) -> list[Finding]:
+    """A job across machines whose processes look for the rendezvous store at a loopback address (``rules.init_address``:
+    c10d's client failing to reach localhost / 127.x, and the input stating more than one node or a rank past its local
+    rank), no communicator up, no collective run and no failure but the store's: each machine's processes wait on a
+    store of their own (or none) and the group never forms. A setting of the launch (MASTER_ADDR), no culprit rank."""
+    if any(c.init_complete for c in run.communicators) or len(run.collectives):
+        return []
+    store = [e for e in run.events if e.kind in (EventKind.C10D_LINE, EventKind.DIST_ERROR)
+             and LOOPBACK_CONNECT_RE.search(e.text)]
+    if any(e.kind == EventKind.DIST_ERROR and e not in store for e in run.events):
+        return []  # another failure first: the store's host may simply have died
+    if (len(store) < 2 and not any(e.kind == EventKind.DIST_ERROR for e in store)) or run.job.exit_code == 0:
+        return []  # one refused connect while the store came up is no stall: retries or the time-out are
+    nodes = max(run.job.nnodes or 0, len(run.job.hosts))
+    targets = loopback_rendezvous([e.text for e in store], [e.text for e in run.events], nodes)
+    if not targets:
+        return []
+    named = ", ".join(targets[:4]) + (" and more" if len(targets) > 4 else "")
+    return [_setup_fault(
+        f"the processes of a job across machines look for the rendezvous store at a loopback address ({named}): "
+        "MASTER_ADDR (or the init method's host) set to localhost / 127.0.0.1 lets each machine reach only itself, so "
+        "the process group never forms" + (" (and its processes name different ports)" if len({t.rsplit(':', 1)[1] for t in targets}) > 1 else ""),
+        "Give every rank the same MASTER_ADDR, the address of the node of rank 0 on the network the nodes share (under "
+        "Slurm the first host of `scontrol show hostnames $SLURM_JOB_NODELIST`), and one MASTER_PORT chosen once for "
+        "the whole job, not a free port per process.",
+        [e.evidence for e in store], "c10d's client failing to reach a loopback address while the ranks span machines",
+        {"count": len(store)})]
 
 
 def _entry(text: str) -> str | None:

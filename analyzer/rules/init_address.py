@@ -51,3 +51,39 @@ def disagreeing(lines: Iterable[tuple[str, str]]) -> dict[str, tuple[str, str | 
     if len(hosts) > 1 or (None not in ports and len(ports) > 1):
         return one
     return {}
+
+
+# c10d's client failing to reach the store at a loopback address ("... failed to connect to [localhost]:29500
+# (errno: 111 - Connection refused)", "... to 127.0.0.1:29500 ...")
+# and its time-out ("... timed out after 1800s while trying to connect to (127.0.0.1, 29500)", "... failed to connect to any
+# network address of (localhost, 29500)")
+LOOPBACK_CONNECT_RE = re.compile(r"(?:failed to connect to (?:any network address of )?|trying to connect to )"
+                                 r"[(\[]?(?P<host>localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1)\]?(?::|, )"
+                                 r"(?P<port>\d{1,5})")
+# a line that states a process's global and local rank: a script's "rank 10/16 local_rank 2", "RANK=5 LOCAL_RANK=1",
+# torchrun's failure summary "rank      : 3 (local_rank: 1)"
+RANK_AND_LOCAL_RE = re.compile(r"(?<![a-z_])rank\s{0,20}[:=]?\s{0,20}(?P<rank>\d{1,7})\b(?:\s{0,3}/\s{0,3}\d{1,7})?"
+                               r"[^\n]{0,40}?\blocal[_ ]rank\s{0,3}[:=]?\s{0,3}(?P<local>\d{1,5})\b", re.IGNORECASE)
+
+
+def loopback_targets(texts: Iterable[str]) -> tuple[str, ...]:
+    """The loopback addresses (host:port, first seen first) that c10d's client failed to reach in ``texts``."""
+    found = (LOOPBACK_CONNECT_RE.search(t) for t in texts)
+    return tuple(dict.fromkeys(f"{m.group('host')}:{m.group('port')}" for m in found if m is not None))
+
+
+def spans_machines(texts: Iterable[str], nodes: int) -> bool:
+    """The job's ranks run on more than one machine: ``nodes`` (the hosts or node count the input states) above one,
+    or a line stating a global rank other than the process's local rank (the ranks below it run on another machine)."""
+    if nodes > 1:
+        return True
+    return any(m.group("rank") != m.group("local") for t in texts for m in RANK_AND_LOCAL_RE.finditer(t[:2000]))
+
+
+def loopback_rendezvous(failed: Iterable[str], stated: Iterable[str], nodes: int) -> tuple[str, ...]:
+    """A multi-machine job whose processes look for the rendezvous store at a loopback address (MASTER_ADDR=localhost
+    or 127.0.0.1 on every node): each machine can only reach itself, so the group never forms. ``failed``: the texts of
+    c10d's client and store failures; ``stated``: lines that may state a rank and its local rank; ``nodes``: the hosts
+    or node count the input states. The loopback targets, or () where the text does not show both."""
+    targets = loopback_targets(failed)
+    return targets if targets and spans_machines(stated, nodes) else ()

@@ -1,0 +1,84 @@
+"""Round eleven's cases (tests/data/classes11/c11b_*): setup faults read as crashes or hangs. Processes that quote,
+after PyTorch's NCCL error, one and the same unreachable address as NCCL's last error before any communicator came up
+(no NCCL_DEBUG output) show the network setting between the hosts (NCCL_SOCKET_IFNAME), not a peer that failed; the
+same quote after the communicator came up and trained stays a crash."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from class_cases import CaseSet
+from wild_cases import DATA
+
+SET = CaseSet(DATA / "classes11")
+MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes11" / "EXPECTED.jsonl").read_text().splitlines()
+              if line.strip() and json.loads(line)["case"].startswith("c11b_"))
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_class_case(name):
+    SET.check(name)
+
+
+def _dist_error(last_error: str | None, rank: int | None, line: int):
+    from ncclscope.model import Evidence, EventKind, LogEvent
+
+    return LogEvent(kind=EventKind.DIST_ERROR, rank=rank, text="torch.distributed.DistBackendError: NCCL error",
+                    data={"last_error": last_error}, evidence=Evidence("f.log", line, "x"))
+
+
+@pytest.mark.parametrize("last_error,unreachable", [
+    ("socketStartConnect: Connect to 10.1.2.3<4000> failed : No route to host", True),
+    ("socketPollConnect: connect to 10.1.2.3<4000> returned Network is unreachable, exceeded error retry count after 35 "
+     "attempts", True),
+    ("socketStartConnect: Connect to 10.1.2.3<4000> failed : Connection refused", False),
+    (None, False),
+])
+def test_the_last_error_quoted_after_an_nccl_error_counts_as_the_processes_warning(last_error, unreachable):
+    from ncclscope.detectors.config import _unreachable_text
+
+    assert (_unreachable_text(_dist_error(last_error, 1, 5)) is not None) is unreachable
+
+
+def test_untagged_tracebacks_are_each_their_own_process_and_tagged_ones_their_rank():
+    from ncclscope.detectors.config import _reporter
+
+    assert _reporter(_dist_error("x", None, 5)) != _reporter(_dist_error("x", None, 9))
+    assert _reporter(_dist_error("x", 3, 5)) == _reporter(_dist_error("x", 3, 9)) == "3"
+
+
+@pytest.mark.parametrize("text,target", [
+    ("[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 111 - Connection "
+     "refused).", "localhost:29500"),
+    ("torch.distributed.DistNetworkError: The client socket has timed out after 900000ms while trying to connect to "
+     "(127.0.0.1, 29500).", "127.0.0.1:29500"),
+    ("The client socket has failed to connect to any network address of (localhost, 29501).", "localhost:29501"),
+    ("The client socket has failed to connect to [node-a]:29500 (errno: 111 - Connection refused).", None),
+])
+def test_a_store_client_failing_at_a_loopback_address(text, target):
+    from ncclscope.rules.init_address import loopback_targets
+
+    assert loopback_targets([text]) == ((target,) if target else ())
+
+
+@pytest.mark.parametrize("text,nodes,spans", [
+    ("rank 10/16 local_rank 2 -> init_process_group", 1, True),
+    ("worker up: RANK=5 LOCAL_RANK=1 WORLD_SIZE=8", 1, True),
+    ("  rank      : 3 (local_rank: 1)", 1, True),
+    ("worker up: RANK=2 LOCAL_RANK=2 WORLD_SIZE=4", 1, False),
+    ("world_rank 3 local_rank 1", 1, False),
+    ("step 10 loss 2.0", 2, True),
+])
+def test_a_job_spans_machines_where_a_rank_is_past_its_local_rank_or_nodes_are_stated(text, nodes, spans):
+    from ncclscope.rules.init_address import spans_machines
+
+    assert spans_machines([text], nodes) is spans
+
+
+def test_a_loopback_store_needs_a_job_across_machines():
+    from ncclscope.rules.init_address import loopback_rendezvous
+
+    refused = ["The client socket has failed to connect to [localhost]:29500 (errno: 111 - Connection refused)."]
+    assert loopback_rendezvous(refused, ["RANK=4 LOCAL_RANK=0"], 1) == ("localhost:29500",)
+    assert loopback_rendezvous(refused, ["RANK=0 LOCAL_RANK=0"], 1) == ()
+    assert loopback_rendezvous(["failed to connect to [10.0.0.1]:29500"], [], 2) == ()
