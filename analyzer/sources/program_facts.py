@@ -8,7 +8,8 @@
   (small numbers such as group ids and ranks masked; sizes, counts and numbers with a size unit kept).
 - Accelerate's print of its state (``Distributed environment: MULTI_GPU  Backend: nccl`` / ``Num processes: 4`` /
   ``Process index: 0``): the world's size, from its bare ``Num processes:`` line.
-- A script's own summary of its job in one line (``[bench] world=32 nodes=4 dp_groups=4``): world size and nodes.
+- A script's own summary of its job in one line (``[bench] world=32 nodes=4 dp_groups=4``, or in the environment's
+  names: ``NNODES=4 GPUS_PER_NODE=4 WORLD_SIZE=16``): world size and nodes.
 - RETURNN's line as each process joins the group (``Torch distributed initialized. Hostname cn-31, pid 71203, rank 0,
   local_rank 0, local_size 4, size 4``): the world's size, and one node where the processes of the printing node are
   the whole world (``local_size`` equal to ``size``); its other print of the same (``Torch: Distributed: rank 1, size 4,
@@ -33,13 +34,14 @@ RETURNN_DIST2_RE = re.compile(r"Distributed: rank (?P<r>\d{1,7}), size (?P<s>\d{
 # "Distributed environment: MULTI_GPU  Backend: nccl" then the bare line "Num processes: 4" (the world's size)
 ACCEL_PROCS_RE = re.compile(r"\s{0,8}Num processes: (?P<n>\d{1,7})\s{0,4}")
 WORDS = ("orch:", "orch=", "orch: ", "orch =", "Torch distributed initialized", "nodes=", "ank", "ANK",
-         "Distributed: rank", "Num processes: ")
+         "Distributed: rank", "Num processes: ", "NODES=")
 # a script's own print of its rank and the world's size: "Rank 2 of 4.", "hello from rank 3/8", "rank: 1, world_size: 4",
 # "RANK=0 WORLD_SIZE=8" (the rank below the size; a step counter "rank 0 step 3/10" has a word between)
 RANK_OF_RE = re.compile(r"(?i)(?<![\w.])rank[ :=]{0,3}(?P<r>\d{1,7})(?: of |/| out of )(?P<s>\d{1,7})\b(?!/)"
                         r"|(?<![\w.])rank[ :=]{1,3}(?P<r2>\d{1,7}),? {1,3}world[_ ]?size[ :=]{1,3}(?P<s2>\d{1,7})\b")
-# a script's own summary of its job: "world=32 nodes=4", "world_size=16 nnodes=2" (both in one line)
-JOB_PRINT_RE = re.compile(r"(?<![\w.])world(?:_size)?=(?P<w>\d{1,7})\b.{0,80}?(?<![\w.])n?nodes=(?P<n>\d{1,5})\b"
+# a script's own summary of its job: "world=32 nodes=4", "world_size=16 nnodes=2", the environment's names
+# "NNODES=4 GPUS_PER_NODE=4 WORLD_SIZE=16" (both in one line)
+JOB_PRINT_RE = re.compile(r"(?i)(?<![\w.])world(?:_size)?=(?P<w>\d{1,7})\b.{0,80}?(?<![\w.])n?nodes=(?P<n>\d{1,5})\b"
                           r"|(?<![\w.])n?nodes=(?P<n2>\d{1,5})\b.{0,80}?(?<![\w.])world(?:_size)?=(?P<w2>\d{1,7})\b")
 # "allreduce avg 18.42 ms", "all_reduce time: 3.1ms", "all-gather took 0.8 s": the op, a word of timing, a time
 TIMING_RE = re.compile(r"(?<![\w.])(?P<op>all[_-]?reduce|all[_-]?gather|reduce[_-]?scatter|all[_-]?to[_-]?all|broadcast)"
@@ -102,7 +104,7 @@ def accelerate_processes(body: str) -> int | None:
 
 def printed_job(body: str) -> tuple[int, int] | None:
     """(world size, nodes) of a script's own print of both in one line (``world=32 nodes=4``), or None."""
-    if "nodes=" not in body:
+    if "nodes=" not in body and "NODES=" not in body:
         return None
     m = JOB_PRINT_RE.search(body[:1000])
     if m is None:

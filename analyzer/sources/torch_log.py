@@ -29,6 +29,7 @@ from ..nccl.failures import EntryKind, classify
 from .command_env import command_settings
 from .fr_trace_text import FrTraceText
 from .json_record import json_record_facts
+from .launcher_node import LauncherView
 from .program_facts import program_facts
 from .restarts import restart_record
 from .topo_rows import gpu_links
@@ -249,7 +250,9 @@ LAUNCH_WORDS = ("srun ", "mpirun ", "mpiexec ", "prterun ", "torchrun ", "torch.
                 "horovodrun ", ACCEL_DEFAULT_MACHINES) + ARGV_LAUNCH_WORDS
 ARGV_LIST_RE = re.compile(r"\[\s{0,4}(?:'[^'\n]{0,500}'|\"[^\"\n]{0,500}\")(?:,\s{0,4}(?:'[^'\n]{0,500}'|\"[^\"\n]{0,500}\")){1,200}\s{0,4}\]")
 ARGV_ITEM_RE = re.compile(r"'([^'\n]{0,500})'|\"([^\"\n]{0,500})\"")
-LAUNCH_CMD_RE = re.compile(r"(?:^|[\s;&|$+>])(?P<cmd>srun|mpirun|mpiexec|prterun|torchrun|torch\.distributed\.(?:run|launch)|"
+# a command line, also one quoted as a shell string (``bash -c 'accelerate launch ...'``, a ``set -x`` trace's
+# ``+ CMD='torchrun ...'``)
+LAUNCH_CMD_RE = re.compile(r"(?:^|[\s;&|$+>]|(?<=-c )['\"]|(?<==)['\"])(?P<cmd>srun|mpirun|mpiexec|prterun|torchrun|torch\.distributed\.(?:run|launch)|"
                            r"#SBATCH|deepspeed|accelerate launch|tune run|horovodrun)\s(?P<args>)")
 # horovodrun's hosts: with none of these it runs its -np processes on the local machine (its default localhost:np)
 HOROVOD_NP_RE = re.compile(r"(?:^|\s)(?:-np|--num-proc)[= ](?P<n>\d{1,7})\b")
@@ -260,6 +263,11 @@ TORCH_LAUNCHERS = ("torchrun", "torch.", "tune run")
 TASKS_RE = re.compile(r"(?:^|\s)(?:-n ?|--ntasks[= ]|-np )(?P<n>\d{1,7})\b")
 ELASTIC_RE = re.compile(r"--nnodes[= ]\d{1,5}:\d")  # torchrun's elastic range: the world is not fixed by the command
 NODES_RE = re.compile(r"(?:^|\s)(?:-N ?|--nodes[= ]|--nnodes[= ])(?P<n>\d{1,5})(?![\d:])")
+# an MPI launcher's processes per node: PALS / MPICH / Intel MPI ``--ppn 4`` / ``-ppn 4``, Open MPI's ``-npernode 8``,
+# ``-N 8`` and ``--map-by ppr:8:node``
+MPI_PER_NODE_RE = re.compile(r"(?:^|\s)(?:-{1,2}ppn[= ]|-{1,2}npernode[= ]|-N |--map-by[= ]ppr:)(?P<n>\d{1,5})"
+                             r"(?P<ppr>:node\b)?")
+MPI_LAUNCHERS = ("mpirun", "mpiexec", "prterun")
 PER_NODE_RE = re.compile(r"--(?:ntasks-per-node|tasks-per-node|nproc[_-]per[_-]node)[= ](?P<n>\d{1,4})\b")
 # DeepSpeed's launcher: ``deepspeed --num_gpus 8 --num_nodes 2 train.py`` (one node when neither --num_nodes nor a
 # hostfile says more)
@@ -455,6 +463,7 @@ class _State:
     pid_ranks: dict[int, int] = field(default_factory=dict)  # RETURNN: a process's pid -> the rank it stated joining
     joining_pid: int | None = None  # RETURNN: the pid of the last "Torch: Hostname H, pid P, using GPU G." line
     agent_line: tuple[int, str] | None = None  # (line, text) of the agent's last such line
+    launcher: LauncherView = field(default_factory=LauncherView)  # its launchers' banners and the ranks it shows
 
 
 @dataclass
@@ -480,6 +489,7 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     yield from _flush_native(st)
     yield from _flush_summary(st)
     yield from _one_agent_node(st)
+    yield from _one_launcher_node(st)
     if st.progress_last is not None:
         n, text, rank = st.progress_last
         yield ProgressSeen(file, n, text, rank, None, None, None, st.progress, st.progress_first)
@@ -501,6 +511,14 @@ def _one_agent_node(st: _State) -> Iterator[Rec]:
     workers = len(next(iter(st.agents.values())))
     if workers > 1 and {size for _, size in st.worlds} == {workers}:
         yield NodeCount(st.file, st.agent_line[0], st.agent_line[1], None, None, None, None, 1)
+
+
+def _one_launcher_node(st: _State) -> Iterator[Rec]:
+    """One node where the file shows one launcher running the whole world (``launcher_node``): a local rank tag of the
+    world's last rank, or one launcher's banner with every rank of the world printing."""
+    at = st.launcher.where
+    if at is not None and st.launcher.one_node({size for _, size in st.worlds}, st.tagged):
+        yield NodeCount(st.file, at[0], at[1], None, None, None, None, 1)
 
 
 def _flush_summary(st: _State) -> Iterator[Rec]:
@@ -624,6 +642,7 @@ def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | N
 
 
 def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
+    st.launcher.read(lineno, text)
     if text[:1] == "(" and "pid=" in text[:160]:
         yield from _ray_node(st, lineno, text)
     prefix_rank, task_label, body = split_tool_prefixes(text)
@@ -991,6 +1010,8 @@ def _launch_count(st: _State, head: Head, cmd: str, args: str) -> Iterator[Rec]:
                 st.sbatch[key] = int(g.group("n"))
         n = st.sbatch.get("tasks") or (st.sbatch["nodes"] * st.sbatch["per"] if {"nodes", "per"} <= st.sbatch.keys()
                                        else None)
+        if nodes is not None and 0 < int(nodes.group("n")) <= 1 << 20:  # the allocation's nodes, as srun -N's
+            yield NodeCount(head[0], head[1], head[2], None, None, None, None, int(nodes.group("n")))
         if n:
             yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, n, "srun")
         return
@@ -1018,6 +1039,8 @@ def _launch_count(st: _State, head: Head, cmd: str, args: str) -> Iterator[Rec]:
         n = int(tasks.group("n")) if tasks else (int(nodes.group("n")) * int(per.group("n")) if nodes and per else None)
     if nodes and cmd != "mpirun" and 0 < int(nodes.group("n")) <= 1 << 20:
         yield NodeCount(head[0], head[1], head[2], None, None, None, None, int(nodes.group("n")))
+    elif cmd in MPI_LAUNCHERS and tasks is not None and (m := _mpi_nodes(int(tasks.group("n")), args)):
+        yield NodeCount(head[0], head[1], head[2], None, None, None, None, m)
     if n:
         name = "torchrun" if torch_launcher else "srun" if cmd == "srun" else "mpirun"
         yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, n, name)
@@ -1032,6 +1055,16 @@ def _horovod_launch(head: Head, args: str) -> Iterator[Rec]:
     yield LaunchedTasks(head[0], head[1], head[2], None, None, None, None, int(tasks.group("n")), "mpirun")
     if not HOROVOD_HOSTS_RE.search(args):
         yield NodeCount(head[0], head[1], head[2], None, None, None, None, 1)
+
+
+def _mpi_nodes(tasks: int, args: str) -> int | None:
+    """The nodes an MPI launcher's process count over its processes per node states (``mpiexec -n 8 --ppn 4``: 2,
+    ``mpirun -np 16 -npernode 8``: 2), where the count is a whole number of nodes; None without a per-node count."""
+    per = MPI_PER_NODE_RE.search(" " + args)
+    if per is None or (per.group(0).lstrip().startswith("--map-by") and not per.group("ppr")):
+        return None
+    n = int(per.group("n"))
+    return tasks // n if 0 < n <= tasks <= 1 << 20 and tasks % n == 0 else None
 
 
 def _deepspeed_launch(head: Head, args: str) -> Iterator[Rec]:

@@ -74,3 +74,59 @@ def test_horovodrun_states_its_processes_and_one_node_without_hosts(line, tasks,
 def test_a_horovodrun_naming_its_hosts_is_not_read_as_one_node():
     a = SET.analysis("c11c_horovodrun_hosts_two_nodes_np8")
     assert a.run.job.nnodes != 1
+
+
+@pytest.mark.parametrize("line,tasks,nodes", [
+    ("+ srun bash -c 'accelerate launch --num_machines 2 --num_processes 8 t.py'", [("srun", 0), ("accelerate", 8)], [2]),
+    ("+ CMD='torchrun --standalone --nproc_per_node 4 t.py'", [("torchrun", 4)], [1]),
+    ("raise SystemExit('torchrun --nproc_per_node 4 t.py')", [], []),
+    ("+ mpiexec -n 8 --ppn 4 --depth=16 python3 t.py", [("mpirun", 8)], [2]),
+    ("mpirun -np 16 -npernode 8 python t.py", [("mpirun", 16)], [2]),
+    ("mpirun -np 16 --map-by ppr:8:node python t.py", [("mpirun", 16)], [2]),
+    ("mpirun -np 16 --map-by ppr:4:socket python t.py", [("mpirun", 16)], []),
+    ("mpiexec -n 6 --ppn 4 python t.py", [("mpirun", 6)], []),
+    ("#SBATCH --nodes=2", [], [2]),
+    ("#SBATCH -N 4", [], [4]),
+])
+def test_launcher_commands_quoted_sbatch_nodes_and_mpi_processes_per_node(line, tasks, nodes):
+    from ncclscope.sources.records import LaunchedTasks, NodeCount
+    from ncclscope.sources.torch_log import parse_torch_lines
+
+    recs = list(parse_torch_lines([(1, line)], "f"))
+    assert [(r.launcher, r.count) for r in recs if isinstance(r, LaunchedTasks)] == [t for t in tasks if t[1]]
+    assert [r.nnodes for r in recs if isinstance(r, NodeCount)] == nodes
+
+
+@pytest.mark.parametrize("line,job", [
+    ("NNODES=4 GPUS_PER_NODE=4 WORLD_SIZE=16", (16, 4)), ("world=32 nodes=4", (32, 4)),
+    ("WORLD_SIZE=8 NNODES=2 MASTER_ADDR=n1", (8, 2)), ("GPUS_PER_NODE=4 WORLD_SIZE=16", None),
+])
+def test_a_scripts_job_print_in_either_case(line, job):
+    from ncclscope.sources.program_facts import printed_job
+
+    assert printed_job(line) == job
+
+
+BANNER = ("W0101 00:00:00.000000 {pid} torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment variable for "
+          "each process to be 1 in default, to avoid your system being overloaded")
+
+
+@pytest.mark.parametrize("lines,worlds,tagged,one", [
+    (["[default0]:x", "[default3]:y"], {4}, set(), True),  # local rank 3 of a world of 4: all on this node
+    (["[default0]:x", "[default3]:y"], {8}, set(), False),  # one node's four of eight
+    ([BANNER.format(pid=11), "| distributed init (rank 0): env://", "| distributed init (rank 1): env://"], {2}, set(),
+     True),
+    ([BANNER.format(pid=11), "| distributed init (rank 0): env://"], {2}, set(), False),  # rank 1 not in the file
+    ([BANNER.format(pid=11), BANNER.format(pid=12)], {2}, {0, 1}, False),  # two launchers: two nodes' output
+    ([BANNER.format(pid=11), "I0101 00:00:01.000000 12 torch/distributed/elastic/agent/server/api.py:1] x"], {2},
+     {0, 1}, False),  # a second agent's pid
+    ([BANNER.format(pid=11)], {2, 4}, {0, 1, 2, 3}, False),  # the file states two worlds
+    ([BANNER.format(pid=11)], {4}, {0, 1, 2, 3}, True),
+])
+def test_one_launcher_running_the_whole_world(lines, worlds, tagged, one):
+    from ncclscope.sources.launcher_node import LauncherView
+
+    v = LauncherView()
+    for n, line in enumerate(lines, 1):
+        v.read(n, line)
+    assert v.one_node(worlds, tagged) is one
