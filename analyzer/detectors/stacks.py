@@ -6,6 +6,8 @@ by ``rules.stacks``:
 
 - stacks in two different collectives: a desync, the odd ranks its culprits;
 - stacks in one collective but some rank outside any: a hang, the ranks outside its culprits;
+- stacks in no collective, all but one at the same line and one elsewhere, in a job that did not end well and where
+  nothing failed: a hang, the one elsewhere its culprit;
 - ranks whose last print is that they wait, nothing failed after and the job did not end well: a hang, its culprits
   the rank the prints name or the ranks that never said they wait (possible).
 """
@@ -15,7 +17,7 @@ import re
 
 from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.facts import failures_of_run, left_ranks
-from ..rules.stacks import Position, StackReading, all_wait, read_stacks, waits
+from ..rules.stacks import APART, Position, StackReading, all_wait, read_stacks, waits
 from ..sources.records import STACK_EVENT, WAIT_EVENT
 from .hang import HINT_FIRST_COLLECTIVE
 
@@ -44,9 +46,14 @@ def _stacks(run: Run) -> list[Finding]:
     reading = read_stacks(p for p, _ in last.values())
     if reading is None:
         return []
+    if reading.op == APART and (run.job.exit_code == 0 or any(f.is_cause for f in failures_of_run(run))):
+        return []  # ranks apart in a run that ended well, or after a failure of its own: no stall of theirs
     evidence = tuple(last[r][1].evidence for r in (*reading.culprits, *reading.waiting) if r in last)[:4]
     where = {r: p.where for r, (p, _) in last.items()}
     kind = FindingKind.HANG if reading.op is not None else FindingKind.DESYNC
+    if reading.op == APART:
+        return [_finding(kind, reading, f"the ranks' stack dumps: {reading.why}", evidence, where, "possible",
+                         "where each rank's main thread was when its stack was dumped; no frame names the collective")]
     return [_finding(kind, reading, f"the ranks' stack dumps: {reading.why}", evidence, where,
                      "likely", "where each rank's main thread was when its stack was dumped")]
 

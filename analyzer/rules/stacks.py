@@ -9,6 +9,10 @@ Each rank's Python main thread is either inside a torch.distributed call (``all_
 - Every rank that is inside a collective is inside the same one, and at least one rank is outside any: a hang whose
   culprits are the ranks outside (the others wait in the collective for them, where they will never come or not yet).
 - Every rank inside the same collective: they all joined; the stall is NCCL's or the network's (nothing here to say).
+- No rank inside any collective, three or more dumped, all but one standing at the same line of the program and one
+  elsewhere (``APART``): ranks of one program in lockstep stop together at the point where they wait for each other
+  (the launch or the sync after a collective); the one that stands elsewhere left their path (it skipped the
+  collective and ran ahead, or never reached it): a hang whose culprit is that rank. Two ranks apart name none.
 - Ranks inside one collective and the others blocked on their GPU stream (``torch.cuda`` synchronize under a send or
   another collective's wait) with none outside: every rank dumped is held by communication (a cycle between groups, a
   send nobody receives), a hang with no rank to blame.
@@ -81,6 +85,8 @@ def read_stacks(positions: Iterable[Position]) -> StackReading | None:
                             f"wait{'' if len(rs) > 1 else 's'} in {op}; rank{'s' if len(gpu) > 1 else ''} {', '.join(map(str, gpu))} "
                             f"{'are' if len(gpu) > 1 else 'is'} blocked on the GPU stream (the work it queued, a "
                             "collective or a send, never finishes): every rank dumped is held by communication")
+    if not inside and not gpu:
+        return _apart(by_rank)
     outside = sorted([*outside, *gpu])  # beside ranks in two collectives, or alone: a wait of no collective
     if len(inside) == 1 and outside:
         op, waiting = next(iter(inside.items()))
@@ -90,6 +96,26 @@ def read_stacks(positions: Iterable[Position]) -> StackReading | None:
                             f"rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, sorted(waiting)))} wait in {op}; "
                             f"{who} {'are' if len(outside) > 1 else 'is'} outside any collective ({where})")
     return None
+
+
+APART = "the collective at the line where the others stand"  # the op of a reading of ranks apart (``_apart``)
+
+
+def _apart(by_rank: Mapping[int, Position]) -> StackReading | None:
+    """Ranks none of which is in a collective: all but one at the same innermost line, that one elsewhere."""
+    if len(by_rank) < 3:
+        return None
+    at: dict[str, list[int]] = {}
+    for r, p in by_rank.items():
+        at.setdefault(p.where, []).append(r)
+    if len(at) != 2 or "?" in at:
+        return None
+    (common, together), (_, odd) = sorted(at.items(), key=lambda kv: -len(kv[1]))
+    if len(odd) != 1:
+        return None
+    return StackReading(Verdict.HANG, tuple(odd), tuple(sorted(together)), APART, (),
+                        f"ranks {', '.join(map(str, sorted(together)))} stand at the same line ({common}); rank {odd[0]} "
+                        f"stands elsewhere ({by_rank[odd[0]].where}), off the path the others wait on")
 
 
 def waits(waiting: dict[int, int | None], ranks: Iterable[int]) -> StackReading | None:

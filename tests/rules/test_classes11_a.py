@@ -56,3 +56,17 @@ def test_sglangs_scheduler_watchdog_in_both_wordings(line, fired):
 
     whats = [getattr(r, "what", None) for r in framework_line("f", 1, line, line, None)]
     assert ("scheduler_watchdog" in whats) is fired
+
+
+def test_ranks_in_no_collective_all_but_one_at_one_line_name_the_one_apart():
+    from ncclscope.model import Verdict
+    from ncclscope.rules.stacks import APART, Position, read_stacks
+
+    at, off = "step (t.py:141)", "loader (t.py:163)"
+    r = read_stacks([Position(0, None, at), Position(1, None, at), Position(2, None, off), Position(3, None, at)])
+    assert r is not None and r.verdict is Verdict.HANG and r.culprits == (2,) and r.waiting == (0, 1, 3) and r.op == APART
+    assert read_stacks([Position(0, None, at), Position(1, None, off)]) is None  # two ranks apart: neither is odd
+    assert read_stacks([Position(0, None, at), Position(1, None, off), Position(2, None, "x (t.py:9)")]) is None
+    assert read_stacks([Position(0, None, at), Position(1, None, off), Position(2, None, off),
+                        Position(3, None, at)]) is None  # two against two
+    assert read_stacks([Position(r, None, at) for r in range(3)]) is None  # all together: nothing to tell
