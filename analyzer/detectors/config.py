@@ -20,7 +20,7 @@ from ..nccl.risky_settings import FORCED, NOTES
 from ..rules.cause import CauseVerdict, Failure, root_cause
 from ..rules.config import config_mistake
 from ..rules.container_net import bridged_across_machines
-from ..rules.environment import environment_mismatch, plugin_of
+from ..rules.environment import TEST_FAILURE_HOST_RE, environment_mismatch, plugin_of, quiet_hosts
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, process_of
 from ..rules.init_address import ADDR_FLAG_RE, LOOPBACK_CONNECT_RE, disagreeing, loopback_rendezvous
@@ -77,6 +77,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _bridged_containers(run)
     if not findings:
         findings += _loopback_rendezvous(run)
+    if not findings:
+        findings += _environment_not_on_every_host(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -557,6 +559,38 @@ def _loopback_rendezvous(run: Run) -> list[Finding]:
         "the whole job, not a free port per process.",
         [e.evidence for e in store], "c10d's client failing to reach a loopback address while the ranks span machines",
         {"count": len(store)})]
+
+
+def _environment_not_on_every_host(run: Run) -> list[Finding]:
+    """Settings NCCL reports on some hosts only (``rules.environment.quiet_hosts``): in one console, the processes of
+    some hosts print NCCL's lines and its ``X set by environment`` lines, while a process of another host fails in an
+    NCCL call without a line of NCCL's: NCCL_DEBUG, and with it the settings, never reached that host (a shell's
+    variables in front of mpirun stay on the launching host). The settings NCCL reported are the ones the other hosts
+    lacked: a config error of the launch, no culprit rank."""
+    named = [s for s in run.job.settings.values() if s.source == "nccl-log" and not s.name.startswith("NCCL_DEBUG")]
+    if not named:
+        return []
+    printing = {proc.rsplit(":", 1)[0] for e in run.events if e.evidence is not None
+                and (proc := process_of(e.evidence.text)) is not None}
+    failures = [(m.group("host"), e) for e in run.events if e.kind == EventKind.DIST_ERROR
+                and (m := TEST_FAILURE_HOST_RE.match(e.text)) is not None]
+    quiet = quiet_hosts(printing, (p.host for p in run.job.processes if p.host), (h for h, _ in failures))
+    if not quiet:
+        return []
+    values = ", ".join(f"{s.name}={s.value}" for s in named[:4])
+    hosts = ", ".join(quiet[:4]) + (" and more" if len(quiet) > 4 else "")
+    shown = ", ".join(sorted(printing)[:4])
+    return [_setup_fault(
+        f"the job's NCCL settings reached some of its hosts only: NCCL on {shown} reports {values} set by the "
+        f"environment, while the processes on {hosts}, which failed in NCCL, printed none of NCCL's lines: they ran "
+        "without NCCL_DEBUG and without these settings (variables set in front of the launcher stay on the launching "
+        "host)",
+        "Give every rank the same environment: Open MPI's mpirun forwards only what -x names (mpirun -x NCCL_DEBUG -x "
+        + " -x ".join(s.name for s in named[:4]) + " ...), MPICH / Intel MPI take -genv NAME VALUE, srun passes the "
+        "caller's environment unless --export says otherwise; or export the variables in a script every rank runs.",
+        [s.evidence for s in named] + [e.evidence for h, e in failures if h in quiet],
+        "NCCL's own lines on some hosts and none from a host whose NCCL call failed in the same console",
+        {"settings": [s.name for s in named], "hosts": list(quiet)})]
 
 
 def _entry(text: str) -> str | None:

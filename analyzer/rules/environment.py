@@ -69,3 +69,21 @@ def environment_mismatch(plugins: Iterable[tuple[str, str]], networks: Iterable[
     each process (``versions``: process -> version)."""
     return (differing(plugins, "network plugin") or differing(networks, "network")
             or differing(versions.items(), "NCCL version"))
+
+
+# nccl-tests' own abort, which names the host of the process whose NCCL call failed ("node-b: Test NCCL failure
+# common.cu:958 'unhandled system error'")
+TEST_FAILURE_HOST_RE = re.compile(r"^\s*(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]{0,254}): Test NCCL failure ")
+
+
+def quiet_hosts(printing: Iterable[str], placed: Iterable[str], failed: Iterable[str]) -> tuple[str, ...]:
+    """Hosts that ran NCCL without the environment other hosts of the job show. ``printing``: the hosts whose processes
+    printed NCCL lines into the input; ``placed``: the hosts that hold ranks of the job; ``failed``: the hosts of
+    processes whose NCCL call failed, in the same console (so NCCL ran there). A host that holds ranks and failed in
+    NCCL but printed no NCCL line while other hosts did ran with another NCCL_DEBUG, so with another environment:
+    the variables set for the job (in the launching shell, in front of the launcher) reached some hosts only."""
+    seen = set(printing)
+    where = set(placed)
+    if not seen:
+        return ()
+    return tuple(dict.fromkeys(h for h in failed if h in where and h not in seen))

@@ -1,7 +1,9 @@
 """Round eleven's cases (tests/data/classes11/c11b_*): setup faults read as crashes or hangs. Processes that quote,
 after PyTorch's NCCL error, one and the same unreachable address as NCCL's last error before any communicator came up
 (no NCCL_DEBUG output) show the network setting between the hosts (NCCL_SOCKET_IFNAME), not a peer that failed; the
-same quote after the communicator came up and trained stays a crash."""
+same quote after the communicator came up and trained stays a crash. c10d's client failing at a loopback address while
+the ranks span machines is MASTER_ADDR set to localhost. In one console, NCCL's lines and its 'set by environment' lines
+from some hosts while another host's process fails in NCCL without a line of NCCL's: the settings never reached it."""
 from __future__ import annotations
 
 import json
@@ -82,3 +84,26 @@ def test_a_loopback_store_needs_a_job_across_machines():
     assert loopback_rendezvous(refused, ["RANK=4 LOCAL_RANK=0"], 1) == ("localhost:29500",)
     assert loopback_rendezvous(refused, ["RANK=0 LOCAL_RANK=0"], 1) == ()
     assert loopback_rendezvous(["failed to connect to [10.0.0.1]:29500"], [], 2) == ()
+
+
+@pytest.mark.parametrize("line,host", [
+    ("trainer-1: Test NCCL failure common.cu:958 'unhandled system error'", "trainer-1"),
+    ("hpc-n2: Test NCCL failure common.cu:1005 'internal error - please report this issue to the NCCL developers "
+     "(run with NCCL_DEBUG=INFO for details)'", "hpc-n2"),
+    (" .. hpc-n2 pid 20877: Test failure common.cu:891", None),
+    ("[rank1]: RuntimeError: NCCL error: unhandled system error", None),
+])
+def test_nccl_tests_failure_line_names_its_host(line, host):
+    from ncclscope.rules.environment import TEST_FAILURE_HOST_RE
+
+    m = TEST_FAILURE_HOST_RE.match(line)
+    assert (m.group("host") if m else None) == host
+
+
+def test_a_host_that_failed_in_nccl_without_nccl_lines_while_others_print_them():
+    from ncclscope.rules.environment import quiet_hosts
+
+    assert quiet_hosts({"a"}, {"a", "b"}, ["b", "a"]) == ("b",)
+    assert quiet_hosts({"a", "b"}, {"a", "b"}, ["b"]) == ()  # both print: the environment reached both
+    assert quiet_hosts(set(), {"a", "b"}, ["b"]) == ()  # no NCCL line anywhere: NCCL_DEBUG was set nowhere
+    assert quiet_hosts({"a"}, {"a"}, ["c"]) == ()  # a host the job does not place ranks on
