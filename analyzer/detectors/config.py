@@ -24,6 +24,7 @@ from ..rules.environment import TEST_FAILURE_HOST_RE, environment_mismatch, plug
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, process_of
 from ..rules.init_address import ADDR_FLAG_RE, LOOPBACK_CONNECT_RE, disagreeing, loopback_rendezvous
+from ..rules.launch import first_node_only
 from ..sources.records import LAUNCH_FAILURE_EVENT
 from .catalogue import KnownError, classify
 from ..nccl.failures import EntryKind, EntryVerdict
@@ -79,6 +80,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _loopback_rendezvous(run)
     if not findings:
         findings += _environment_not_on_every_host(run)
+    if not findings:
+        findings += _first_node_only(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -591,6 +594,36 @@ def _environment_not_on_every_host(run: Run) -> list[Finding]:
         [s.evidence for s in named] + [e.evidence for h, e in failures if h in quiet],
         "NCCL's own lines on some hosts and none from a host whose NCCL call failed in the same console",
         {"settings": [s.name for s in named], "hosts": list(quiet)})]
+
+
+BATCH_SIGNS = ("#SBATCH", "slurmstepd", "srun: ")  # the input is a Slurm batch job's: its output file gathers every node's
+
+
+def _first_node_only(run: Run) -> list[Finding]:
+    """A Slurm batch job for several nodes whose output holds the rank claims of the first node's processes only
+    (``rules.launch.first_node_only``), none of another node's, no communicator up, no collective and no failure: the
+    other nodes never ran the program (a batch script calls it without srun, so it runs on the allocation's first node
+    only) and the first node's ranks wait for them. A setting of the launch, no culprit rank."""
+    if any(c.init_complete for c in run.communicators) or len(run.collectives):
+        return []
+    if any(e.kind == EventKind.DIST_ERROR for e in run.events):
+        return []
+    if not any(e.evidence is not None and any(w in e.evidence.text for w in BATCH_SIGNS) for e in run.events):
+        return []
+    claims = [e for e in run.events if e.kind == EventKind.RANK_CLAIM and e.rank is not None]
+    one = first_node_only((e.rank for e in claims if e.rank is not None), run.job.world_size, run.job.nnodes)
+    if one is None:
+        return []
+    return [_setup_fault(
+        f"only the first node's processes ever started: ranks 0-{one.per_node - 1} of a world of {one.world} on "
+        f"{one.nodes} nodes announced themselves and no process of the other nodes did, in a batch job's output that "
+        "gathers every node's; the first node's ranks wait at init for ranks that were never launched (a batch script "
+        "that starts the program without srun runs it on the first node of the allocation only)",
+        "Start the program through srun in the batch script (`srun python train.py ...`) with `#SBATCH --nodes` and "
+        "`--ntasks-per-node` matching the trainer's num_nodes and devices, so that every node runs its processes; "
+        "with torchrun, run one torchrun per node under srun.",
+        [e.evidence for e in claims[:3]], "the rank claims of exactly the first node's processes in a batch job's "
+        "output, none of another node's", {"world_size": one.world})]
 
 
 def _entry(text: str) -> str | None:

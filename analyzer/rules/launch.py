@@ -75,3 +75,26 @@ def too_few_tasks(launched: Iterable[tuple[str, int]], world: int, arrived: int)
     if tasks < world and 0 <= arrived <= tasks:
         return FewTasks(name, tasks, world, arrived)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class OneNodeStarted:
+    """Of a world of ``world`` on ``nodes`` nodes, only the first node's ``per_node`` ranks ever claimed a rank."""
+
+    per_node: int
+    world: int
+    nodes: int
+
+
+def first_node_only(claims: Iterable[int], world: int | None, nodes: int | None) -> OneNodeStarted | None:
+    """``claims``: the global ranks the processes announced (Lightning's ``GLOBAL_RANK: r, MEMBER: m/N``); ``world``
+    and ``nodes``: the world size and the node count the job states. Every rank of the first node claimed, none of any
+    other node, in a console that gathers every node's output (a batch job's): only the first node ran the program
+    (a batch script that starts it without srun runs on the first node of the allocation only)."""
+    if world is None or nodes is None or not 1 < nodes <= world <= MAX_WORLD or world % nodes:
+        return None
+    per = world // nodes
+    seen = set(claims)
+    if seen != set(range(per)):
+        return None
+    return OneNodeStarted(per, world, nodes)

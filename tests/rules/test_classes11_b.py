@@ -3,7 +3,9 @@ after PyTorch's NCCL error, one and the same unreachable address as NCCL's last 
 (no NCCL_DEBUG output) show the network setting between the hosts (NCCL_SOCKET_IFNAME), not a peer that failed; the
 same quote after the communicator came up and trained stays a crash. c10d's client failing at a loopback address while
 the ranks span machines is MASTER_ADDR set to localhost. In one console, NCCL's lines and its 'set by environment' lines
-from some hosts while another host's process fails in NCCL without a line of NCCL's: the settings never reached it."""
+from some hosts while another host's process fails in NCCL without a line of NCCL's: the settings never reached it.
+A multi-node Slurm batch job whose output holds the first node's rank claims only never started the program elsewhere
+(no srun)."""
 from __future__ import annotations
 
 import json
@@ -107,3 +109,18 @@ def test_a_host_that_failed_in_nccl_without_nccl_lines_while_others_print_them()
     assert quiet_hosts({"a", "b"}, {"a", "b"}, ["b"]) == ()  # both print: the environment reached both
     assert quiet_hosts(set(), {"a", "b"}, ["b"]) == ()  # no NCCL line anywhere: NCCL_DEBUG was set nowhere
     assert quiet_hosts({"a"}, {"a"}, ["c"]) == ()  # a host the job does not place ranks on
+
+
+@pytest.mark.parametrize("claims,world,nodes,started", [
+    ([0, 1, 2, 3], 8, 2, True),
+    ([1, 0], 6, 3, True),
+    ([0, 1, 2, 3, 4, 5, 6, 7], 8, 2, False),  # every node ran
+    ([0, 1, 2], 8, 2, False),  # the first node not whole: something else
+    ([0, 1, 4, 5], 8, 2, False),  # a process of another node spoke
+    ([0, 1, 2, 3], 8, 1, False),  # one node: nothing else to start
+    ([0, 1, 2, 3], None, 2, False),
+])
+def test_only_the_first_nodes_ranks_claimed(claims, world, nodes, started):
+    from ncclscope.rules.launch import first_node_only
+
+    assert (first_node_only(claims, world, nodes) is not None) is started
