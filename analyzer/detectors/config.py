@@ -24,7 +24,7 @@ from ..rules.environment import TEST_FAILURE_HOST_RE, environment_mismatch, plug
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, process_of
 from ..rules.init_address import ADDR_FLAG_RE, LOOPBACK_CONNECT_RE, disagreeing, loopback_rendezvous
-from ..rules.launch import first_node_only
+from ..rules.launch import first_node_only, fixed_node_rank
 from ..sources.records import LAUNCH_FAILURE_EVENT
 from .catalogue import KnownError, classify
 from ..nccl.failures import EntryKind, EntryVerdict
@@ -82,6 +82,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _environment_not_on_every_host(run)
     if not findings:
         findings += _first_node_only(run)
+    if not findings:
+        findings += _node_rank_fixed(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -624,6 +626,28 @@ def _first_node_only(run: Run) -> list[Finding]:
         "with torchrun, run one torchrun per node under srun.",
         [e.evidence for e in claims[:3]], "the rank claims of exactly the first node's processes in a batch job's "
         "output, none of another node's", {"world_size": one.world})]
+
+
+def _node_rank_fixed(run: Run) -> list[Finding]:
+    """One srun line that runs a launcher for several machines with a node rank written out (``rules.launch.
+    fixed_node_rank``: the batch shell expanded $SLURM_PROCID or $SLURM_NODEID once, before srun), no communicator
+    up and no collective run: every node's launcher claims the same node rank and the rendezvous never completes. A
+    setting of the launch, no culprit rank."""
+    if any(c.init_complete for c in run.communicators) or len(run.collectives):
+        return []
+    lines = {e.evidence.text: e.evidence for e in run.events if e.evidence is not None and "srun" in e.evidence.text}
+    found = fixed_node_rank(lines)
+    if found is None:
+        return []
+    flag, line = found
+    return [_setup_fault(
+        f"one srun command runs the launcher on every node with the same node rank ({flag}): each node's launcher "
+        "claims that rank (machine_rank / node_rank) and waits at the rendezvous for the nodes of the other ranks, "
+        "which never come (the batch shell expanded the rank once, before srun started the tasks)",
+        "Let each task compute its own rank: quote the command so that srun's task expands it (srun bash -c "
+        "'accelerate launch --machine_rank $SLURM_NODEID ...' in single quotes, or a script that reads SLURM_NODEID), "
+        "or use torchrun's rendezvous (--rdzv_backend c10d --rdzv_endpoint host:port), which needs no node rank.",
+        [lines[line]], "one launch line for every node with a node rank written out", {})]
 
 
 def _entry(text: str) -> str | None:

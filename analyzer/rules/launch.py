@@ -10,6 +10,7 @@ restart), not this; a world not known says nothing.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -98,3 +99,31 @@ def first_node_only(claims: Iterable[int], world: int | None, nodes: int | None)
     if seen != set(range(per)):
         return None
     return OneNodeStarted(per, world, nodes)
+
+
+# one srun line that runs a multi-machine launcher with a node rank written out: "srun bash -c 'accelerate launch
+# --num_machines 2 --machine_rank 0 ...'", "srun torchrun --nnodes=2 --node_rank=0 ...": every task gets the same rank
+SRUN_CMD_RE = re.compile(r"(?:^|[\s;&|+$'\"(])srun\s(?P<args>[^\n]{0,2000})")
+LAUNCHER_WORD_RE = re.compile(r"\b(?:accelerate|torchrun|python3?|bash|sh|deepspeed)\b")
+MACHINES_FLAG_RE = re.compile(r"--(?:num[_-]machines|nnodes)(?:=| +)['\"]?(?P<n>\d{1,5})\b")
+NODE_RANK_FLAG_RE = re.compile(r"--(?:machine[_-]rank|node[_-]rank)(?:=| +)['\"]?(?P<r>\d{1,5})\b")
+ONE_NODE_RE = re.compile(r"(?:^|\s)(?:-w\s?\S|--nodelist[= ]|-N\s?1\b|--nodes[= ]1\b|-n\s?1\b|--ntasks[= ]1\b)")
+
+
+def fixed_node_rank(lines: Iterable[str]) -> tuple[str, str] | None:
+    """(the node-rank flag as written, ``--machine_rank 0``, and its line) where a launch line runs, through srun over more than one
+    task, a launcher told of several machines with one literal node rank: every node's launcher claims that rank and
+    waits for a partner that never comes. None where srun is pinned to one node or task (``-w``, ``-N 1``, ``-n 1``:
+    one launch per node, each with its own rank) or the rank is left to a variable."""
+    for line in lines:
+        m = SRUN_CMD_RE.search(line)
+        if m is None:
+            continue
+        args = m.group("args")
+        w = LAUNCHER_WORD_RE.search(args)
+        if w is None or ONE_NODE_RE.search(args[:w.start()]):
+            continue
+        machines, rank = MACHINES_FLAG_RE.search(args), NODE_RANK_FLAG_RE.search(args)
+        if machines is not None and int(machines.group("n")) > 1 and rank is not None:
+            return rank.group(0).replace("'", "").replace('"', ""), line
+    return None

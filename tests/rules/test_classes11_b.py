@@ -5,7 +5,8 @@ same quote after the communicator came up and trained stays a crash. c10d's clie
 the ranks span machines is MASTER_ADDR set to localhost. In one console, NCCL's lines and its 'set by environment' lines
 from some hosts while another host's process fails in NCCL without a line of NCCL's: the settings never reached it.
 A multi-node Slurm batch job whose output holds the first node's rank claims only never started the program elsewhere
-(no srun)."""
+(no srun); one srun line that gives every node's launcher the same node rank (--machine_rank 0) never forms
+the group."""
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ def test_class_case(name):
 
 
 def _dist_error(last_error: str | None, rank: int | None, line: int):
-    from ncclscope.model import Evidence, EventKind, LogEvent
+    from ncclscope.model import EventKind, Evidence, LogEvent
 
     return LogEvent(kind=EventKind.DIST_ERROR, rank=rank, text="torch.distributed.DistBackendError: NCCL error",
                     data={"last_error": last_error}, evidence=Evidence("f.log", line, "x"))
@@ -33,8 +34,8 @@ def _dist_error(last_error: str | None, rank: int | None, line: int):
 
 @pytest.mark.parametrize("last_error,unreachable", [
     ("socketStartConnect: Connect to 10.1.2.3<4000> failed : No route to host", True),
-    ("socketPollConnect: connect to 10.1.2.3<4000> returned Network is unreachable, exceeded error retry count after 35 "
-     "attempts", True),
+    (("socketPollConnect: connect to 10.1.2.3<4000> returned Network is unreachable, exceeded error retry count "
+      "after 35 attempts"), True),
     ("socketStartConnect: Connect to 10.1.2.3<4000> failed : Connection refused", False),
     (None, False),
 ])
@@ -52,10 +53,10 @@ def test_untagged_tracebacks_are_each_their_own_process_and_tagged_ones_their_ra
 
 
 @pytest.mark.parametrize("text,target", [
-    ("[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 111 - Connection "
-     "refused).", "localhost:29500"),
-    ("torch.distributed.DistNetworkError: The client socket has timed out after 900000ms while trying to connect to "
-     "(127.0.0.1, 29500).", "127.0.0.1:29500"),
+    (("[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 111 - "
+      "Connection refused)."), "localhost:29500"),
+    (("torch.distributed.DistNetworkError: The client socket has timed out after 900000ms while trying to connect "
+      "to (127.0.0.1, 29500)."), "127.0.0.1:29500"),
     ("The client socket has failed to connect to any network address of (localhost, 29501).", "localhost:29501"),
     ("The client socket has failed to connect to [node-a]:29500 (errno: 111 - Connection refused).", None),
 ])
@@ -90,8 +91,8 @@ def test_a_loopback_store_needs_a_job_across_machines():
 
 @pytest.mark.parametrize("line,host", [
     ("trainer-1: Test NCCL failure common.cu:958 'unhandled system error'", "trainer-1"),
-    ("hpc-n2: Test NCCL failure common.cu:1005 'internal error - please report this issue to the NCCL developers "
-     "(run with NCCL_DEBUG=INFO for details)'", "hpc-n2"),
+    (("hpc-n2: Test NCCL failure common.cu:1005 'internal error - please report this issue to the NCCL developers "
+      "(run with NCCL_DEBUG=INFO for details)'"), "hpc-n2"),
     (" .. hpc-n2 pid 20877: Test failure common.cu:891", None),
     ("[rank1]: RuntimeError: NCCL error: unhandled system error", None),
 ])
@@ -124,3 +125,20 @@ def test_only_the_first_nodes_ranks_claimed(claims, world, nodes, started):
     from ncclscope.rules.launch import first_node_only
 
     assert (first_node_only(claims, world, nodes) is not None) is started
+
+
+@pytest.mark.parametrize("line,flag", [
+    (("+ srun --kill-on-bad-exit=1 bash -c 'accelerate launch --multi_gpu --num_machines 2 --num_processes 4 "
+      "--machine_rank 0 --main_process_ip=gn01 check.py'"), "--machine_rank 0"),
+    ("srun --nodes=2 --ntasks-per-node=1 torchrun --nnodes=2 --nproc_per_node=8 --node_rank=0 train.py",
+     "--node_rank=0"),
+    ("srun -N1 -n1 -w gpu-n18 bash -c 'accelerate launch --num_machines 2 --machine_rank 1 x.py'", None),
+    ("srun bash -c 'accelerate launch --num_machines 2 --machine_rank $SLURM_NODEID x.py'", None),
+    ("srun torchrun --nnodes=1 --node_rank=0 train.py", None),
+    ("torchrun --nnodes=2 --node_rank=0 train.py", None),
+])
+def test_one_srun_line_with_a_node_rank_written_out(line, flag):
+    from ncclscope.rules.launch import fixed_node_rank
+
+    found = fixed_node_rank([line])
+    assert (found[0] if found else None) == flag
