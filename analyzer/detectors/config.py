@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from ..model import (Evidence, EventKind, Finding, FindingData, FindingKind, LogEvent, Run, Setting, Severity,
                      Verdict)
-from ..nccl.gids import shown_routable
+from ..nccl.gids import routable, shown_routable
 from ..nccl.risky_settings import FORCED, NOTES
 from ..rules.cause import CauseVerdict, Failure, root_cause
 from ..rules.config import config_mistake
@@ -62,6 +62,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _interfaces_chosen(run)
     if not findings:
         findings += _roce_default_gid(run)
+    if not findings:
+        findings += _roce_gid_set_unrouted(run)
     if not findings:
         findings += _shm_bus_error(run)
     if not findings:
@@ -314,6 +316,40 @@ def _roce_default_gid(run: Run) -> list[Finding]:
 
 
 SIGBUS_CODES = frozenset({-7, 135})  # killed by SIGBUS: torchrun's / a signal report's -7, a shell's 128 + 7
+
+
+MODIFY_QP_TIMEOUT_ENTRY = "ib-modify-qp-timeout"
+# NCCL 2.26+'s modify_qp WARN names both ends' GIDs: "..., local GID index 3, local GID ::ffff:10.0.0.1, remote GID ..."
+QP_GIDS_RE = re.compile(r"local GID (?P<l>[0-9A-Fa-f:.]{2,45}), remote GID (?P<r>[0-9A-Fa-f:.]{2,45})")
+
+
+def _gids_routable(text: str) -> bool:
+    """The WARN shows both GIDs (either wording) and both can route."""
+    m = QP_GIDS_RE.search(text)
+    return shown_routable(text) or (m is not None and routable(m.group("l")) and routable(m.group("r")))
+
+
+def _roce_gid_set_unrouted(run: Run) -> list[Finding]:
+    """Queue pairs that never reached their connected state (``Call to ibv_modify_qp failed with ... Connection timed
+    out``) on RoCE ports, with the GID index the job set (``NCCL_IB_GID_INDEX set by environment to N``): the GID at
+    that index (a link-local IPv6 address's, or a RoCE v1 one) does not route between the nodes. A WARN that shows a
+    routable GID pair on both ends (NCCL 2.26+ prints them) is the fabric's: no config error. Likely, not confirmed; no
+    culprit rank (every node carries the setting)."""
+    gid = run.job.settings.get("NCCL_IB_GID_INDEX")
+    if gid is None or not any(e.kind == EventKind.NCCL_NET_IB and "/RoCE" in e.text for e in run.events):
+        return []
+    warns = [e for e in run.events if e.kind == EventKind.NCCL_WARN and _entry(e.text) == MODIFY_QP_TIMEOUT_ENTRY]
+    if not warns or any(_gids_routable(e.text) for e in warns):
+        return []
+    return [_setup_fault(
+        f"queue pairs over RoCE never reached their connected state with the GID index the job set "
+        f"(NCCL_IB_GID_INDEX={gid.value}): \"{warns[0].text.strip()[:200]}\": the GID at that index most likely "
+        "does not route between the nodes (a link-local IPv6 address's GID, or a RoCE v1 one)",
+        "Set NCCL_IB_GID_INDEX to the index of the RoCE v2 GID of the address that routes between the nodes (`show_gids`"
+        ": the row with the node's IPv4 address, often 3), the same on every node, or leave it unset on NCCL 2.21+, "
+        "which picks a routable RoCE v2 GID itself.",
+        [gid.evidence] + [e.evidence for e in warns[:2]], "RoCE, a GID index the job set, and queue pairs that time "
+        "out on their way to RTR", {"settings": ["NCCL_IB_GID_INDEX"], "count": len(warns)})]
 
 
 def _shm_bus_error(run: Run) -> list[Finding]:

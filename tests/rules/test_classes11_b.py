@@ -6,7 +6,8 @@ the ranks span machines is MASTER_ADDR set to localhost. In one console, NCCL's 
 from some hosts while another host's process fails in NCCL without a line of NCCL's: the settings never reached it.
 A multi-node Slurm batch job whose output holds the first node's rank claims only never started the program elsewhere
 (no srun); one srun line that gives every node's launcher the same node rank (--machine_rank 0) never forms
-the group."""
+the group. Queue pairs over RoCE that time out on their way to RTR with a GID index the job set are that GID not
+routing, unless the WARN shows routable GIDs on both ends."""
 from __future__ import annotations
 
 import json
@@ -142,3 +143,16 @@ def test_one_srun_line_with_a_node_rank_written_out(line, flag):
 
     found = fixed_node_rank([line])
     assert (found[0] if found else None) == flag
+
+
+@pytest.mark.parametrize("text,routable", [
+    (("Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_2:1, curr state INIT, next state RTR, "
+      "local GID index 3, local GID ::ffff:10.60.0.12, remote GID ::ffff:10.60.0.11"), True),
+    (("Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_2:1, curr state INIT, next state RTR, "
+      "local GID index 0, local GID fe80::a288:c2ff:fe1b:3c10, remote GID fe80::a288:c2ff:fe1b:4a22"), False),
+    ("Call to ibv_modify_qp failed with error Connection timed out", False),  # no GID shown: the setting may be it
+])
+def test_a_modify_qp_warn_that_shows_routable_gids_is_not_the_gid_index(text, routable):
+    from ncclscope.detectors.config import _gids_routable
+
+    assert _gids_routable(text) is routable
