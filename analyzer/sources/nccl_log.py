@@ -230,7 +230,7 @@ def parse_nccl_line_regex(text: str, file: str = "", lineno: int = 0) -> NcclRec
         return _other_head(text, file, lineno)
     if m is None:
         v = VERSION_RE.search(text)  # <=2.21 prints the version with a bare printf
-        if v and strip_tool_prefixes(text)[1].lstrip().startswith("NCCL version"):  # also behind "[1,0]<stdout>:"
+        if v and _bare_version(strip_tool_prefixes(text)[1].lstrip()):  # also behind "[1,0]<stdout>:"
             return NcclVersion(file, lineno, text, "", 0, 0, None, v.group("v"), v.group("cuda"))
         return _other_head(text, file, lineno)
     inner = PREFIX_RE.match(text, m.end()) if "NCCL " in text[m.end():m.end() + 300] else None
@@ -251,6 +251,16 @@ def parse_nccl_line_regex(text: str, file: str = "", lineno: int = 0) -> NcclRec
 
 
 Base = tuple[str, int, str, str, int, int, "float | None"]  # file, line, text, host, pid, tid, ts
+
+# pdsh's "<host>: " in front of the bare version line (DeepSpeed's multi-node runner), for a host name without a
+# digit ("gx-a: "): the prefix grammar peels only names with one ("gpu003: "). A lower-case name, never a message's
+# own word ("RuntimeError: ", "error: ", "warning: ")
+PDSH_VERSION_RE = re.compile(r"(?!(?:error|warning|note|info|debug|fatal):)[a-z0-9][a-z0-9.-]{0,100}: NCCL version \d")
+
+
+def _bare_version(body: str) -> bool:
+    """Whether a line without an NCCL head is the bare version line (<= 2.21's printf), alone or behind a host name."""
+    return body.startswith("NCCL version") or PDSH_VERSION_RE.match(body) is not None
 
 
 def _other_head(text: str, file: str, lineno: int) -> NcclRec | None:

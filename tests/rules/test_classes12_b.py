@@ -1,0 +1,38 @@
+"""Round twelve's cases (tests/data/classes12/c12b_*): facts from DeepSpeed's pdsh runner. NCCL's bare version line
+(a printf with no NCCL head, ``NCCL version 2.19.3+cuda12.2``) behind pdsh's ``<host>: `` where the host name holds
+no digit, which the prefix grammar does not peel: the NCCL and CUDA releases are read from it all the same."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from class_cases import CaseSet
+from wild_cases import DATA
+
+SET = CaseSet(DATA / "classes12")
+MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes12" / "EXPECTED.jsonl").read_text().splitlines()
+              if line.strip() and json.loads(line)["case"].startswith("c12b_"))
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_class_case(name):
+    SET.check(name)
+
+
+@pytest.mark.parametrize("line,version", [
+    ("gx-a: NCCL version 2.24.3+cuda12.4", ("2.24.3", "12.4")),
+    ("north: NCCL version 2.19.3+cuda12.2", ("2.19.3", "12.2")),
+    ("gpu003: NCCL version 2.18.5+cuda11.8", ("2.18.5", "11.8")),
+    ("NCCL version 2.21.5+cuda12.4", ("2.21.5", "12.4")),
+    ("RuntimeError: NCCL version 2.21.5", None),
+    ("see the note: nccl NCCL version 2.21.5", None),
+    ("error: NCCL version 2.21.5", None),
+])
+def test_the_bare_version_line_behind_a_host_name(line, version):
+    from ncclscope.sources.nccl_log import parse_nccl_line
+    from ncclscope.sources.records import NcclVersion
+
+    rec = parse_nccl_line(line)
+    got = (rec.version, rec.cuda) if isinstance(rec, NcclVersion) else None
+    assert got == version
+
