@@ -89,6 +89,53 @@ def slower_first(ts: Sequence[Table]) -> tuple[Table, Table, set[int]] | None:
     return None
 
 
+def slower_release(ts: Sequence[Table], judged: str | None) -> tuple[Table, Table, set[int]] | None:
+    """(the last table, an earlier twin of it at least ``GAP`` times faster under an older NCCL release, the sizes
+    compared), or None. ``judged``: the release of the last run (the job's); an earlier table's is its rows'."""
+    if len(ts) < 2 or not judged or any(r.get("version") for r in ts[-1].rows):
+        return None
+    last = ts[-1]
+    for t in ts[:-1]:
+        older = {str(r.get("version") or "") for r in t.rows}
+        if (t.test, t.nranks) != (last.test, last.nranks) or len(older) != 1 or not _older(older.pop(), judged):
+            continue
+        shared = sorted(last.sizes() & t.sizes())[-TOP_SIZES:]
+        slow, fast = last.best(set(shared)), t.best(set(shared))
+        if shared and 0 < slow and fast >= GAP * slow:
+            return last, t, set(shared)
+    return None
+
+
+def _older(a: str, b: str) -> bool:
+    """Release ``a`` (``2.18.5``) comes before release ``b``."""
+    parts = [tuple(int(x) for x in v.split(".")[:3] if x.isdigit()) for v in (a, b)]
+    return all(len(p) == 3 for p in parts) and parts[0] < parts[1]
+
+
+RELEASE_HINT = ("The same benchmark ran slower under the newer NCCL release: the release, not the hardware, changed. "
+                "Compare both runs with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING (the topology each detects, "
+                "its channels, algorithm and protocol); on virtualised or unusual PCIe topologies give the platform's "
+                "topology file (NCCL_TOPO_FILE), or pin the older release until it is understood.")
+
+
+def _release_finding(run: Run) -> list[Finding]:
+    judged = run.job.nccl_version
+    pair = slower_release(tables(all_rows(run)), judged)
+    if pair is None:
+        return []
+    slow, fast, sizes = pair
+    a, b = slow.best(sizes), fast.best(sizes)
+    older = str(fast.rows[0].get("version"))
+    test = slow.test or "the benchmark"
+    return [Finding(
+        kind=FindingKind.SLOW_LINK, severity=Severity.WARNING, verdict=Verdict.DEGRADED,
+        message=f"{test} under NCCL {judged} reached at most {a:.2f} GB/s bus bandwidth from {human_bytes(min(sizes))} up, "
+        f"{b / a:.1f}x below the {b:.2f} GB/s of an earlier run of the same sizes and ranks under NCCL {older}",
+        hint=RELEASE_HINT, evidence=(_row_ev(slow, sizes), _row_ev(fast, sizes)),
+        data={"culprits": [], "busbw": a, "twin_busbw": b, "sizes": sorted(sizes), "gap": round(b / a, 2),
+              "releases": [older, str(judged)]})]
+
+
 def all_rows(run: Run) -> list[dict[str, Any]]:
     """The nccl-tests rows of every run the input holds: the earlier runs' (kept by ``model_build.runs``) first."""
     earlier = [r for e in run.events if e.kind == EventKind.EARLIER_RUNS for r in e.data.get("earlier_tests") or ()]
@@ -156,4 +203,4 @@ def _timing_findings(run: Run) -> list[Finding]:
 
 
 def detect(run: Run) -> list[Finding]:
-    return _table_finding(run) + _timing_findings(run)
+    return (_table_finding(run) or _release_finding(run)) + _timing_findings(run)

@@ -66,10 +66,17 @@ TESTS_KEPT_BYTES = 8 << 20  # earlier runs' rows kept for a comparison with the 
 
 
 def _earlier_tests(records: list[R.Rec], line: int) -> tuple[dict[str, object], ...]:
-    """The nccl-tests rows before the last run's start (``detectors.slow_compare`` holds the runs side by side)."""
-    return tuple({"file": r.file, "line": r.line, "test": r.test, "nranks": r.nranks, "size": r.size,
-                  "busbw": r.busbw, "in_place": r.in_place} for r in records
-                 if isinstance(r, R.NcclTestsRow) and r.line < line and r.size >= TESTS_KEPT_BYTES)
+    """The nccl-tests rows before the last run's start (``detectors.slow_compare`` holds the runs side by side), each
+    with the NCCL release its run printed last before it (``version``: the run's own, dropped with its records)."""
+    out = []
+    version: str | None = None
+    for r in sorted((r for r in records if r.line < line), key=_line_of):
+        if isinstance(r, R.NcclVersion):
+            version = r.version
+        elif isinstance(r, R.NcclTestsRow) and r.size >= TESTS_KEPT_BYTES:
+            out.append({"file": r.file, "line": r.line, "test": r.test, "nranks": r.nranks, "size": r.size,
+                        "busbw": r.busbw, "in_place": r.in_place} | ({"version": version} if version else {}))
+    return tuple(out)
 
 
 def earlier_runs(e: Earlier | None) -> list[LogEvent]:

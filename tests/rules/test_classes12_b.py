@@ -60,3 +60,24 @@ def test_an_error_every_process_printed_alike_names_no_rank(copies, codes, culpr
            for r, c in codes.items()]
     cause = root_cause(fs)
     assert cause is not None and cause.culprits == culprits
+
+
+def _table(version, busbw):
+    from ncclscope.detectors.slow_compare import Table
+
+    rows = tuple({"file": "t.txt", "line": i, "test": "all_gather_perf", "nranks": 4, "size": 64 << 20 << i,
+                  "busbw": busbw} | ({"version": version} if version else {}) for i in range(3))
+    return Table("all_gather_perf", 4, rows)
+
+
+@pytest.mark.parametrize("earlier,judged,later_bw,slow", [
+    ("2.19.3", "2.21.5", 8.0, True),  # the newer release far slower
+    ("2.19.3", "2.21.5", 18.0, False),  # as fast within noise
+    ("2.21.5", "2.19.3", 8.0, False),  # the older release slower: not a release's regression
+    ("2.21.5", "2.21.5", 8.0, False),  # one release: no release to blame
+    (None, "2.21.5", 8.0, False),  # the earlier run's release not known
+])
+def test_a_newer_release_far_slower_than_an_older_one(earlier, judged, later_bw, slow):
+    from ncclscope.detectors.slow_compare import slower_release
+
+    assert (slower_release([_table(earlier, 19.7), _table(None, later_bw)], judged) is not None) is slow
