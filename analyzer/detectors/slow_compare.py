@@ -5,6 +5,9 @@
   the first table shown (the run the user asks about) reaches at most 1/``GAP`` of a later one, it is slow for its path;
   on one host the hint is GPU peer-to-peer (consumer GPUs have none, so a pair under one PCIe switch goes up to the CPU
   and back down the same uplink; ACS or an IOMMU does the same to data-centre GPUs).
+- The same nccl-tests table run again under a newer NCCL release (the earlier run's release kept by
+  ``model_build.runs``), the last run at most 1/``GAP`` of an earlier one under an older release: the release is slow
+  there (``slower_release``); the hint compares both releases' topology and tuning.
 - A program's own prints of one collective's measured time or rate (``ProgramTiming``, lines of one shape: the same op, the
   same sizes, only ids and ranks differing), e.g. one line per process group: the slowest ``GAP`` times the fastest or
   more is a slow path for some groups (a NIC order swapped behind a PCIe switch, a slow node or link). The first line

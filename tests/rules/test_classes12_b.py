@@ -3,7 +3,8 @@
 no digit, which the prefix grammar does not peel: the NCCL and CUDA releases are read from it all the same. One
 process's own error (an exception, a CUDA error) printed alike by several processes with no rank tag, every process in
 the launcher's summary ending with one exit code: the processes failed alike, no culprit (the summary's first observed
-end singles none out)."""
+end singles none out). The same nccl-tests table far slower under a newer NCCL release than under an older one earlier
+in the input: degraded, no culprit."""
 from __future__ import annotations
 
 import json
