@@ -32,3 +32,17 @@ def test_c10ds_duplicated_device_check(text, entry):
 
     k = classify(text)
     assert (k.id if k is not None and k.id == "init-duplicate-gpu" else None) == entry
+
+
+@pytest.mark.parametrize("text,entry", [
+    ("pydantic.error_wrappers.ValidationError: 3 validation errors for DeepSpeedZeroConfig", True),
+    ("[rank1]: pydantic_core._pydantic_core.ValidationError: 1 validation error for DeepSpeedInferenceConfig", True),
+    ("pydantic.error_wrappers.ValidationError: 2 validation errors for DeepSpeedActivationCheckpointingConfig", True),
+    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for TrainingConfig", False),
+    ("ValueError: DeepSpeed config: train_batch_size is not equal to micro_batch * grad_acc * world_size", False),
+])
+def test_deepspeeds_config_models_reject_the_config(text, entry):
+    from ncclscope.detectors.catalogue import classify
+
+    k = classify(text)
+    assert (k is not None and k.id == "deepspeed-config-rejected") is entry
