@@ -190,14 +190,10 @@ def _ended_alike_after(lead: Failure, causes: list[Failure]) -> bool:
     process's traceback of one fault: a transport's connect failing under every rank of a node), and every other
     cause is another unranked copy of it or a process's exit with one same code (torchrun's summary: its 'first
     observed failure' names the first process the agent saw end, placed nowhere on the time line): no exit singles
-    out a rank, the fault is NCCL's or the link's. A process's own error (an exception, a CUDA error) counts where
-    it is printed more than once alike (the same assertion raised by every rank at start-up): the processes failed
-    alike of their own and the launcher's first observed end singles none out."""
-    if lead.rank is not None or lead.kind not in NO_CULPRIT | ALIKE_KINDS:
+    out a rank, the fault is NCCL's or the link's."""
+    if lead.rank is not None or lead.kind not in NO_CULPRIT:
         return False
     copies = [f for f in causes if f is not lead and f.rank is None and f.kind is lead.kind and _same_text(f, lead)]
-    if lead.kind not in NO_CULPRIT and not copies:
-        return False  # printed once: one process's own failure, which may be what ended the others
     exits = [f for f in causes if f is not lead and f not in copies]
     return len(exits) >= 2 and all(f.kind is FailureKind.EXIT for f in exits) and len({f.code for f in exits}) == 1
 

@@ -1,10 +1,8 @@
 """Round twelve's cases (tests/data/classes12/c12b_*): facts from DeepSpeed's pdsh runner. NCCL's bare version line
 (a printf with no NCCL head, ``NCCL version 2.19.3+cuda12.2``) behind pdsh's ``<host>: `` where the host name holds
-no digit, which the prefix grammar does not peel: the NCCL and CUDA releases are read from it all the same. One
-process's own error (an exception, a CUDA error) printed alike by several processes with no rank tag, every process in
-the launcher's summary ending with one exit code: the processes failed alike, no culprit (the summary's first observed
-end singles none out). The same nccl-tests table far slower under a newer NCCL release than under an older one earlier
-in the input: degraded, no culprit."""
+no digit, which the prefix grammar does not peel: the NCCL and CUDA releases are read from it all the same. The same
+nccl-tests table far slower under a newer NCCL release than under an older one earlier in the input: degraded, no
+culprit."""
 from __future__ import annotations
 
 import json
@@ -40,27 +38,6 @@ def test_the_bare_version_line_behind_a_host_name(line, version):
     got = (rec.version, rec.cuda) if isinstance(rec, NcclVersion) else None
     assert got == version
 
-
-def _copies(kind, n):
-    from ncclscope.rules.cause import Failure
-
-    return [Failure(None, kind, "AssertionError: zero stage 2 requires an optimizer", None, ("f.log", 10 + 14 * i))
-            for i in range(n)]
-
-
-@pytest.mark.parametrize("copies,codes,culprits", [
-    (3, {r: 1 for r in range(4)}, ()),  # the same assertion on several processes, every exit alike
-    (1, {r: 1 for r in range(4)}, (0,)),  # printed once: one process's own failure, the summary's first end stands
-    (3, {0: 1, 1: -15, 2: -15, 3: -15}, (0,)),  # the others stopped by the agent: rank 0's failure
-])
-def test_an_error_every_process_printed_alike_names_no_rank(copies, codes, culprits):
-    from ncclscope.rules.cause import Failure, FailureKind, root_cause
-
-    fs = _copies(FailureKind.EXCEPTION, copies)
-    fs += [Failure(r, FailureKind.EXIT, f"exit code {c}", None, ("f.log", 80 + r) if r else ("", -1), c)
-           for r, c in codes.items()]
-    cause = root_cause(fs)
-    assert cause is not None and cause.culprits == culprits
 
 
 def _table(version, busbw):
