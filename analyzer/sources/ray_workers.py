@@ -16,6 +16,14 @@ STATED_RANK_RE = re.compile(r"\bworld_size=\d{1,7} rank=(?P<rank>\d{1,7}) local_
 MAX_WORKERS = 1 << 16
 
 
+def stated_rank(body: str) -> int | None:
+    """The rank a process states of itself as it joins its group (``world_size=2 rank=0 local_rank=0
+    distributed_init_method=...``, ``Setting up process group for: env:// [rank=3, world_size=4]``); None otherwise."""
+    if "rank=" not in body or (m := STATED_RANK_RE.search(body)) is None:
+        return None
+    return int(m.group("rank") if m.group("rank") is not None else m.group("rank2"))
+
+
 def worker_key(text: str) -> tuple[str, str] | None:
     """(pid, ip) of the Ray worker whose prefix the line carries (ip "" on the driver's node); None if it carries none."""
     m = RAY_WORKER_RE.search(text[:300])
@@ -35,8 +43,7 @@ class WorkerRanks:
         key = worker_key(text)
         if key is None:
             return None
-        if "rank=" in body and (m := STATED_RANK_RE.search(body)) is not None:
-            r = int(m.group("rank") if m.group("rank") is not None else m.group("rank2"))
+        if (r := stated_rank(body)) is not None:
             if key not in self.stated and len(self.stated) < MAX_WORKERS:
                 self.stated[key] = r
             elif self.stated.get(key, r) != r:

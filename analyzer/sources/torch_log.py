@@ -34,7 +34,7 @@ from .program_facts import program_facts
 from .restarts import restart_record
 from .topo_rows import gpu_links
 from .lines import split_tool_prefixes, strip_tool_prefixes
-from .ray_workers import STATED_RANK_RE, WorkerRanks
+from .ray_workers import WorkerRanks, stated_rank
 from .tool_lines import ToolLines
 from .records import (
     C10dLine,
@@ -721,7 +721,7 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         st.tagged.add(prefix_rank)  # the first line a launcher tagged with this rank: the rank has output here
         if not said:  # (a record of the line itself already names it)
             yield RankTagged(st.file, lineno, text, prefix_rank, sev, ts_text, None)
-    elif prefix_rank is None and "rank=" in body and (own := _own_stated_rank(body)) is not None \
+    elif prefix_rank is None and (own := stated_rank(body)) is not None \
             and own not in st.tagged and len(st.tagged) < MAX_TAGGED:
         st.tagged.add(own)  # an untagged process stating its own rank as it joins (vLLM's driver): it has output here
         yield RankTagged(st.file, lineno, text, own, sev, ts_text, None)
@@ -744,14 +744,6 @@ def _returnn_process(st: _State, body: str) -> bool:
         st.joining_pid = None
     return False
 
-
-def _own_stated_rank(body: str) -> int | None:
-    """The rank a process states of itself as it joins its group (``world_size=2 rank=0 local_rank=0
-    distributed_init_method=...``, ``Setting up process group for: env:// [rank=3, world_size=4]``); None otherwise."""
-    m = STATED_RANK_RE.search(body)
-    if m is None:
-        return None
-    return int(m.group("rank") if m.group("rank") is not None else m.group("rank2"))
 
 
 def _ray_node(st: _State, lineno: int, text: str) -> Iterator[Rec]:

@@ -32,9 +32,9 @@ def test_a_bar_at_its_start_with_or_without_a_total(line, frozen):
 
 
 def test_an_untagged_process_stating_its_rank_has_input_of_that_rank():
-    from ncclscope.sources.torch_log import _own_stated_rank
+    from ncclscope.sources.ray_workers import stated_rank
 
-    assert _own_stated_rank("parallel_state.py:942] world_size=4 rank=0 local_rank=0 distributed_init_method=tcp://"
+    assert stated_rank("parallel_state.py:942] world_size=4 rank=0 local_rank=0 distributed_init_method=tcp://"
                             "127.0.0.1:5000 backend=nccl") == 0
-    assert _own_stated_rank("Setting up process group for: env:// [rank=3, world_size=4]") == 3
-    assert _own_stated_rank("rank=3 world_size=4") is None
+    assert stated_rank("Setting up process group for: env:// [rank=3, world_size=4]") == 3
+    assert stated_rank("rank=3 world_size=4") is None
