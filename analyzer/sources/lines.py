@@ -67,8 +67,9 @@ _PLAIN = (
     # "ERROR 09-17 13:40:02 [worker.py:87] ", Python's basicConfig "ERROR:root:"
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] "
     r"|\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] (?:\[[\w.]{1,100}:\d{1,6}:[\w<>]{1,100}\] )?"
-    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]{1,100}:\d{1,6}\] "  # vLLM <= 0.6:
-    # "ERROR 11-25 08:17:30 engine.py:366] " (no opening bracket)
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.][\w./-]{0,100}:\d{1,6}\] "  # vLLM <= 0.6:
+    # "ERROR 11-25 08:17:30 engine.py:366] " (no opening bracket); 0.11 names the module's path
+    # ("[v1/executor/multiproc_executor.py:597]")
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]{0,100}:"
     # a date, the level, the pid and a bracket ending in file:line: "2025-09-11 06:57:34 ERROR 73180 [ DP10 TP10 EP10
     # scheduler.py:2655] " (a server's Python logging format of asctime, levelname, process and its own prefix)
@@ -194,7 +195,7 @@ def unglue_host(host: str, known: Iterable[str]) -> str:
 
 # --- records of two processes glued on one line ----------------------------------------------------
 
-_PY_HEAD = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})? \[?[\w.]{1,100}:\d{1,6}\]"
+_PY_HEAD = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})? \[?[\w.][\w./-]{0,100}:\d{1,6}\]"
 # where a second record starts inside a line: vLLM's logger head ("INFO 11-25 08:17:28 [selector.py:135]", or 0.6's
 # "INFO 11-25 08:17:28 selector.py:135]"), alone or behind its worker's "(VllmWorkerProcess pid=52311) " /
 # "(VllmWorker rank=1 pid=41) ", right after text that no space or tag ends ("... backend.(VllmWorkerProcess",
