@@ -15,7 +15,7 @@ from ..model import EventKind, ExitRecord, Format, LogEvent, Origin, RecordSourc
 from ..nccl.failures import Area, EntryVerdict, classify
 from ..sources.lines import nccl_head
 from ..sources.records import GPU_FAULT_EVENT
-from ..sources.torch_log import HEAP_ABORT_TYPE
+from ..sources.torch_log import HEAP_ABORT_TYPE, SERVER_READY_RE
 from . import healthy
 from .cause import Failure, explain, vanished
 from .chain import returned_to_caller, warn_chains
@@ -318,6 +318,12 @@ def sweep_done_of_run(run: Run) -> healthy.Covered | None:
     """``healthy.sweep_done`` over the run's nccl-tests rows."""
     sizes = [int(t["size"]) for t in run.nccl_tests if isinstance(t.get("size"), int)]
     return healthy.sweep_done(len(run.nccl_tests), sizes, run.job.exit_code, bool(failures_of_run(run)))
+
+
+def server_ready_of_run(run: Run) -> healthy.Covered | None:
+    """``healthy.server_ready`` over the run: the last progress print of a file is a server's ready line."""
+    ready = any(e.kind == EventKind.PROGRESS and SERVER_READY_RE.search(e.text) for e in run.events)
+    return healthy.server_ready(ready, bool(failures_of_run(run)), stall_time(run)[0], run.job.exit_code)
 
 
 def left_ranks(run: Run) -> frozenset[int]:

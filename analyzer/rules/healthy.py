@@ -23,7 +23,9 @@ What an input that shows only a normal start covers (``start_only``), healthy as
   healthy start looks; a stream that also carried the application's output and fell silent after init, or a
   collective launched and never heard of again, is the hang rules' (``hang.ends_after_init``). Slow is not hung:
   an init that took a minute and completed is a start like any other (its time is said).
-- A completed nccl-tests sweep: every size of its table ran, the benchmark's summary printed."""
+- A completed nccl-tests sweep: every size of its table ran, the benchmark's summary printed.
+- A server's start that ended: its ready line (``Application startup complete``, ``Uvicorn running on``), nothing
+  failed or stalled, the last progress print of the input. What came after (the requests) is not in it."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -100,6 +102,15 @@ def sweep_done(rows: int, sizes: Iterable[int], exit_code: int | None, failed: b
         return None
     return Covered(f"the nccl-tests sweep completed: {len(ss)} sizes from {_size(ss[0])} to {_size(ss[-1])} ran and its "
                    "summary printed; the input covers that benchmark only")
+
+
+def server_ready(ready: bool, failed: bool, stalled: bool, exit_code: int | None) -> Covered | None:
+    """A server whose start-up ended (``ready``: its ready line is the input's last progress print) and nothing
+    failed or stalled: what it covers, else None."""
+    if not ready or failed or stalled or exit_code not in (None, 0):
+        return None
+    return Covered("the server finished its start-up and reported ready; nothing after it: the input covers the "
+                   "start only, which was normal")
 
 
 def _size(n: int) -> str:

@@ -174,9 +174,11 @@ PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a l
     r"|Successful requests:\s*[1-9]"  # a serving benchmark's result: requests served
     r"|(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b"  # a throughput's unit, printed beside its number
     r"|Application startup complete|\" 200 OK\s*$|\bpassed[.!]?\s*$"
-    r"|Uvicorn running on |The server is fired up and ready to roll"  # a server's ready lines: its start-up ended
+    r"|Uvicorn running on |The server is fired up and ready to roll"  # a server's ready lines (SERVER_READY_RE)
     r"|\b(?:is|was) successful[.!]?\s*$"  # a check script's own pass line: "sanity check is successful!"
 )
+# a server's ready lines among the progress prints: its start-up ended (uvicorn's, SGLang's)
+SERVER_READY_RE = re.compile(r"Application startup complete|Uvicorn running on |The server is fired up and ready to roll")
 # a launcher or framework stopped from outside: torchrun's "Received 2 death signal" ("Received Signals.SIGINT death
 # signal" in 2.x), DeepSpeed's "Main process received SIGINT, exiting", Lightning's "[rank: 0] Received SIGTERM: 15",
 # srun's own Ctrl-C ("srun: interrupt (one more within 1 sec to abort)", "srun: sending Ctrl-C to StepId=...") and its
