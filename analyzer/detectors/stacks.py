@@ -8,6 +8,8 @@ by ``rules.stacks``:
 - stacks in one collective but some rank outside any: a hang, the ranks outside its culprits;
 - stacks in no collective, all but one at the same line and one elsewhere, in a job that did not end well and where
   nothing failed: a hang, the one elsewhere its culprit;
+- the dump of one process only, its main thread inside a collective, in a job that did not end well and where
+  nothing failed: a hang, possible, no culprit (the other ranks are not in the input);
 - ranks whose last print is that they wait, nothing failed after and the job did not end well: a hang, its culprits
   the rank the prints name or the ranks that never said they wait (possible).
 """
@@ -17,7 +19,7 @@ import re
 
 from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.facts import failures_of_run, left_ranks
-from ..rules.stacks import APART, Position, StackReading, all_wait, read_stacks, waits
+from ..rules.stacks import APART, Position, StackReading, all_wait, lone_dump, read_stacks, waits
 from ..sources.records import STACK_EVENT, WAIT_EVENT
 from .hang import HINT_FIRST_COLLECTIVE
 
@@ -45,7 +47,7 @@ def _stacks(run: Run) -> list[Finding]:
         last[rank] = (Position(rank, coll if isinstance(coll, str) else None, str(e.data.get("where") or "?")), e)
     reading = read_stacks(p for p, _ in last.values())
     if reading is None:
-        return []
+        return _lone(run, last)
     if reading.op == APART and (run.job.exit_code == 0 or any(f.is_cause for f in failures_of_run(run))):
         return []  # ranks apart in a run that ended well, or after a failure of its own: no stall of theirs
     evidence = tuple(last[r][1].evidence for r in (*reading.culprits, *reading.waiting) if r in last)[:4]
@@ -56,6 +58,24 @@ def _stacks(run: Run) -> list[Finding]:
                          "where each rank's main thread was when its stack was dumped; no frame names the collective")]
     return [_finding(kind, reading, f"the ranks' stack dumps: {reading.why}", evidence, where,
                      "likely", "where each rank's main thread was when its stack was dumped")]
+
+
+def _lone(run: Run, ranked: dict[int, tuple[Position, LogEvent]]) -> list[Finding]:
+    """Dumps of one rank at most (``rules.stacks.lone_dump``), in a job that did not end well, where nothing failed and
+    that printed no progress after the dump: a hang, possible."""
+    dumps = [e for e in run.events if e.kind == STACK_EVENT]
+    if len(ranked) > 1 or not dumps or run.job.exit_code == 0 or any(f.is_cause for f in failures_of_run(run)):
+        return []
+    if left_ranks(run) or any(e.kind == EventKind.LAUNCHER_SUCCEEDED or (
+            e.kind == EventKind.PROGRESS and any(e.evidence.file == d.evidence.file and e.evidence.line > d.evidence.line
+                                                 for d in dumps)) for e in run.events):
+        return []  # the job went on after the dump (progress after it, a rank's end, the launcher's success)
+    reading = lone_dump(c if isinstance(c := e.data.get("collective"), str) else None for e in dumps)
+    if reading is None:
+        return []
+    return [_finding(FindingKind.HANG, reading, f"the stack dump: {reading.why}", (dumps[-1].evidence,),
+                     {r: p.where for r, (p, _) in ranked.items()}, "possible",
+                     "one process's stack, inside a collective; the others are not in the input", LONE_HINT)]
 
 
 def _ray_pids(run: Run) -> dict[int, int]:
@@ -123,9 +143,14 @@ def _all_waiting(run: Run, reading: StackReading, evidence: tuple) -> Finding:
                                        "collective or on its stream; a print is not a stack"}})
 
 
+LONE_HINT = ("Dump every rank's stack (py-spy dump --pid on each process of every node): the rank that is not inside "
+             "this collective is the one the others wait for; if all are inside it, the stall is NCCL's or the path's "
+             "(run with NCCL_DEBUG=INFO, check the WARN lines and the links).")
+
+
 def _finding(kind: FindingKind, reading: StackReading, message: str, evidence: tuple, where: dict[int, str],
-             level: str, why: str) -> Finding:
-    hint = ("Look at what the culprit ranks run where their stacks stand (a data loader, a condition only some ranks "
+             level: str, why: str, hint: str | None = None) -> Finding:
+    hint = hint or ("Look at what the culprit ranks run where their stacks stand (a data loader, a condition only some ranks "
             "take, an exception caught and swallowed) and make every rank call the same collectives in the same order."
             if kind is FindingKind.HANG and reading.culprits else
             "Every rank dumped waits on communication: some in a collective, others on their GPU stream behind a send "

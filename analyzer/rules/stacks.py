@@ -17,7 +17,9 @@ Each rank's Python main thread is either inside a torch.distributed call (``all_
   another collective's wait) with none outside: every rank dumped is held by communication (a cycle between groups, a
   send nobody receives), a hang with no rank to blame.
 
-Ranks whose dumps are not in the input are not judged. One dump alone says nothing of the others.
+Ranks whose dumps are not in the input are not judged. One dump alone says nothing of the others: where its main
+thread waits inside a collective and the job did not end, the job stood in that collective when someone looked (a
+hang, possible, no rank to blame: ``lone_dump``).
 
 The program's own prints do the same where it says who waits (``waits``): ranks whose last print is that they wait
 (``rank 2 waiting for barrier``), with nothing failed after, wait for the rank a print names (``waiting for rank 3``),
@@ -96,6 +98,20 @@ def read_stacks(positions: Iterable[Position]) -> StackReading | None:
                             f"rank{'s' if len(waiting) > 1 else ''} {', '.join(map(str, sorted(waiting)))} wait in {op}; "
                             f"{who} {'are' if len(outside) > 1 else 'is'} outside any collective ({where})")
     return None
+
+
+def lone_dump(collectives: Iterable[str | None]) -> StackReading | None:
+    """``collectives``: what each dumped process's main thread is in, where the dumps are of one rank at most (the
+    others not in the input): every one inside a collective (not only on its GPU stream) is a job that stood in a
+    collective when someone looked, in a job that did not end (the caller's to check). A hang, possible, no culprit:
+    one dump says nothing of the other ranks."""
+    cs = list(collectives)
+    if not cs or any(c is None or c == GPU_WAIT for c in cs) or len(set(cs)) != 1:
+        return None
+    op = cs[0]
+    return StackReading(Verdict.HANG, (), (), op, (),
+                        f"the process dumped waits inside {op}{' (every one of the ' + str(len(cs)) + ' dumps)' if len(cs) > 1 else ''}; "
+                        "the other ranks' stacks are not in the input")
 
 
 APART = "the collective at the line where the others stand"  # the op of a reading of ranks apart (``_apart``)

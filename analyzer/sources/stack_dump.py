@@ -64,6 +64,13 @@ GPU_WAIT = "gpu_stream_wait"
 GPU_WAIT_FRAMES = frozenset({"synchronize", "wait_stream", "wait_event"})
 GPU_WAIT_FILES = ("torch/cuda/streams.py", "torch/cuda/__init__.py")
 
+# a framework's wait on a collective's handle (``_handle_wait``): the wait's own frame names, how many callers above
+# it are searched, and the collective words of their names
+HANDLE_WAITS = frozenset({"wait", "_wait", "wait_tensor", "synchronize"})
+HANDLE_CALLERS = 4
+COLL_NAME_RE = re.compile(r"(?i)all_?gather|reduce_?scatter|all_?reduce|all_?to_?all|broadcast")
+COLL_WORDS = {"allgather": "all_gather", "reducescatter": "reduce_scatter", "allreduce": "all_reduce",
+              "alltoall": "all_to_all", "broadcast": "broadcast"}
 
 LIBRARY_PATHS = ("site-packages", "dist-packages", "/lib/python")
 # py-spy writes an installed module's path from its package down: these are torch's and the standard library's
@@ -188,6 +195,18 @@ def collective_of(frames: list[tuple[str, str, int]]) -> str | None:
             return SAME_CALL.get(func, func)
     if frames and frames[0][0] in GPU_WAIT_FRAMES and frames[0][1].endswith(GPU_WAIT_FILES):
         return GPU_WAIT
+    return _handle_wait(frames)
+
+
+def _handle_wait(frames: list[tuple[str, str, int]]) -> str | None:
+    """A thread waiting on a collective's handle under a framework's own wrapper: the innermost frame a ``wait`` and one
+    of the few callers above it named for a collective (DeepSpeed's ZeRO-3 fetch: ``wait`` under
+    ``__all_gather_params_``; an overlap's ``_reduce_scatter_grads`` ... ``wait``): that collective, else None."""
+    if not frames or frames[0][0] not in HANDLE_WAITS:
+        return None
+    for func, _, _ in frames[1:HANDLE_CALLERS + 1]:
+        if (m := COLL_NAME_RE.search(func)) is not None:
+            return COLL_WORDS[m.group(0).replace("_", "").lower()]
     return None
 
 
