@@ -205,6 +205,10 @@ GLUE_RE = re.compile(
     + _PY_HEAD + r"|" + _PY_HEAD + r")"
 )
 PY_HEAD_RE = re.compile(r"(?:\((?:[A-Za-z_][\w.:-]{0,100},? )?(?:rank=\d{1,7},? )?pid=\d{1,10}[^)]{0,80}\) )?" + _PY_HEAD)
+# a run-on paste: records joined by a space where the line breaks were (a browser's copy of a log viewer), each
+# starting with vLLM's full head, its bracket included; cut only in a line that itself starts with a Python head
+SPACED_GLUE_RE = re.compile(r"(?<= )(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})? "
+                            r"\[[\w.][\w./-]{0,100}:\d{1,6}\] )")
 MAX_GLUED = 8  # records split out of one line at most
 # the scan that finds lines worth a look: the " MM-DD HH:" of a logger head after the line's start (0.2 us a line,
 # a third of five str.find calls in Python)
@@ -213,13 +217,15 @@ GLUE_HINT_RE = re.compile(r" \d\d-\d\d \d\d:")
 
 def split_glued(text: str) -> list[str]:
     """``text`` cut where another record starts inside it: two Python / vLLM logging records run together (two
-    processes writing one terminal, a worker's line glued to the engine's), or an NCCL line glued after a
-    Python record. Each piece but the last gets a newline. A line without a logger head's date after its start
+    processes writing one terminal, a worker's line glued to the engine's, a run-on paste whose line breaks became
+    spaces), or an NCCL line glued after a Python record. Each piece but the last gets a newline. A line without a logger head's date after its start
     (``GLUE_HINT_RE``), or without ``NCCL `` behind a Python head, is returned whole after that one scan."""
     cuts: list[int] = []
     if GLUE_HINT_RE.search(text, 1) is not None:
         cuts = [m.start() for m in GLUE_RE.finditer(text, 1)][:MAX_GLUED]
-    if "NCCL " in text and text[:1] in "DIWEC(":
+        if PY_HEAD_RE.match(text.lstrip(" ")) is not None:
+            cuts += [m.start() for m in SPACED_GLUE_RE.finditer(text, 1)][:MAX_GLUED]
+    if "NCCL " in text and text.lstrip(" ")[:1] in "DIWEC(":
         cuts += _nccl_after_python(text, cuts)
     if not cuts:
         return [text]
@@ -234,7 +240,7 @@ def _nccl_after_python(text: str, cuts: list[int]) -> list[int]:
     m = NCCL_PREFIX_RE.search(text)
     if m is None or m.start() == 0:
         return []
-    start = max((c for c in cuts if c < m.start()), default=0)
+    start = max((c for c in cuts if c < m.start()), default=len(text) - len(text.lstrip(" ")))
     return [m.start()] if PY_HEAD_RE.match(text, start) is not None else []
 
 

@@ -1,6 +1,7 @@
 """Round thirteen's cases (tests/data/classes13/c13a_*, c13b_*). vLLM 0.11's logger heads name the module's path
 under the package (``ERROR 10-13 11:29:53 [v1/executor/multiproc_executor.py:597] ...``): the head is peeled as the
-file-only head of earlier releases was, so the worker's traceback under it is read. A server whose start-up ended
+file-only head of earlier releases was, so the worker's traceback under it is read; a run-on paste whose line breaks
+became spaces is cut at each full vLLM head inside a line that starts with one. A server whose start-up ended
 (its ready line the last progress print, nothing failed) is a normal start: healthy, possible, covering the start
 only. One process's stack dump alone, its main thread inside a collective (a ``torch.distributed`` frame, or a
 framework's ``wait`` on a collective's handle under a caller named for it: DeepSpeed's ZeRO-3 all-gather), in a job that
@@ -16,7 +17,7 @@ from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes13")
 MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes13" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith(("c13a_", "c13b_", "c13c_")))
+              if line.strip() and json.loads(line)["case"].startswith(("c13a_", "c13b_", "c13c_", "c13d_")))
 
 
 @pytest.mark.parametrize("name", MINE)
@@ -91,3 +92,18 @@ def test_one_dump_in_a_collective_is_a_possible_hang():
     assert lone_dump([GPU_WAIT]) is None  # on its stream only
     assert lone_dump(["all_reduce", "broadcast"]) is None  # two collectives: not one story
     assert lone_dump([]) is None
+
+
+def test_a_run_on_paste_is_cut_at_each_full_head():
+    from ncclscope.sources.lines import split_glued
+
+    head = "ERROR 11-04 18:02:56 [v1/executor/multiproc_executor.py:597] "
+    line = f"{head}WorkerProc failed to start. {head}Traceback (most recent call last): {head}RuntimeError: boom"
+    assert [p.rstrip("\n ") for p in split_glued(line)] == [
+        f"{head}WorkerProc failed to start.", f"{head}Traceback (most recent call last):", f"{head}RuntimeError: boom"]
+    # a line that does not start with a logger head is one record, whatever it quotes
+    quoted = f"user note: the log said {head}RuntimeError: boom"
+    assert split_glued(quoted) == [quoted]
+    # a head without its bracket after a space is no cut point (only the full head is)
+    plain = "INFO 11-04 18:02:56 [a.py:1] moved to INFO 11-04 18:02:57 state"
+    assert split_glued(plain) == [plain]
