@@ -297,9 +297,11 @@ def start_only_of_run(run: Run) -> healthy.Covered | None:
     if not comms or any(c.init_started - c.init_complete for c in comms):
         return None
     totals = [float(m.group(1)) for e in run.events if e.kind == TIMINGS_EVENT and (m := TOTAL_RE.search(e.text))]
-    application = bool(run.exits) or any(fmt != Format.LOG for _, fmt in run.files) or any(
+    # (a topology dump, NCCL_TOPO_DUMP_FILE's XML, is NCCL's own output like its lines)
+    application = bool(run.exits) or any(fmt not in (Format.LOG, Format.XML) for _, fmt in run.files) or any(
         (not e.kind.startswith(NCCL_EVENT_PREFIX) and e.kind not in (FILE_END_EVENT, EventKind.EARLIER_RUNS))
-        or _behind_prefix(e.evidence.text) for e in run.events)  # (the cut between runs is no line of the application)
+        or (_behind_prefix(e.evidence.text) and not _tag_only(e.evidence.text)) for e in run.events)
+    # (the cut between runs is no line of the application)
     return healthy.start_only(((c.nranks, len(c.init_complete)) for c in comms), max(totals, default=None),
                               any(e.kind == LAUNCH_EVENT for e in run.events), application, bool(len(run.collectives)),
                               bool(failures_of_run(run)), run.job.exit_code)
@@ -312,6 +314,15 @@ def _behind_prefix(line: str) -> bool:
     if h is None or h[3] == 0:
         return False
     return not (line.startswith("[") and line[:h[3]].rstrip().endswith("]") and line[1:5].isdigit())
+
+
+def _tag_only(line: str) -> bool:
+    """An NCCL line behind an MPI-style runner's rank tag alone (``[1,0]<stdout>:``, horovodrun's ``[0]<stdout>``): the
+    runner tags each rank's stream, which says nothing of whether the program printed anything else in it."""
+    return bool(MPI_STREAM_TAG_RE.match(line))
+
+
+MPI_STREAM_TAG_RE = re.compile(r"\[(?:\d{1,10},)?\d{1,7}\]<(?:stdout|stderr)>:?(?=\s?\S)")
 
 
 def sweep_done_of_run(run: Run) -> healthy.Covered | None:

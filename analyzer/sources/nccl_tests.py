@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from .lines import prefix_rank
+from .lines import MAX_PREFIXES, TOOL_PREFIX_RE, prefix_rank
 from .nccl_log import parse_nccl_line
 from .records import (
     DistError,
@@ -78,6 +78,22 @@ def device_process(text: str) -> tuple[str, int] | None:
     return (d.group("host"), int(d.group("pid"))) if d else None
 
 
+def launcher_prefix_off(raw: str) -> str:
+    """The line without the process prefixes a launcher put in front of mpirun's output (SkyPilot's ``(head, rank=0,
+    pid=4127) ``, Ray's ``(run_tests pid=311) ``), peeled as the log readers peel them (``TOOL_PREFIX_RE``), down to
+    mpirun's own tag or the benchmark's text, which the caller reads. A host's prefix (pdsh's ``node2: ``) stays: the
+    benchmark's failure lines name their host that way."""
+    text = raw
+    for _ in range(MAX_PREFIXES):
+        if text[:1] != "(":
+            return text
+        m = TOOL_PREFIX_RE.match(text)
+        if m is None or m.end() == 0:
+            return text
+        text = text[m.end():]
+    return text
+
+
 def restore_marks(text: str) -> str:
     """A line as nccl-tests printed it: a quoting ``> `` taken off, a header line that lost its ``#`` (``nThread 1
     nGpus 8 ...``, ``Rank 0 Pid ... device 0``, ``Out of bounds values : 0 OK``) or has blanks before it given
@@ -130,6 +146,8 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
     for lineno, raw in lines:
         if raw[:1] in (" ", "\t") and MPI_TAG_RE.match(raw.lstrip()):  # mpirun's tagged lines indented as a whole
             raw = raw.lstrip()  # (a test runner's or CI job's log quoting the launcher's output)
+        if raw[:1] == "(":
+            raw = launcher_prefix_off(raw)
         text = restore_marks(MPI_TAG_RE.sub("", raw, count=1) if raw[:1] == "[" else raw)
         if "NCCL " in text or "] INFO " in text or " WARN " in text:
             rec = parse_nccl_line(restore_marks(raw) if raw[:1] == "[" else text, file, lineno)
