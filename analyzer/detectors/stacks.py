@@ -107,7 +107,8 @@ def _waits(run: Run) -> list[Finding]:
              and last_line.get((v[1].evidence.file, r)) == v[1].evidence.line}
     seen = {p.rank for p in run.job.processes if p.rank is not None} | {e.rank for e in run.events if e.rank is not None}
     world = set(range(run.job.world_size)) if run.job.world_size else seen
-    reading = waits({r: on for r, (on, _) in still.items()}, world | seen)
+    # (a call every member makes at once, a teardown, names no rank the others wait for: only every rank in it says so)
+    reading = waits({r: on for r, (on, e) in still.items() if not e.data.get("alike")}, world | seen)
     level = "possible"
     if reading is None:
         reading = all_wait({r: _wait_text(run, e) for r, (on, e) in still.items() if on is None}, world | seen)

@@ -156,7 +156,8 @@ def waits(waiting: dict[int, int | None], ranks: Iterable[int]) -> StackReading 
 # what a print says a rank waits in: a collective by its NCCL, torch or framework name, the GPU's stream, a device sync
 IN_COLLECTIVE_RE = re.compile(
     r"(?i)nccl[A-Z]\w{2,30}|\b(?:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|barrier|psum)\b"
-    r"|\bstream\b|cudaStreamSynchronize|cudaDeviceSynchronize|\.synchronize\(|\bcollective\b")
+    r"|\bstream\b|cudaStreamSynchronize|cudaDeviceSynchronize|\.synchronize\(|\bcollective\b"
+    r"|\b(?:sending|receiving) (?:to|from)\b|\btearing down\b|\bdestroy(?:ing)?[ _]process[ _]group")
 
 
 def all_wait(waiting: Mapping[int, str], ranks: Iterable[int]) -> StackReading | None:

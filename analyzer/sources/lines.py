@@ -38,8 +38,8 @@ NCCL_PREFIX_RE = re.compile(
 
 _RANKED = (
     r"\[(?:rank|default)(?P<r1>\d{1,7})\]:\s?"  # torchrun --tee / --local-ranks-filter, Lightning's [default3]
-    r"|\[(?:\d{1,10},)?(?P<r2>\d{1,7})\]<(?:stdout|stderr)>:\s?"  # mpirun --tag-output: [jobid,rank]<stdout>:,
-    # horovodrun's [rank]<stdout>:
+    r"|\[(?:\d{1,10},)?(?P<r2>\d{1,7})\]<(?:stdout|stderr)>:?\s?"  # mpirun --tag-output: [jobid,rank]<stdout>:,
+    # horovodrun's [rank]<stdout>: (some releases print no colon: "[1]<stdout>[1] NCCL INFO ...")
     r"|\((?:[A-Za-z_][\w.:-]{0,100},? )?(?:rank=(?P<r3>\d{1,7}),? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\)\s?"  # Ray, vLLM,
     # SkyPilot's "(head, rank=0, pid=40211) "
     r"|\s{0,6}(?P<r4>\d{1,7}): "  # srun --label: the task number, padded
@@ -47,6 +47,7 @@ _RANKED = (
     r"|\[rank: (?P<r6>\d{1,7})\] "  # Lightning's rank_prefixed_message
     r"|\[RANK (?P<r8>\d{1,7})\] "  # an app's own logger: "[RANK 3] 2026-09-17 13:40:02,791 [ERROR] ..."
     r"|\[rank(?P<r9>\d{1,7})\] "  # a program's own print: "[rank0] step 5000 | loss 0.41"
+    r"|\[r(?P<r10>\d{1,7})\] "  # ... or its shortest form: "[r3] step1 done"
     r"|#\s{1,4}Rank\s{1,4}(?P<r7>\d{1,7}) (?=(?:Group\s+\d+ )?Pid )"  # nccl-tests' "#  Rank  3 Group  0 Pid 4121 on ..."
 )
 _PLAIN = (
@@ -133,7 +134,7 @@ def split_tool_prefixes(text: str) -> tuple[int | None, bool, str]:
         if m is None or m.end() == pos:
             break
         r = (m.group("r1") or m.group("r2") or m.group("r3") or m.group("r5") or m.group("r6") or m.group("r7")
-             or m.group("r8") or m.group("r9"))
+             or m.group("r8") or m.group("r9") or m.group("r10"))
         if r is not None:
             tagged = int(r)
         elif m.group("r4") is not None:

@@ -653,12 +653,14 @@ class StackSnapshot(ToolEvent):
 class ProgressWait(ToolEvent):
     """The program's own print that a rank waits (``rank 2 waiting for barrier``, ``[rank1] waiting for all ranks``,
     ``Rank 0: waiting on rank 3``): which rank waits, and ``on`` the rank it names as the one it waits for (None when it
-    names none)."""
+    names none); ``alike`` for a call every member makes at once (its process groups' teardown, a pipeline stage's
+    exchange), which says nothing of which rank the others wait for."""
 
     on: int | None
+    alike: bool = False
 
     def event(self) -> tuple[EventKind, dict[str, Any]]:
-        return WAIT_EVENT, {"on": self.on}
+        return WAIT_EVENT, {"on": self.on, "alike": self.alike}
 
 
 @dataclass(slots=True)

@@ -8,8 +8,9 @@
 - serving and JAX frameworks' own words: their stall reports, a rank's batch at a timeout, the world a serving command
   states, XLA's NCCL failures (``framework_lines``);
 - the program's own prints that a rank waits (``ProgressWait``): ``rank 2 waiting for barrier``, ``[rank1] waiting on
-  rank 3``, a launcher's rank tag or the line's own ``rank N`` naming the waiting rank. Library lines (a glog or
-  logging head, c10d's, NCCL's) are not the program's.
+  rank 3``, ``tearing down process groups``, ``sending to stage 1``, a launcher's rank tag or the line's own ``rank N``
+  naming the waiting rank. Library lines (a glog or logging head, c10d's, NCCL's) are not the program's, except the
+  pipelining stage's own shape-inference send and receive.
 """
 from __future__ import annotations
 
@@ -29,7 +30,15 @@ WAIT_RE = re.compile(r"(?i)\bwaiting (?:for|on|at)\b")
 # nothing after it, says it is inside that collective as a wait does
 INTO_RE = re.compile(r"(?i)\b(?:starting|launching|calling|entering|issuing) (?:the |an? |first )?(?:nccl[A-Z]\w{2,30}"
                      r"|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|barrier|collective)")
-PRINT_VERBS = ("aiting ", "tarting ", "aunching ", "alling ", "ntering ", "ssuing ")  # substrings before the regexes
+# a print that the rank goes into a blocking call of another kind: tearing its process groups down (a collective of
+# every member), a point-to-point send or receive to or from a named peer or pipeline stage
+INTO_OTHER_RE = re.compile(r"(?i)\btearing down (?:the |all )?process groups?\b|\bdestroy(?:ing)?[ _]process[ _]groups?\b"
+                           r"|\b(?:sending|receiving) (?:to|from) (?:stage|rank|peer) ?\d{1,7}\b")
+# torch.distributed.pipelining's own (verbose) lines of a stage's shape inference exchange: a library's line, read as
+# the stage's wait all the same
+PIPELINE_P2P_RE = re.compile(r"Shape inference: stage \d{1,5} (?:receiving from|sending to) stage \d{1,5}")
+PRINT_VERBS = ("aiting ", "tarting ", "aunching ", "alling ", "ntering ", "ssuing ", "earing down", "estroy",
+               "ending to", "eceiving from")  # substrings before the regexes
 WAIT_RANK_RE = re.compile(r"(?i)\b(?:rank|process|worker|gpu)[ =:#]?\s?(?P<rank>\d{1,7})\b")
 WAIT_ON_RE = re.compile(r"(?i)\bwaiting (?:for|on) (?:rank|process|worker) ?(?P<on>\d{1,7})\b")
 LIBRARY_RE = re.compile(r"\[[EWIF]\d{4}|\[[EWIF] |c10d|ProcessGroup|TCPStore|torch\.|torch/|NCCL|gloo|store based barrier")
@@ -85,12 +94,13 @@ class ToolLines:
 
 def progress_wait(body: str, file: str, lineno: int, text: str, rank: int | None) -> ProgressWait | None:
     """The program's print that a rank waits, or None (a library's line, no rank known)."""
-    w = WAIT_RE.search(body) or INTO_RE.search(body)
-    if w is None or LIBRARY_RE.search(body):
+    other = None
+    w = WAIT_RE.search(body) or INTO_RE.search(body) or (other := INTO_OTHER_RE.search(body))
+    if w is None or (LIBRARY_RE.search(body) and not PIPELINE_P2P_RE.search(body)):
         return None
     m = WAIT_RANK_RE.search(body[:w.start()]) if rank is None else None  # the rank named before the wait
     who = rank if rank is not None else (int(m.group("rank")) if m else None)
     if who is None:
         return None
     on = WAIT_ON_RE.search(body)
-    return ProgressWait(file, lineno, text, who, None, None, None, int(on.group("on")) if on else None)
+    return ProgressWait(file, lineno, text, who, None, None, None, int(on.group("on")) if on else None, other is not None)
