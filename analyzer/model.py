@@ -102,6 +102,7 @@ class FindingKind(enum.StrEnum):
     CONFIG = "config"
     STRAGGLER = "straggler"
     SLOW_LINK = "slow_link"
+    SLOW_STEPS = "slow_steps"  # the program's own step times slowed for a stretch
     TRANSPORT = "transport"
     HOTSPOT = "hotspot"
     INPUT = "input"  # what the input holds or lacks: missing ranks, two jobs

@@ -27,6 +27,7 @@ from . import (
     slow_compare,
     slow_init,
     slow_link,
+    slow_steps,
     slow_transport,
     stacks,
     straggler,
@@ -51,7 +52,8 @@ DETECTORS: dict[str, Detector] = {
     "slow_link": slow_link.detect,
     "slow_transport": slow_transport.detect,  # a slower transport than the hardware offers
     "slow_compare": slow_compare.detect,  # two measurements of one thing in one input, one far slower
-    "slow_init": slow_init.detect,  # c10d's failed reverse lookups of its clients: a slow start-up
+    "slow_init": slow_init.detect,
+    "slow_steps": slow_steps.detect,  # the program's own step times slowed for a sustained stretch  # c10d's failed reverse lookups of its clients: a slow start-up
     "p2p_first": p2p_first.detect,  # a first collective that never completed on one host: GPU peer-to-peer
     "custom_ar": custom_ar.detect,  # a serving framework's custom all-reduce on in a job that stalled
     "hotspots": hotspots.detect,

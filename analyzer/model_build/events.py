@@ -128,7 +128,8 @@ def _torch_event(rec: R.TorchRec, pg_status: list[PgStatus]) -> LogEvent:
     elif isinstance(rec, R.RankFinished):
         kind = EventKind.RANK_FINISHED
     elif isinstance(rec, R.ProgressSeen):
-        kind, data = EventKind.PROGRESS, {"count": rec.count, "first_line": rec.first_line}
+        kind, data = EventKind.PROGRESS, {"count": rec.count, "first_line": rec.first_line,
+                                          "step_times": [list(x) for x in rec.step_times]}
     elif isinstance(rec, R.LauncherStopped):
         kind, data = EventKind.LAUNCHER_STOPPED, {"signal": rec.signal}
     elif isinstance(rec, R.LaunchedTasks):

@@ -550,10 +550,13 @@ class ProgressSeen(TorchRec):
     """The program's own progress prints of one file, summed up once at its end: training steps with a loss or a
     throughput (``Train Epoch: 1 [...] Loss: 0.41``, ``samples/sec: 41.2 | iteration 20/320000``), a test's
     ``... passed``, a server's ``Application startup complete`` and served ``200 OK`` requests. ``line`` / ``text``
-    are the last of them; ``count`` how many, ``first_line`` the first."""
+    are the last of them; ``count`` how many, ``first_line`` the first; ``step_times`` the (line, seconds, the
+    timing as printed) of the steps' own timings among them (``0.41 sec/step``), at most ``torch_log.MAX_STEP_TIMES``,
+    evenly thinned past it."""
 
     count: int = 0
     first_line: int = 0
+    step_times: tuple[tuple[int, float, str], ...] = ()
 
 
 @dataclass(slots=True)

@@ -163,7 +163,7 @@ FINISH_RE = re.compile(
 )
 RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")  # a pid is no rank: "process 4711 exiting" names none
 # the program's own progress prints (sources.records.ProgressSeen); PROGRESS_WORDS gate the regex
-PROGRESS_WORDS = ("loss", "Loss", "LOSS", "samples/", "tokens/", "toks/", "images/", "seqs/", "seq/",
+PROGRESS_WORDS = ("loss", "Loss", "LOSS", "samples/", "tokens/", "toks/", "images/", "seqs/", "seq/", "/step",
                   "startup complete", "200 OK", "passed", "hroughput", "successful", "Successful requests",
                   "Uvicorn running on", "ready to roll")
 PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a literal (a fast scan over long lines)
@@ -176,7 +176,16 @@ PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a l
     r"|Application startup complete|\" 200 OK\s*$|\bpassed[.!]?\s*$"
     r"|Uvicorn running on |The server is fired up and ready to roll"  # a server's ready lines (SERVER_READY_RE)
     r"|\b(?:is|was) successful[.!]?\s*$"  # a check script's own pass line: "sanity check is successful!"
+    r"|\d ?(?:m?s|sec)/step\b"  # a step's time: "0.412 sec/step", "812ms/step"
 )
+# the time one step took, as a training loop prints it beside the step: "0.412 sec/step", "3.1 s/step", "812 ms/step",
+# Megatron's "elapsed time per iteration (ms): 1412.8", LitGPT's "iter 15 step 0: loss 1.9, time: 511.86ms"
+STEP_TIME_RE = re.compile(
+    r"(?P<v>\d{1,7}(?:\.\d{1,6})?) ?(?P<u>ms|s|sec)/step\b"
+    r"|elapsed time per iteration \(ms\): (?P<v2>\d{1,9}(?:\.\d{1,6})?)"
+    r"|\bstep \d{1,9}\b.{0,200}?\btime: (?P<v3>\d{1,7}(?:\.\d{1,6})?) ?(?P<u3>ms|s)\b"
+)
+MAX_STEP_TIMES = 1024  # step times kept per file: past it every other one is dropped and half as many are taken
 # a server's ready lines among the progress prints: its start-up ended (uvicorn's, SGLang's)
 SERVER_READY_RE = re.compile(r"Application startup complete|Uvicorn running on |The server is fired up and ready to roll")
 # a launcher or framework stopped from outside: torchrun's "Received 2 death signal" ("Received Signals.SIGINT death
@@ -453,6 +462,9 @@ class _State:
     progress: int = 0  # the program's progress prints read (ProgressSeen, given once at the end)
     progress_first: int = 0
     progress_last: tuple[int, str, int | None] | None = None  # (line, text, rank) of the last
+    step_times: list[tuple[int, float, str]] = field(default_factory=list)  # (line, seconds, as printed) of steps' timings
+    step_stride: int = 1  # one step time in this many is kept (MAX_STEP_TIMES bounds the list)
+    step_seen: int = 0
     native: _Native | None = None  # a native crash report being read (its frames follow its announcement)
     c10d_errors: dict[int | None, str] = field(default_factory=dict)  # c10d's own error line last read, by rank
     fr: FrTraceText = field(default_factory=FrTraceText)  # the Flight Recorder analyser's report block being read
@@ -494,7 +506,7 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     yield from _one_launcher_node(st)
     if st.progress_last is not None:
         n, text, rank = st.progress_last
-        yield ProgressSeen(file, n, text, rank, None, None, None, st.progress, st.progress_first)
+        yield ProgressSeen(file, n, text, rank, None, None, None, st.progress, st.progress_first, tuple(st.step_times))
 
 
 def _agent_worker(st: _State, lineno: int, text: str, body: str, worker: int) -> None:
@@ -941,10 +953,26 @@ def _facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]
             st.progress += 1
             st.progress_first = st.progress_first or head[1]
             st.progress_last = (head[1], head[2][:500], rank)
+            if (t := STEP_TIME_RE.search(body)) is not None:
+                _step_time(st, head[1], t)
         if FINISH_GATE_RE.search(body) or LAUNCH_GATE_RE.search(body) or "successfully" in body:
             yield from _run_facts(st, head, body, rank)
     yield from _versions_and_world(st, head, body, rank)
     yield from _traceback(st, head, body, rank)
+
+
+def _step_time(st: _State, lineno: int, m: re.Match[str]) -> None:
+    """Keep one step's time (seconds), one in ``step_stride``: at ``MAX_STEP_TIMES`` every other kept one is dropped
+    and the stride doubles, so that a run of any length keeps its shape in a bounded list."""
+    st.step_seen += 1
+    if st.step_seen % st.step_stride:
+        return
+    v, unit = (m.group("v"), m.group("u")) if m.group("v") else (m.group("v2"), "ms") if m.group("v2") else (
+        m.group("v3"), m.group("u3"))
+    st.step_times.append((lineno, float(v) / 1000 if unit == "ms" else float(v), m.group(0)[-80:]))
+    if len(st.step_times) >= MAX_STEP_TIMES:
+        st.step_times[:] = st.step_times[::2]
+        st.step_stride *= 2
 
 
 def _run_facts(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
