@@ -40,8 +40,8 @@ _RANKED = (
     r"\[(?:rank|default)(?P<r1>\d{1,7})\]:\s?"  # torchrun --tee / --local-ranks-filter, Lightning's [default3]
     r"|\[(?:\d{1,10},)?(?P<r2>\d{1,7})\]<(?:stdout|stderr)>:?\s?"  # mpirun --tag-output: [jobid,rank]<stdout>:,
     # horovodrun's [rank]<stdout>: (some releases print no colon: "[1]<stdout>[1] NCCL INFO ...")
-    r"|\((?:[A-Za-z_][\w.:-]{0,100},? )?(?:rank=(?P<r3>\d{1,7}),? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\)\s?"  # Ray, vLLM,
-    # SkyPilot's "(head, rank=0, pid=40211) "
+    r"|\((?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})?,? )?(?:rank=(?P<r3>\d{1,7}),? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\)\s?"  # Ray, vLLM,
+    # SkyPilot's "(head, rank=0, pid=40211) ", vLLM's worker with its parallel rank: "(VllmWorker TP0 pid=2230) "
     r"|\s{0,6}(?P<r4>\d{1,7}): "  # srun --label: the task number, padded
     r"|Rank (?P<r5>\d{1,7}): "  # print(f"Rank {rank}: {e}")
     r"|\[rank: (?P<r6>\d{1,7})\] "  # Lightning's rank_prefixed_message
@@ -202,10 +202,10 @@ _PY_HEAD = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.
 # "(VllmWorker rank=1 pid=41) ", right after text that no space or tag ends ("... backend.(VllmWorkerProcess",
 # "... details)INFO 11-25"), so that a head behind a launcher's "[rank1]:" or a worker prefix is no glue point
 GLUE_RE = re.compile(
-    r"(?<=[^\s:\]>])(?=\((?:[A-Za-z_][\w.:-]{0,100},? )?(?:rank=\d{1,7},? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\) "
+    r"(?<=[^\s:\]>])(?=\((?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})?,? )?(?:rank=\d{1,7},? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\) "
     + _PY_HEAD + r"|" + _PY_HEAD + r")"
 )
-PY_HEAD_RE = re.compile(r"(?:\((?:[A-Za-z_][\w.:-]{0,100},? )?(?:rank=\d{1,7},? )?pid=\d{1,10}[^)]{0,80}\) )?" + _PY_HEAD)
+PY_HEAD_RE = re.compile(r"(?:\((?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})?,? )?(?:rank=\d{1,7},? )?pid=\d{1,10}[^)]{0,80}\) )?" + _PY_HEAD)
 # a run-on paste: records joined by a space where the line breaks were (a browser's copy of a log viewer), each
 # starting with vLLM's full head, its bracket included; cut only in a line that itself starts with a Python head
 SPACED_GLUE_RE = re.compile(r"(?<= )(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})? "
