@@ -113,6 +113,8 @@ def device_rank(cause: Cause, one_node: bool, world: int | None) -> int | None:
     first = cause.first
     if first is None or first.rank is not None or first.kind not in (FailureKind.OOM, FailureKind.CUDA) or not one_node:
         return None
+    if _printed_alike(first, cause.echoes):
+        return None  # several processes failed alike, each naming its own device: none is singled out
     m = DEVICE_RE.search(first.text)
     if m is None:
         return None
@@ -121,6 +123,11 @@ def device_rank(cause: Cause, one_node: bool, world: int | None) -> int | None:
         return None
     waiting = {f.rank for f in cause.echoes if f.kind in (FailureKind.TIMEOUT, FailureKind.PEER)}
     return None if n in waiting else n
+
+
+def _printed_alike(first: Failure, others: Iterable[Failure]) -> bool:
+    """Another process printed ``first``'s failure alike with no rank (the same kind and message but for its numbers)."""
+    return any(f.rank is None and f.kind is first.kind and _same_text(f, first) for f in others)
 
 
 def lone_unwaiting_rank(cause: Cause, world: int | None) -> int | None:
@@ -187,17 +194,22 @@ def root_cause(failures: Iterable[Failure], stall_t: float | None = None, stalle
 
 def _ended_alike_after(lead: Failure, causes: list[Failure]) -> bool:
     """``lead``, the first failure the lines place, is NCCL's own error or the network's printed with no rank (each
-    process's traceback of one fault: a transport's connect failing under every rank of a node), and every other
+    process's traceback of one fault: a transport's connect failing under every rank of a node), or a process's own OOM
+    or CUDA error printed with no rank (``LOCAL_ALIKE``), and every other
     cause is another unranked copy of it or a process's exit with one same code (torchrun's summary: its 'first
     observed failure' names the first process the agent saw end, placed nowhere on the time line): no exit singles
     out a rank, the fault is NCCL's or the link's."""
-    if lead.rank is not None or lead.kind not in NO_CULPRIT:
+    if lead.rank is not None or lead.kind not in NO_CULPRIT | LOCAL_ALIKE:
         return False
     copies = [f for f in causes if f is not lead and f.rank is None and f.kind is lead.kind and _same_text(f, lead)]
     exits = [f for f in causes if f is not lead and f not in copies]
     return len(exits) >= 2 and all(f.kind is FailureKind.EXIT for f in exits) and len({f.code for f in exits}) == 1
 
 
+# a process's own failure printed with no rank (a GPU out of memory): with every process the launcher lists ending
+# alike after it, the launcher's first observed end singles none out; the device the message names may
+# (``device_rank``), unless several processes printed it alike
+LOCAL_ALIKE = frozenset({FailureKind.OOM, FailureKind.CUDA})
 # failures whose being printed first on several ranks says nothing of who caused them (an OOM is each rank's own)
 ALIKE_KINDS = frozenset({FailureKind.CUDA, FailureKind.EXCEPTION, FailureKind.NCCL})
 

@@ -474,6 +474,8 @@ class _State:
     ray_ranks: WorkerRanks = field(default_factory=WorkerRanks)  # the rank each Ray worker stated
     heap: HeapWatch = field(default_factory=HeapWatch)  # glibc's heap check awaiting a frame inside NCCL
     agents: dict[int, set[int]] = field(default_factory=dict)  # torchrun agent pid: the worker pids it signals / reports
+    exc_run: tuple[int, int | None, str] | None = None  # (line, rank, type) of the last exception read as an error:
+    # processes printing one failure at once end their interleaved tracebacks in a run of exception lines, one each
     pid_ranks: dict[int, int] = field(default_factory=dict)  # RETURNN: a process's pid -> the rank it stated joining
     joining_pid: int | None = None  # RETURNN: the pid of the last "Torch: Hostname H, pid P, using GPU G." line
     agent_line: tuple[int, str] | None = None  # (line, text) of the agent's last such line
@@ -1331,9 +1333,12 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
             yield LauncherExit(st.file, head[1], head[2], i, i, code, None, None, None,
                                f"Signal ({m.group('sig')})" if m.group("sig") else None, False)
         return
+    run_on = st.exc_run is not None and st.exc_run == (head[1] - 1, rank, etype)
     if not (st.frames.get(rank) or "DistBackendError" in etype or "NCCL" in msg or etype.endswith(DIST_EXC_TYPES)
-            or ("nccl" in msg and NCCL_CALL_FAILED_RE.search(msg)) or (rank is not None and _known_failure(msg))):
+            or ("nccl" in msg and NCCL_CALL_FAILED_RE.search(msg)) or (rank is not None and _known_failure(msg))
+            or run_on):
         return
+    st.exc_run = (head[1], rank, etype)  # the next line, the same exception type: another process's, back to back
     prev = st.c10d_errors.get(rank)
     if prev and msg.startswith(prev.rstrip(".")):  # c10d's own error line said it already, as the exception does
         st.frames.pop(rank, None)

@@ -1,7 +1,9 @@
 """Round fifteen's cases (tests/data/classes15/), written from the twelfth held-out set's misreadings: Accelerate's
 refusal to start on GeForce RTX 40xx cards until NCCL_P2P_DISABLE and NCCL_IB_DISABLE are set is a config error naming
 them; vLLM's worker prefix with its parallel rank (``(VllmWorker TP0 pid=2230) ``) is peeled, its TP rank not taken
-for the global one. CUDA's "peer access is not supported between these two devices" under a custom all-reduce stays
+for the global one. Processes that fail at once end their interleaved tracebacks in a run of exception lines with no
+rank, one each: every line is a failure, and an OOM printed alike by several processes (each naming its own GPU) names
+no culprit, where a single process's OOM on one host still names the rank of the GPU it names. CUDA's "peer access is not supported between these two devices" under a custom all-reduce stays
 the crash earlier sets label it (heldout6's SGLang case); the twelfth set's TensorRT-LLM thread labels it a config
 error, a conflict between the labels, left as its known gap."""
 from __future__ import annotations
@@ -47,3 +49,15 @@ def test_vllm_worker_prefixes(line, rank, body):
     from ncclscope.sources.lines import strip_tool_prefixes
 
     assert strip_tool_prefixes(line) == (rank, body)
+
+
+def test_a_run_of_exception_lines_is_one_failure_each():
+    from ncclscope.sources.records import DistError
+    from ncclscope.sources.torch_log import parse_torch_lines
+
+    lines = ["Traceback (most recent call last):", '  File "t.py", line 3, in <module>', "    f()"]
+    lines += [f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {g} has a total capacity"
+              for g in (1, 0)]
+    lines += ["", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity"]
+    errs = [r for r in parse_torch_lines(list(enumerate(lines, 1)), "t.log") if isinstance(r, DistError)]
+    assert [e.line for e in errs] == [4, 5]  # the run's two lines; one after a blank line is no part of it
