@@ -219,7 +219,7 @@ GLUE_HINT_RE = re.compile(r" \d\d-\d\d \d\d:")
 def split_glued(text: str) -> list[str]:
     """``text`` cut where another record starts inside it: two Python / vLLM logging records run together (two
     processes writing one terminal, a worker's line glued to the engine's, a run-on paste whose line breaks became
-    spaces), or an NCCL line glued after a Python record. Each piece but the last gets a newline. A line without a logger head's date after its start
+    spaces), an NCCL line glued after a Python record or after another NCCL line of the same host. Each piece but the last gets a newline. A line without a logger head's date after its start
     (``GLUE_HINT_RE``), or without ``NCCL `` behind a Python head, is returned whole after that one scan."""
     cuts: list[int] = []
     if GLUE_HINT_RE.search(text, 1) is not None:
@@ -228,11 +228,30 @@ def split_glued(text: str) -> list[str]:
             cuts += [m.start() for m in SPACED_GLUE_RE.finditer(text, 1)][:MAX_GLUED]
     if "NCCL " in text and text.lstrip(" ")[:1] in "DIWEC(":
         cuts += _nccl_after_python(text, cuts)
+    elif text.count(" NCCL ") > 1:
+        cuts += _nccl_after_nccl(text)
     if not cuts:
         return [text]
     cuts = sorted(set(cuts))
     pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
     return [p if p.endswith("\n") else p + "\n" for p in pieces[:-1]] + [pieces[-1]]
+
+
+def _nccl_after_nccl(text: str) -> list[int]:
+    """Where another NCCL line starts inside an NCCL line (processes of one host writing one terminal at once, a line
+    cut mid-word: ``... threadThresholds 8h07n3:402211:405883 [1] NCCL INFO ...``): each later ``host:pid:tid`` of
+    the line's own host, its pid and tid numbers and a space after it."""
+    m = NCCL_PREFIX_RE.search(text)
+    if m is None:
+        return []
+    head = re.compile(re.escape(m.group("host")) + r":\d{1,10}:\d{1,10} ")
+    cuts: list[int] = []
+    at = text.find(m.group("host") + ":", m.end())
+    while at > 0 and len(cuts) < MAX_GLUED:
+        if head.match(text, at):
+            cuts.append(at)
+        at = text.find(m.group("host") + ":", at + 1)
+    return cuts
 
 
 def _nccl_after_python(text: str, cuts: list[int]) -> list[int]:
@@ -318,7 +337,7 @@ def rejoin_wrapped(lines: Iterable[tuple[int, str]],
             if len(held) == 1:  # a line alone passes through (flush's own first case)
                 one = held[0]
                 held.clear()
-                if hint(one[1], 1) is None and not (one[1][:1] in "DIWEC(" and "NCCL " in one[1]):
+                if hint(one[1], 1) is None and not _nccl_glue_hint(one[1]):
                     yield one
                 else:
                     yield from _pieces(*one)
@@ -327,11 +346,17 @@ def rejoin_wrapped(lines: Iterable[tuple[int, str]],
         if WRAP_MIN <= w <= WRAP_MAX:
             held.append((lineno, text))
             first_w = last_w = _width(text)
-        elif hint(text, 1) is None and not (text[:1] in "DIWEC(" and "NCCL " in text):
+        elif hint(text, 1) is None and not _nccl_glue_hint(text):
             yield lineno, text
         else:
             yield from _pieces(lineno, text)
     yield from flush()
+
+
+def _nccl_glue_hint(text: str) -> bool:
+    """A line that may hold an NCCL line glued behind another record: behind a Python head, or behind another NCCL
+    line (two heads' ``NCCL `` words in one line)."""
+    return "NCCL " in text and (text[:1] in "DIWEC(" or text.count(" NCCL ") > 1)
 
 
 def _pieces(lineno: int, text: str) -> Iterator[tuple[int, str]]:
