@@ -15,21 +15,16 @@ by ``rules.stacks``:
 """
 from __future__ import annotations
 
-import re
-
 from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.facts import failures_of_run, left_ranks
 from ..rules.stacks import APART, Position, StackReading, all_wait, lone_dump, read_stacks, waits
 from ..sources.records import STACK_EVENT, WAIT_EVENT
+from ..sources.torch_log import RAY_PREFIX_RE
 from .hang import HINT_FIRST_COLLECTIVE
 
 
 def detect(run: Run) -> list[Finding]:
     return _stacks(run) + _waits(run)
-
-
-# Ray's prefix of a worker's line: its actor class and pid ("(ActorWorker pid=52310) [Rank 0] ...")
-RAY_PID_RE = re.compile(r"^\((?:\w{1,80}(?:\.\w{1,80})?\s)?pid=(?P<pid>\d{1,10})(?:,\s?ip=[\d.]{7,15})?\)")
 
 
 def _stacks(run: Run) -> list[Finding]:
@@ -84,7 +79,7 @@ def _ray_pids(run: Run) -> dict[int, int]:
     names none."""
     seen: dict[int, set[int]] = {}
     for e in run.events:
-        if e.rank is not None and e.evidence.text[:1] == "(" and (m := RAY_PID_RE.match(e.evidence.text)) is not None:
+        if e.rank is not None and e.evidence.text[:1] == "(" and (m := RAY_PREFIX_RE.match(e.evidence.text)) is not None:
             seen.setdefault(int(m.group("pid")), set()).add(e.rank)
     return {pid: next(iter(rs)) for pid, rs in seen.items() if len(rs) == 1}
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..model import EventKind, ExitRecord, Format, LogEvent, Origin, RecordSource, Run
 from ..nccl.failures import Area, EntryVerdict, classify
-from ..sources.lines import nccl_head
+from ..sources.lines import MPI_TAG_RE, nccl_head
 from ..sources.records import GPU_FAULT_EVENT
 from ..sources.torch_log import HEAP_ABORT_TYPE, SERVER_READY_RE
 from . import healthy
@@ -319,10 +319,7 @@ def _behind_prefix(line: str) -> bool:
 def _tag_only(line: str) -> bool:
     """An NCCL line behind an MPI-style runner's rank tag alone (``[1,0]<stdout>:``, horovodrun's ``[0]<stdout>``): the
     runner tags each rank's stream, which says nothing of whether the program printed anything else in it."""
-    return bool(MPI_STREAM_TAG_RE.match(line))
-
-
-MPI_STREAM_TAG_RE = re.compile(r"\[(?:\d{1,10},)?\d{1,7}\]<(?:stdout|stderr)>:?(?=\s?\S)")
+    return MPI_TAG_RE.match(line) is not None
 
 
 def sweep_done_of_run(run: Run) -> healthy.Covered | None:

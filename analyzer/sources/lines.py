@@ -36,12 +36,21 @@ NCCL_PREFIX_RE = re.compile(
     r"NCCL (?P<level>INFO|WARN|CALL|TRACE|ABORT)\b ?"
 )
 
+def _worker_tag(rank_group: str | None = None) -> str:
+    """A worker process's prefix up to and with its pid: Ray's ``(ActorWorker pid=52310)``, vLLM's ``(VllmWorker
+    rank=1 pid=41)`` and, with its parallel rank, ``(VllmWorker TP0 pid=2230)``, SkyPilot's ``(head, rank=0,
+    pid=40211)``; ``rank_group`` names the group the ``rank=`` number is captured in (none: not captured)."""
+    rank = f"(?P<{rank_group}>\\d{{1,7}})" if rank_group else r"\d{1,7}"
+    return r"\((?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})?,? )?(?:rank=" + rank + r",? )?pid=\d{1,10}"
+
+
+WORKER_IP = r"(?:, ?ip=[\w.:-]{1,64})?\)"  # the tag's optional node address, and its end
+
 _RANKED = (
     r"\[(?:rank|default)(?P<r1>\d{1,7})\]:\s?"  # torchrun --tee / --local-ranks-filter, Lightning's [default3]
     r"|\[(?:\d{1,10},)?(?P<r2>\d{1,7})\]<(?:stdout|stderr)>:?\s?"  # mpirun --tag-output: [jobid,rank]<stdout>:,
     # horovodrun's [rank]<stdout>: (some releases print no colon: "[1]<stdout>[1] NCCL INFO ...")
-    r"|\((?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})?,? )?(?:rank=(?P<r3>\d{1,7}),? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\)\s?"  # Ray, vLLM,
-    # SkyPilot's "(head, rank=0, pid=40211) ", vLLM's worker with its parallel rank: "(VllmWorker TP0 pid=2230) "
+    "|" + _worker_tag("r3") + WORKER_IP + r"\s?"  # Ray, vLLM, SkyPilot (``_worker_tag``)
     r"|\s{0,6}(?P<r4>\d{1,7}): "  # srun --label: the task number, padded
     r"|Rank (?P<r5>\d{1,7}): "  # print(f"Rank {rank}: {e}")
     r"|\[rank: (?P<r6>\d{1,7})\] "  # Lightning's rank_prefixed_message
@@ -107,6 +116,8 @@ def hidden_id(token: str, dev: int) -> int:
     if token.isdigit():
         return int(token)
     return REDACTED_PID_BASE + (zlib.crc32(token.encode()) % 100_000) * 1000 + dev % 1000
+# mpirun --tag-output's and horovodrun's rank tag at a line's start: "[1,3]<stdout>:", "[3]<stdout>" (no colon)
+MPI_TAG_RE = re.compile(r"^\[(?:\d{1,10},)?\d{1,7}\]<(?:stdout|stderr)>:?")
 MAX_PREFIXES = 6  # prefixes peeled off one line at most: tools nest (srun > torchrun > Ray), never deeper
 
 _PREFIX_START = frozenset("#[(0123456789 |RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b\u2502\u2503")  # first characters a prefix can have
@@ -202,10 +213,9 @@ _PY_HEAD = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.
 # "(VllmWorker rank=1 pid=41) ", right after text that no space or tag ends ("... backend.(VllmWorkerProcess",
 # "... details)INFO 11-25"), so that a head behind a launcher's "[rank1]:" or a worker prefix is no glue point
 GLUE_RE = re.compile(
-    r"(?<=[^\s:\]>])(?=\((?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})?,? )?(?:rank=\d{1,7},? )?pid=\d{1,10}(?:, ?ip=[\w.:-]{1,64})?\) "
-    + _PY_HEAD + r"|" + _PY_HEAD + r")"
+    r"(?<=[^\s:\]>])(?=" + _worker_tag() + WORKER_IP + " " + _PY_HEAD + r"|" + _PY_HEAD + r")"
 )
-PY_HEAD_RE = re.compile(r"(?:\((?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})?,? )?(?:rank=\d{1,7},? )?pid=\d{1,10}[^)]{0,80}\) )?" + _PY_HEAD)
+PY_HEAD_RE = re.compile("(?:" + _worker_tag() + r"[^)]{0,80}\) )?" + _PY_HEAD)
 # a run-on paste: records joined by a space where the line breaks were (a browser's copy of a log viewer), each
 # starting with vLLM's full head, its bracket included; cut only in a line that itself starts with a Python head
 SPACED_GLUE_RE = re.compile(r"(?<= )(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})? "
@@ -226,9 +236,9 @@ def split_glued(text: str) -> list[str]:
         cuts = [m.start() for m in GLUE_RE.finditer(text, 1)][:MAX_GLUED]
         if PY_HEAD_RE.match(text.lstrip(" ")) is not None:
             cuts += [m.start() for m in SPACED_GLUE_RE.finditer(text, 1)][:MAX_GLUED]
-    if "NCCL " in text and text.lstrip(" ")[:1] in "DIWEC(":
+    if _behind_python(text):
         cuts += _nccl_after_python(text, cuts)
-    elif text.count(" NCCL ") > 1:
+    elif _nccl_glue_hint(text):
         cuts += _nccl_after_nccl(text)
     if not cuts:
         return [text]
@@ -244,13 +254,14 @@ def _nccl_after_nccl(text: str) -> list[int]:
     m = NCCL_PREFIX_RE.search(text)
     if m is None:
         return []
-    head = re.compile(re.escape(m.group("host")) + r":\d{1,10}:\d{1,10} ")
+    key = m.group("host") + ":"
+    head = re.compile(re.escape(key) + r"\d{1,10}:\d{1,10} ")
     cuts: list[int] = []
-    at = text.find(m.group("host") + ":", m.end())
+    at = text.find(key, m.end())
     while at > 0 and len(cuts) < MAX_GLUED:
         if head.match(text, at):
             cuts.append(at)
-        at = text.find(m.group("host") + ":", at + 1)
+        at = text.find(key, at + 1)
     return cuts
 
 
@@ -354,9 +365,14 @@ def rejoin_wrapped(lines: Iterable[tuple[int, str]],
 
 
 def _nccl_glue_hint(text: str) -> bool:
-    """A line that may hold an NCCL line glued behind another record: behind a Python head, or behind another NCCL
-    line (two heads' ``NCCL `` words in one line)."""
-    return "NCCL " in text and (text[:1] in "DIWEC(" or text.count(" NCCL ") > 1)
+    """A line that may hold an NCCL line glued behind another record: behind a Python head (``_behind_python``), or
+    behind another NCCL line (two heads' ``NCCL `` words in one line)."""
+    return _behind_python(text) or text.count(" NCCL ") > 1
+
+
+def _behind_python(text: str) -> bool:
+    """A line with ``NCCL `` in it that starts like a Python logging record (its level, or a worker's tag)."""
+    return "NCCL " in text and text.lstrip(" ")[:1] in "DIWEC("
 
 
 def _pieces(lineno: int, text: str) -> Iterator[tuple[int, str]]:

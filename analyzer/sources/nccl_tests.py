@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from .lines import MAX_PREFIXES, TOOL_PREFIX_RE, prefix_rank
+from .lines import MAX_PREFIXES, MPI_TAG_RE, TOOL_PREFIX_RE, prefix_rank
 from .nccl_log import parse_nccl_line
 from .records import (
     DistError,
@@ -56,7 +56,6 @@ HASHLESS_RE = re.compile(
     r"|nccl-tests version\s|Collective test starting:|\w+_perf\b)")
 # mpirun --tag-output's "[1,0]<stdout>:" (horovodrun's "[0]<stdout>:") before each line of the benchmark's output:
 # taken off for the table and its "#" lines (NCCL's lines keep it: their parser reads the rank from it)
-MPI_TAG_RE = re.compile(r"^\[(?:\d{1,10},)?\d{1,7}\]<(?:stdout|stderr)>:")
 MAX_GDR_SEEN = 4096  # (process, transport) pairs remembered per file: nothing from the input sizes it
 
 

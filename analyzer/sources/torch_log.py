@@ -246,7 +246,7 @@ HEAP_ABORT_RE = re.compile(r"(?:(?:free|malloc|realloc|munmap_chunk|malloc_conso
 # driver's node)
 # Ray actors that hold a GPU of the job: workers (Ray Train's, vLLM's), OpenRLHF's model and vLLM engine actors
 GPU_ACTOR_RE = re.compile(r"Worker|ModelActor$|ModelRayActor$|LLMRayActor$")
-RAY_PREFIX_RE = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.:-]{0,100}) )?pid=\d{1,10}(?:, ip=(?P<ip>[\w.:-]{1,64}))?\) ")
+RAY_PREFIX_RE = re.compile(r"\((?:(?P<actor>[A-Za-z_][\w.:-]{0,100}) )?pid=(?P<pid>\d{1,10})(?:, ?ip=(?P<ip>[\w.:-]{1,64}))?\) ")
 MAX_RAY_NODES = 4096
 HEAP_ABORT_TYPE = "heap corruption"  # DistError.exc_type of a HEAP_ABORT_RE line followed by a frame inside NCCL
 HEAP_REPORT_LINES = 60  # a native report's frames follow the heap check within these many lines
