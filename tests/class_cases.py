@@ -43,6 +43,11 @@ class CaseSet:
     def folder(self, name: str) -> Path:
         return self.root / name
 
+    def names(self, *prefixes: str) -> list[str]:
+        """The set's case names, sorted; those starting with one of ``prefixes`` where any are given (a round's
+        cases that one test module checks, ``c9a_``)."""
+        return sorted(n for n in self.cases if not prefixes or n.startswith(prefixes))
+
 
 CLASSES = DATA / "classes"
 _SET = CaseSet(CLASSES)

@@ -8,15 +8,12 @@ op and SequenceNumber, another shape) name no culprit; a rank in another call is
 its broadcast queue's handle with no Ray prefix, is rank 0 on a node of the job beside its workers' ``ip=`` nodes."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes10")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes10" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c10c_"))
+MINE = SET.names("c10c_")
 
 
 @pytest.mark.parametrize("name", MINE)

@@ -4,15 +4,12 @@ end of a log whose server never came up; a log that ends at DeepSpeed's engine s
 right before the engine's first broadcast of the model's parameters."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes11")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes11" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c11a_"))
+MINE = SET.names("c11a_")
 
 
 @pytest.mark.parametrize("name", MINE)

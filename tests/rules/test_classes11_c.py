@@ -3,15 +3,12 @@ version names the CUDA its wheel was built with (``2.4.1+cu124``: 12.4); SGLang'
 runs on one node (its default); ``horovodrun -np N`` starts N processes, on the local machine when it names no host."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes11")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes11" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c11c_"))
+MINE = SET.names("c11c_")
 
 
 @pytest.mark.parametrize("name", MINE)

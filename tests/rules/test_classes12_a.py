@@ -4,15 +4,12 @@ total number of GPUs") is the knowledge base's duplicate-GPU entry, a config err
 detected", not a crash of the rank that raised it."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes12")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes12" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c12a_"))
+MINE = SET.names("c12a_")
 
 
 @pytest.mark.parametrize("name", MINE)

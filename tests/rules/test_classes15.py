@@ -10,15 +10,12 @@ the crash earlier sets label it (heldout6's SGLang case); the twelfth set's Tens
 error, a conflict between the labels, left as its known gap."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes15")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes15" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip())
+MINE = SET.names()
 
 
 @pytest.mark.parametrize("name", MINE)

@@ -4,8 +4,6 @@ is not waiting), a worker SIGKILLed from outside (the host's OOM killer: no rank
 to its last fields still read."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from ncclscope.rules.cause import Cause, CauseVerdict, Failure, host_killed, lone_unwaiting_rank, root_cause
@@ -14,8 +12,7 @@ from ncclscope.sources.torch_log import parse_torch_lines
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes5")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes5" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c5b_"))
+MINE = SET.names("c5b_")
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {g} has a total capacity of 79 GiB"
 
 

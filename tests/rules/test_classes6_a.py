@@ -5,8 +5,6 @@ fusion's lost net id read by the ranks as NCCL's 'internal error'), a note namin
 one job launched with different init addresses (a config error naming the address)."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
@@ -16,8 +14,7 @@ from ncclscope.rules.exits import FailureKind
 from ncclscope.rules.facts import error_failure
 
 SET = CaseSet(DATA / "classes6")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes6" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c6a_"))
+MINE = SET.names("c6a_")
 
 
 @pytest.mark.parametrize("name", MINE)

@@ -3,8 +3,6 @@
 stopped; node counts and world sizes read from what the lines say for sure."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
@@ -13,8 +11,7 @@ from ncclscope.rules.cause import HEAP_PREFIX, Failure, FailureKind, explain_hea
 from ncclscope.sources.torch_log import HEAP_ABORT_RE
 
 SET = CaseSet(DATA / "classes6")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes6" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c6b_"))
+MINE = SET.names("c6b_")
 
 
 @pytest.mark.parametrize("name", MINE)

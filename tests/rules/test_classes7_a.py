@@ -4,8 +4,6 @@ the Ray executor's driver missing from its workers' timeouts, a Ray worker's "GP
 failure after an unranked NCCL error name no rank; a Ray worker's failure is the rank that worker stated."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from ncclscope.rules.cause import Failure, explain, root_cause
@@ -16,8 +14,7 @@ from ncclscope.sources.ray_workers import WorkerRanks
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes7")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes7" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c7a_"))
+MINE = SET.names("c7a_")
 
 
 @pytest.mark.parametrize("name", MINE)

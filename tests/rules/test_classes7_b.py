@@ -6,8 +6,6 @@ possible hang); DeepSpeed's launcher's report of a process killed by a signal (`
 naming no rank) and pdsh's word of the user's interrupt (a job stopped while it made no progress: a hang)."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
@@ -16,8 +14,7 @@ from ncclscope.sources.launcher_log import launcher_end
 from ncclscope.sources.records import LauncherExit, LauncherStopped
 
 SET = CaseSet(DATA / "classes7")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes7" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c7b_"))
+MINE = SET.names("c7b_")
 
 DS_HEAD = "[2024-05-14 09:15:04,970] [ERROR] [launch.py:325:sigkill_handler] "
 DS_BODY = "['/usr/bin/python3', '-u', 'train.py', '--local_rank=3'] exits with return code = {code}"

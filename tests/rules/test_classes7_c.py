@@ -3,8 +3,6 @@ one the caller was built for), the knowledge base's words for RoCE GIDs a contai
 framework's custom all-reduce on GPUs without peer access."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
@@ -12,8 +10,7 @@ from wild_cases import DATA
 from ncclscope.nccl.failures import EntryVerdict, classify
 
 SET = CaseSet(DATA / "classes7")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes7" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c7c_"))
+MINE = SET.names("c7c_")
 
 
 @pytest.mark.parametrize("name", MINE)

@@ -4,8 +4,6 @@ one collective, some groups far slower (and not a hang: the collectives complete
 through one of its two RoCE HCAs. Each class has a counter-case that stays healthy."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
@@ -16,8 +14,7 @@ from ncclscope.model import EventKind, Evidence, LogEvent
 from ncclscope.sources.program_facts import printed_job, printed_timing
 
 SET = CaseSet(DATA / "classes7")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes7" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c7d_"))
+MINE = SET.names("c7d_")
 
 
 @pytest.mark.parametrize("name", MINE)

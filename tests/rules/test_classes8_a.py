@@ -3,8 +3,6 @@ kept one file per process, the rank stated only by the file's name, show who the
 process's command line gives the world size."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from ncclscope.sources.records import StackSnapshot, WorldSize
@@ -12,8 +10,7 @@ from ncclscope.sources.stack_dump import StackReader
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes8")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes8" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c8a_"))
+MINE = SET.names("c8a_")
 
 
 @pytest.mark.parametrize("name", MINE)

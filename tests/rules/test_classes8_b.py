@@ -5,7 +5,6 @@ is a network crash whose advice names NCCL_IB_DISABLE. Slow runs: c10d's warning
 could not be retrieved (failed reverse lookups, each a resolver timeout) are a slow start-up, degraded."""
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,8 +18,7 @@ from ncclscope.sources.torch_log import parse_torch_lines
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes8")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes8" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c8b_"))
+MINE = SET.names("c8b_")
 
 
 @pytest.mark.parametrize("name", MINE)

@@ -4,16 +4,13 @@ NCCL's as a version string or as the list ``torch.cuda.nccl.version()`` returns;
 none of them."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from ncclscope.sources.json_record import json_releases
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes8")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes8" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c8c_"))
+MINE = SET.names("c8c_")
 
 
 @pytest.mark.parametrize("name", MINE)

@@ -2,15 +2,12 @@
 4", "[rank 0/8]", "rank: 1, world_size: 4") gives the world size, stated once per rank however often it repeats."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from class_cases import CaseSet
 from wild_cases import DATA
 
 SET = CaseSet(DATA / "classes9")
-MINE = sorted(json.loads(line)["case"] for line in (DATA / "classes9" / "EXPECTED.jsonl").read_text().splitlines()
-              if line.strip() and json.loads(line)["case"].startswith("c9c_"))
+MINE = SET.names("c9c_")
 
 
 @pytest.mark.parametrize("name", MINE)
