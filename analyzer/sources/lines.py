@@ -367,7 +367,7 @@ def rejoin_wrapped(lines: Iterable[tuple[int, str]],
 def _nccl_glue_hint(text: str) -> bool:
     """A line that may hold an NCCL line glued behind another record: behind a Python head (``_behind_python``), or
     behind another NCCL line (two heads' ``NCCL `` words in one line)."""
-    return _behind_python(text) or text.count(" NCCL ") > 1
+    return "NCCL " in text and (text.lstrip(" ")[:1] in "DIWEC(" or text.count(" NCCL ") > 1)
 
 
 def _behind_python(text: str) -> bool:
