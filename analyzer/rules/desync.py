@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -171,6 +172,9 @@ def _one_call_each_side_reported(sides: Iterable[list[int]], own: Mapping[int, F
 # may differ by rank); point-to-point ops pair a send with a recv at one number and coalesced groups are
 # spelled differently by release, neither compared (names as ``nccl.ops.canonical_op`` spells them)
 SAME_COUNT_OPS = frozenset({"allreduce", "broadcast", "reduce", "allgather", "reducescatter"})
+# an all-to-all's per-rank totals may differ (uneven splits: a MoE's token routing gives nearly every rank its own
+# count); two totals only, one of them a strict majority's, is one call made two ways (a rank's empty shard)
+ALL_TO_ALL_OPS = frozenset({"alltoall", "alltoall_base", "alltoallv"})
 P2P_OPS = frozenset({"send", "recv", "sendrecv"})
 
 
@@ -185,9 +189,16 @@ class TimedOut:
     numel: int | None = None
 
 
+def _two_sizes_one_major(sizes: list[int | None]) -> bool:
+    """Three or more ranks' totals of one all-to-all taking two values, one held by more than half of them."""
+    counts = sorted(Counter(sizes).values())
+    return len(sizes) >= 3 and len(counts) == 2 and counts[1] > len(sizes) / 2
+
+
 def watchdog_mismatch(timeouts: Iterable[TimedOut]) -> tuple[str, int, tuple[Side, ...]] | None:
     """(pg, seq, sides) of the earliest collective at which the ranks' watchdog timeouts name different
-    calls: another op, or, for an op whose count is the same on every rank, another NumelIn. The ranks
+    calls: another op, or, for an op whose count is the same on every rank, another NumelIn (for an all-to-all,
+    another of two totals where one is a strict majority's: ``_two_sizes_one_major``). The ranks
     called different collectives at that number (a desync), each waiting for peers that never made its call.
     A rank's first timeout of a (pg, seq) stands; point-to-point ops are never compared. None when every
     timeout agrees."""
@@ -198,7 +209,9 @@ def watchdog_mismatch(timeouts: Iterable[TimedOut]) -> tuple[str, int, tuple[Sid
         if len(of) < 2 or any(op in P2P_OPS or "coalesced" in op for op, _ in of.values()):
             continue
         ops = {op for op, _ in of.values()}
-        sized = len(ops) == 1 and ops <= SAME_COUNT_OPS and None not in {n for _, n in of.values()}
+        sizes = [n for _, n in of.values()]
+        sized = len(ops) == 1 and None not in sizes and (ops <= SAME_COUNT_OPS or (ops <= ALL_TO_ALL_OPS
+                                                                                   and _two_sizes_one_major(sizes)))
         by: dict[tuple[str, int | None], list[int]] = {}
         for r in sorted(of):
             op, n = of[r]
