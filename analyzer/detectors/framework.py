@@ -35,11 +35,12 @@ from .catalogue import KnownError, classify
 XLA_ERROR = "XlaRuntimeError"  # the type ``sources.framework_lines`` gives XLA's NCCL failure lines
 
 SURE_S = 300.0  # a framework's wait reported this long in all is no compilation
-WAITS = ("shm_broadcast_wait", "engine_wait")  # a framework's waits, which a long compilation also shows
+WAITS = ("shm_broadcast_wait", "engine_wait", "not_ready")  # a framework's waits, which a long compilation also shows
 SAID = {"shm_broadcast_wait": "vLLM's engine found no free shared-memory broadcast block: its workers stopped taking "
         "its requests (they wait in a collective or another step)",
         "scheduler_watchdog": "SGLang's scheduler watchdog fired: a forward step did not finish",
         "no_progress": "the harness saw no progress and stopped the job",
+        "not_ready": "the launcher gave up waiting for the server to come up: its start-up stopped",
         "not_entering": "a process did not enter the collective its peers entered",
         "native_teardown": "a native backtrace (gdb, lldb, py-spy --native) shows a thread parked in NCCL's "
                            "communicator teardown (abort or destroy), which never returned",
@@ -70,6 +71,7 @@ HINTS = {
                       "/ NCCL_P2P_DISABLE=1 to test GPU peer-to-peer, NCCL_SHM_DISABLE, NCCL_IB_* across nodes) and run "
                       "nccl-tests on the same GPUs.",
 }
+HINTS["not_ready"] = HINTS["engine_wait"]  # a server that never came up stopped in the same start-up steps
 HINT_STALL = ("Dump the ranks' stacks while it hangs (py-spy dump --pid for every worker) to see which collective "
               "each rank waits in and which rank never came; set NCCL_DEBUG=INFO (and TORCH_NCCL_TRACE_BUFFER_SIZE for "
               "PyTorch's Flight Recorder) to see the stuck collective.")
@@ -127,7 +129,9 @@ def _xla_errors(run: Run) -> list[Finding]:
 
 
 def _stalls(run: Run) -> list[Finding]:
-    stalls = [e for e in run.events if e.kind == FRAMEWORK_STALL_EVENT and e.data.get("what") != "engine_wait"]
+    stalls = [e for e in run.events if e.kind == FRAMEWORK_STALL_EVENT and e.data.get("what") not in ("engine_wait",
+                                                                                                      "not_ready")]
+    stalls += _not_ready(run)
     stalls += _engine_waits(run)
     if not stalls or run.job.exit_code == 0 or any(e.kind == EventKind.LAUNCHER_SUCCEEDED for e in run.events):
         return []
@@ -135,6 +139,17 @@ def _stalls(run: Run) -> list[Finding]:
         return []  # a failure the crash rules judge; a stall after it is its echo
     desync = _batches(run)
     return [desync] if desync is not None else [_hang(stalls)]
+
+
+def _not_ready(run: Run) -> list[LogEvent]:
+    """A launcher's word that it gave up waiting for the server, where the server printed no progress after it in
+    that file (a wait that a later ready line or progress print ended is a slow start, not a stall)."""
+    gave_up = [e for e in run.events if e.kind == FRAMEWORK_STALL_EVENT and e.data.get("what") == "not_ready"]
+    later: dict[str, int] = {}
+    for e in run.events:
+        if e.kind == EventKind.PROGRESS:
+            later[e.evidence.file] = max(later.get(e.evidence.file, 0), e.evidence.line)
+    return [e for e in gave_up if later.get(e.evidence.file, 0) < e.evidence.line]
 
 
 def _engine_waits(run: Run) -> list[LogEvent]:
@@ -162,11 +177,12 @@ def _hang(stalls: list[LogEvent]) -> Finding:
     return Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL, verdict=Verdict.HANG, ranks=tuple(culprits),
         message=f"the job stopped making progress: {SAID.get(what, what)}{seconds}{who}"[:500],
-        hint=HINTS.get(what, HINT_STALL), evidence=tuple(e.evidence for e in (stalls[0], *stalls[-1:]))[:2],
+        hint=HINTS.get(what, HINT_STALL), evidence=tuple(e.evidence for e in (stalls[0], *stalls[1:][-1:])),
         data={"culprits": culprits,
               "certainty": {"level": "likely" if sure else "possible",
                             "why": ("a backtrace of the stuck process, taken while it hung" if what.startswith("native_")
-                                    else "the framework's own report that the job stopped") if sure else
+                                    else "the launcher's own report that the server never came up"
+                                    if what == "not_ready" else "the framework's own report that the job stopped") if sure else
                             "the framework's wait, which a long compilation also shows"}})
 
 

@@ -5,7 +5,8 @@ then all the input says of the collectives.
 - A stall the framework (or the harness that runs it) reports itself (``FrameworkStall``): vLLM's engine waiting on its
   workers (``No available shared memory broadcast block found in 60 seconds``), SGLang's scheduler watchdog
   (``Scheduler watchdog timeout (self.watchdog_timeout=300, ...)``; ``Watchdog timeout (self.watchdog_timeout=300)`` in
-  releases whose scheduler prints it bare), a harness's ``no progress for 180s``, a
+  releases whose scheduler prints it bare), a harness's ``no progress for 180s``, a launcher that gave up waiting for
+  a server to come up (``/health not ready after 900s``, ``Timed out waiting for server to start``), a
   program's word that one process does not enter a collective its peers entered (``process_index=1 not entering
   collective``: ``culprit`` is that process), vLLM's front-end finding no output from its engine process
   (``client.py:191] Waiting for output from MQLLMEngine.``, every ``VLLM_RPC_TIMEOUT``: 10 s; an idle server that came
@@ -47,6 +48,13 @@ ENGINE_POLL_S = 10.0  # vLLM's VLLM_RPC_TIMEOUT by default: one engine-wait line
 VLLM_ENGINE_WAIT_RE = re.compile(r"\bWaiting for output from MQLLMEngine\b")  # vLLM's V0 front-end (MQLLMEngineClient)
 SGLANG_WATCHDOG_RE = re.compile(r"(?:Scheduler w|\bW)atchdog timeout \(self\.watchdog_timeout=(?P<s>\d{1,7}(?:\.\d+)?)")
 NO_PROGRESS_RE = re.compile(r"(?i)\bno progress (?:for|in) (?P<s>\d{1,7}(?:\.\d+)?) ?s(?:ec(?:ond)?s?)?\b")
+# a launcher or harness that gave up waiting for a server to come up: "/health not ready after 900s", "server did not
+# become ready within 600 s", "Timed out waiting for server to start": the deadline passed, the start-up stalled
+NOT_READY_RE = re.compile(
+    r"(?i)\b(?:health(?:check)?|server|endpoint|service|engine|readiness)\b.{0,40}?"
+    r"\b(?:not (?:ready|healthy|up)|did not become (?:ready|healthy)|never became (?:ready|healthy)|failed to become ready)"
+    r"\b.{0,20}?\b(?:after|within|in) (?P<s>\d{1,7}) ?s(?:ec(?:ond)?s?)?\b"
+    r"|\bTimed out waiting for (?:the )?(?:server|engine|endpoint|service) to (?:start|come up|become ready)\b")
 NOT_ENTERING_RE = re.compile(
     r"(?i)\b(?:process_index|process|rank|worker|task)[ =:#]?\s?(?P<r>\d{1,7})\b.{0,40}?"
     r"\b(?:not entering|stops? entering|stopped entering|never entered|did not enter|does not enter)\b.{0,30}?"
@@ -84,7 +92,7 @@ ONE_MACHINE_RE = re.compile(
 # "[PG ID 0 PG GUID 0 Rank 1]  using GPU 1 ..." (2.4 on)
 BARRIER_GUESS_RE = re.compile(r"\bRank (?P<r>\d{1,7})\]?\s{1,3}using GPU (?P<gpu>\d{1,4}) to perform barrier as devices used "
                               r"by this process are currently unknown")
-WORDS = ("to perform barrier", "shared memory broadcast", "from MQLLMEngine", "atchdog timeout", "rogress", " enter", "cur_batch", "serve",
+WORDS = ("ready", "Ready", "healthy", "aiting for", "to perform barrier", "shared memory broadcast", "from MQLLMEngine", "atchdog timeout", "rogress", " enter", "cur_batch", "serve",
          "launch_server", "_size", "nnodes", "NCCL error", "NCCL operation", "local Ray instance",
          "distributed_init_method=", "Worker ready", "MASTER_ADDR=", "master_addr", "master-addr")
 
@@ -113,6 +121,9 @@ def framework_line(file: str, lineno: int, text: str, body: str, rank: int | Non
         yield FrameworkStall(file, lineno, text, who, None, None, None, "sglang", "scheduler_watchdog", float(s.group("s")), None)
     elif (s := NO_PROGRESS_RE.search(body)) is not None:
         yield FrameworkStall(file, lineno, text, who, None, None, None, "harness", "no_progress", float(s.group("s")), None)
+    elif (s := NOT_READY_RE.search(body)) is not None:
+        waited = float(s.group("s")) if s.group("s") else None
+        yield FrameworkStall(file, lineno, text, who, None, None, None, "harness", "not_ready", waited, None)
     elif (n := NOT_ENTERING_RE.search(body)) is not None:
         yield FrameworkStall(file, lineno, text, who, None, None, None, "program", "not_entering", None, int(n.group("r")))
     elif (b := BATCH_RE.search(body)) is not None and who is not None:
