@@ -22,6 +22,7 @@ from .rules.facts import (
     left_ranks,
     stall_time,
     server_ready_of_run,
+    cleanup_of_run,
     start_only_of_run,
     sweep_done_of_run,
 )
@@ -312,10 +313,11 @@ def _no_incident(run: Run, findings: list[Finding]) -> Decision:
     if shown is not None:
         return shown
     ready = server_ready_of_run(run) if went is None else None  # a server's start that ended
+    ended = cleanup_of_run(run) if went is None and ready is None else None  # its clean-up, nothing before failing
     usable = any(fmt in (Format.LOG, Format.FLIGHT_RECORDER, Format.JSONL) for _, fmt in run.files) and (
         len(run.collectives) or run.communicators or run.exits or run.pg_status) or (
         run.nccl_tests and run.job.exit_code == 0) or (  # a benchmark that ran every size and checked out
-        _all_exited(run)) or went is not None or ready is not None
+        _all_exited(run)) or went is not None or ready is not None or ended is not None
     if not usable:
         return Decision(Verdict.UNKNOWN, (), None, "not enough information to judge the job")
     if run.job.exit_code not in (None, 0):
@@ -324,7 +326,7 @@ def _no_incident(run: Run, findings: list[Finding]) -> Decision:
     errors = [f for f in findings if f.severity in (Severity.ERROR, Severity.CRITICAL)]
     outlived = went is not None and all(f.evidence and went.outlived((f.evidence[0].file, f.evidence[0].line))
                                         for f in errors)
-    covered = start_only_of_run(run) or sweep_done_of_run(run) or ready if went is None else None
+    covered = start_only_of_run(run) or sweep_done_of_run(run) or ready or ended if went is None else None
     if errors and not outlived and not (covered is not None and all(_survived(run, f) for f in errors)):
         return Decision(Verdict.UNKNOWN, (), None, errors[0].message)
     if went is not None and (errors or not (len(run.collectives) or run.communicators or run.exits)):
@@ -332,7 +334,7 @@ def _no_incident(run: Run, findings: list[Finding]) -> Decision:
         return Decision(Verdict.HEALTHY, (), None, f"{went.why}{past}"[:500])
     if covered is not None:  # the input shows a normal start (or a benchmark's sweep) and nothing after it
         return Decision(Verdict.HEALTHY, (), None, covered.why[:500], Certainty.POSSIBLE.value,
-                        "the input covers the job's start (or a benchmark) only: nothing failed in it")
+                        "the input covers part of the job only (its start, a benchmark, its clean-up): nothing failed in it")
     return Decision(Verdict.HEALTHY, (), None, "no hang, crash, desync or straggler found")
 
 

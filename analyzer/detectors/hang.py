@@ -51,6 +51,7 @@ from ..rules.healthy import MIN_PROGRESS
 from ..rules.init_echo import is_echo_of_init
 from ..rules.named import desync_named
 from ..rules.ray import driver_rank_absent
+from ..rules.reclaim import reclaim_warns
 from ..rules.shown import pending_at_end
 from ..rules.stopped import stopped_unfinished
 from .common import RankPg, entries_at, fmt_ranks, pg_status_by_rank, rows_where, stall_events
@@ -710,7 +711,8 @@ def _setup_hang(run: Run, ends: list) -> list[Finding]:
     st = ends_in_setup(
         (int(e.data.get("text_after_nccl") or 0) for e in ends), any(p.host or p.pid for p in run.job.processes),
         bool(run.communicators), bool(len(run.collectives)),
-        bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events) or returned,
+        bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events) or returned
+        or bool(reclaim_warns(run.events)),  # a communicator's clean-up printed: the job is past its set-up
         _end_known(run), not run.from_ncclscope())
     if st is None:
         return []

@@ -23,6 +23,7 @@ from .exits import ExitClass, FailureKind, exit_class, failure_kind
 from .hang import unique_id_wait
 from .init_echo import init_echoes
 from .lost_peer import Report, lost_peer
+from .reclaim import reclaim_warns
 from .startup import connect_failed, orphan_failures, startup_failures
 
 LINK_AREAS = (Area.IB, Area.SOCKET, Area.PROXY)
@@ -332,6 +333,16 @@ def server_ready_of_run(run: Run) -> healthy.Covered | None:
     """``healthy.server_ready`` over the run: the last progress print of a file is a server's ready line."""
     ready = any(e.kind == EventKind.PROGRESS and SERVER_READY_RE.search(e.text) for e in run.events)
     return healthy.server_ready(ready, bool(failures_of_run(run)), stall_time(run)[0], run.job.exit_code)
+
+
+def cleanup_of_run(run: Run) -> healthy.Covered | None:
+    """``healthy.teardown_reached`` over the run's NCCL WARNs (the clean-up's: ``reclaim.reclaim_warns``)."""
+    cleanup = reclaim_warns(run.events)
+    if not cleanup:
+        return None
+    others = sum(1 for i, e in enumerate(run.events) if e.kind == EventKind.NCCL_WARN and i not in cleanup)
+    return healthy.teardown_reached(len(cleanup), others, bool(failures_of_run(run)), stall_time(run)[0],
+                                    run.job.exit_code)
 
 
 def left_ranks(run: Run) -> frozenset[int]:

@@ -113,6 +113,18 @@ def server_ready(ready: bool, failed: bool, stalled: bool, exit_code: int | None
                    "start only, which was normal")
 
 
+def teardown_reached(cleanup_warns: int, other_warns: int, failed: bool, stalled: bool,
+                     exit_code: int | None) -> Covered | None:
+    """NCCL's clean-up WARNs (``rules.reclaim``: freeing a communicator failed) and no other WARN, failure or stall:
+    the job got to destroying its communicators, which it does at its end, and nothing failed before. What it
+    covers, else None (an abort after an error prints the same clean-up WARNs, and that error beside them)."""
+    if not cleanup_warns or other_warns or failed or stalled or exit_code not in (None, 0):
+        return None
+    return Covered(f"the job reached its communicators' clean-up at its end ({cleanup_warns} NCCL WARN line"
+                   f"{'s' if cleanup_warns > 1 else ''} of the clean-up itself, which fails after the work is done) "
+                   "and nothing failed before it")
+
+
 def _size(n: int) -> str:
     for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= k and n % k == 0:
