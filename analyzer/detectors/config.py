@@ -22,7 +22,8 @@ from ..rules.config import config_mistake
 from ..rules.container_net import bridged_across_machines
 from ..rules.environment import TEST_FAILURE_HOST_RE, environment_mismatch, plugin_of, quiet_hosts
 from ..rules.exits import FailureKind
-from ..rules.facts import failures_of_run, process_of
+from ..rules.facts import failures_of_run, process_of, stall_time
+from ..rules.shm_full import shm_full
 from ..rules.init_address import ADDR_FLAG_RE, LOOPBACK_CONNECT_RE, disagreeing, loopback_rendezvous
 from ..rules.launch import first_node_only, fixed_node_rank
 from ..sources.records import LAUNCH_FAILURE_EVENT
@@ -66,6 +67,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _roce_gid_set_unrouted(run)
     if not findings:
         findings += _shm_bus_error(run)
+    if not findings:
+        findings += _shm_full(run)
     if not findings:
         findings += _unreachable_at_start(run)
     if not findings:
@@ -385,6 +388,28 @@ def _shm_bus_error(run: Run) -> list[Finding]:
         evidence=(ex.evidence,) if ex is not None and ex.evidence is not None else (),
         data={"culprits": [], "signal": "SIGBUS", "certainty": {
             "level": "likely", "why": "a bus error first in a job running NCCL; the signal does not name the file"}})]
+
+
+def _shm_full(run: Run) -> list[Finding]:
+    """A process's error is ENOSPC raised while Python or PyTorch made a shared-memory object (``rules.shm_full``), in a
+    job that reported no stall before: /dev/shm is full, a container's setting. Every rank that raised it."""
+    if stall_time(run)[0]:
+        return []
+    hits = [e for e in run.events if e.kind == EventKind.DIST_ERROR and isinstance(e.data.get("frames"), list)
+            and shm_full(f"{e.data.get('type') or ''}: {e.data.get('message') or ''}", e.data["frames"])]
+    if not hits:
+        return []
+    where = str(hits[0].data["frames"][-1])[:160]
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR,
+        ranks=tuple(sorted({e.rank for e in hits if e.rank is not None})),
+        message=f"/dev/shm is full: {_error_text(hits[0])[:160]}, raised while making a shared-memory object ({where}); "
+        "a container's /dev/shm is 64 MB unless set",
+        hint="Give the container a larger /dev/shm (docker run --shm-size=16g or --ipc=host; on Kubernetes an emptyDir "
+             "with medium: Memory at /dev/shm) and check `df -h /dev/shm` inside it; fewer DataLoader workers need less.",
+        evidence=tuple(e.evidence for e in hits[:3]),
+        data={"culprits": [], "count": len(hits), "certainty": {
+            "level": "likely", "why": "the error names no file; its frames are those of a shared-memory object"}})]
 
 
 def _setup_fault(message: str, hint: str, evidence: Iterable[Evidence | None], why: str,
