@@ -39,9 +39,12 @@ NCCL_PREFIX_RE = re.compile(
 def _worker_tag(rank_group: str | None = None) -> str:
     """A worker process's prefix up to and with its pid: Ray's ``(ActorWorker pid=52310)``, vLLM's ``(VllmWorker
     rank=1 pid=41)`` and, with its parallel rank, ``(VllmWorker TP0 pid=2230)``, SkyPilot's ``(head, rank=0,
-    pid=40211)``; ``rank_group`` names the group the ``rank=`` number is captured in (none: not captured)."""
+    pid=40211)``; ``rank_group`` names the group the ``rank=`` number is captured in (none: not captured), never
+    SkyPilot's (the node's rank)."""
     rank = f"(?P<{rank_group}>\\d{{1,7}})" if rank_group else r"\d{1,7}"
-    return r"\((?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})?,? )?(?:rank=" + rank + r",? )?pid=\d{1,10}"
+    # SkyPilot's name ends in a comma and its rank= is the node's (SKYPILOT_NODE_RANK), never a process's rank
+    return (r"\((?:[A-Za-z_][\w.:-]{0,100}, (?:rank=\d{1,7}, )?|(?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})? )?"
+            r"(?:rank=" + rank + r",? )?)pid=\d{1,10}")
 
 
 WORKER_IP = r"(?:, ?ip=[\w.:-]{1,64})?\)"  # the tag's optional node address, and its end

@@ -45,7 +45,7 @@ PREFIXES = [
     ("2026-09-17T13:40:02.441234567Z stdout F 7: [rank7]:", 7),  # nested: the innermost rank wins
     ("[2026-09-17 13:40:02,791] [INFO] [launch.py:71:main] ", None),  # DeepSpeed's logger
     ("  | 2026-08-23T22:22:51.874Z | [rank3]:", 3),  # a log viewer's table (Lightning-AI/litData#340)
-    ("(head, rank=2, pid=40211) [ip-10-0-7-18:0]:", 2),  # SkyPilot (tests/data/wild/awsofi584_*)
+    ("(head, rank=2, pid=40211) [ip-10-0-7-18:0]:", None),  # SkyPilot (tests/data/wild/awsofi584_*): rank= is the node's
     ("2026-11-02 21:14:08.551 +08:00 ", None),  # a log collector's time with its zone (NVIDIA/nccl#1905 shape)
     ("\u2502 ", None),  # k9s' box bar (NVIDIA/nccl#733 shape)
     ("[trainer3]:", None),  # torchrun --log-line-prefix-template / TorchX roles (tests/data/wild/nccl1837_*)
