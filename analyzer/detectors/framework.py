@@ -46,6 +46,7 @@ SAID = {"shm_broadcast_wait": "vLLM's engine found no free shared-memory broadca
                            "communicator teardown (abort or destroy), which never returned",
         "native_init": "a native backtrace shows a thread parked in NCCL's communicator init, waiting for its peers",
         "native_collective": "a native backtrace shows a thread parked waiting for a collective of NCCL's to finish",
+        "native_launch": "a native backtrace shows a thread parked in the kernel launch of a collective of NCCL's",
         "engine_wait": "vLLM's front-end waited for its engine, which never answered, and the server never came up",
         "native_connect": "a native backtrace shows a thread parked in NCCL's connection set-up of a collective"}
 HINT_ALL_JOINED_NATIVE = ("A rank waits for a collective that does not finish: take every rank's backtrace (py-spy dump "
@@ -67,6 +68,11 @@ HINTS = {
     "native_init": "Init waits for every rank of the communicator: check that all ranks start and reach init, "
                    "MASTER_ADDR / MASTER_PORT and NCCL_SOCKET_IFNAME, and firewalls between hosts.",
     "native_collective": HINT_ALL_JOINED_NATIVE,
+    "native_launch": "A collective's kernel launch that does not return: under CUDA_LAUNCH_BLOCKING=1 a launch waits for "
+                     "its kernel to end, and NCCL 2.13 to 2.16 hand the kernel's network work to their proxy thread only "
+                     "after the launch returns, so every rank waits on itself: unset CUDA_LAUNCH_BLOCKING (a debugging "
+                     "setting) or use NCCL 2.17 or later. Otherwise take every rank's backtrace (py-spy dump --native) "
+                     "and compare where each is.",
     "native_connect": "The first collective sets up its connections: check the links between the ranks (NCCL_P2P_LEVEL "
                       "/ NCCL_P2P_DISABLE=1 to test GPU peer-to-peer, NCCL_SHM_DISABLE, NCCL_IB_* across nodes) and run "
                       "nccl-tests on the same GPUs.",

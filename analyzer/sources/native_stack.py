@@ -11,7 +11,7 @@ Three shapes of a frame, innermost first within each thread:
 
 A thread one of whose frames is NCCL's (or PyTorch's NCCL backend's) teardown, init, wait for a collective's work or
 connection set-up is parked there: a stall the text shows (``FrameworkStall``, ``what`` ``native_teardown`` /
-``native_init`` / ``native_collective`` / ``native_connect``, ``framework`` the debugger). NCCL's own helper threads
+``native_init`` / ``native_collective`` / ``native_launch`` / ``native_connect``, ``framework`` the debugger). NCCL's own helper threads
 (``ncclProxyService``, ``ncclProxyProgress``, the watchdog's loop) sit in every live process and say nothing. A
 backtrace of a process that died (gdb's ``Program terminated with signal SIGSEGV``, lldb's ``stop reason = signal
 SIGSEGV`` / ``EXC_BAD_ACCESS``) is a crash's, not a stall: no record from that file after it. One record per thread.
@@ -47,6 +47,9 @@ STATIONS = {
         "c10d::ProcessGroupNCCL::WorkNCCL::wait", "c10d::ProcessGroupNCCL::WorkNCCL::synchronize",
         "c10d::ProcessGroupNCCL::WorkNCCL::synchronizeInternal", "c10d::ProcessGroupNCCL::WorkNCCL::synchronizeStream",
         "ncclStrongStreamSynchronize"}),
+    # a collective's kernel launch that does not return (a launch that blocks until its kernel ends, as under
+    # CUDA_LAUNCH_BLOCKING=1, while the network work the kernel waits on goes to the proxy only after the launch)
+    "launch": frozenset({"ncclLaunchKernel", "ncclStrongStreamLaunchKernel", "ncclGroupEndInternal"}),
     "connect": frozenset({
         "ncclTransportP2pSetup", "ncclTransportRingConnect", "ncclTransportTreeConnect", "ncclProxyConnect",
         "ncclProxyCallBlocking", "ncclProxyCallBlockingUDS"}),
@@ -54,7 +57,7 @@ STATIONS = {
 
 
 def station_of(func: str) -> str | None:
-    """What NCCL does in the frame's function (``teardown``, ``init``, ``connect``), or None for any other function.
+    """What NCCL does in the frame's function (``teardown``, ``init``, ``collective``, ``launch``, ``connect``), or None for any other function.
     ``func`` as a debugger writes it: ``ncclCommAbort``, ``commReclaim(ncclComm*)``, ``c10d::NCCLComm::abort()``."""
     name = func.split("(", 1)[0].strip()
     name = re.sub(r"<[^<>]{0,200}>", "", name)  # template arguments
