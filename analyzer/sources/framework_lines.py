@@ -89,10 +89,11 @@ ONE_MACHINE_RE = re.compile(
     r"|(?:\bMASTER_ADDR=|--master[_-]addr[= ])['\"]?" + LOOPBACK + r"\b")
 # c10d's warning as a rank starts barrier() with no device set: "Rank 1 using GPU 1 to perform barrier as devices used
 # by this process are currently unknown" (torch 1.x-2.3), "[PG 0 Rank 1]  using GPU 1 to perform barrier ..." and
-# "[PG ID 0 PG GUID 0 Rank 1]  using GPU 1 ..." (2.4 on)
-BARRIER_GUESS_RE = re.compile(r"\bRank (?P<r>\d{1,7})\]?\s{1,3}using GPU (?P<gpu>\d{1,4}) to perform barrier as devices used "
-                              r"by this process are currently unknown")
-WORDS = ("ready", "Ready", "healthy", "aiting for", "to perform barrier", "shared memory broadcast", "from MQLLMEngine", "atchdog timeout", "rogress", " enter", "cur_batch", "serve",
+# "[PG ID 0 PG GUID 0 Rank 1]  using GPU 1 ..." (2.4 on); later releases word it "[PG ID 0 PG GUID 0 Rank 1]  using GPU 1
+# as device used by this process is currently unknown" (the barrier's guess of its device, guessDeviceId)
+BARRIER_GUESS_RE = re.compile(r"\bRank (?P<r>\d{1,7})\]?\s{1,3}using GPU (?P<gpu>\d{1,4}) (?:to perform barrier as devices used "
+                              r"by this process are|as device used by this process is) currently unknown")
+WORDS = ("ready", "Ready", "healthy", "aiting for", "to perform barrier", "as device used by", "shared memory broadcast", "from MQLLMEngine", "atchdog timeout", "rogress", " enter", "cur_batch", "serve",
          "launch_server", "_size", "nnodes", "NCCL error", "NCCL operation", "local Ray instance",
          "distributed_init_method=", "Worker ready", "MASTER_ADDR=", "master_addr", "master-addr")
 
