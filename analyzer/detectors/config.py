@@ -70,6 +70,8 @@ def detect(run: Run) -> list[Finding]:
     if not findings:
         findings += _shm_full(run)
     if not findings:
+        findings += _timeout_under_a_second(run)
+    if not findings:
         findings += _unreachable_at_start(run)
     if not findings:
         findings += _sum_of_one(run)
@@ -388,6 +390,30 @@ def _shm_bus_error(run: Run) -> list[Finding]:
         evidence=(ex.evidence,) if ex is not None and ex.evidence is not None else (),
         data={"culprits": [], "signal": "SIGBUS", "certainty": {
             "level": "likely", "why": "a bus error first in a job running NCCL; the signal does not name the file"}})]
+
+
+MIN_TIMEOUT_MS = 1000  # a process group's timeout under a second is a unit slip (milliseconds for seconds), never a choice
+
+
+def _timeout_under_a_second(run: Run) -> list[Finding]:
+    """PyTorch's watchdog timed a collective out against a timeout under a second (``Timeout(ms)=1``): no collective
+    can be counted on to finish that soon, so the timeout, a setting (``init_process_group(timeout=...)``, a framework's
+    option given in the wrong unit), is the cause, not the collective. Every rank that timed out so."""
+    hits = [e for e in run.events if e.kind == EventKind.WATCHDOG_TIMEOUT and isinstance(e.data.get("timeout_ms"), int)
+            and 0 <= e.data["timeout_ms"] < MIN_TIMEOUT_MS]
+    if not hits:
+        return []
+    ms = min(int(e.data["timeout_ms"]) for e in hits)
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR,
+        ranks=tuple(sorted({e.rank for e in hits if e.rank is not None})),
+        message=f"the process group's timeout is {ms} ms (Timeout(ms)={ms}): a collective timed out against a limit "
+        "under a second, which no collective can be held to; the timeout setting is the cause",
+        hint="Give the process group a timeout in minutes: init_process_group(..., timeout=timedelta(minutes=30)); a "
+             "framework's option for it (ddp_timeout, --dist-timeout, pg_timeout) may take seconds or minutes where "
+             "a value in milliseconds was given.",
+        evidence=tuple(e.evidence for e in hits[:3]),
+        data={"culprits": [], "settings": ["timeout"]})]
 
 
 def _shm_full(run: Run) -> list[Finding]:
