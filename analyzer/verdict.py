@@ -23,6 +23,7 @@ from .rules.facts import (
     stall_time,
     server_ready_of_run,
     cleanup_of_run,
+    work_done_of_run,
     start_only_of_run,
     sweep_done_of_run,
 )
@@ -97,6 +98,9 @@ def _judge(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] =
 
 
 def _from(v: Verdict, hits: list[Finding]) -> Decision:
+    # the stopped-job hang says only that the job was stopped unfinished: a finding that says where the ranks waited
+    # (their prints, their stacks, their records) leads where there is one
+    hits = sorted(hits, key=lambda f: f.data.get("class") == "stopped")
     culprits = sorted({r for f in hits for r in f.data.get("culprits", f.ranks)})  # a finding may name none
     stuck = next((f.stuck for f in hits if f.stuck), None)
     c = hits[0].data.get("certainty") or {}
@@ -314,6 +318,7 @@ def _no_incident(run: Run, findings: list[Finding]) -> Decision:
         return shown
     ready = server_ready_of_run(run) if went is None else None  # a server's start that ended
     ended = cleanup_of_run(run) if went is None and ready is None else None  # its clean-up, nothing before failing
+    ended = ended or (work_done_of_run(run) if went is None and ready is None else None)  # its progress at its end
     usable = any(fmt in (Format.LOG, Format.FLIGHT_RECORDER, Format.JSONL) for _, fmt in run.files) and (
         len(run.collectives) or run.communicators or run.exits or run.pg_status) or (
         run.nccl_tests and run.job.exit_code == 0) or (  # a benchmark that ran every size and checked out

@@ -19,7 +19,8 @@ Two launchers' words about how the job ended (``launcher_end``):
   (``LauncherExit``, rank unknown): a code of 1 is the process's own error exit and -6 (SIGABRT) PyTorch's watchdog
   aborting it after a timeout, which the ranks' own lines tell.
 - pdsh's own Ctrl-C (``pdsh@host: interrupt (one more within 1 sec to abort)``, the prompt DeepSpeed's multi-node
-  runner leaves on the console when the user interrupts it): the user stopped the job (``LauncherStopped``, SIGINT).
+  runner leaves on the console when the user interrupts it), and a terminal's echo of Ctrl-C on a line of its own
+  (``^C``): the user stopped the job (``LauncherStopped``, SIGINT).
 """
 from __future__ import annotations
 
@@ -63,7 +64,9 @@ def launch_failure(body: str, file: str, lineno: int, text: str, rank: int | Non
 DS_EXIT_RE = re.compile(r"\bexits with return code = (?P<code>-\d{1,3})\s*$")
 DS_HANDLER = ":sigkill_handler] "  # in the logger's head, which the line's reader strips off the body
 PDSH_INTERRUPT_RE = re.compile(r"^pdsh@[\w.-]{1,255}: interrupt \(one more within \d{1,3} sec to abort\)")
-END_GATE = ("exits with return code = -", "pdsh@")
+# a terminal's echo of the user's Ctrl-C on a line of its own ("^C", "^C^C"): the user interrupted the job there
+CTRL_C_RE = re.compile(r"^(?:\^C){1,8}\s*$")
+END_GATE = ("exits with return code = -", "pdsh@", "^C")
 ABORT = 6
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
            15: "SIGTERM"}
@@ -81,6 +84,6 @@ def launcher_end(body: str, file: str, lineno: int, text: str) -> Rec | None:
         name = SIGNALS.get(-code, f"signal {-code}")
         return LauncherExit(file, lineno, text, None, None, code, None, None, None,
                             f"Signal {-code} ({name}): DeepSpeed's launcher's return code {code}", False)
-    if PDSH_INTERRUPT_RE.search(body.lstrip("^C")) is not None:
+    if PDSH_INTERRUPT_RE.search(body.lstrip("^C")) is not None or CTRL_C_RE.match(body.strip()) is not None:
         return LauncherStopped(file, lineno, text, None, None, None, None, "SIGINT")
     return None
