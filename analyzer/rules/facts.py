@@ -335,6 +335,15 @@ def server_ready_of_run(run: Run) -> healthy.Covered | None:
     return healthy.server_ready(ready, bool(failures_of_run(run)), stall_time(run)[0], run.job.exit_code)
 
 
+def work_done_of_run(run: Run) -> healthy.Covered | None:
+    """``healthy.work_done`` over the run's last progress print (the latest line of the file printed last)."""
+    prints = [e for e in run.events if e.kind == EventKind.PROGRESS]
+    if not prints:
+        return None
+    last = max(prints, key=lambda e: (e.ts if e.ts is not None else -1.0, e.evidence.line))
+    return healthy.work_done(last.text, bool(failures_of_run(run)), stall_time(run)[0], run.job.exit_code)
+
+
 def cleanup_of_run(run: Run) -> healthy.Covered | None:
     """``healthy.teardown_reached`` over the run's NCCL WARNs (the clean-up's: ``reclaim.reclaim_warns``)."""
     cleanup = reclaim_warns(run.events)

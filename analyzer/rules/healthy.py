@@ -28,6 +28,8 @@ What an input that shows only a normal start covers (``start_only``), healthy as
   failed or stalled, the last progress print of the input. What came after (the requests) is not in it."""
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -111,6 +113,20 @@ def server_ready(ready: bool, failed: bool, stalled: bool, exit_code: int | None
         return None
     return Covered("the server finished its start-up and reported ready; nothing after it: the input covers the "
                    "start only, which was normal")
+
+
+# a progress bar or counter at its end: tqdm's "100%|" and "64/64", a step counter's "step 320/320"
+BAR_DONE_RE = re.compile(r"\b100%\||(?:^|(?<=[\s|(]))(?P<n>[1-9]\d{0,9})/(?P=n)(?=$|[\s\[|,)])")
+
+
+def work_done(last_progress: str | None, failed: bool, stalled: bool, exit_code: int | None) -> Covered | None:
+    """The program's last progress print is a bar or counter at its end (``BAR_DONE_RE``: the work it counts
+    completed) and nothing failed or stalled: what the input covers, else None."""
+    m = BAR_DONE_RE.search(last_progress or "")
+    if m is None or failed or stalled or exit_code not in (None, 0):
+        return None
+    return Covered(f"the program's progress reached its end ({m.group(0).rstrip('|')}): the work it counted completed, "
+                   "and nothing failed or stalled")
 
 
 def teardown_reached(cleanup_warns: int, other_warns: int, failed: bool, stalled: bool,
