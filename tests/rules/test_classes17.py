@@ -1,0 +1,82 @@
+"""Round seventeen's cases (tests/data/classes17/), written from the thirteenth held-out set's misreadings: SkyPilot's
+``(head, rank=0, pid=N)`` prefix names the node's rank, never a process's (a job of two nodes read as a mix of jobs);
+a native backtrace parked in NCCL's kernel launch (``ncclLaunchKernel`` under ``ncclGroupEnd``) is a hang, as one
+parked in a collective's wait is; c10d's later wording of its barrier device guess ("using GPU 1 as device used by
+this process is currently unknown") is read as the earlier one; Gloo's ``ss1.ss_family == ss2.ss_family. 2 vs 10`` is
+a config error (the hosts resolve to addresses of different families), and NCCL's failure to open libnvidia-ml.so.1 is
+the environment's (a container or WSL without the driver's libraries); a process group timeout under a second is a
+setting's fault, five seconds a choice; a terminal's ``^C`` echo is the user's interrupt; the program's progress bar at
+its end, nothing failing, is a healthy end of the work it counts."""
+from __future__ import annotations
+
+import pytest
+from class_cases import CaseSet
+from wild_cases import DATA
+
+SET = CaseSet(DATA / "classes17")
+MINE = SET.names()
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_class_case(name):
+    SET.check(name)
+
+
+@pytest.mark.parametrize("line,rank", [
+    ("(head, rank=0, pid=7712) [h0:3]:[rank3]: x", 3),  # torchrun's tag behind SkyPilot's: the process's rank
+    ("(worker1, rank=1, pid=6391, ip=10.1.0.5) y", None),  # SkyPilot's rank= is the node's
+    ("(VllmWorker rank=1 pid=41) INFO z", 1),  # vLLM's worker rank stays
+])
+def test_a_node_rank_is_no_process_rank(line, rank):
+    from ncclscope.sources.lines import strip_tool_prefixes
+
+    assert strip_tool_prefixes(line)[0] == rank
+
+
+@pytest.mark.parametrize("func,station", [
+    ("ncclLaunchKernel(ncclComm*, ncclKernelPlan*)", "launch"),
+    ("ncclStrongStreamLaunchKernel", "launch"),
+    ("c10d::ProcessGroupNCCL::WorkNCCL::synchronize()", "collective"),
+    ("cudaLaunchKernel", None),  # a launch of PyTorch's own kernels: no NCCL frame
+])
+def test_where_a_native_frame_is_parked(func, station):
+    from ncclscope.sources.native_stack import station_of
+
+    assert station_of(func) == station
+
+
+@pytest.mark.parametrize("text,entry", [
+    ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:276] ss1.ss_family == "
+     "ss2.ss_family. 2 vs 10", "gloo-address-family"),
+    ("[rank1]: Failed to open libnvidia-ml.so.1", "init-nvml-missing"),
+    ("nvmlInit_v2() failed: Driver/library version mismatch", "init-nvml"),
+])
+def test_the_entries(text, entry):
+    from ncclscope.detectors.catalogue import classify
+
+    k = classify(text)
+    assert k is not None and k.id == entry
+    assert (k.verdict == "config_error") is (entry != "init-nvml")
+
+
+@pytest.mark.parametrize("body,interrupt", [("^C", True), ("^C^C  ", True), ("press ^C to stop", False)])
+def test_a_terminal_echo_of_ctrl_c(body, interrupt):
+    from ncclscope.sources.launcher_log import launcher_end
+    from ncclscope.sources.records import LauncherStopped
+
+    assert isinstance(launcher_end(body, "f", 1, body), LauncherStopped) is interrupt
+
+
+@pytest.mark.parametrize("last,done", [
+    ("Processed prompts: 100%|██████████| 500/500 [03:12<00:00,  2.60it/s]", True),
+    ("Epoch 3: 100%|██████████| 5/5 [00:00<00:00, 58.90it/s, loss=0.727]", True),
+    ("step 320/320 loss 0.81", True),
+    ("Processed prompts:   7%|▋         | 37/500 [00:14<02:58,  2.59it/s]", False),
+    ("iteration 20/320000 | lr 1e-4", False),
+    ("saved 2024/2024-05-01/ckpt", False),  # a path, not a counter
+])
+def test_a_progress_bar_at_its_end(last, done):
+    from ncclscope.rules.healthy import work_done
+
+    assert (work_done(last, False, False, None) is not None) is done
+    assert work_done(last, True, False, None) is None  # a failure after it: not a healthy end
