@@ -535,6 +535,7 @@ class EventKind(enum.StrEnum):
     RUN_RESTART = "RunRestart"
     NODE_COUNT = "NodeCount"
     RANK_TAGGED = "RankTagged"
+    BAR_SEEN = "BarSeen"  # the last progress bar of a file, of any work
     RANK_CLAIM = "RankClaim"
 
     @property

@@ -26,6 +26,8 @@ from ..rules.facts import (
     teardown_of_run,
 )
 from ..rules.hang import (
+    BusyElsewhere,
+    busy_elsewhere,
     after_stall,
     ahead_alone,
     barrier_stall,
@@ -123,6 +125,15 @@ def detect(run: Run) -> list[Finding]:
         died = _died_first(run, never, stalls)
         if odd is not None:
             findings.append(_odd_finding(odd, by_rank, op, pg, stuck_seq, evidence, where))
+        elif (busy := _busy_elsewhere(run, pg, stuck_seq, waiting)) is not None and never in ([], [busy.rank]):
+            findings.append(Finding(
+                kind=FindingKind.HANG, severity=Severity.CRITICAL,
+                message=f"rank {busy.rank} went on with its own work while rank{'s' if len(waiting) > 1 else ''} "
+                f"{fmt_ranks(waiting)} waited in {op or 'collective'} #{stuck_seq} of process group {pg}{_pg_desc(pg)} "
+                f"and timed out: {busy.why}", ranks=(busy.rank,), hint=HINT_BUSY.format(r=busy.rank),
+                evidence=tuple(_dedupe(evidence)), stuck=Stuck(pg, stuck_seq, op), verdict=Verdict.HANG,
+                data={"class": "busy_elsewhere", "waiting": waiting, "where": where,
+                      "certainty": {"level": busy.level, "why": busy.why}}))
         elif never and died:
             r, code = died
             findings.append(Finding(
@@ -163,6 +174,24 @@ def detect(run: Run) -> list[Finding]:
     if fr is not None and _fr_says_more(fr, findings):
         findings = [replace(fr, evidence=tuple(_dedupe([*fr.evidence, *_ras_evidence(run, list(fr.ranks))])))]
     return findings or _weaker_signs(run, stall_ev, stalls, status)
+
+
+HINT_BUSY = ("Rank {r} was busy with work of its own (a dataset's tokenizing or a cache built by the main process "
+             "first, a checkpoint save, an evaluation) while the others waited for it in a collective or barrier past "
+             "the process group's timeout: raise the timeout (init_process_group(timeout=timedelta(hours=2)), "
+             "ddp_timeout, --ddp-timeout) or do that work before init_process_group, or on every rank.")
+
+
+def _busy_elsewhere(run: Run, pg: str, seq: int, waiting: list[int]) -> BusyElsewhere | None:
+    """``rules.hang.busy_elsewhere`` over the ranks' watchdog timeouts of (pg, seq) and the progress prints (or bars of
+    any work) of each file that go on after the first of them."""
+    first: dict[str, int] = {}
+    for e in run.events:
+        if e.kind == EventKind.WATCHDOG_TIMEOUT and e.data.get("seq") == seq and str(e.data.get("pg") or pg) == pg:
+            first[e.evidence.file] = min(first.get(e.evidence.file, e.evidence.line), e.evidence.line)
+    printers = [e.rank for e in run.events if e.kind in (EventKind.PROGRESS, EventKind.BAR_SEEN)
+                and e.evidence.file in first and e.evidence.line > first[e.evidence.file]]
+    return busy_elsewhere(waiting, run.job.world_size, printers) if printers else None
 
 
 def _weaker_signs(run: Run, stall_ev: tuple[Evidence, ...], stalls: list, status: dict) -> list[Finding]:

@@ -434,3 +434,36 @@ def ahead_alone(tail: Iterable[tuple[int, int, str]], printed_by: Mapping[str, I
                       f"the log ends at prints of rank{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead))} that "
                       f"rank{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))}, whose earlier prints are in the "
                       "log, never made: nothing after, no failure, no exit")
+
+
+@dataclass(frozen=True, slots=True)
+class BusyElsewhere:
+    """A rank that went on with its own work while the others waited in a collective for it."""
+
+    rank: int
+    level: str
+    why: str
+
+
+def busy_elsewhere(waiting: Iterable[int], world: int | None, printers: Iterable[int | None]) -> BusyElsewhere | None:
+    """Ranks ``waiting`` timed out in one collective (their watchdogs), and progress prints went on after their timeout in
+    the same file (``printers``: the rank each such print names, None where it names none, as a main process's
+    progress bar does): the process printing them was not in the collective; the others waited for it. Its rank is the
+    one the prints name; for prints with no rank, the one rank of the world not waiting, else the main process (rank
+    0, which a framework's "main process first" step leaves working while the others wait in a barrier) when it is
+    not among the waiting (possible). None otherwise."""
+    waits = set(waiting)
+    named = {r for r in printers if r is not None and r not in waits}
+    if len(named) == 1:
+        r = named.pop()
+        return BusyElsewhere(r, "likely", f"rank {r}'s own progress prints go on after the others' watchdog timeouts")
+    if named or not any(r is None for r in printers) or not waits:
+        return None
+    rest = sorted(set(range(world)) - waits) if world else []
+    if len(rest) == 1:
+        return BusyElsewhere(rest[0], "likely", f"progress prints go on after the watchdog timeouts of every other rank "
+                             f"of the world of {world}: rank {rest[0]}, the only one not waiting, was printing them")
+    if 0 not in waits:
+        return BusyElsewhere(0, "possible", "a progress bar with no rank goes on after the others' watchdog timeouts: the "
+                             "main process (rank 0) printing it, as a framework's main-process-first step does")
+    return None

@@ -409,6 +409,16 @@ class RankTagged(TorchRec):
 
 
 @dataclass(slots=True)
+class BarSeen(TorchRec):
+    """The last line of a file that is a progress bar of any work (tqdm's ``38%|███▊      | 17356/45801``: a dataset's
+    tokenizing, shards loading, steps), given once at the file's end: where some process was still working."""
+
+
+# a tqdm bar: its percentage and its bar's left edge ("38%|", " 7%|")
+BAR_RE = re.compile(r"\d{1,3}%\|")
+
+
+@dataclass(slots=True)
 class HeapWatch:
     """glibc's heap check (``HEAP_ABORT_RE``) and the native backtrace printed after it (OpenMPI's handler, UCX's,
     gdb's): when a frame of that report is inside NCCL (``libnccl``), NCCL's own code freed the corrupted block, and the
@@ -462,6 +472,7 @@ class _State:
     progress: int = 0  # the program's progress prints read (ProgressSeen, given once at the end)
     progress_first: int = 0
     progress_last: tuple[int, str, int | None] | None = None  # (line, text, rank) of the last
+    bar_last: tuple[int, str, int | None] | None = None  # (line, text, rank) of the last progress bar of any work
     step_times: list[tuple[int, float, str]] = field(default_factory=list)  # (line, seconds, as printed) of steps' timings
     step_stride: int = 1  # one step time in this many is kept (MAX_STEP_TIMES bounds the list)
     step_seen: int = 0
@@ -509,6 +520,9 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     if st.progress_last is not None:
         n, text, rank = st.progress_last
         yield ProgressSeen(file, n, text, rank, None, None, None, st.progress, st.progress_first, tuple(st.step_times))
+    if st.bar_last is not None:
+        n, text, rank = st.bar_last
+        yield BarSeen(file, n, text, rank, None, None, None)
 
 
 def _agent_worker(st: _State, lineno: int, text: str, body: str, worker: int) -> None:
@@ -674,6 +688,8 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         glued = GLUED_RANK_RE.search(body)  # another process's output glued in front of "[rank3]:"
         if glued:
             prefix_rank, body = int(glued.group(1)), body[glued.end():]
+    if "%|" in body and BAR_RE.search(body):  # (a bar another record is glued behind counts too)
+        st.bar_last = (lineno, text[:500], prefix_rank)
     if st.tools is not None and (yield from st.tools.read(lineno, text, body, prefix_rank)):
         return
     if (st.heap.pending is not None or "(): " in body or "corrupt" in body) and (

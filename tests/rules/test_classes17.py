@@ -6,7 +6,9 @@ this process is currently unknown") is read as the earlier one; Gloo's ``ss1.ss_
 a config error (the hosts resolve to addresses of different families), and NCCL's failure to open libnvidia-ml.so.1 is
 the environment's (a container or WSL without the driver's libraries); a process group timeout under a second is a
 setting's fault, five seconds a choice; a terminal's ``^C`` echo is the user's interrupt; the program's progress bar at
-its end, nothing failing, is a healthy end of the work it counts."""
+its end, nothing failing, is a healthy end of the work it counts. A progress bar that goes on after the others' watchdog
+timeouts is printed by the rank that was not in the collective: the one rank of the world not waiting, else the main
+process (rank 0) where it is not among the waiting; a bar of a rank that waits says nothing."""
 from __future__ import annotations
 
 import pytest
@@ -80,3 +82,18 @@ def test_a_progress_bar_at_its_end(last, done):
 
     assert (work_done(last, False, False, None) is not None) is done
     assert work_done(last, True, False, None) is None  # a failure after it: not a healthy end
+
+
+@pytest.mark.parametrize("waiting,world,printers,rank", [
+    ([1], 2, [None], 0),  # the only rank not waiting
+    ([1, 3, 6], 8, [None], 0),  # the main process, rank 0, not among the waiting (possible)
+    ([0, 1, 2, 3], 4, [2], None),  # a waiting rank's own bar: nobody
+    ([0, 1, 2], 4, [None], 3),
+    ([0, 2], 4, [None], None),  # ranks 1 and 3 not waiting, rank 0 waiting: the printer is not known
+    ([1, 2], 4, [3], 3),  # a bar that names its rank
+])
+def test_the_rank_busy_elsewhere(waiting, world, printers, rank):
+    from ncclscope.rules.hang import busy_elsewhere
+
+    got = busy_elsewhere(waiting, world, printers)
+    assert (got.rank if got else None) == rank
