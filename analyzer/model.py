@@ -523,6 +523,7 @@ class EventKind(enum.StrEnum):
     PROGRESS_WAIT = "progress_wait"
     FRAMEWORK_STALL = "framework_stall"  # a serving / JAX framework's own stall report
     FRAMEWORK_BATCH = "framework_batch"  # a rank's current batch at a framework's timeout
+    COMM_SUMMARY = "comm_summary"  # a row of DeepSpeed's comms-logger summary: an operation's size and bus bandwidth
     PROGRAM_TIMING = "program_timing"  # a program's own print of a collective's or step's measured time
     BARRIER_ENTERED = "barrier_entered"  # ProcessGroupNCCL's word that a rank starts a barrier on a guessed GPU
     TESTS_TABLE_HEADER = "tests_table_header"  # nccl-tests' result table header: its communicators were built

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from ..model import Finding, FindingKind, Run, Severity
 from . import (
+    comm_summary,
     config,
     crash,
     custom_ar,
@@ -54,6 +55,7 @@ DETECTORS: dict[str, Detector] = {
     "slow_compare": slow_compare.detect,  # two measurements of one thing in one input, one far slower
     "slow_init": slow_init.detect,
     "slow_steps": slow_steps.detect,  # the program's own step times slowed for a sustained stretch  # c10d's failed reverse lookups of its clients: a slow start-up
+    "comm_summary": comm_summary.detect,  # a program's own communication summary: collectives slower than any link
     "p2p_first": p2p_first.detect,  # a first collective that never completed on one host: GPU peer-to-peer
     "custom_ar": custom_ar.detect,  # a serving framework's custom all-reduce on in a job that stalled
     "hotspots": hotspots.detect,

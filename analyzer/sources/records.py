@@ -681,6 +681,22 @@ class ProgramTiming(ToolEvent):
 
 
 @dataclass(slots=True)
+class CommSummaryRow(ToolEvent):
+    """One row of DeepSpeed's comms-logger summary (``Comm. Op  Message Size  Count  Total Latency(ms)  Avg Latency(ms)
+    tput_avg (Gbps)  busbw_avg (Gbps)``): the operation, its message size in bytes, how many calls, and their average
+    bus bandwidth in Gb/s as DeepSpeed measured it (``sources.ds_comms``)."""
+
+    op: str
+    size: int
+    count: int
+    busbw_gbps: float
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return EventKind.COMM_SUMMARY, {"op": self.op, "size": self.size, "count": self.count,
+                                        "busbw_gbps": self.busbw_gbps}
+
+
+@dataclass(slots=True)
 class FrameworkStall(ToolEvent):
     """A stall a serving or JAX framework, or the harness running it, reports itself (``sources.framework_lines``):
     ``framework`` (vllm, sglang, harness, program), ``what`` it says (``shm_broadcast_wait``, ``scheduler_watchdog``,

@@ -7,6 +7,7 @@
   inside NCCL (``native_stack``);
 - serving and JAX frameworks' own words: their stall reports, a rank's batch at a timeout, the world a serving command
   states, XLA's NCCL failures (``framework_lines``);
+- DeepSpeed's comms-logger summary table, a row each (``ds_comms``);
 - the program's own prints that a rank waits (``ProgressWait``): ``rank 2 waiting for barrier``, ``[rank1] waiting on
   rank 3``, ``tearing down process groups``, ``sending to stage 1``, a launcher's rank tag or the line's own ``rank N``
   naming the waiting rank. Library lines (a glog or logging head, c10d's, NCCL's) are not the program's, except the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Generator, Iterator
 
+from .ds_comms import CommSummaryReader
 from .framework_lines import framework_line
 from .kernel_log import gpu_fault, named_gpu
 from .launcher_log import launch_failure, launcher_end
@@ -53,6 +55,7 @@ class ToolLines:
         self.native = NativeStackReader(file)
         self.named_gpu: str | None = None  # the GPU a driver's "NVRM: The NVIDIA GPU <pci>" line named
         self.prints = RankPrintReader(file)  # the program's prints stating their rank (read, never taken)
+        self.comms = CommSummaryReader(file)  # DeepSpeed's comms-logger summary table
 
     def read(self, lineno: int, text: str, body: str, rank: int | None) -> Generator[Rec, None, bool]:
         """The records of one line of another tool; True when the line was that tool's (nothing else reads it)."""
@@ -62,6 +65,11 @@ class ToolLines:
         taken, closed = self.stacks.read(lineno, text, body, rank)
         yield from closed
         if taken:
+            return True
+        taken, row = self.comms.read(lineno, text, body, rank)
+        if taken:
+            if row is not None:
+                yield row
             return True
         self.prints.read(lineno, text, body)
         if "NVRM:" in body:

@@ -8,7 +8,9 @@ the environment's (a container or WSL without the driver's libraries); a process
 setting's fault, five seconds a choice; a terminal's ``^C`` echo is the user's interrupt; the program's progress bar at
 its end, nothing failing, is a healthy end of the work it counts. A progress bar that goes on after the others' watchdog
 timeouts is printed by the rank that was not in the collective: the one rank of the world not waiting, else the main
-process (rank 0) where it is not among the waiting; a bar of a rank that waits says nothing."""
+process (rank 0) where it is not among the waiting; a bar of a rank that waits says nothing. DeepSpeed's comms-logger
+summary is read (a row per operation and size), and in a job of two or more nodes a collective whose large messages stay
+under 10 Gb/s of bus bandwidth is degraded."""
 from __future__ import annotations
 
 import pytest
@@ -97,3 +99,30 @@ def test_the_rank_busy_elsewhere(waiting, world, printers, rank):
 
     got = busy_elsewhere(waiting, world, printers)
     assert (got.rank if got else None) == rank
+
+
+def test_deepspeed_comms_summary_rows():
+    from ncclscope.sources.ds_comms import CommSummaryReader
+
+    r = CommSummaryReader("f")
+    lines = ["n1: Comm. Op   Message Size   Count   Total Latency(ms)   Avg Latency(ms)   tput_avg (Gbps)   busbw_avg (Gbps)",
+             "n1: all_gather_into_tensor", "n1:     56.0 MB   1830   186021.40   101.65   4.62   4.33",
+             "n1:     128.0 B   52   4.87   0.09   0.01   0.01", "n1: [INFO] Process 1 exits successfully."]
+    got = [r.read(i, t, t, None) for i, t in enumerate(lines, 1)]
+    assert [taken for taken, _ in got] == [True, True, True, True, False]
+    rows = [row for _, row in got if row is not None]
+    assert [(x.op, x.size, x.count, x.busbw_gbps) for x in rows] == [
+        ("all_gather_into_tensor", 56 << 20, 1830, 4.33), ("all_gather_into_tensor", 128, 52, 0.01)]
+
+
+@pytest.mark.parametrize("rows,nnodes,slow", [
+    ([("all_gather_into_tensor", 56 << 20, 10, 4.3)], 2, ["all_gather_into_tensor"]),
+    ([("all_gather_into_tensor", 56 << 20, 10, 4.3)], 1, []),  # one node: no inter-node floor
+    ([("all_gather_into_tensor", 56 << 20, 10, 4.3), ("all_gather_into_tensor", 112 << 20, 10, 12.0)], 2, []),  # best
+    ([("all_reduce", 8, 100, 0.0)], 2, []),  # a latency-bound size
+    ([("barrier", 64 << 20, 3, 0.0)], 2, []),  # no collective of data
+])
+def test_a_collective_slower_than_any_link(rows, nnodes, slow):
+    from ncclscope.rules.comm_floor import slow_ops
+
+    assert [s.op for s in slow_ops(rows, nnodes)] == slow
