@@ -92,8 +92,10 @@ def test_tqdm_bar_glued_in_front_of_a_glog_head():
     bar = "Epoch 0:   6%|##         | 3204/50015 [6:28:43<94:39:17,  1.37it/s, loss=2.6, v_num=7][E ProcessGroupNCCL.cpp:458] "
     line = bar + "[Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9612, OpType=ALLREDUCE, " \
                  "Timeout(ms)=1800000) ran for 1802488 milliseconds before timing out."
-    (rec,) = list(parse_torch_lines([(1, line)], "stderr.log"))
-    assert isinstance(rec, R.WatchdogTimeout) and (rec.rank, rec.seq, rec.severity) == (4, 9612, "E")
+    recs = list(parse_torch_lines([(1, line)], "stderr.log"))
+    (rec,) = [r for r in recs if isinstance(r, R.WatchdogTimeout)]
+    assert (rec.rank, rec.seq, rec.severity) == (4, 9612, "E")
+    assert [type(r).__name__ for r in recs] == ["WatchdogTimeout", "BarSeen"]  # the bar is the file's last
 
 
 def test_lone_cr_to_lf_keeps_crlf_and_length():
