@@ -63,6 +63,8 @@ _RANKED = (
     r"|#\s{1,4}Rank\s{1,4}(?P<r7>\d{1,7}) (?=(?:Group\s+\d+ )?Pid )"  # nccl-tests' "#  Rank  3 Group  0 Pid 4121 on ..."
 )
 _PLAIN = (
+    r"|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d \d{4}"
+    r"(?=\[(?:\d{1,10},)?\d{1,7}\]<(?:stdout|stderr)>)"  # mpirun --timestamp-output's stamp before its rank tag
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: ?(?:Z|[+-]\d\d:?\d\d))? (?:(?:stdout|stderr) [FP] |\| )?"  # CI,
     # Kubernetes, log collectors ("2026-11-02 21:14:08.551 +08:00 ")
     r"|\[[\w.-]{1,255}:\d{1,7}\]:"  # SkyPilot's "[node:0]:"
@@ -121,9 +123,12 @@ def hidden_id(token: str, dev: int) -> int:
     return REDACTED_PID_BASE + (zlib.crc32(token.encode()) % 100_000) * 1000 + dev % 1000
 # mpirun --tag-output's and horovodrun's rank tag at a line's start: "[1,3]<stdout>:", "[3]<stdout>" (no colon)
 MPI_TAG_RE = re.compile(r"^\[(?:\d{1,10},)?\d{1,7}\]<(?:stdout|stderr)>:?")
+# mpirun --timestamp-output's stamp (ctime's form) glued in front of its rank tag: "Tue May 14 09:41:07 2024[1,0]<stdout>:"
+MPI_STAMP_RE = re.compile(r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+                          r"[ \d]\d \d\d:\d\d:\d\d \d{4}(?=\[(?:\d{1,10},)?\d{1,7}\]<(?:stdout|stderr)>)")
 MAX_PREFIXES = 6  # prefixes peeled off one line at most: tools nest (srun > torchrun > Ray), never deeper
 
-_PREFIX_START = frozenset("#[(0123456789 |RDIWEC" "abcdefghijklmnopqrstuvwxyz\x1b\u2502\u2503")  # first characters a prefix can have
+_PREFIX_START = frozenset("#[(0123456789 |RDIWECMTFS" "abcdefghijklmnopqrstuvwxyz\x1b\u2502\u2503")  # first characters a prefix can have
 
 
 def strip_tool_prefixes(text: str) -> tuple[int | None, str]:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from .lines import MAX_PREFIXES, MPI_TAG_RE, TOOL_PREFIX_RE, prefix_rank
+from .lines import MAX_PREFIXES, MPI_STAMP_RE, MPI_TAG_RE, TOOL_PREFIX_RE, prefix_rank
+
+STAMP_DAYS = frozenset({"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"})
 from .nccl_log import parse_nccl_line
 from .records import (
     DistError,
@@ -143,6 +145,8 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
     gdr_seen: set[tuple[str, int, str]] = set()
     heaps = HeapWatch()
     for lineno, raw in lines:
+        if raw[:3] in STAMP_DAYS and (stamp := MPI_STAMP_RE.match(raw)) is not None:
+            raw = raw[stamp.end():]  # mpirun --timestamp-output's stamp before its tag
         if raw[:1] in (" ", "\t") and MPI_TAG_RE.match(raw.lstrip()):  # mpirun's tagged lines indented as a whole
             raw = raw.lstrip()  # (a test runner's or CI job's log quoting the launcher's output)
         if raw[:1] == "(":
