@@ -28,6 +28,7 @@ from ..rules.facts import (
 from ..rules.hang import (
     BusyElsewhere,
     busy_elsewhere,
+    sweep_stopped,
     after_stall,
     ahead_alone,
     barrier_stall,
@@ -580,24 +581,59 @@ def _tests_hang(run: Run) -> list[Finding]:
     COMPLETE lines, else its result table's header (printed once the communicators are built) in that output."""
     tests = [f for f, fmt in run.files if fmt == Format.NCCL_TESTS]
     inits = _inits_done(run)
-    if not inits:  # no NCCL release read, so no NCCL_DEBUG line (where NCCL's own lines are, they say how far init
-        # went): the outputs that printed their table's header had built their communicators
+    before_table = False
+    if not inits:  # no NCCL INFO line (where NCCL's own lines are, they say how far init went): the outputs that
+        # printed their table's header had built their communicators; with no header at all, the output ends before
+        # its table (NCCL_DEBUG=WARN prints the release and nothing of init): init or the first collective never ended
         headed = {e.evidence.file for e in run.events if e.kind == EventKind.TESTS_TABLE_HEADER}
-        tests = sorted(headed & set(tests)) if run.job.nccl_version is None else []
+        info = any(e.kind.from_nccl for e in run.events)
+        before_table = not headed and not info
+        tests = [] if info else sorted(headed & set(tests)) if headed else tests
+    failed, exit_known = bool(failures_of_run(run)), run.job.exit_code is not None or bool(run.exits)
     files = no_rows_after_init(
-        tests, (str(t.get("file")) for t in run.nccl_tests), inits or bool(tests), bool(failures_of_run(run)),
-        run.job.exit_code is not None or bool(run.exits))
+        tests, (str(t.get("file")) for t in run.nccl_tests), inits or bool(tests), failed, exit_known)
     if not files:
-        return []
+        return _sweep_stopped(run, failed, exit_known)
+    where = ("ends after its preamble (the devices and NCCL's release), before its table's header, with no result row: "
+             "the communicators' init or the benchmark's first collective never completed" if before_table else
+             "ends after NCCL's init (Init COMPLETE or its table's header) with no result row: the benchmark's first "
+             "collective never completed")
     return [Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL,
-        message=f"nccl-tests output {files[0]} ends after NCCL's init (Init COMPLETE or its table's header) with no result "
-        "row: the benchmark's first "
-        "collective never completed (every rank in it, none at fault in the text)",
+        message=f"nccl-tests output {files[0]} {where} (every rank in it, none at fault in the text)",
         hint=HINT_FIRST_COLLECTIVE, evidence=_last_line_read(run, files[0]), verdict=Verdict.HANG,
         data={"class": "first_collective", "certainty": {
             "level": "possible", "why": "the output ends inside the first collective and the run's end is unknown: "
             "a finished or failed benchmark prints its rows, its summary or its error"}})]
+
+
+def _sweep_stopped(run: Run, failed: bool, exit_known: bool) -> list[Finding]:
+    """An nccl-tests output whose last line is a result row (``rules.hang.sweep_stopped``): the next size never ended."""
+    last_row: dict[str, tuple[int, int]] = {}  # file -> (line, size) of its last row
+    for t in run.nccl_tests:
+        f, line = str(t.get("file")), int(t.get("line") or 0)
+        if line >= last_row.get(f, (0, 0))[0]:
+            last_row[f] = (line, int(t.get("size") or 0))
+    for f, (line, size) in sorted(last_row.items()):
+        read = _last_line_read(run, f)  # a benchmark's output has no FileEnd: its last record, or its last row
+        if not sweep_stopped(line, max(line, read[0].line if read else 0), failed, exit_known):
+            continue
+        return [Finding(
+            kind=FindingKind.HANG, severity=Severity.CRITICAL,
+            message=f"nccl-tests output {f} stops after its {size}-byte row with no summary and nothing after it: the "
+            "next size's collective never completed (every rank in it, none at fault in the text)",
+            hint=HINT_SWEEP_STOPPED, evidence=_last_line_read(run, f), verdict=Verdict.HANG,
+            data={"class": "sweep_stopped", "certainty": {
+                "level": "possible", "why": "the output ends at a result row and the run's end is unknown: a finished "
+                "benchmark prints its summary, a failed one its error"}})]
+    return []
+
+
+HINT_SWEEP_STOPPED = ("A sweep that stops at one message size, every rank in its collective: the size where NCCL changes "
+                      "algorithm or protocol (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=TUNING shows which), a link that "
+                      "drops packets at that size, or nodes whose NCCL releases, CPUs or NICs differ and so choose "
+                      "differently. Rerun that size alone (-b and -e), and with NCCL_PROTO=Simple or NCCL_ALGO=Ring to "
+                      "see which path hangs.")
 
 
 def _watchdog_stuck(run: Run) -> list[Finding]:

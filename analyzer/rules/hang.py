@@ -467,3 +467,10 @@ def busy_elsewhere(waiting: Iterable[int], world: int | None, printers: Iterable
         return BusyElsewhere(0, "possible", "a progress bar with no rank goes on after the others' watchdog timeouts: the "
                              "main process (rank 0) printing it, as a framework's main-process-first step does")
     return None
+
+
+def sweep_stopped(last_row_line: int, last_line: int, failed: bool, exit_known: bool) -> bool:
+    """An nccl-tests output whose sweep stops: its last line is a result row (no summary after it, which a finished
+    benchmark prints, nor an error, which a failed one prints), nothing failed and the run's end is unknown. The
+    benchmark prints each size's row as it completes: the next size's collective never completed (a possible hang)."""
+    return not failed and not exit_known and last_row_line > 0 and last_line == last_row_line
