@@ -35,12 +35,14 @@ from .catalogue import KnownError, classify
 XLA_ERROR = "XlaRuntimeError"  # the type ``sources.framework_lines`` gives XLA's NCCL failure lines
 
 SURE_S = 300.0  # a framework's wait reported this long in all is no compilation
-WAITS = ("shm_broadcast_wait", "engine_wait", "not_ready")  # a framework's waits, which a long compilation also shows
+WAITS = ("shm_broadcast_wait", "engine_wait", "not_ready", "running_idle")  # a framework's waits, which a long compilation also shows
 SAID = {"shm_broadcast_wait": "vLLM's engine found no free shared-memory broadcast block: its workers stopped taking "
         "its requests (they wait in a collective or another step)",
         "scheduler_watchdog": "SGLang's scheduler watchdog fired: a forward step did not finish",
         "no_progress": "the harness saw no progress and stopped the job",
         "not_ready": "the launcher gave up waiting for the server to come up: its start-up stopped",
+        "running_idle": "vLLM's metrics show requests running and no token made, to the end of its output: a step of "
+                        "the engine never finished",
         "not_entering": "a process did not enter the collective its peers entered",
         "native_teardown": "a native backtrace (gdb, lldb, py-spy --native) shows a thread parked in NCCL's "
                            "communicator teardown (abort or destroy), which never returned",
@@ -136,8 +138,9 @@ def _xla_errors(run: Run) -> list[Finding]:
 
 def _stalls(run: Run) -> list[Finding]:
     stalls = [e for e in run.events if e.kind == FRAMEWORK_STALL_EVENT and e.data.get("what") not in ("engine_wait",
-                                                                                                      "not_ready")]
-    stalls += _not_ready(run)
+                                                                                                      "not_ready",
+                                                                                                      "running_idle")]
+    stalls += _not_ready(run) + _running_idle(run)
     stalls += _engine_waits(run)
     if not stalls or run.job.exit_code == 0 or any(e.kind == EventKind.LAUNCHER_SUCCEEDED for e in run.events):
         return []
@@ -156,6 +159,24 @@ def _not_ready(run: Run) -> list[LogEvent]:
         if e.kind == EventKind.PROGRESS:
             later[e.evidence.file] = max(later.get(e.evidence.file, 0), e.evidence.line)
     return [e for e in gave_up if later.get(e.evidence.file, 0) < e.evidence.line]
+
+
+IDLE_AT_END = 2  # vLLM's idle metrics lines (every 5-10 s) a server's output must end with to be a stall
+
+
+def _running_idle(run: Run) -> list[LogEvent]:
+    """vLLM's metrics with requests running and no token made, where its output ends with ``IDLE_AT_END`` or more of them
+    and no other progress print after them (a server that took up its work again printed throughput; an idle one runs
+    no request)."""
+    idle = [e for e in run.events if e.kind == FRAMEWORK_STALL_EVENT and e.data.get("what") == "running_idle"]
+    out: list[LogEvent] = []
+    for f in {e.evidence.file for e in idle}:
+        mine = sorted((e for e in idle if e.evidence.file == f), key=lambda e: e.evidence.line)
+        last_progress = max((e.evidence.line for e in run.events if e.kind == EventKind.PROGRESS and e.evidence.file == f),
+                            default=0)
+        if len(mine) >= IDLE_AT_END and last_progress <= mine[-1].evidence.line:
+            out += mine[-IDLE_AT_END:]
+    return out
 
 
 def _engine_waits(run: Run) -> list[LogEvent]:

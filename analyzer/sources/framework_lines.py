@@ -6,7 +6,8 @@ then all the input says of the collectives.
   workers (``No available shared memory broadcast block found in 60 seconds``), SGLang's scheduler watchdog
   (``Scheduler watchdog timeout (self.watchdog_timeout=300, ...)``; ``Watchdog timeout (self.watchdog_timeout=300)`` in
   releases whose scheduler prints it bare), a harness's ``no progress for 180s``, a launcher that gave up waiting for
-  a server to come up (``/health not ready after 900s``, ``Timed out waiting for server to start``), a
+  a server to come up (``/health not ready after 900s``, ``Timed out waiting for server to start``), vLLM's metrics
+  with requests running and no token made (``Avg generation throughput: 0.0 tokens/s, Running: 1 reqs``), a
   program's word that one process does not enter a collective its peers entered (``process_index=1 not entering
   collective``: ``culprit`` is that process), vLLM's front-end finding no output from its engine process
   (``client.py:191] Waiting for output from MQLLMEngine.``, every ``VLLM_RPC_TIMEOUT``: 10 s; an idle server that came
@@ -55,6 +56,11 @@ NOT_READY_RE = re.compile(
     r"\b(?:not (?:ready|healthy|up)|did not become (?:ready|healthy)|never became (?:ready|healthy)|failed to become ready)"
     r"\b.{0,20}?\b(?:after|within|in) (?P<s>\d{1,7}) ?s(?:ec(?:ond)?s?)?\b"
     r"|\bTimed out waiting for (?:the )?(?:server|engine|endpoint|service) to (?:start|come up|become ready)\b")
+# vLLM's engine metrics with requests running and no token made or taken in ("Avg prompt throughput: 0.0 tokens/s, Avg
+# generation throughput: 0.0 tokens/s, Running: 1 reqs"): a step that did not finish (the detector keeps it only where
+# the server printed such lines to its end)
+VLLM_IDLE_RE = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s, "
+                          r"Running: [1-9]\d{0,6} reqs")
 NOT_ENTERING_RE = re.compile(
     r"(?i)\b(?:process_index|process|rank|worker|task)[ =:#]?\s?(?P<r>\d{1,7})\b.{0,40}?"
     r"\b(?:not entering|stops? entering|stopped entering|never entered|did not enter|does not enter)\b.{0,30}?"
@@ -93,7 +99,7 @@ ONE_MACHINE_RE = re.compile(
 # as device used by this process is currently unknown" (the barrier's guess of its device, guessDeviceId)
 BARRIER_GUESS_RE = re.compile(r"\bRank (?P<r>\d{1,7})\]?\s{1,3}using GPU (?P<gpu>\d{1,4}) (?:to perform barrier as devices used "
                               r"by this process are|as device used by this process is) currently unknown")
-WORDS = ("ready", "Ready", "healthy", "aiting for", "to perform barrier", "as device used by", "shared memory broadcast", "from MQLLMEngine", "atchdog timeout", "rogress", " enter", "cur_batch", "serve",
+WORDS = ("generation throughput: 0.0", "ready", "Ready", "healthy", "aiting for", "to perform barrier", "as device used by", "shared memory broadcast", "from MQLLMEngine", "atchdog timeout", "rogress", " enter", "cur_batch", "serve",
          "launch_server", "_size", "nnodes", "NCCL error", "NCCL operation", "local Ray instance",
          "distributed_init_method=", "Worker ready", "MASTER_ADDR=", "master_addr", "master-addr")
 
@@ -122,6 +128,8 @@ def framework_line(file: str, lineno: int, text: str, body: str, rank: int | Non
         yield FrameworkStall(file, lineno, text, who, None, None, None, "sglang", "scheduler_watchdog", float(s.group("s")), None)
     elif (s := NO_PROGRESS_RE.search(body)) is not None:
         yield FrameworkStall(file, lineno, text, who, None, None, None, "harness", "no_progress", float(s.group("s")), None)
+    elif VLLM_IDLE_RE.search(body) is not None:
+        yield FrameworkStall(file, lineno, text, who, None, None, None, "vllm", "running_idle", None, None)
     elif (s := NOT_READY_RE.search(body)) is not None:
         waited = float(s.group("s")) if s.group("s") else None
         yield FrameworkStall(file, lineno, text, who, None, None, None, "harness", "not_ready", waited, None)
