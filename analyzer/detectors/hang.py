@@ -586,9 +586,12 @@ def _tests_hang(run: Run) -> list[Finding]:
         # printed their table's header had built their communicators; with no header at all, the output ends before
         # its table (NCCL_DEBUG=WARN prints the release and nothing of init): init or the first collective never ended
         headed = {e.evidence.file for e in run.events if e.kind == EventKind.TESTS_TABLE_HEADER}
-        info = any(e.kind.from_nccl for e in run.events)
+        info = any(e.kind.from_nccl for e in run.events) or bool(run.communicators) or any(
+            " NCCL INFO " in ev.text for ev in run.job.version_lines.values() if ev is not None)  # NCCL_DEBUG=INFO
         before_table = not headed and not info
         tests = [] if info else sorted(headed & set(tests)) if headed else tests
+        if before_table and any(e.kind in (EventKind.DIST_ERROR, EventKind.LAUNCH_FAILURE) for e in run.events):
+            return []  # the launcher, the MPI runtime or the program failed on the way: its error is the story
     failed, exit_known = bool(failures_of_run(run)), run.job.exit_code is not None or bool(run.exits)
     files = no_rows_after_init(
         tests, (str(t.get("file")) for t in run.nccl_tests), inits or bool(tests), failed, exit_known)
@@ -602,7 +605,7 @@ def _tests_hang(run: Run) -> list[Finding]:
         kind=FindingKind.HANG, severity=Severity.CRITICAL,
         message=f"nccl-tests output {files[0]} {where} (every rank in it, none at fault in the text)",
         hint=HINT_FIRST_COLLECTIVE, evidence=_last_line_read(run, files[0]), verdict=Verdict.HANG,
-        data={"class": "first_collective", "certainty": {
+        data={"class": "first_collective", "culprits": [], "certainty": {
             "level": "possible", "why": "the output ends inside the first collective and the run's end is unknown: "
             "a finished or failed benchmark prints its rows, its summary or its error"}})]
 
@@ -623,7 +626,7 @@ def _sweep_stopped(run: Run, failed: bool, exit_known: bool) -> list[Finding]:
             message=f"nccl-tests output {f} stops after its {size}-byte row with no summary and nothing after it: the "
             "next size's collective never completed (every rank in it, none at fault in the text)",
             hint=HINT_SWEEP_STOPPED, evidence=_last_line_read(run, f), verdict=Verdict.HANG,
-            data={"class": "sweep_stopped", "certainty": {
+            data={"class": "sweep_stopped", "culprits": [], "certainty": {
                 "level": "possible", "why": "the output ends at a result row and the run's end is unknown: a finished "
                 "benchmark prints its summary, a failed one its error"}})]
     return []

@@ -107,10 +107,18 @@ def test_nccl_tests_with_no_row_after_init_is_a_possible_hang(tmp_path):
     assert d.certainty == "possible" and "no result row" in d.headline
 
 
-def test_nccl_tests_with_rows_is_no_hang(tmp_path):
-    """A sweep cut after its first rows is a benchmark that ran: not a hang."""
-    d = _judge(tmp_path, "all_reduce.txt", HEADER + ROW)
+def test_nccl_tests_with_rows_and_their_summary_is_no_hang(tmp_path):
+    """A sweep whose rows are followed by its summary ran to its end: not a hang."""
+    d = _judge(tmp_path, "all_reduce.txt", HEADER + ROW + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.0012\n")
     assert d.verdict.value != "hang", d.headline
+
+
+def test_nccl_tests_whose_sweep_stops_at_a_row_is_a_possible_hang(tmp_path):
+    """A sweep whose output ends at a result row, nothing after it (no summary, no error, no exit): the next size's
+    collective never completed (heldout14's NVIDIA/nccl#1136 shape), possible, no culprit."""
+    d = _judge(tmp_path, "all_reduce.txt", HEADER + ROW)
+    assert (d.verdict.value, d.culprit_ranks, d.certainty) == ("hang", (), "possible"), d.headline
+    assert "stops after its 8-byte row" in d.headline
 
 
 def test_nccl_tests_that_stop_before_init_completes_are_no_first_collective_hang(tmp_path):
