@@ -22,6 +22,7 @@ from ..rules.facts import (
     FILE_END_EVENT,
     failures_of_run,
     left_ranks,
+    nccl_setup_seen,
     start_only_of_run,
     teardown_of_run,
 )
@@ -780,7 +781,7 @@ def _setup_hang(run: Run, ends: list) -> list[Finding]:
         (int(e.data.get("text_after_nccl") or 0) for e in ends), any(p.host or p.pid for p in run.job.processes),
         bool(run.communicators), bool(len(run.collectives)),
         bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events) or returned
-        or bool(reclaim_warns(run.events)),  # a communicator's clean-up printed: the job is past its set-up
+        or (bool(reclaim_warns(run.events)) and not nccl_setup_seen(run)),  # a clean-up alone: past its set-up
         _end_known(run), not run.from_ncclscope())
     if st is None:
         return []

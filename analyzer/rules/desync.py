@@ -173,7 +173,7 @@ def _one_call_each_side_reported(sides: Iterable[list[int]], own: Mapping[int, F
 # spelled differently by release, neither compared (names as ``nccl.ops.canonical_op`` spells them)
 SAME_COUNT_OPS = frozenset({"allreduce", "broadcast", "reduce", "allgather", "reducescatter"})
 # an all-to-all's per-rank totals may differ (uneven splits: a MoE's token routing gives nearly every rank its own
-# count); two totals only, one of them a strict majority's, is one call made two ways (a rank's empty shard)
+# count, a last shard is smaller); two totals only, a strict majority's and an empty one, is one call made two ways
 ALL_TO_ALL_OPS = frozenset({"alltoall", "alltoall_base", "alltoallv"})
 P2P_OPS = frozenset({"send", "recv", "sendrecv"})
 
@@ -190,15 +190,20 @@ class TimedOut:
 
 
 def _two_sizes_one_major(sizes: list[int | None]) -> bool:
-    """Three or more ranks' totals of one all-to-all taking two values, one held by more than half of them."""
-    counts = sorted(Counter(sizes).values())
-    return len(sizes) >= 3 and len(counts) == 2 and counts[1] > len(sizes) / 2
+    """Three or more ranks' totals of one all-to-all taking two values, one held by more than half of them and the
+    other empty (ranks with nothing to send or receive in an exchange the others wait in; an uneven last shard, a
+    smaller total, is what an all-to-all allows)."""
+    counts = Counter(sizes)
+    if len(sizes) < 3 or len(counts) != 2:
+        return False
+    (major, n), (minor, _) = counts.most_common()
+    return n > len(sizes) / 2 and minor == 0 and major not in (0, None)
 
 
 def watchdog_mismatch(timeouts: Iterable[TimedOut]) -> tuple[str, int, tuple[Side, ...]] | None:
     """(pg, seq, sides) of the earliest collective at which the ranks' watchdog timeouts name different
     calls: another op, or, for an op whose count is the same on every rank, another NumelIn (for an all-to-all,
-    another of two totals where one is a strict majority's: ``_two_sizes_one_major``). The ranks
+    an empty total beside a strict majority's: ``_two_sizes_one_major``). The ranks
     called different collectives at that number (a desync), each waiting for peers that never made its call.
     A rank's first timeout of a (pg, seq) stands; point-to-point ops are never compared. None when every
     timeout agrees."""

@@ -13,7 +13,8 @@ import pandas as pd
 
 from ..model import EventKind, ExitRecord, Format, LogEvent, Origin, RecordSource, Run
 from ..nccl.failures import Area, EntryVerdict, classify
-from ..sources.lines import MPI_TAG_RE, nccl_head
+from ..sources.launcher_log import CTRL_C_RE
+from ..sources.lines import MPI_TAG_RE, nccl_head, strip_tool_prefixes
 from ..sources.records import GPU_FAULT_EVENT
 from ..sources.torch_log import HEAP_ABORT_TYPE, SERVER_READY_RE
 from . import healthy
@@ -238,7 +239,9 @@ def returned_failures(events: list[LogEvent], taken: set[tuple[str, int]]) -> li
 
 def _failures(run: Run) -> list[Failure]:
     down = teardown_of_run(run)
-    out = [f for e in run.events if not in_teardown(e, down) and (f := _event_failure(e)) is not None]
+    progressed = any(e.kind == EventKind.PROGRESS for e in run.events)
+    out = [f for e in run.events if not in_teardown(e, down) and not (progressed and _bare_ctrl_c(e))
+           and (f := _event_failure(e)) is not None]
     out += returned_failures(run.events, {f.order for f in out})
     taken = {f.order for f in out}
     initialised = {c.members.get(r, r) for c in run.communicators for r in c.init_complete}
@@ -344,10 +347,24 @@ def work_done_of_run(run: Run) -> healthy.Covered | None:
     return healthy.work_done(last.text, bool(failures_of_run(run)), stall_time(run)[0], run.job.exit_code)
 
 
+def _bare_ctrl_c(e: LogEvent) -> bool:
+    """The terminal's echo of Ctrl-C (``^C``) read as the user's interrupt: in a job that printed its progress, the
+    user's way to end it (a server, a run watched to its end), no sign of a stall."""
+    return e.kind == EventKind.LAUNCHER_STOPPED and CTRL_C_RE.match(strip_tool_prefixes(e.evidence.text)[1].strip()) is not None
+
+
+def nccl_setup_seen(run: Run) -> bool:
+    """NCCL's own set-up lines (bootstrap, network, topology: INFO records other than WARNs) are in the input."""
+    return any(e.kind.from_nccl and e.kind != EventKind.NCCL_WARN for e in run.events)
+
+
 def cleanup_of_run(run: Run) -> healthy.Covered | None:
-    """``healthy.teardown_reached`` over the run's NCCL WARNs (the clean-up's: ``reclaim.reclaim_warns``)."""
+    """``healthy.teardown_reached`` over the run's NCCL WARNs (the clean-up's: ``reclaim.reclaim_warns``), where no
+    communicator is shown short of its init (a clean-up during init is an abort there, not the job's end)."""
     cleanup = reclaim_warns(run.events)
     if not cleanup:
+        return None
+    if any(c.init_started - c.init_complete for c in run.communicators) or (not run.communicators and nccl_setup_seen(run)):
         return None
     others = sum(1 for i, e in enumerate(run.events) if e.kind == EventKind.NCCL_WARN and i not in cleanup)
     return healthy.teardown_reached(len(cleanup), others, bool(failures_of_run(run)), stall_time(run)[0],

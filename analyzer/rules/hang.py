@@ -452,12 +452,12 @@ def busy_elsewhere(waiting: Iterable[int], world: int | None, printers: Iterable
     one the prints name; for prints with no rank, the one rank of the world not waiting, else the main process (rank
     0, which a framework's "main process first" step leaves working while the others wait in a barrier) when it is
     not among the waiting (possible). None otherwise."""
-    waits = set(waiting)
-    named = {r for r in printers if r is not None and r not in waits}
+    waits, printed = set(waiting), list(printers)
+    named = {r for r in printed if r is not None and r not in waits}
     if len(named) == 1:
         r = named.pop()
         return BusyElsewhere(r, "likely", f"rank {r}'s own progress prints go on after the others' watchdog timeouts")
-    if named or not any(r is None for r in printers) or not waits:
+    if named or not any(r is None for r in printed) or not waits:
         return None
     rest = sorted(set(range(world)) - waits) if world else []
     if len(rest) == 1:

@@ -117,8 +117,11 @@ def server_ready(ready: bool, failed: bool, stalled: bool, exit_code: int | None
 
 # a progress bar or counter at its end: tqdm's "100%|" and "64/64", a step counter's "step 320/320"
 BAR_DONE_RE = re.compile(r"\b100%\||(?:^|(?<=[\s|(]))(?P<n>[1-9]\d{0,9})/(?P=n)(?=$|[\s\[|,)])"
-                         r"|(?:^|=+ )\d{1,7} passed(?:, \d{1,7} (?:skipped|xfailed|xpassed|deselected|warnings?|rerun))* in \d[\d.]{0,12}s")
+                         r"|(?:^|(?<!=)=+ )[1-9]\d{0,6} passed(?:, \d{1,7} (?:skipped|xfailed|xpassed|deselected|warnings?|rerun))* in \d[\d.]{0,12}s")
 # (pytest's summary of a session whose every test passed ends its work as a bar at its end does)
+
+
+COUNTER_RE = re.compile(r"(?<![\d/])(\d{1,10})/(\d{1,10})(?![\d/])")
 
 
 def work_done(last_progress: str | None, failed: bool, stalled: bool, exit_code: int | None) -> Covered | None:
@@ -127,6 +130,8 @@ def work_done(last_progress: str | None, failed: bool, stalled: bool, exit_code:
     m = BAR_DONE_RE.search(last_progress or "")
     if m is None or failed or stalled or exit_code not in (None, 0):
         return None
+    if any(int(a) < int(b) for a, b in COUNTER_RE.findall(last_progress or "")):
+        return None  # another counter on the line still short of its end ("epoch 1/3 step 500/500")
     return Covered(f"the program's progress reached its end ({m.group(0).rstrip('|')}): the work it counted completed, "
                    "and nothing failed or stalled")
 

@@ -14,7 +14,9 @@ import re
 from .records import CommSummaryRow
 
 HEADER_RE = re.compile(r"\bComm\. Op\s+Message Size\s+Count\b.*\bbusbw_avg \(Gbps\)")
-OP_RE = re.compile(r"^[a-z][a-z_]{2,60}$")
+# an operation's name (deepspeed.comm's: all_reduce, all_gather_into_tensor, reduce_scatter_tensor, broadcast, barrier...)
+OP_RE = re.compile(r"^(?:all_reduce|all_gather|reduce_scatter|all_to_all|broadcast|barrier|reduce|gather|scatter|send|recv"
+                   r"|isend|irecv|inference_all_reduce)[a-z_]{0,40}$")
 ROW_RE = re.compile(r"^(?P<size>\d{1,12}(?:\.\d{1,6})?) ?(?P<unit>B|KB|MB|GB|TB)\s+(?P<count>\d{1,15})\s+"
                     r"(?P<total>\d{1,15}(?:\.\d{1,6})?)\s+(?P<avg>\d{1,15}(?:\.\d{1,6})?)\s+(?P<tput>\d{1,12}(?:\.\d{1,6})?)\s+"
                     r"(?P<busbw>\d{1,12}(?:\.\d{1,6})?)$")

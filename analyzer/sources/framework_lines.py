@@ -61,6 +61,7 @@ NOT_READY_RE = re.compile(
 # the server printed such lines to its end)
 VLLM_IDLE_RE = re.compile(r"Avg prompt throughput: 0\.0 tokens/s, Avg generation throughput: 0\.0 tokens/s, "
                           r"Running: [1-9]\d{0,6} reqs")
+RETRY_RE = re.compile(r"(?i)\bretry(?:ing)?\b|\battempt \d")  # a wait that goes on: no giving up
 NOT_ENTERING_RE = re.compile(
     r"(?i)\b(?:process_index|process|rank|worker|task)[ =:#]?\s?(?P<r>\d{1,7})\b.{0,40}?"
     r"\b(?:not entering|stops? entering|stopped entering|never entered|did not enter|does not enter)\b.{0,30}?"
@@ -130,7 +131,7 @@ def framework_line(file: str, lineno: int, text: str, body: str, rank: int | Non
         yield FrameworkStall(file, lineno, text, who, None, None, None, "harness", "no_progress", float(s.group("s")), None)
     elif VLLM_IDLE_RE.search(body) is not None:
         yield FrameworkStall(file, lineno, text, who, None, None, None, "vllm", "running_idle", None, None)
-    elif (s := NOT_READY_RE.search(body)) is not None:
+    elif (s := NOT_READY_RE.search(body)) is not None and RETRY_RE.search(body) is None:
         waited = float(s.group("s")) if s.group("s") else None
         yield FrameworkStall(file, lineno, text, who, None, None, None, "harness", "not_ready", waited, None)
     elif (n := NOT_ENTERING_RE.search(body)) is not None:

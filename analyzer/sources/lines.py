@@ -43,7 +43,7 @@ def _worker_tag(rank_group: str | None = None) -> str:
     SkyPilot's (the node's rank)."""
     rank = f"(?P<{rank_group}>\\d{{1,7}})" if rank_group else r"\d{1,7}"
     # SkyPilot's name ends in a comma and its rank= is the node's (SKYPILOT_NODE_RANK), never a process's rank
-    return (r"\((?:[A-Za-z_][\w.:-]{0,100}, (?:rank=\d{1,7}, )?|(?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})? )?"
+    return (r"\((?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})?, (?:rank=\d{1,7}, )?|(?:[A-Za-z_][\w.:-]{0,100}(?: [A-Z]{1,4}\d{1,5})? )?"
             r"(?:rank=" + rank + r",? )?)pid=\d{1,10}")
 
 

@@ -49,7 +49,8 @@ STATIONS = {
         "ncclStrongStreamSynchronize"}),
     # a collective's kernel launch that does not return (a launch that blocks until its kernel ends, as under
     # CUDA_LAUNCH_BLOCKING=1, while the network work the kernel waits on goes to the proxy only after the launch)
-    "launch": frozenset({"ncclLaunchKernel", "ncclStrongStreamLaunchKernel", "ncclGroupEndInternal"}),
+    # (not ncclGroupEndInternal: init, split, destroy and abort run through it too)
+    "launch": frozenset({"ncclLaunchKernel", "ncclStrongStreamLaunchKernel"}),
     "connect": frozenset({
         "ncclTransportP2pSetup", "ncclTransportRingConnect", "ncclTransportTreeConnect", "ncclProxyConnect",
         "ncclProxyCallBlocking", "ncclProxyCallBlockingUDS"}),

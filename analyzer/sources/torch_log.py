@@ -174,7 +174,7 @@ PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a l
     r"|Successful requests:\s*[1-9]"  # a serving benchmark's result: requests served
     r"|(?:samples|tokens|toks|images|seqs?)/s(?:ec(?:ond)?)?\b"  # a throughput's unit, printed beside its number
     r"|Application startup complete|\" 200 OK\s*$|\bpassed[.!]?\s*$"
-    r"|=+ \d{1,7} passed(?:, \d{1,7} (?:skipped|xfailed|xpassed|deselected|warnings?|rerun))* in \d"  # pytest's summary,
+    r"|(?<!=)=+ [1-9]\d{0,6} passed(?:, \d{1,7} (?:skipped|xfailed|xpassed|deselected|warnings?|rerun))* in \d"  # pytest's summary,
     # every test passed (a failed or errored test is not in its list)
     r"|Uvicorn running on |The server is fired up and ready to roll"  # a server's ready lines (SERVER_READY_RE)
     r"|\b(?:is|was) successful[.!]?\s*$"  # a check script's own pass line: "sanity check is successful!"

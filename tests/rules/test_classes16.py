@@ -1,6 +1,6 @@
 """Round sixteen's cases (tests/data/classes16/), written from the held-out sets' remaining misreadings: an
-all-to-all on which every rank's watchdog timed out, the ranks' totals taking two values with one held by most of
-them, is one call made two ways (a desync naming the minority), where totals that each rank has its own of (a
+all-to-all on which every rank's watchdog timed out, the ranks' totals taking two values, one held by most of them
+and the other empty, is one call made two ways (a desync naming the empty ranks), where totals that each rank has its own of (a
 mixture-of-experts' routing) stay a hang; a timeout line that names no group takes the group of the rank's status
 line at that number. A launcher that gave up waiting for a server to come up (``/health not ready after 900s``), with no
 progress from the server after it, is a stalled start-up (a hang), where a wait that a later ready line ended is a
@@ -24,8 +24,9 @@ def test_class_case(name):
 
 
 @pytest.mark.parametrize("sizes,sided", [
-    ((8, 8, 8, 4), True),  # one odd total: a desync
+    ((8, 8, 8, 0), True),  # one rank with nothing to send or receive: a desync
     ((8, 8, 0, 0, 8, 8), True),  # two empty ranks against four
+    ((8, 8, 8, 4), False),  # an uneven last shard, which an all-to-all allows
     ((8, 8, 4, 4), False),  # two against two: no majority, uneven splits maybe
     ((7, 9, 8, 6), False),  # a total each: routing
     ((8, 4), False),  # two ranks: nothing to weigh
