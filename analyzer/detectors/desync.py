@@ -204,7 +204,8 @@ def _watchdog_calls(run: Run) -> list[Finding]:
     the culprits by the majority rule (two sides of one rank each: nobody)."""
     events = [e for e in run.events if e.kind == EventKind.WATCHDOG_TIMEOUT and e.rank is not None
               and isinstance(e.data.get("seq"), int) and e.data.get("op")]
-    hit = watchdog_mismatch(TimedOut(int(e.rank), _timeout_pg(run, e), int(e.data["seq"]), str(e.data["op"]),
+    at = _status_groups(run)
+    hit = watchdog_mismatch(TimedOut(int(e.rank), _timeout_pg(at, e), int(e.data["seq"]), str(e.data["op"]),
                                      e.data["numel"] if isinstance(e.data.get("numel"), int) else None)
                             for e in events if e.rank is not None)
     if hit is None:
@@ -221,7 +222,7 @@ def _watchdog_calls(run: Run) -> list[Finding]:
             "printed one of two, most ranks the same one"} if a2a else None
     desc = " vs ".join(f"rank{'s' if len(s['ranks']) > 1 else ''} {','.join(map(str, s['ranks']))}: {s['op']}"
                        + (f"({s['count']})" if kinds == ["size"] else "") for s in sides)
-    mine = [e for e in events if e.data.get("seq") == seq and _timeout_pg(run, e) == pg]
+    mine = [e for e in events if e.data.get("seq") == seq and _timeout_pg(at, e) == pg]
     return [Finding(
         kind=FindingKind.DESYNC, severity=Severity.CRITICAL,
         message=f"the watchdog timeouts name different calls at collective #{seq} of process group {pg} "
@@ -233,14 +234,23 @@ def _watchdog_calls(run: Run) -> list[Finding]:
               **({"certainty": sure} if sure else {})})]
 
 
-def _timeout_pg(run: Run, e: LogEvent) -> str:
+def _status_groups(run: Run) -> dict[tuple[int, int | None], set[str]]:
+    """(rank, last enqueued work) -> the groups whose status line of that rank puts it there: one pass over the
+    statuses, looked up per timeout."""
+    out: dict[tuple[int, int | None], set[str]] = {}
+    for st in run.pg_status:
+        out.setdefault((st.rank, st.last_enqueued), set()).add(st.pg)
+    return out
+
+
+def _timeout_pg(status_groups: dict[tuple[int, int | None], set[str]], e: LogEvent) -> str:
     """The group of a watchdog timeout: its own line's, else the one group whose status line of that rank puts
     its last enqueued work at the timed-out number (``[PG ID 2 ...] ... last enqueued NCCL work: 57``), else the
     default group."""
     if e.data.get("pg"):
         return str(e.data["pg"])
-    pgs = {s.pg for s in run.pg_status if s.rank == e.rank and s.last_enqueued == e.data.get("seq")}
-    return pgs.pop() if len(pgs) == 1 else "0"
+    pgs = status_groups.get((int(e.rank) if e.rank is not None else -1, e.data.get("seq")), set())
+    return next(iter(pgs)) if len(pgs) == 1 else "0"
 
 
 def _nccl_check(run: Run) -> list[Finding]:
