@@ -317,8 +317,8 @@ def _no_incident(run: Run, findings: list[Finding]) -> Decision:
     if shown is not None:
         return shown
     ready = server_ready_of_run(run) if went is None else None  # a server's start that ended
-    ended = cleanup_of_run(run) if went is None and ready is None else None  # its clean-up, nothing before failing
-    ended = ended or (work_done_of_run(run) if went is None and ready is None else None)  # its progress at its end
+    # its clean-up with nothing failing before it, or its progress at its end
+    ended = cleanup_of_run(run) or work_done_of_run(run) if went is None and ready is None else None
     usable = any(fmt in (Format.LOG, Format.FLIGHT_RECORDER, Format.JSONL) for _, fmt in run.files) and (
         len(run.collectives) or run.communicators or run.exits or run.pg_status) or (
         run.nccl_tests and run.job.exit_code == 0) or (  # a benchmark that ran every size and checked out

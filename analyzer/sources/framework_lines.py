@@ -100,7 +100,8 @@ ONE_MACHINE_RE = re.compile(
 # as device used by this process is currently unknown" (the barrier's guess of its device, guessDeviceId)
 BARRIER_GUESS_RE = re.compile(r"\bRank (?P<r>\d{1,7})\]?\s{1,3}using GPU (?P<gpu>\d{1,4}) (?:to perform barrier as devices used "
                               r"by this process are|as device used by this process is) currently unknown")
-WORDS = ("generation throughput: 0.0", "ready", "Ready", "healthy", "aiting for", "to perform barrier", "as device used by", "shared memory broadcast", "from MQLLMEngine", "atchdog timeout", "rogress", " enter", "cur_batch", "serve",
+WORDS = ("generation throughput: 0.0", "ot ready", "ot Ready", "OT READY", "ot healthy", "ot up ", "ecome ready",
+         "ecome healthy", "ecame ready", "ecame healthy", "aiting for", "to perform barrier", "as device used by", "shared memory broadcast", "from MQLLMEngine", "atchdog timeout", "rogress", " enter", "cur_batch", "serve",
          "launch_server", "_size", "nnodes", "NCCL error", "NCCL operation", "local Ray instance",
          "distributed_init_method=", "Worker ready", "MASTER_ADDR=", "master_addr", "master-addr")
 
