@@ -538,6 +538,7 @@ class EventKind(enum.StrEnum):
     RANK_TAGGED = "RankTagged"
     BAR_SEEN = "BarSeen"  # the last progress bar of a file, of any work
     RANK_CLAIM = "RankClaim"
+    GROUP_FORMED = "GroupFormed"  # a launcher's or torch's word that every process joined the group
 
     @property
     def from_nccl(self) -> bool:

@@ -391,6 +391,13 @@ class RankClaim(WorldSize):
 
 
 @dataclass(slots=True)
+class GroupFormed(WorldSize):
+    """A line that says the whole world joined the process group: Lightning's ``All distributed processes registered.
+    Starting with 4 processes``, torch <= 1.13's ``Completed store-based barrier for key:... with 4 nodes``. The group
+    formed, as NCCL's Init COMPLETE on every rank says where NCCL prints its lines."""
+
+
+@dataclass(slots=True)
 class LauncherExit(Rec):
     """torchrun's failure summary entry or its ``failed (exitcode: ...)`` line."""
 

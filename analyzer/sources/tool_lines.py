@@ -8,6 +8,7 @@
 - serving and JAX frameworks' own words: their stall reports, a rank's batch at a timeout, the world a serving command
   states, XLA's NCCL failures (``framework_lines``);
 - DeepSpeed's comms-logger summary table, a row each (``ds_comms``);
+- Horovod's trace lines, each rank's operation still open at the file's end as its wait (``horovod_trace``);
 - the program's own prints that a rank waits (``ProgressWait``): ``rank 2 waiting for barrier``, ``[rank1] waiting on
   rank 3``, ``tearing down process groups``, ``sending to stage 1``, a launcher's rank tag or the line's own ``rank N``
   naming the waiting rank. Library lines (a glog or logging head, c10d's, NCCL's) are not the program's, except the
@@ -20,6 +21,7 @@ from collections.abc import Generator, Iterator
 
 from .ds_comms import CommSummaryReader
 from .framework_lines import framework_line
+from .horovod_trace import HorovodTraceReader
 from .kernel_log import gpu_fault, named_gpu
 from .launcher_log import launch_failure, launcher_end
 from .native_stack import NativeStackReader
@@ -56,6 +58,7 @@ class ToolLines:
         self.named_gpu: str | None = None  # the GPU a driver's "NVRM: The NVIDIA GPU <pci>" line named
         self.prints = RankPrintReader(file)  # the program's prints stating their rank (read, never taken)
         self.comms = CommSummaryReader(file)  # DeepSpeed's comms-logger summary table
+        self.horovod = HorovodTraceReader(file)  # Horovod's trace of each rank's operations
 
     def read(self, lineno: int, text: str, body: str, rank: int | None) -> Generator[Rec, None, bool]:
         """The records of one line of another tool; True when the line was that tool's (nothing else reads it)."""
@@ -66,6 +69,7 @@ class ToolLines:
         yield from closed
         if taken:
             return True
+        self.horovod.read(lineno, text, body)  # (read on: a launcher's rank tag on it shows the rank)
         taken, row = self.comms.read(lineno, text, body, rank)
         if taken:
             if row is not None:
@@ -98,6 +102,7 @@ class ToolLines:
     def flush(self) -> Iterator[Rec]:
         yield from self.stacks.flush()
         yield from self.prints.flush()
+        yield from self.horovod.flush()
 
 
 def progress_wait(body: str, file: str, lineno: int, text: str, rank: int | None) -> ProgressWait | None:

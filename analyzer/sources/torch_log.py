@@ -28,6 +28,7 @@ from itertools import chain
 from ..nccl.failures import EntryKind, classify
 from .command_env import command_settings
 from .fr_trace_text import FrTraceText
+from .framework_lines import SGLANG_HEAD_RE
 from .json_record import json_record_facts
 from .launcher_node import LauncherView
 from .program_facts import program_facts
@@ -42,6 +43,7 @@ from .records import (
     DesyncReport,
     DistError,
     DumpSignal,
+    GroupFormed,
     HeartbeatTimeout,
     JobCancelled,
     LaunchedTasks,
@@ -374,6 +376,7 @@ WORLD_RE = re.compile(
     r"|GLOBAL_RANK: (?P<lr>\d{1,7}), MEMBER: \d{1,7}/(?P<l>\d{1,7})"  # Lightning
     r"|\bworld[_ ]size\s*[:=]\s*(?P<w>\d{1,7})\b"  # scripts and wrappers: "world_size=16", "world size: 16"
     r"|Completed store-based barrier for key:\S{1,200} with (?P<b>\d{1,7}) nodes"  # torch <= 1.13's init barrier
+    r"|All distributed processes registered\. Starting with (?P<reg>\d{1,7}) processes"  # Lightning, every rank joined
     , re.IGNORECASE
 )
 
@@ -721,6 +724,10 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         if m:
             st.spawn_rank = int(m.group("i"))
             return
+    if prefix_rank is None and "exception: Traceback" in body and (tp := _sglang_traceback(body)) is not None:
+        st.spawn_rank = tp  # "[... DP3 TP3] Scheduler hit an exception: Traceback ...": the traceback after is TP3's
+        st.frames[tp] = []
+        return
     if ("pid " in body or "proc " in body or "Distributed: rank" in body) and _returnn_process(st, body):
         return
     g = GLOG_RE.match(body)
@@ -759,6 +766,16 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
             and own not in st.tagged and len(st.tagged) < MAX_TAGGED:
         st.tagged.add(own)  # an untagged process stating its own rank as it joins (vLLM's driver): it has output here
         yield RankTagged(st.file, lineno, text, own, sev, ts_text, None)
+
+
+def _sglang_traceback(body: str) -> int | None:
+    """The rank of an SGLang scheduler's ``[2025-05-19 14:11:38 DP3 TP3] Scheduler hit an exception: Traceback (most
+    recent call last):``: its tensor-parallel rank, the global rank where it runs no pipeline stage after the first
+    (``PP0`` or none), as the head's rank is read elsewhere (``framework_lines``); None otherwise."""
+    m = SGLANG_HEAD_RE.match(body)
+    if m is None or int(m.group("pp") or 0) != 0 or "Traceback (most recent call last)" not in body:
+        return None
+    return int(m.group("tp"))
 
 
 def _returnn_process(st: _State, body: str) -> bool:
@@ -1227,15 +1244,15 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
             yield from _version(st, head, None, normalize_nccl_version(n.group("v") or n.group("v2")))
     if "WORLD INFO DICT" in body or "nnodes=" in body:
         yield from _deepspeed_world(st, head, body)
-    if "orld" in body or "MEMBER" in body or "barrier" in body:
+    if "orld" in body or "MEMBER" in body or "barrier" in body or "registered" in body:
         w = WORLD_RE.search(body)
         if w:
-            size = int(w.group("g") or w.group("d") or w.group("l") or w.group("w") or w.group("b"))
+            size = int(w.group("g") or w.group("d") or w.group("l") or w.group("w") or w.group("b") or w.group("reg"))
             r = int(w.group("lr")) if w.group("lr") else rank
             claim = w.group("lr") is not None  # Lightning's 'initializing ddp: GLOBAL_RANK: r': one process's claim
             if 0 < size <= 1 << 20 and ((r, size) not in st.worlds or claim and _claim_again(st, r)):
                 st.worlds.add((r, size))
-                kind = RankClaim if claim else WorldSize
+                kind = RankClaim if claim else GroupFormed if w.group("b") or w.group("reg") else WorldSize
                 yield kind(head[0], head[1], head[2], r, head[4], head[5], head[6], size)
 
 
@@ -1282,17 +1299,18 @@ def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[
     if body.startswith("Traceback (most recent call last)"):
         st.frames[rank] = []
         return
+    owner = _last_error_owner(st, rank)
     if body.strip() == "Last error:":
-        if rank in st.pending_last_error:
-            st.awaiting_last_error.add(rank)
+        if owner in st.pending_last_error:
+            st.awaiting_last_error.add(owner)
         return
-    if rank in st.awaiting_last_error:
-        st.awaiting_last_error.discard(rank)
-        err = st.pending_last_error.pop(rank, None)
+    if owner in st.awaiting_last_error:
+        st.awaiting_last_error.discard(owner)
+        err = st.pending_last_error.pop(owner, None)
         if err is not None:
             err.last_error = body.strip()
         return
-    if rank in st.pending_last_error and NCCL_CODE_RE.match(body):
+    if owner in st.pending_last_error and NCCL_CODE_RE.match(body):
         return  # "ncclInvalidUsage: This usually reflects ..." between the exception and "Last error:"
     stripped = body.strip()
     em = EXC_RE.match(stripped) if not body.startswith(" ") else None
@@ -1314,6 +1332,15 @@ def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[
                 yield err
                 if last is None:
                     st.pending_last_error[rank] = err
+
+
+def _last_error_owner(st: _State, rank: int | None) -> int | None:
+    """The rank whose NCCL error an unheaded line goes on (``Last error:`` and the line after it): the line's own rank,
+    or, for a line with none, the one rank an error awaits its last error for (a traceback a framework's head named:
+    ``[... TP1] Scheduler hit an exception``, its lines after the exception bare)."""
+    if rank is not None or None in st.pending_last_error or len(st.pending_last_error) != 1:
+        return rank
+    return next(iter(st.pending_last_error))
 
 
 def _what(st: _State, head: Head, msg: str, rank: int | None) -> Iterator[Rec]:
