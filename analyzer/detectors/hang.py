@@ -40,6 +40,8 @@ from ..rules.hang import (
     ends_after_init,
     ends_in_setup,
     error_returned,
+    SETUP_GROUP,
+    SETUP_NCCL,
     frozen_at_start,
     init_stall,
     lowest_at_stall,
@@ -570,6 +572,12 @@ def _inits_done(run: Run) -> bool:
     return bool(run.communicators) and all(c.init_complete >= c.init_started for c in run.communicators)
 
 
+def _formed_without_nccl(run: Run) -> bool:
+    """No NCCL line tells of the communicators, and a launcher or torch says every process joined the group
+    (``GroupFormed``): where NCCL_DEBUG is unset, that word is the only sign the set-up was done."""
+    return not run.communicators and any(e.kind == EventKind.GROUP_FORMED for e in run.events)
+
+
 def _last_line_read(run: Run, file: str) -> tuple[Evidence, ...]:
     """The last line of ``file`` that a record of the run holds (an event, an Init line): where the output ends."""
     lines = [e.evidence for e in run.events if e.evidence.file == file and e.evidence.line >= 1]
@@ -685,7 +693,7 @@ def _after_init_hang(run: Run) -> list[Finding]:
         bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events), _end_known(run),
         not run.from_ncclscope())
     if st is None:
-        return _setup_hang(run, ends) or _frozen_bar(run, complete)
+        return _setup_hang(run, ends) or _frozen_bar(run, SETUP_NCCL if complete else SETUP_GROUP if _formed_without_nccl(run) else None)
     if start_only_of_run(run) is not None:  # NCCL's lines alone, ending at a completed init: a start, no silence
         return []
     if _went_on_elsewhere(run, {e.evidence.file for e in ends}):  # NCCL_DEBUG_FILE apart from the program's output
@@ -743,10 +751,10 @@ def _end_known(run: Run) -> bool:
         e.kind == EventKind.NCCL_NET_SERVICE_CLOSED for e in run.events) or bool(teardown_of_run(run))
 
 
-def _frozen_bar(run: Run, complete: bool) -> list[Finding]:
+def _frozen_bar(run: Run, setup_done: str | None) -> list[Finding]:
     """An input ending at a progress bar still at 0% after init (``rules.hang.frozen_at_start``)."""
     ends = [e for e in run.events if e.kind == EventKind.FILE_END]
-    st = frozen_at_start((e.evidence.text for e in ends), complete, bool(len(run.collectives)),
+    st = frozen_at_start((e.evidence.text for e in ends), setup_done, bool(len(run.collectives)),
                          bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events),
                          _end_known(run))
     if st is None:

@@ -10,6 +10,8 @@ by ``rules.stacks``:
   nothing failed: a hang, the one elsewhere its culprit;
 - the dump of one process only, its main thread inside a collective, in a job that did not end well and where
   nothing failed: a hang, possible, no culprit (the other ranks are not in the input);
+- the tracebacks a user's interrupt made every process print, standing in two different collectives (the backward pass
+  counted as one), in a job nothing else failed in: a desync, possible (``rules.stacks.interrupted``);
 - ranks whose last print is that they wait, nothing failed after and the job did not end well: a hang, its culprits
   the rank the prints name or the ranks that never said they wait (possible).
 """
@@ -17,14 +19,26 @@ from __future__ import annotations
 
 from ..model import EventKind, Finding, FindingKind, LogEvent, Run, Severity, Verdict
 from ..rules.facts import failures_of_run, left_ranks
-from ..rules.stacks import APART, Position, StackReading, all_wait, lone_dump, read_stacks, waits
+from ..rules.cause import FailureKind
+from ..rules.stacks import (
+    APART,
+    Position,
+    StackReading,
+    all_wait,
+    interrupted,
+    lone_dump,
+    read_stacks,
+    site_of,
+    waits,
+)
+from ..sources.stack_dump import collective_of
 from ..sources.records import STACK_EVENT, WAIT_EVENT
 from ..sources.torch_log import RAY_PREFIX_RE
 from .hang import HINT_FIRST_COLLECTIVE
 
 
 def detect(run: Run) -> list[Finding]:
-    return _stacks(run) + _waits(run)
+    return _stacks(run) + _waits(run) + _interrupted(run)
 
 
 def _stacks(run: Run) -> list[Finding]:
@@ -137,6 +151,37 @@ def _all_waiting(run: Run, reading: StackReading, evidence: tuple) -> Finding:
                    data={"culprits": [], "waiting": list(reading.waiting), "where": {}, "sides": [],
                          "certainty": {"level": "likely", "why": "every rank's last print says it waits in a "
                                        "collective or on its stream; a print is not a stack"}})
+
+
+MAX_INTERRUPTED = 4096  # interrupted processes' tracebacks read (one per process of the job)
+
+
+def _interrupted(run: Run) -> list[Finding]:
+    """The ``KeyboardInterrupt`` tracebacks of a job its user stopped, nothing of its own failing
+    (``rules.stacks.interrupted``): where each process's main thread stood."""
+    fails = failures_of_run(run)
+    if not any(f.kind is FailureKind.INTERRUPT for f in fails) or any(f.is_cause for f in fails):
+        return []
+    stacks = [e for e in run.events if e.kind == EventKind.DIST_ERROR and e.data.get("type") == "KeyboardInterrupt"
+              and e.data.get("frames")][:MAX_INTERRUPTED]
+    sites = []
+    for e in stacks:
+        frames = [_frame(f) for f in reversed(e.data["frames"])]
+        sites.append(site_of(frames, collective_of(frames)))
+    reading = interrupted(sites, (e.rank for e in stacks))
+    if reading is None:
+        return []
+    evidence = tuple(e.evidence for e, s in zip(stacks, sites) if s is not None)[:4]
+    return [_finding(FindingKind.DESYNC, reading, f"the tracebacks of the interrupted processes: {reading.why}",
+                     evidence, {}, "possible", "where each process's main thread was when the user interrupted the job; "
+                     "a process may stand in the backward pass for its own compute")]
+
+
+def _frame(text: str) -> tuple[str, str, int]:
+    """``path:line in func`` (a traceback frame as the reader keeps it) as (func, path, line)."""
+    where, _, func = str(text).rpartition(" in ")
+    path, _, line = where.rpartition(":")
+    return func, path, int(line) if line.isdigit() else 0
 
 
 LONE_HINT = ("Dump every rank's stack (py-spy dump --pid on each process of every node): the rank that is not inside "

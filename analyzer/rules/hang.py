@@ -190,18 +190,23 @@ def ends_after_init(text_after_nccl: Iterable[int], init_complete: bool, collect
 ZERO_BAR_RE = re.compile(r"(?:^|\s|:)(?:0%\|[^|]{0,80}\|\s*0/(?P<n>\d{1,9})\b|0it \[\d{1,3}:\d\d(?::\d\d)?, \?it/s\])")
 
 
-def frozen_at_start(last_lines: Iterable[str], init_complete: bool, collectives: bool, failed: bool,
+SETUP_NCCL = "NCCL's init completed on every rank"
+SETUP_GROUP = "every process joined the process group (NCCL's own lines not in the input)"
+
+
+def frozen_at_start(last_lines: Iterable[str], setup_done: str | None, collectives: bool, failed: bool,
                     exit_known: bool) -> AfterInit | None:
     """An input one of whose files ends at a progress bar still at 0 of N (``last_lines``: each file's last line),
-    every communicator's init complete, no collective recorded, nothing failed, the end unknown: the program started
-    its first unit of work, which needs the first collective, and never finished it (a frozen bar is what a user
-    pastes of a stuck run; one caught at that instant is rare). Possible; None otherwise."""
+    the set-up done (``setup_done`` says what shows it: every communicator's Init COMPLETE, else a launcher's or
+    torch's word that every process joined the group), no collective recorded, nothing failed, the end unknown: the
+    program started its first unit of work, which needs the first collective, and never finished it (a frozen bar is
+    what a user pastes of a stuck run; one caught at that instant is rare). Possible; None otherwise."""
     bar = next((m for t in last_lines if (m := ZERO_BAR_RE.search(t)) is not None), None)
-    if bar is None or not init_complete or collectives or failed or exit_known:
+    if bar is None or not setup_done or collectives or failed or exit_known:
         return None
     at = f"0 of {bar.group('n')}" if bar.group("n") else "0 (no total)"
-    return AfterInit("possible", f"the input ends at a progress bar still at {at} after NCCL's init "
-                     "completed on every rank: the first unit of work, and the first collective in it, never finished")
+    return AfterInit("possible", f"the input ends at a progress bar still at {at} after {setup_done}: the first "
+                     "unit of work, and the first collective in it, never finished")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,12 @@ The program's own prints do the same where it says who waits (``waits``): ranks 
 else for the ranks of the world that never said so: a hang whose culprits are those (one rank alone in a barrier the
 others never reached or left, a rank that never came). Possible, not confirmed: a print is not a stack.
 
+A user's interrupt (Ctrl-C) makes every process print where its main thread was (``KeyboardInterrupt`` tracebacks):
+a stack of each, taken at one moment of a job that had stopped moving. Where those stacks stand in two different
+collectives (one process in ``barrier``, the others in the backward pass, where DDP's gradient all-reduce waits), the
+ranks had called different collectives: a desync (``interrupted``), possible, no rank named where the tracebacks name
+none. Other readings of them are the stopped job's own story.
+
 Every rank of the world whose last print is that it waits inside a collective or on the GPU's stream (``rank 1
 waiting on cudaStreamSynchronize``, ``rank 0: launching ncclAllGather`` then ``waiting for stream``), none naming
 another rank and nothing after (``all_wait``): they all joined and none came out, a hang of the collective itself
@@ -157,7 +163,8 @@ def waits(waiting: dict[int, int | None], ranks: Iterable[int]) -> StackReading 
 IN_COLLECTIVE_RE = re.compile(
     r"(?i)nccl[A-Z]\w{2,30}|\b(?:all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|barrier|psum)\b"
     r"|\bstream\b|cudaStreamSynchronize|cudaDeviceSynchronize|\.synchronize\(|\bcollective\b"
-    r"|\b(?:sending|receiving) (?:to|from)\b|\btearing down\b|\bdestroy(?:ing)?[ _]process[ _]group")
+    r"|\b(?:sending|receiving) (?:to|from)\b|\btearing down\b|\bdestroy(?:ing)?[ _]process[ _]group"
+    r"|common/operations\.cc:\d{1,6}\] \[\d{1,7}\]: (?:Enqueued|Performing) ")  # Horovod's trace of an operation
 
 
 def all_wait(waiting: Mapping[int, str], ranks: Iterable[int]) -> StackReading | None:
@@ -171,3 +178,44 @@ def all_wait(waiting: Mapping[int, str], ranks: Iterable[int]) -> StackReading |
     return StackReading(Verdict.HANG, (), tuple(sorted(world)), None, (),
                         f"every rank ({who}) printed that it waits in a collective or on its GPU stream and nothing "
                         "after: they all joined and none came out")
+
+
+# the backward pass, as a place a stack stands: a distributed job's backward waits there on its gradients' collectives
+# (DDP's bucketed all-reduce, FSDP's reduce-scatter), so it is a collective of its own for ``interrupted``
+BACKWARD = "the backward pass (its gradients' all-reduce)"
+BACKWARD_FRAMES = (("run_backward", "autograd"), ("backward", "torch/autograd/"), ("backward", "torch/_tensor.py"))
+
+
+def site_of(frames: Iterable[tuple[str, str, int]], collective: str | None) -> str | None:
+    """Where an interrupted main thread stood: its torch.distributed call (``collective``, from the same frames), else
+    the backward pass when its innermost torch frames are autograd's, else None."""
+    if collective is not None:
+        return collective
+    for func, file, _ in frames:
+        if any(func == f and w in file for f, w in BACKWARD_FRAMES):
+            return BACKWARD
+        if "site-packages/torch/" not in file and "/torch/" not in file:
+            return None  # the program's own frame before any of autograd's: not in the backward pass
+    return None
+
+
+def interrupted(sites: Iterable[str | None], ranks: Iterable[int | None]) -> StackReading | None:
+    """The places the interrupted processes stood (``site_of`` of each ``KeyboardInterrupt`` traceback, with the rank
+    each names, or None): two or more, at least one inside a torch.distributed call, and two different collectives
+    among them (the backward pass counted as one): a desync, possible. The odd ranks are named only where every
+    traceback names its rank; None otherwise."""
+    ss, rs = list(sites), list(ranks)
+    inside = [s for s in ss if s is not None]
+    if len(ss) < 2 or len(set(inside)) < 2 or all(s in (BACKWARD, GPU_WAIT) for s in inside):
+        return None
+    known = all(r is not None for r in rs) and len(set(rs)) == len(rs)
+    ids = [r if known and r is not None else i for i, r in enumerate(rs)]
+    reading = read_stacks(Position(i, s, "?") for i, s in zip(ids, ss))
+    if reading is None or reading.verdict is not Verdict.DESYNC:
+        return None
+    if known:
+        return reading
+    counts = {op: len(r) for op, r in reading.sides}
+    told = "; ".join(f"{n} process{'es' if n > 1 else ''} in {op}" for op, n in sorted(counts.items()))
+    return StackReading(Verdict.DESYNC, (), (), None, tuple((op, ()) for op in sorted(counts)),
+                        f"the processes stood in different collectives when interrupted ({told})")

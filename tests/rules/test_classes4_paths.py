@@ -11,7 +11,7 @@ import re
 import pytest
 from class_cases import CaseSet
 from ncclscope.model import Verdict
-from ncclscope.rules.hang import frozen_at_start
+from ncclscope.rules.hang import SETUP_NCCL, frozen_at_start
 from ncclscope.rules.stacks import all_wait
 from ncclscope.rules.transport_fit import PathFacts, slow_path
 from ncclscope.sources.nccl_tests import parse_nccl_tests_lines
@@ -105,11 +105,11 @@ def test_every_rank_waiting_in_a_collective_is_a_hang_without_culprit():
 
 def test_a_progress_bar_frozen_at_zero():
     bar = "Evaluating:   0%|          | 0/500 [00:00<?, ?it/s]"
-    assert frozen_at_start([bar], True, False, False, False) is not None
-    assert frozen_at_start([bar], False, False, False, False) is None  # init not complete: the init rules' story
-    assert frozen_at_start([bar], True, True, False, False) is None  # collectives recorded
-    assert frozen_at_start([bar], True, False, False, True) is None  # the run's end is known
-    assert frozen_at_start(["Evaluating:   2%|2         | 10/500 [00:04<03:20, 2.4it/s]"], True, False, False,
+    assert frozen_at_start([bar], SETUP_NCCL, False, False, False) is not None
+    assert frozen_at_start([bar], None, False, False, False) is None  # init not complete: the init rules' story
+    assert frozen_at_start([bar], SETUP_NCCL, True, False, False) is None  # collectives recorded
+    assert frozen_at_start([bar], SETUP_NCCL, False, False, True) is None  # the run's end is known
+    assert frozen_at_start(["Evaluating:   2%|2         | 10/500 [00:04<03:20, 2.4it/s]"], SETUP_NCCL, False, False,
                            False) is None
 
 
