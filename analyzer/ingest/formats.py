@@ -16,6 +16,7 @@ from ..safe_pickle import UnsafePickleError
 from ..sources.env_file import parse_env_lines
 from ..sources.flight_recorder import parse_fr_json, parse_fr_pickle
 from ..sources.hook_jsonl import parse_jsonl
+from ..sources.json_log import looks_like_json_log, message_lines
 from ..sources.inspector import (
     InspectorReader,
     looks_like_inspector,
@@ -29,7 +30,7 @@ from ..sources.ras import (
 )
 from ..sources.records import FileEnd, Rec
 from ..sources.topo_xml import parse_topo_xml
-from .assemble import parse_log
+from .assemble import log_records, parse_log
 from .blocks import iter_lines, read_bounded
 
 __all__ = ["Format", "Origin", "Parsed", "READERS", "LOG_EVIDENCE", "origin_of", "parse_file", "sniff"]
@@ -190,6 +191,13 @@ def _read_json(p: Parsed, path: Path, head: bytes) -> None:
 
 
 def _read_jsonl(p: Parsed, path: Path, head: bytes) -> None:
+    """The hook's records, the completion hook's; else a log written as JSON records (``sources.json_log``), read as
+    the console its messages hold."""
+    first = head.decode("utf-8", "replace").splitlines()[:3]
+    if looks_like_json_log(first):
+        p.fmt = Format.LOG
+        p.records, p.end = log_records(message_lines(iter_lines(path)), [], p.file)
+        return
     p.records = list(parse_jsonl(iter_lines(path), p.file))
 
 
