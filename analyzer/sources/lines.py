@@ -78,6 +78,8 @@ _PLAIN = (
     r"|\[\d{1,10}\] "  # a line number or pid in brackets
     r"|[a-z0-9][a-z0-9.-]{0,100}\d[a-z0-9.-]{0,100}: "  # pdsh / DeepSpeed multi-node: "gpu003: ", "10.1.2.3: "
     r"|\x1b\[[0-9;]{0,20}m"  # colour codes some loggers keep
+    r"|\[[0-9;]{1,12}m(?=\()"  # ... one whose ESC a paste lost, before Ray's worker tag: "[36m(WorkerDict pid=61288)"
+    r"|>(?: |$)"  # a Markdown quote ("> " before each line of a log pasted into a thread)
     # loggers' heads: DeepSpeed "[2026-09-17 13:40:02,791] [INFO] [launch.py:71:main] ", vLLM
     # "ERROR 09-17 13:40:02 [worker.py:87] ", Python's basicConfig "ERROR:root:"
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] "
@@ -128,7 +130,7 @@ MPI_STAMP_RE = re.compile(r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|
                           r"[ \d]\d \d\d:\d\d:\d\d \d{4}(?=\[(?:\d{1,10},)?\d{1,7}\]<(?:stdout|stderr)>)")
 MAX_PREFIXES = 6  # prefixes peeled off one line at most: tools nest (srun > torchrun > Ray), never deeper
 
-_PREFIX_START = frozenset("#[(0123456789 |RDIWECMTFS" "abcdefghijklmnopqrstuvwxyz\x1b\u2502\u2503")  # first characters a prefix can have
+_PREFIX_START = frozenset("#[(0123456789 |RDIWECMTFS>" "abcdefghijklmnopqrstuvwxyz\x1b\u2502\u2503")  # first characters a prefix can have
 
 
 def strip_tool_prefixes(text: str) -> tuple[int | None, str]:
