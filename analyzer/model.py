@@ -522,6 +522,7 @@ class EventKind(enum.StrEnum):
     STACK_SNAPSHOT = "stack_snapshot"
     PROGRESS_WAIT = "progress_wait"
     FRAMEWORK_STALL = "framework_stall"  # a serving / JAX framework's own stall report
+    HOROVOD_STALL = "horovod_stall"  # Horovod's stall inspector: the tensors some ranks submitted and others did not
     FRAMEWORK_BATCH = "framework_batch"  # a rank's current batch at a framework's timeout
     COMM_SUMMARY = "comm_summary"  # a row of DeepSpeed's comms-logger summary: an operation's size and bus bandwidth
     PROGRAM_TIMING = "program_timing"  # a program's own print of a collective's or step's measured time

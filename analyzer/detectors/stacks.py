@@ -10,6 +10,9 @@ by ``rules.stacks``:
   nothing failed: a hang, the one elsewhere its culprit;
 - the dump of one process only, its main thread inside a collective, in a job that did not end well and where
   nothing failed: a hang, possible, no culprit (the other ranks are not in the input);
+- Horovod's stall inspector's last warning, the job not ended well and no progress after it: tensors submitted by ranks
+  apart, a desync; else the ranks that submitted none of them, a hang whose culprits they are
+  (``rules.stacks.horovod_stalled``);
 - the tracebacks a user's interrupt made every process print, standing in two different collectives (the backward pass
   counted as one), in a job nothing else failed in: a desync, possible (``rules.stacks.interrupted``);
 - ranks whose last print is that they wait, nothing failed after and the job did not end well: a hang, its culprits
@@ -25,6 +28,7 @@ from ..rules.stacks import (
     Position,
     StackReading,
     all_wait,
+    horovod_stalled,
     interrupted,
     lone_dump,
     read_stacks,
@@ -32,13 +36,13 @@ from ..rules.stacks import (
     waits,
 )
 from ..sources.stack_dump import collective_of
-from ..sources.records import STACK_EVENT, WAIT_EVENT
+from ..sources.records import HOROVOD_STALL_EVENT, STACK_EVENT, WAIT_EVENT
 from ..sources.torch_log import RAY_PREFIX_RE
 from .hang import HINT_FIRST_COLLECTIVE
 
 
 def detect(run: Run) -> list[Finding]:
-    return _stacks(run) + _waits(run) + _interrupted(run)
+    return _stacks(run) + _waits(run) + _interrupted(run) + _horovod(run)
 
 
 def _stacks(run: Run) -> list[Finding]:
@@ -151,6 +155,27 @@ def _all_waiting(run: Run, reading: StackReading, evidence: tuple) -> Finding:
                    data={"culprits": [], "waiting": list(reading.waiting), "where": {}, "sides": [],
                          "certainty": {"level": "likely", "why": "every rank's last print says it waits in a "
                                        "collective or on its stream; a print is not a stack"}})
+
+
+def _horovod(run: Run) -> list[Finding]:
+    """Horovod's stall inspector's last warning (``rules.stacks.horovod_stalled``), where the job did not end well and
+    printed no progress after it in the same file (a stall that cleared)."""
+    stalls = [e for e in run.events if e.kind == HOROVOD_STALL_EVENT]
+    if not stalls or run.job.exit_code == 0:
+        return []
+    last = stalls[-1]
+    if any(e.kind == EventKind.PROGRESS and e.evidence.file == last.evidence.file and e.evidence.line > last.evidence.line
+           for e in run.events):
+        return []
+    world = set(range(run.job.world_size)) if run.job.world_size else {p.rank for p in run.job.processes
+                                                                         if p.rank is not None}
+    ops = [(str(n), [int(r) for r in rs], bool(ready)) for n, rs, ready in last.data.get("ops") or []]
+    reading = horovod_stalled(ops, world)
+    if reading is None:
+        return []
+    kind = FindingKind.DESYNC if reading.verdict is Verdict.DESYNC else FindingKind.HANG
+    return [_finding(kind, reading, reading.why, (last.evidence,), {}, "likely",
+                     "Horovod's own stall inspector lists which ranks submitted the tensors it waits on")]
 
 
 MAX_INTERRUPTED = 4096  # interrupted processes' tracebacks read (one per process of the job)

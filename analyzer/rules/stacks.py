@@ -219,3 +219,37 @@ def interrupted(sites: Iterable[str | None], ranks: Iterable[int | None]) -> Sta
     told = "; ".join(f"{n} process{'es' if n > 1 else ''} in {op}" for op, n in sorted(counts.items()))
     return StackReading(Verdict.DESYNC, (), (), None, tuple((op, ()) for op in sorted(counts)),
                         f"the processes stood in different collectives when interrupted ({told})")
+
+
+def horovod_stalled(ops: Iterable[tuple[str, Iterable[int], bool]], world: Iterable[int]) -> StackReading | None:
+    """Horovod's stall warning (``sources.horovod_trace``): ``ops`` (tensor, ranks, whether they are the ones that
+    submitted it, else the ones that did not), ``world`` the ranks of the job the input knows. Two stalled tensors
+    submitted by ranks apart (no rank ready for both: each side waits for a tensor the other never submits) are a desync:
+    the ranks submitted different tensors, as the warning itself says may be. Else the ranks that submitted none of the
+    stalled tensors (missing from every one) are what the others wait for: a hang whose culprits they are. None when
+    the warning names no rank."""
+    known = set(world)
+    ready: dict[str, set[int]] = {}
+    missing: dict[str, set[int]] = {}
+    for name, ranks, is_ready in ops:
+        (ready if is_ready else missing).setdefault(name, set()).update(ranks)
+    for name, gone in missing.items():  # the ready side of a tensor whose missing ranks are told, where the world is known
+        if name not in ready and known and gone < known:
+            ready[name] = known - gone
+    sides = [rs for rs in ready.values() if rs]
+    apart = next(((a, b) for i, a in enumerate(sides) for b in sides[i + 1:] if not a & b), None)
+    if apart is not None:
+        a, b = sorted(apart, key=min)
+        return StackReading(Verdict.DESYNC, (), tuple(sorted(a | b)), None, (),
+                            f"Horovod's stall inspector: rank{'s' if len(a) > 1 else ''} {', '.join(map(str, sorted(a)))} "
+                            f"and rank{'s' if len(b) > 1 else ''} {', '.join(map(str, sorted(b)))} each submitted a tensor "
+                            "the other side never did: the ranks submit different tensors (names, order or count)")
+    everyone = known | {r for rs in ready.values() for r in rs} | {r for rs in missing.values() for r in rs}
+    submitted = set().union(*ready.values()) if ready else set()
+    culprits = sorted((set.intersection(*missing.values()) if missing else everyone - submitted) - submitted)
+    if not culprits:
+        return None
+    waiting = tuple(sorted(submitted)) if submitted else tuple(sorted(everyone - set(culprits)))
+    return StackReading(Verdict.HANG, tuple(culprits), waiting, None, (),
+                        f"Horovod's stall inspector: rank{'s' if len(culprits) > 1 else ''} {', '.join(map(str, culprits))} "
+                        f"never submitted the tensors the other ranks wait on")

@@ -674,6 +674,19 @@ class ProgressWait(ToolEvent):
 
 
 @dataclass(slots=True)
+class HorovodStall(ToolEvent):
+    """Horovod's stall inspector's warning (``One or more tensors were submitted to be reduced, gathered or broadcasted
+    by subset of ranks and are waiting for remainder of ranks for more than 60 seconds``): per stalled tensor, the ranks
+    the warning lists and whether they are the ones that submitted it (``ready``, the older ``[ready ranks: 0]``) or
+    the ones that did not (``[missing ranks: 1]``, the newer ``Missing ranks:`` block of ``rank: [tensors]`` lines)."""
+
+    ops: list[tuple[str, tuple[int, ...], bool]]  # (tensor, ranks, ranks are the ready ones)
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return HOROVOD_STALL_EVENT, {"ops": [[n, list(r), ready] for n, r, ready in self.ops]}
+
+
+@dataclass(slots=True)
 class ProgramTiming(ToolEvent):
     """A program's own print of a measured time of one collective or step (``[bench] dp_group 2 ranks [2, 10]
     allreduce avg 11.06 ms``, ``step 40 time 2.31 s``): ``what`` the operation the line names, ``ms`` the time in
@@ -773,6 +786,7 @@ class RankPrints(ToolEvent):
 LAUNCH_FAILURE_EVENT = EventKind.LAUNCH_FAILURE
 GPU_FAULT_EVENT = EventKind.GPU_FAULT
 STACK_EVENT = EventKind.STACK_SNAPSHOT
+HOROVOD_STALL_EVENT = EventKind.HOROVOD_STALL
 WAIT_EVENT = EventKind.PROGRESS_WAIT
 FRAMEWORK_STALL_EVENT = EventKind.FRAMEWORK_STALL
 FRAMEWORK_BATCH_EVENT = EventKind.FRAMEWORK_BATCH

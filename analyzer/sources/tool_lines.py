@@ -69,7 +69,8 @@ class ToolLines:
         yield from closed
         if taken:
             return True
-        self.horovod.read(lineno, text, body)  # (read on: a launcher's rank tag on it shows the rank)
+        if self.horovod.read(lineno, text, body):
+            return True
         taken, row = self.comms.read(lineno, text, body, rank)
         if taken:
             if row is not None:
