@@ -5,7 +5,7 @@ Inputs: ``fr_trace_report`` events (``sources.fr_trace_text``), one a ``missing 
 from __future__ import annotations
 
 from ..model import EventKind, Finding, FindingKind, Run, Severity, Stuck, Verdict
-from ..rules.fr_report import stated
+from ..rules.fr_report import apart, stated
 from .common import fmt_ranks
 
 HINT_DESYNC = ("Ranks must call the same collectives in the same order with the same sizes and dtypes: look at the "
@@ -17,6 +17,18 @@ HINT_HANG = ("The ranks the report finds missing never issued this collective: l
 
 def detect(run: Run) -> list[Finding]:
     reports = [e for e in run.events if e.kind == EventKind.FR_TRACE_REPORT]
+    worlds = {w for e in reports if isinstance(w := e.data.get("world"), int)}
+    split = apart(((f"{e.data.get('op') or 'a collective'} of process group {e.data.get('pg') or '0'}",
+                    e.data.get("missing") or []) for e in reports if not e.data.get("culprits")),
+                  next(iter(worlds)) if len(worlds) == 1 else None)
+    if split is not None:
+        ev = tuple(e.evidence for e in reports if e.data.get("missing"))[:2]
+        who = f"rank{'s' if len(split.culprits) > 1 else ''} {fmt_ranks(list(split.culprits))}" if split.culprits else "no rank named"
+        return [Finding(
+            kind=FindingKind.DESYNC, severity=Severity.CRITICAL, message=f"{split.why} ({who})", ranks=split.culprits,
+            hint=HINT_DESYNC, evidence=ev, verdict=Verdict.DESYNC,
+            data={"culprits": list(split.culprits), "class": "fr_report", "mismatch": list(split.what),
+                  "certainty": {"level": "confirmed", "why": "the Flight Recorder analyser's own report states both"}})]
     for e in reports:  # the first block that states something is the story: later ones follow from it
         culprits = list(zip(e.data.get("culprits") or [], e.data.get("kinds") or []))
         world = e.data.get("world")

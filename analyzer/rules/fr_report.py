@@ -7,7 +7,9 @@ not a hang, whatever timed out after it. The named ranks are the odd side when t
 world it prints (the reference rank's side is the majority); when they are as many or more, the reference rank is
 the odd one and which rank that is the report does not say: no culprit. Without a world size, the report's word is
 taken. A state mismatch (one rank's entry completed, another's scheduled) is no desync. Ranks it lists as
-``missing ranks`` never joined the collective: a hang, they are its culprits."""
+``missing ranks`` never joined the collective: a hang, they are its culprits. Two collectives it reports, each
+missing the ranks the other is not missing (ranks 0 and 1 absent from the default group's all-gather, ranks 2 to 7
+from a sub-group's all-to-all): each side stands in a collective the other never called, a desync (``apart``)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -43,6 +45,30 @@ def stated(culprits: Iterable[tuple[int, str]], missing: Iterable[int], world: i
     if gone:
         return Stated("hang", gone, (), f"the Flight Recorder analyser finds rank{'s' if len(gone) > 1 else ''} "
                       f"{_fmt(gone)} missing from the collective: {'they' if len(gone) > 1 else 'it'} never joined it")
+    return None
+
+
+def apart(reports: Iterable[tuple[str, Iterable[int]]], world: int | None) -> Stated | None:
+    """``reports``: (the collective as the report names it: its group and op, the ranks missing from it); ``world``: the
+    world size it prints. Two different collectives with missing ranks, none missing from both and every rank of the
+    world missing from one of them: the ranks split between them, a desync. Its culprits are the smaller side when it
+    is under half of the ranks, else none. Without a world size: None (two stalls of their own are not told apart)."""
+    if not world:
+        return None
+    seen: dict[str, set[int]] = {}
+    for what, ranks in reports:
+        seen.setdefault(what, set()).update(ranks)
+    items = [(w, rs) for w, rs in seen.items() if rs]
+    for i, (wa, a) in enumerate(items):
+        for wb, b in items[i + 1:]:
+            if a & b or a | b != set(range(world)):
+                continue
+            small, big = sorted((a, b), key=len)
+            culprits = tuple(sorted(small)) if len(small) < len(big) else ()
+            return Stated("desync", culprits, ("op",),
+                          f"the Flight Recorder analyser finds ranks {_fmt(tuple(sorted(a)))} missing from {wa} and "
+                          f"ranks {_fmt(tuple(sorted(b)))} missing from {wb}: each side stands in a collective the other "
+                          "never called")
     return None
 
 

@@ -61,6 +61,7 @@ class FrTraceText:
     pg: str | None = None
     op: str | None = None
     world: int | None = None
+    told: FrTraceReport | None = None  # the block's report already given (its world size may follow it)
 
     @staticmethod
     def wants(body: str) -> bool:
@@ -77,6 +78,7 @@ class FrTraceText:
         h = HEAD_RE.match(body)
         if h is not None and (h.group("a") or h.group("b")):
             self.seq, self.pg, self.op, self.world = int(h.group("a") or h.group("b")), None, None, None
+            self.told = None
             return None
         if self.seq is None and self.op is None:
             return None
@@ -86,6 +88,8 @@ class FrTraceText:
             self.op = o.group("op")
         elif (w := WORLD_RE.match(body)) is not None:
             self.world = int(w.group("n"))
+            if self.told is not None and self.told.world is None:  # the block's world size after its missing ranks
+                self.told.world = self.world
         elif body.startswith("missing ranks:"):
             missing = sorted({int(x) for x in RANKS_RE.findall(body.split(":", 1)[1])})
             if missing:
@@ -99,5 +103,6 @@ class FrTraceText:
     def _report(self, head: tuple[str, int, str, int | None, str | None, str | None, str | None],
                 culprits: list[int] | None = None, kinds: list[str] | None = None,
                 missing: list[int] | None = None) -> FrTraceReport:
-        return FrTraceReport(head[0], head[1], head[2], None, head[4], head[5], self.pg, self.seq, self.op,
-                             culprits or [], kinds or [], missing or [], self.world)
+        self.told = FrTraceReport(head[0], head[1], head[2], None, head[4], head[5], self.pg, self.seq, self.op,
+                                  culprits or [], kinds or [], missing or [], self.world)
+        return self.told
