@@ -21,7 +21,8 @@ entered, a native backtrace of a thread parked inside NCCL: ``sources.native_sta
   all-reduce: "generating / reading GPU P2P access cache") or at a step of its distributed set-up (the process-group
   line, the NCCL library its own wrapper loads), nothing after it: a possible hang, no culprit. Likewise at DeepSpeed's
   engine start line (``DeepSpeed info: version=...``), right before the engine broadcasts the model's parameters from
-  rank 0: the job's first collective.
+  rank 0: the job's first collective; and at Lightning's per-process device line after every process joined the group,
+  right before its strategy wraps the model in DDP (whose constructor broadcasts the parameters).
 """
 from __future__ import annotations
 
@@ -100,6 +101,10 @@ DIST_STEP_RE = re.compile(r"\bworld_size=\d{1,7} rank=\d{1,7} local_rank=\d{1,7}
 # git-branch=...", ranks=[0])``); the engine then checks its config and broadcasts the model's parameters from rank 0 (its
 # first collective) before its next line ("DeepSpeed Flops Profiler Enabled: False")
 DS_ENGINE_RE = re.compile(r"\bDeepSpeed info: version=\S{1,40}, git-hash=")
+# Lightning's line of each process as its strategy takes its device, after every process joined the group ("All
+# distributed processes registered"): "LOCAL_RANK: 3 - CUDA_VISIBLE_DEVICES: [0,1,2,3]"; the strategy then wraps the
+# model (DDP's constructor broadcasts its parameters from rank 0: the first collective) and rank 0 prints its summary
+LIGHTNING_DEVICE_RE = re.compile(r"\bLOCAL_RANK: \d{1,7} - CUDA_VISIBLE_DEVICES: \[")
 HINT_P2P = ("GPU peer-to-peer that does not deliver (ACS on a PCIe switch, an IOMMU / VT-d, a board or driver without "
             "P2P between these GPUs, as on many consumer and workstation cards) hangs this step and the first "
             "collectives: start once with NCCL_P2P_LEVEL=NVL (P2P over NVLink only) or NCCL_P2P_DISABLE=1")
@@ -260,6 +265,15 @@ def _setup_end(run: Run) -> list[Finding]:
     if ends:
         return [_setup_finding(ends, "startup_dist", "a step of the serving framework's distributed set-up (its "
                                "process group and its own NCCL communicator)", "first NCCL communicator's set-up")]
+    ends = [e for e in run.events if e.kind == EventKind.FILE_END and LIGHTNING_DEVICE_RE.search(e.evidence.text)]
+    if ends and any(e.kind == EventKind.GROUP_FORMED for e in run.events):
+        return [_setup_finding(ends, "strategy_first_broadcast", "Lightning's set-up of its strategy (each process's "
+                               "\"LOCAL_RANK: N - CUDA_VISIBLE_DEVICES\" after every process joined the group), before the "
+                               "model's wrap in DDP (its first collective, the broadcast of the parameters from rank 0)",
+                               "model wrap's first broadcast", started="the training never started",
+                               hint=f"{HINT_P2P}; CUDA's p2pBandwidthLatencyTest and nvidia-smi topo -m show the path "
+                               "between the GPUs; py-spy dump --pid of every rank shows where each waits; NCCL_DEBUG=INFO "
+                               "shows where NCCL stops.")]
     ends = [e for e in run.events if e.kind == EventKind.FILE_END and DS_ENGINE_RE.search(e.evidence.text)]
     if ends:
         return [_setup_finding(ends, "engine_first_broadcast", "DeepSpeed's engine start (\"DeepSpeed info: version=\"), "

@@ -46,7 +46,11 @@ STATIONS = {
     "collective": frozenset({  # the host waiting for a collective's work to finish (``work.wait()``, a barrier)
         "c10d::ProcessGroupNCCL::WorkNCCL::wait", "c10d::ProcessGroupNCCL::WorkNCCL::synchronize",
         "c10d::ProcessGroupNCCL::WorkNCCL::synchronizeInternal", "c10d::ProcessGroupNCCL::WorkNCCL::synchronizeStream",
-        "ncclStrongStreamSynchronize"}),
+        "ncclStrongStreamSynchronize",
+        # the end of a batch of sends, receives or collectives (``batch_isend_irecv``, the coalescing manager): its
+        # ncclGroupEnd launches them all and, with a peer that never posts its side, never returns (nor is its work
+        # handed to the watchdog: no timeout follows)
+        "c10d::ProcessGroupNCCL::endCoalescing", "c10d::ProcessGroupNCCL::groupEnd"}),
     # a collective's kernel launch that does not return (a launch that blocks until its kernel ends, as under
     # CUDA_LAUNCH_BLOCKING=1, while the network work the kernel waits on goes to the proxy only after the launch)
     # (not ncclGroupEndInternal: init, split, destroy and abort run through it too)

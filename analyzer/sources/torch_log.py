@@ -377,6 +377,7 @@ WORLD_RE = re.compile(
     r"|\bworld[_ ]size\s*[:=]\s*(?P<w>\d{1,7})\b"  # scripts and wrappers: "world_size=16", "world size: 16"
     r"|Completed store-based barrier for key:\S{1,200} with (?P<b>\d{1,7}) nodes"  # torch <= 1.13's init barrier
     r"|All distributed processes registered\. Starting with (?P<reg>\d{1,7}) processes"  # Lightning, every rank joined
+    r"|\bSharding model on (?P<tgi>\d{1,7}) processes"  # text-generation-inference's launcher
     , re.IGNORECASE
 )
 
@@ -463,6 +464,7 @@ class _State:
     summary_start: int = 0
     in_summary: bool = False
     spawn_rank: int | None = None  # "-- Process N terminated with the following error:" until its exception
+    headed: int | None = None  # the rank such a head gave the last exception read (its bare lines after are its own)
     timeouts: set[tuple[int | None, int]] = field(default_factory=set)  # (rank, seq) already reported
     errors: set[tuple[int | None, str]] = field(default_factory=set)  # (rank, message) already reported
     versions: set[tuple[str | None, str | None]] = field(default_factory=set)
@@ -724,7 +726,8 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         if m:
             st.spawn_rank = int(m.group("i"))
             return
-    if prefix_rank is None and "exception: Traceback" in body and (tp := _sglang_traceback(body)) is not None:
+    if (prefix_rank is None and "exception: Traceback" in body and "pid=" not in text[:len(text) - len(body)]
+            and (tp := _sglang_traceback(body)) is not None):  # (inside a Ray worker, an engine's own TP rank: not the job's)
         st.spawn_rank = tp  # "[... DP3 TP3] Scheduler hit an exception: Traceback ...": the traceback after is TP3's
         st.frames[tp] = []
         return
@@ -1244,10 +1247,11 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
             yield from _version(st, head, None, normalize_nccl_version(n.group("v") or n.group("v2")))
     if "WORLD INFO DICT" in body or "nnodes=" in body:
         yield from _deepspeed_world(st, head, body)
-    if "orld" in body or "MEMBER" in body or "barrier" in body or "registered" in body:
+    if "orld" in body or "MEMBER" in body or "barrier" in body or "registered" in body or "Sharding" in body:
         w = WORLD_RE.search(body)
         if w:
-            size = int(w.group("g") or w.group("d") or w.group("l") or w.group("w") or w.group("b") or w.group("reg"))
+            size = int(w.group("g") or w.group("d") or w.group("l") or w.group("w") or w.group("b") or w.group("reg")
+                       or w.group("tgi"))
             r = int(w.group("lr")) if w.group("lr") else rank
             claim = w.group("lr") is not None  # Lightning's 'initializing ddp: GLOBAL_RANK: r': one process's claim
             if 0 < size <= 1 << 20 and ((r, size) not in st.worlds or claim and _claim_again(st, r)):
@@ -1336,11 +1340,11 @@ def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[
 
 def _last_error_owner(st: _State, rank: int | None) -> int | None:
     """The rank whose NCCL error an unheaded line goes on (``Last error:`` and the line after it): the line's own rank,
-    or, for a line with none, the one rank an error awaits its last error for (a traceback a framework's head named:
-    ``[... TP1] Scheduler hit an exception``, its lines after the exception bare)."""
-    if rank is not None or None in st.pending_last_error or len(st.pending_last_error) != 1:
-        return rank
-    return next(iter(st.pending_last_error))
+    or, for a line with none, the rank of the block a head named (``[... TP1] Scheduler hit an exception``, mp.spawn's
+    ``-- Process 1 terminated``: its lines after the exception bare) while its error awaits its last error."""
+    if rank is None and st.headed is not None and st.headed in st.pending_last_error:
+        return st.headed
+    return rank
 
 
 def _what(st: _State, head: Head, msg: str, rank: int | None) -> Iterator[Rec]:
@@ -1380,7 +1384,8 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
         return
     run_on = st.exc_run is not None and st.exc_run == (head[1] - 1, rank, etype)
     if not (st.frames.get(rank) or "DistBackendError" in etype or "NCCL" in msg or etype.endswith(DIST_EXC_TYPES)
-            or ("nccl" in msg and NCCL_CALL_FAILED_RE.search(msg)) or (rank is not None and _known_failure(msg))
+            or ("nccl" in msg and NCCL_CALL_FAILED_RE.search(msg))
+            or ((rank is not None or _bare_cuda_error(st, msg)) and _known_failure(msg))
             or run_on):
         return
     st.exc_run = (head[1], rank, etype)  # the next line, the same exception type: another process's, back to back
@@ -1388,6 +1393,7 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
     if prev and msg.startswith(prev.rstrip(".")):  # c10d's own error line said it already, as the exception does
         st.frames.pop(rank, None)
         return
+    st.headed = rank if rank is not None and rank == st.spawn_rank else None
     st.spawn_rank = None
     if (rank, msg) in st.errors and not st.frames.get(rank):
         return  # the same error already read (a watchdog echo, a wrapper printing it again)
@@ -1401,6 +1407,19 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
     yield from _nccl_version_of(st, head, msg)
     if last is None and ("NCCL error" in body or "DistBackendError" in etype):
         st.pending_last_error[rank] = err
+
+
+# a CUDA error as an exception's message, the runtime's or torch's wording of any release ("CUDA error: an illegal memory
+# access was encountered", torch <= 1.4's "cuda runtime error (39) : uncorrectable ECC error encountered at ..."): with
+# no traceback and no rank, still the process's error where the knowledge base knows it as a failure (not an OOM: a
+# bare OOM line is as often a logger's repeat of one read already)
+CUDA_MSG_RE = re.compile(r"(?i)CUDA error\b|cuda runtime error \(\d{1,4}\)")
+
+
+def _bare_cuda_error(st: _State, msg: str) -> bool:
+    """An untagged exception line's message is a CUDA error (``CUDA_MSG_RE``) no ranked line of this file said already
+    (a launcher's repeat of a rank's error is no second failure)."""
+    return CUDA_MSG_RE.match(msg) is not None and not any(m == msg for _, m in st.errors)
 
 
 def _known_failure(msg: str) -> bool:
