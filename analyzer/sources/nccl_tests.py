@@ -42,6 +42,8 @@ TEST_RE = re.compile(r"Collective test starting: (\w+)|^# (\w+_perf)\b|ncclscope
 NRANKS_RE = re.compile(r"nranks[= ](\d+)|nGpus (\d+)")
 RANK_DEV_RE = re.compile(r"^#\s+Rank\s+\d+ ")
 OOB_OK_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*0\s+OK\b")  # the run's last check passed: it ends here
+# ... or failed: values out of bounds (the results were wrong on some rank; the benchmark exits 1 after its summary)
+OOB_FAILED_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d{1,15})\s+FAILED\b")
 # "#  Rank  3 Group  0 Pid 4121 on node-b2 device  3 [0x4e] NVIDIA A100" (no Group before 2.13)
 DEVICE_LINE_RE = re.compile(r"^#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d{1,10})\s+on\s+(?P<host>[^\s:]{1,255})\s")
 # the GPU after the device's bus id: "device  0 [0x81] NVIDIA A100-PCIE-40GB", "[0000:01:00] NVIDIA RTX PRO 6000 ..."
@@ -185,6 +187,11 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                 continue
             if OOB_OK_RE.match(text):  # printed once, after every size of every test checked out
                 yield ExitCode(file, lineno, text, 0)
+                continue
+            if (bad := OOB_FAILED_RE.match(text)) is not None:  # the check failed: the collectives gave wrong results
+                yield DistError(file, lineno, text, None, None, None, None, "nccl-tests check",
+                                f"Out of bounds values: {bad.group('n')} FAILED (the collectives returned wrong results; "
+                                "the #wrong columns count them per size)")
                 continue
             t = TEST_RE.search(text)
             if t:
