@@ -77,6 +77,7 @@ _PLAIN = (
     r"|[\w-]{1,100}(?:\.[\w-]{1,100}){1,4} \[(?:stdout|stderr)\]:? "  # <name>.<node> [stderr]
     r"|\[\d{1,10}\] "  # a line number or pid in brackets
     r"|[a-z0-9][a-z0-9.-]{0,100}\d[a-z0-9.-]{0,100}: "  # pdsh / DeepSpeed multi-node: "gpu003: ", "10.1.2.3: "
+    r"|[a-z][a-z0-9]{0,62}(?:-[a-z0-9]{1,62}){1,6}: "  # ... a host named with no digit: "trn-a: ", "gpu-head: "
     r"|\x1b\[[0-9;]{0,20}m"  # colour codes some loggers keep
     r"|\[[0-9;]{1,12}m(?=\()"  # ... one whose ESC a paste lost, before Ray's worker tag: "[36m(WorkerDict pid=61288)"
     r"|>(?: |$)"  # a Markdown quote ("> " before each line of a log pasted into a thread)
