@@ -539,6 +539,8 @@ class EventKind(enum.StrEnum):
     RANK_TAGGED = "RankTagged"
     BAR_SEEN = "BarSeen"  # the last progress bar of a file, of any work
     RANK_CLAIM = "RankClaim"
+    NODE_RANK_STATED = "NodeRankStated"  # a launcher's word of the node rank it runs as
+    LAUNCH_MISUSE = "LaunchMisuse"  # a launcher refusing its own command line (its argument parser, an empty address)
     GROUP_FORMED = "GroupFormed"  # a launcher's or torch's word that every process joined the group
 
     @property

@@ -25,7 +25,7 @@ from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, process_of, stall_time
 from ..rules.shm_full import shm_full
 from ..rules.init_address import ADDR_FLAG_RE, LOOPBACK_CONNECT_RE, disagreeing, loopback_rendezvous
-from ..rules.launch import first_node_only, fixed_node_rank
+from ..rules.launch import first_node_only, fixed_node_rank, shared_node_rank
 from ..sources.records import LAUNCH_FAILURE_EVENT
 from .catalogue import KnownError, classify
 from ..nccl.failures import EntryKind, EntryVerdict
@@ -91,6 +91,8 @@ def detect(run: Run) -> list[Finding]:
         findings += _first_node_only(run)
     if not findings:
         findings += _node_rank_fixed(run)
+    if not findings:
+        findings += _node_rank_shared(run)
     # 2. notes on risky settings
     for name, (val, msg, hint) in NOTES.items():
         s = settings.get(name)
@@ -735,6 +737,26 @@ def _node_rank_fixed(run: Run) -> list[Finding]:
         "'accelerate launch --machine_rank $SLURM_NODEID ...' in single quotes, or a script that reads SLURM_NODEID), "
         "or use torchrun's rendezvous (--rdzv_backend c10d --rdzv_endpoint host:port), which needs no node rank.",
         [lines[line]], "one launch line for every node with a node rank written out", {})]
+
+
+def _node_rank_shared(run: Run) -> list[Finding]:
+    """Machines whose launchers each said they run as the same node rank of a job of several nodes
+    (``rules.launch.shared_node_rank``), no communicator up and no collective run: a setting of the launch."""
+    if any(c.init_complete for c in run.communicators) or len(run.collectives):
+        return []
+    said = [e for e in run.events if e.kind == EventKind.NODE_RANK_STATED]
+    found = shared_node_rank((int(e.data.get("nnodes") or 0), int(e.data.get("node_rank") or 0),
+                              str(e.data.get("machine") or "")) for e in said)
+    if found is None:
+        return []
+    ev = [e.evidence for e in said if e.data.get("node_rank") == found.node_rank][:3]
+    return [_setup_fault(
+        f"{len(found.machines)} machines ({', '.join(found.machines)}) each started as node rank {found.node_rank} of a "
+        f"{found.nnodes}-node job: each waits at the rendezvous for nodes of the other ranks, which never come",
+        "Give every machine its own node rank (NODE_RANK / --node_rank / --machine_rank: 0 on the master, 1..N-1 on the "
+        "others; LLaMA-Factory reads NODE_RANK, not RANK) and the same master address and port on all of them, or use "
+        "torchrun's rendezvous (--rdzv_backend c10d --rdzv_endpoint host:port), which needs no node rank.",
+        ev, "each machine's launcher said which node it runs as", {})]
 
 
 def _entry(text: str) -> str | None:

@@ -7,6 +7,9 @@ before any NCCL line, hook record, Flight Recorder dump or collective. Said as s
 instead of "not enough information" or a crash of an unknown rank. The verdict is ``crash``: the job
 did not do what was asked and exited non-zero, which is what scripts checking the verdict expect.
 
+A launcher that refused its own command line (its argument parser's error, DeepSpeed's runner that found no address for
+a node of its hostfile) before anything started is a config error: the command, not a rank.
+
 A third shape is the launch configured wrong: global ranks claimed by two processes each while other ranks of
 the world are claimed by none (``rules.launch.doubled_ranks``; Lightning's ``initializing ddp: GLOBAL_RANK: r``
 lines, every node's processes numbered 0..k-1): a config error, no rank at fault.
@@ -34,7 +37,26 @@ def _started(run: Run) -> bool:
 
 
 def detect(run: Run) -> list[Finding]:
-    return _rank_layout(run) + _few_tasks(run) + _not_started(run)
+    return _rank_layout(run) + _few_tasks(run) + (_misuse(run) or _not_started(run))
+
+
+def _misuse(run: Run) -> list[Finding]:
+    """A launcher that refused its own command line (``LaunchMisuse``: its argument parser's error, DeepSpeed's runner
+    with no address for a node), in a job that never got as far as torch.distributed: a config error, the command."""
+    said = [e for e in run.events if e.kind == EventKind.LAUNCH_MISUSE]
+    if not said or _started(run):
+        return []
+    first = said[0]
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+        message=f"the launcher refused its command line before starting the training ({first.text.strip()[:240]}): a "
+                "launch configuration error, no rank of the job ran",
+        hint="Fix the launch command: the launcher's arguments (the training script and its arguments after the "
+             "launcher's own), and for DeepSpeed's multi-node runner a hostfile whose names resolve on the node that "
+             "launches (or --master_addr given explicitly); run the printed command by hand to see it whole.",
+        evidence=tuple(e.evidence for e in said[:3]),
+        data={"class": "launch_misuse", "culprits": [],
+              "certainty": {"level": "confirmed", "why": "the launcher's own refusal of its command line"}})]
 
 
 def _few_tasks(run: Run) -> list[Finding]:

@@ -127,3 +127,25 @@ def fixed_node_rank(lines: Iterable[str]) -> tuple[str, str] | None:
         if machines is not None and int(machines.group("n")) > 1 and rank is not None:
             return rank.group(0).replace("'", "").replace('"', ""), line
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class SharedNodeRank:
+    node_rank: int
+    nnodes: int
+    machines: tuple[str, ...]
+
+
+def shared_node_rank(stated: Iterable[tuple[int, int, str]]) -> SharedNodeRank | None:
+    """``stated``: (nodes, node rank, machine) as each machine's launcher said it runs. Two or more machines of a job of
+    several nodes saying the same node rank: each believes it is that node (NODE_RANK, --node_rank, machine_rank given
+    alike, or the variable it came from never set) and waits at the rendezvous for nodes of the other ranks that never
+    come. None otherwise."""
+    by: dict[tuple[int, int], set[str]] = {}
+    for nnodes, rank, machine in stated:
+        if nnodes > 1:
+            by.setdefault((nnodes, rank), set()).add(machine)
+    for (nnodes, rank), machines in sorted(by.items()):
+        if len(machines) >= 2:
+            return SharedNodeRank(rank, nnodes, tuple(sorted(machines))[:8])
+    return None

@@ -674,6 +674,34 @@ class ProgressWait(ToolEvent):
 
 
 @dataclass(slots=True)
+class NodeRankStated(ToolEvent):
+    """A launcher's word of the node it runs on: LLaMA-Factory's ``Multi-node training enabled: num nodes: 3, node rank:
+    0``, DeepSpeed's ``nnodes=2, num_local_procs=4, node_rank=1``; ``machine`` the machine that printed it as the text
+    shows it (the host of the shell prompt it ran under, of a launcher's host prefix, else the file)."""
+
+    nnodes: int
+    node_rank: int
+    machine: str
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return EventKind.NODE_RANK_STATED, {"nnodes": self.nnodes, "node_rank": self.node_rank, "machine": self.machine}
+
+
+@dataclass(slots=True)
+class LaunchMisuse(ToolEvent):
+    """A launcher that refused its own command line before starting anything: its argument parser's error
+    (``launch.py: error: the following arguments are required: training_script``), or DeepSpeed's runner finding no
+    address for a node of its hostfile (``Using IP address of  for node trn-0``: the command is built with an empty
+    ``--master_addr``). ``prog`` the launcher, ``message`` what it said."""
+
+    prog: str
+    message: str
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return EventKind.LAUNCH_MISUSE, {"prog": self.prog, "message": self.message}
+
+
+@dataclass(slots=True)
 class HorovodStall(ToolEvent):
     """Horovod's stall inspector's warning (``One or more tensors were submitted to be reduced, gathered or broadcasted
     by subset of ranks and are waiting for remainder of ranks for more than 60 seconds``): per stalled tensor, the ranks

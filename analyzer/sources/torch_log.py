@@ -46,6 +46,7 @@ from .records import (
     GroupFormed,
     HeartbeatTimeout,
     JobCancelled,
+    LaunchMisuse,
     LaunchedTasks,
     LauncherExit,
     LauncherSignal,
@@ -53,6 +54,7 @@ from .records import (
     LauncherSucceeded,
     MonitoredBarrierFailure,
     NodeCount,
+    NodeRankStated,
     ProgramExit,
     ProgressSeen,
     RankClaim,
@@ -465,6 +467,8 @@ class _State:
     in_summary: bool = False
     spawn_rank: int | None = None  # "-- Process N terminated with the following error:" until its exception
     headed: int | None = None  # the rank such a head gave the last exception read (its bare lines after are its own)
+    prompt_host: str | None = None  # the host of the last shell prompt read (a paste of several machines' consoles)
+    node_ranks: set[tuple[int, int, str]] = field(default_factory=set)  # (nnodes, node rank, machine) stated
     timeouts: set[tuple[int | None, int]] = field(default_factory=set)  # (rank, seq) already reported
     errors: set[tuple[int | None, str]] = field(default_factory=set)  # (rank, message) already reported
     versions: set[tuple[str | None, str | None]] = field(default_factory=set)
@@ -638,6 +642,30 @@ def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | N
         if tm:
             st.terminate[prefix_rank] = tm.group("type")
             return True
+    if "A worker died or was killed while executing a task" in body or "killed due to memory pressure" in body:
+        w = RAY_WORKER_PID_RE.search(body)  # the raylet's report of a worker process that died (not a Python error of it)
+        yield LauncherExit(st.file, lineno, text, None, None, -9, int(w.group(1)) if w else None, None, None,
+                           "Ray: a worker process died (killed from outside: the OOM killer, the node's memory monitor, "
+                           "a forced stop; or a crash of its own)", False)
+        return True
+    if "@" in text[:200] and (ph := PROMPT_HOST_RE.match(text)) is not None:
+        st.prompt_host = ph.group("host")  # the machine whose console the lines after it are
+    if "node rank: " in body or "node_rank=" in body:
+        if (nr := NODE_RANK_RE.search(body)) is not None and len(st.node_ranks) < MAX_TAGGED:
+            host = HOST_PREFIX_RE.match(text)  # pdsh's / DeepSpeed's "gpu003: " before the line
+            machine = st.prompt_host or (host.group(1) if host else st.file)
+            stated = (int(nr.group("n") or nr.group("n2")), int(nr.group("r") or nr.group("r2")), machine)
+            if stated not in st.node_ranks:
+                st.node_ranks.add(stated)
+                yield NodeRankStated(st.file, lineno, text, None, None, None, None, *stated)
+    if ": error: " in body and (a := LAUNCH_ARGS_RE.match(body.strip())) is not None:  # a launcher's argparse error
+        yield LaunchMisuse(st.file, lineno, text, None, None, None, None, a.group("prog"), a.group("msg")[:300])
+        return True
+    if "Using IP address of " in body and (n := DS_NO_IP_RE.search(body)) is not None:
+        yield LaunchMisuse(st.file, lineno, text, None, None, None, None, "deepspeed",
+                           f"no IP address found for node {n.group('host')}: the launch command is built with an empty "
+                           "--master_addr")
+        return True
     if "oom_kill event" in body and "slurmstepd" in body:  # the cgroup's OOM killer ended a process of the step
         yield LauncherExit(st.file, lineno, text, None, None, -9, None, None, None,
                            "slurmstepd: the step's cgroup out-of-memory handler killed a process", False)
@@ -1260,6 +1288,22 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
                 yield kind(head[0], head[1], head[2], r, head[4], head[5], head[6], size)
 
 
+RAY_WORKER_PID_RE = re.compile(r"\bWorker PID: (\d{1,10})\b")
+# a launcher's argument parser refusing its command line: "launch.py: error: the following arguments are required: ...",
+# "torchrun: error: unrecognized arguments: ..." (the program names launchers use; a script's own parser is not one)
+LAUNCH_ARGS_RE = re.compile(r"^(?P<prog>launch\.py|run\.py|torchrun|deepspeed|accelerate(?:-launch)?|"
+                            r"accelerate <command> \[<args>\] launch|torch\.distributed\.(?:run|launch)): error: "
+                            r"(?P<msg>(?:the following arguments are required|unrecognized arguments|argument ).{0,400})$")
+# a launcher's word of the node it runs as: LLaMA-Factory's "Multi-node training enabled: num nodes: 3, node rank: 0",
+# DeepSpeed's "nnodes=2, num_local_procs=4, node_rank=1"
+NODE_RANK_RE = re.compile(r"\bnum nodes: (?P<n>\d{1,5}), node rank: (?P<r>\d{1,5})\b"
+                          r"|\bnnodes=(?P<n2>\d{1,5}), num_local_procs=\d{1,5}, node_rank=(?P<r2>\d{1,5})\b")
+HOST_PREFIX_RE = re.compile(r"^([a-z0-9][\w.-]{0,254}): ")
+# a shell prompt with its host before a command ("(train) root@gpu-a11:~# ", "user@node-2:/work$ "): the machine the
+# lines after it ran on, in a paste of several machines' consoles
+PROMPT_HOST_RE = re.compile(r"^(?:\([\w.-]{1,40}\)\s)?[\w.-]{1,64}@(?P<host>[\w.-]{1,64})(?::[^\s$#]{0,200})?[$#]\s")
+# DeepSpeed's runner with no address for a node of its hostfile: "Using IP address of  for node trn-0" (two spaces)
+DS_NO_IP_RE = re.compile(r"\bUsing IP address of\s{2}for node (?P<host>\S{1,255})")
 MAX_AGENTS = 64  # torchrun agents followed in one file (more: a concatenation of many nodes' logs)
 MAX_CLAIMS = 4  # claims of one global rank given (two processes claiming it is the fault; more tell nothing new)
 
