@@ -711,7 +711,11 @@ def _after_init_hang(run: Run) -> list[Finding]:
 
 def _stopped_hang(run: Run, stalled: bool) -> list[Finding]:
     """The job was stopped from outside (the user's Ctrl-C, the scheduler's time limit or cancel, a kill) before
-    its ranks finished, nothing of its own failing first (``rules.stopped.stopped_unfinished``)."""
+    its ranks finished, nothing of its own failing first (``rules.stopped.stopped_unfinished``). A hangup signal
+    alone (SIGHUP: the terminal or ssh session the job ran under closed), in a job that was printing its progress, is
+    no reaction to a stall: ``_hung_up``."""
+    if (hup := _hung_up(run, stalled)):
+        return hup
     seen = {p.rank for p in run.job.processes if p.rank is not None}
     finished = {x.rank for x in run.exits if x.exitcode == 0 and x.rank is not None}
     finished |= {e.rank for e in run.events if e.kind in (EventKind.PROGRAM_EXIT, EventKind.RANK_FINISHED) and e.rank is not None}
@@ -734,6 +738,28 @@ def _stopped_hang(run: Run, stalled: bool) -> list[Finding]:
         verdict=Verdict.HANG,
         data={"class": "stopped", "waiting": list(st.waiting)[:4096], "finished": list(st.finished)[:4096],
               "certainty": {"level": st.level, "why": st.why}})]
+
+
+def _hung_up(run: Run, stalled: bool) -> list[Finding]:
+    """Every stop the launcher reports is a hangup (SIGHUP), the job printed its progress, no stall was seen and nothing
+    of its own failed: the session that ran it ended (a closed terminal, an ssh connection dropped, nohup not used), and
+    the job was killed with it. A crash from outside, no rank at fault."""
+    stops = [e for e in run.events if e.kind == EventKind.LAUNCHER_STOPPED]
+    if stalled or not stops or any(e.data.get("signal") != "SIGHUP" for e in stops):
+        return []
+    if not any(e.kind in (EventKind.PROGRESS, EventKind.BAR_SEEN) for e in run.events):
+        return []
+    if any(f.is_cause for f in failures_of_run(run)):
+        return []
+    return [Finding(
+        kind=FindingKind.CRASH, severity=Severity.CRITICAL, verdict=Verdict.CRASH,
+        message="the job was killed by a hangup signal (SIGHUP) while it was making progress: the terminal or ssh "
+        "session it ran under closed, and the launcher shut its workers down with it; no stall and no rank at fault",
+        hint="Run long jobs detached from the login session: under the scheduler (sbatch), in tmux or screen, or with "
+             "nohup ... & (setsid for the launcher's whole process group); keep ssh sessions alive (ServerAliveInterval).",
+        evidence=tuple(e.evidence for e in stops[:2]),
+        data={"class": "hangup", "culprits": [], "certainty": {
+            "level": "likely", "why": "the launcher's own word of a SIGHUP, after progress the job printed"}})]
 
 
 def _stop_lines(run: Run) -> tuple[Evidence, ...]:
