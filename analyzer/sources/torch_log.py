@@ -1417,7 +1417,9 @@ def split_last_error(msg: str) -> tuple[str, str | None]:
 
 def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match[str]) -> Iterator[Rec]:
     etype, msg = em.group("type"), (em.group("msg") or "").strip()
-    if etype.endswith(("ProcessRaisedException", "ProcessExitedException")):
+    if etype.endswith(("ProcessRaisedException", "ProcessExitedException")) or (
+            etype == "Exception" and msg.startswith("process ") and SPAWN_EXIT_RE.match(msg) is not None):
+        # (torch <= 1.7's mp.spawn raised a bare Exception: "process 0 terminated with signal SIGKILL")
         st.frames.pop(rank, None)  # mp.spawn's parent re-raising a child's failure: the child's own is the error
         m = SPAWN_EXIT_RE.search(msg)
         if m:
