@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 
 MESSAGE_KEYS = ('"message":', '"msg":', '"log":')
 MAX_RECORD = 1 << 20  # a longer line is read as it is, not decoded
+MAX_HELD = 1 << 16  # a cut record's message carried over lines at most this long: then given as it is and dropped
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "/": "/", "b": "", "f": ""}
 
 
@@ -93,6 +94,9 @@ def message_lines(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]
             rest, closed = _decode(text, 0)
             pieces = (held + rest).split("\n")
             held = None if closed else pieces.pop()
+            if held is not None and len(held) > MAX_HELD:  # no closing quote for long: no record being continued
+                pieces.append(held)
+                held = None
             yield from ((lineno, p + "\n") for p in pieces)
             continue
         t = text.strip()

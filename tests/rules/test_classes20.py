@@ -37,6 +37,15 @@ def test_json_records_give_their_messages_lines():
                    (3, "terminate called"), (4, "step 3 loss 1.2"), (4, ""), (5, "Error: ShardCannotStart")]
 
 
+def test_a_cut_record_never_closed_is_not_carried_without_bound():
+    from ncclscope.sources.json_log import MAX_HELD, message_lines
+
+    lines = ['{"msg":"start of a record cut by the terminal\n'] + ["x" * 1000 + "\n"] * 200
+    got = list(message_lines(enumerate(lines, 1)))
+    assert max(len(t) for _, t in got) <= MAX_HELD + 1002  # given out once it grows past the bound
+    assert sum(len(t) for _, t in got) >= 200 * 1000  # nothing lost
+
+
 def test_the_hook_records_are_no_json_log():
     from ncclscope.sources.json_log import looks_like_json_log
 
