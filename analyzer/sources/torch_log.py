@@ -602,6 +602,37 @@ def _summary_line(st: _State, lineno: int, text: str, stripped: str) -> Iterator
     return _flush_summary(st)
 
 
+def _launch_lines(st: _State, lineno: int, text: str, body: str) -> Generator[Rec, None, bool]:
+    """What launchers say of the job's processes and machines: the raylet's report of a worker that died, each
+    machine's node rank (under the shell prompt's or pdsh's host), a launcher refusing its own command line. Their
+    records, and whether the line was one of those that nothing else reads."""
+    if "A worker died or was killed while executing a task" in body or "killed due to memory pressure" in body:
+        w = RAY_WORKER_PID_RE.search(body)  # the raylet's report of a worker process that died (not a Python error of it)
+        yield LauncherExit(st.file, lineno, text, None, None, -9, int(w.group(1)) if w else None, None, None,
+                           "Ray: a worker process died (killed from outside: the OOM killer, the node's memory monitor, "
+                           "a forced stop; or a crash of its own)", False)
+        return True
+    if "@" in text[:200] and (ph := PROMPT_HOST_RE.match(text)) is not None:
+        st.prompt_host = ph.group("host")  # the machine whose console the lines after it are
+    if "node rank: " in body or "node_rank=" in body:
+        if (nr := NODE_RANK_RE.search(body)) is not None and len(st.node_ranks) < MAX_TAGGED:
+            host = HOST_PREFIX_RE.match(text)  # pdsh's / DeepSpeed's "gpu003: " before the line
+            machine = st.prompt_host or (host.group(1) if host else st.file)
+            stated = (int(nr.group("n") or nr.group("n2")), int(nr.group("r") or nr.group("r2")), machine)
+            if stated not in st.node_ranks:
+                st.node_ranks.add(stated)
+                yield NodeRankStated(st.file, lineno, text, None, None, None, None, *stated)
+    if ": error: " in body and (a := LAUNCH_ARGS_RE.match(body.strip())) is not None:  # a launcher's argparse error
+        yield LaunchMisuse(st.file, lineno, text, None, None, None, None, a.group("prog"), a.group("msg")[:300])
+        return True
+    if "Using IP address of " in body and (n := DS_NO_IP_RE.search(body)) is not None:
+        yield LaunchMisuse(st.file, lineno, text, None, None, None, None, "deepspeed",
+                           f"no IP address found for node {n.group('host')}: the launch command is built with an empty "
+                           "--master_addr")
+        return True
+    return False
+
+
 def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | None) -> Generator[Rec, None, bool]:
     """The lines that say how a process or the job ended or was stopped (a death signal, a scheduler's cancel, a
     launcher's or srun's exit report, a fatal signal, a warning or C++ abort text): their records, and whether the
@@ -642,29 +673,7 @@ def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | N
         if tm:
             st.terminate[prefix_rank] = tm.group("type")
             return True
-    if "A worker died or was killed while executing a task" in body or "killed due to memory pressure" in body:
-        w = RAY_WORKER_PID_RE.search(body)  # the raylet's report of a worker process that died (not a Python error of it)
-        yield LauncherExit(st.file, lineno, text, None, None, -9, int(w.group(1)) if w else None, None, None,
-                           "Ray: a worker process died (killed from outside: the OOM killer, the node's memory monitor, "
-                           "a forced stop; or a crash of its own)", False)
-        return True
-    if "@" in text[:200] and (ph := PROMPT_HOST_RE.match(text)) is not None:
-        st.prompt_host = ph.group("host")  # the machine whose console the lines after it are
-    if "node rank: " in body or "node_rank=" in body:
-        if (nr := NODE_RANK_RE.search(body)) is not None and len(st.node_ranks) < MAX_TAGGED:
-            host = HOST_PREFIX_RE.match(text)  # pdsh's / DeepSpeed's "gpu003: " before the line
-            machine = st.prompt_host or (host.group(1) if host else st.file)
-            stated = (int(nr.group("n") or nr.group("n2")), int(nr.group("r") or nr.group("r2")), machine)
-            if stated not in st.node_ranks:
-                st.node_ranks.add(stated)
-                yield NodeRankStated(st.file, lineno, text, None, None, None, None, *stated)
-    if ": error: " in body and (a := LAUNCH_ARGS_RE.match(body.strip())) is not None:  # a launcher's argparse error
-        yield LaunchMisuse(st.file, lineno, text, None, None, None, None, a.group("prog"), a.group("msg")[:300])
-        return True
-    if "Using IP address of " in body and (n := DS_NO_IP_RE.search(body)) is not None:
-        yield LaunchMisuse(st.file, lineno, text, None, None, None, None, "deepspeed",
-                           f"no IP address found for node {n.group('host')}: the launch command is built with an empty "
-                           "--master_addr")
+    if (yield from _launch_lines(st, lineno, text, body)):
         return True
     if "oom_kill event" in body and "slurmstepd" in body:  # the cgroup's OOM killer ended a process of the step
         yield LauncherExit(st.file, lineno, text, None, None, -9, None, None, None,
