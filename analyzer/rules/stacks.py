@@ -194,7 +194,7 @@ def site_of(frames: Iterable[tuple[str, str, int]], collective: str | None) -> s
     for func, file, _ in frames:
         if any(func == f and w in file for f, w in BACKWARD_FRAMES):
             return BACKWARD
-        if "site-packages/torch/" not in file and "/torch/" not in file:
+        if "/torch/" not in file:
             return None  # the program's own frame before any of autograd's: not in the backward pass
     return None
 
@@ -245,7 +245,7 @@ def horovod_stalled(ops: Iterable[tuple[str, Iterable[int], bool]], world: Itera
                             f"and rank{'s' if len(b) > 1 else ''} {', '.join(map(str, sorted(b)))} each submitted a tensor "
                             "the other side never did: the ranks submit different tensors (names, order or count)")
     everyone = known | {r for rs in ready.values() for r in rs} | {r for rs in missing.values() for r in rs}
-    submitted = set().union(*ready.values()) if ready else set()
+    submitted: set[int] = set().union(*ready.values())
     culprits = sorted((set.intersection(*missing.values()) if missing else everyone - submitted) - submitted)
     if not culprits:
         return None

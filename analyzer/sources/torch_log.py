@@ -612,7 +612,7 @@ def _launch_lines(st: _State, lineno: int, text: str, body: str) -> Generator[Re
                            "Ray: a worker process died (killed from outside: the OOM killer, the node's memory monitor, "
                            "a forced stop; or a crash of its own)", False)
         return True
-    if "@" in text[:200] and (ph := PROMPT_HOST_RE.match(text)) is not None:
+    if text.find("@", 0, 200) >= 0 and (ph := PROMPT_HOST_RE.match(text)) is not None:  # (no slice per line)
         st.prompt_host = ph.group("host")  # the machine whose console the lines after it are
     if "node rank: " in body or "node_rank=" in body:
         if (nr := NODE_RANK_RE.search(body)) is not None and len(st.node_ranks) < MAX_TAGGED:
