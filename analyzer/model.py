@@ -323,6 +323,23 @@ class Communicator:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphSearch:
+    """What NCCL's topology search computed for one graph pattern (``Pattern 4, crossNic 0, nChannels 12, bw
+    30.000000/30.000000, type NVL/PIX``): its channels and the bandwidth of each inside a node and between nodes
+    (GB/s). Of the lines a job prints for a pattern, the one of least capacity (channels x the lesser bandwidth)."""
+
+    pattern: int  # NCCL's graph pattern: 1-3 trees, 4 ring, 5 NVLS, 6 CollNet
+    nchannels: int
+    bw_intra: float
+    bw_inter: float
+    evidence: Evidence
+
+    @property
+    def capacity(self) -> float:
+        return self.nchannels * min(self.bw_intra, self.bw_inter)
+
+
+@dataclass(frozen=True, slots=True)
 class TuningChoice:
     """NCCL's algorithm and protocol for one operation at one size, from its TUNING lines (``AllReduce: 33554432
     Bytes -> Algo RING proto SIMPLE ...``): the lines of one (op, log2 size, algo, proto) counted, the first kept."""
@@ -604,6 +621,7 @@ class Run:
     killed_pids: set[int] = field(default_factory=set)  # pids the launcher sent a closing signal
     flight_recorder: FrJob | None = None  # what the Flight Recorder dumps say (model_build.fr_job)
     tuning: list[TuningChoice] = field(default_factory=list)  # NCCL's algorithm choices (model_build.shown)
+    graphs: list[GraphSearch] = field(default_factory=list)  # NCCL's topology search, one per pattern (shown)
     diagnostics: list[DiagResult] = field(default_factory=list)  # NCCL DIAG lines and RAS answers (diag_model)
     # derived tables computed once per analysis and shared by detectors (never persisted)
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

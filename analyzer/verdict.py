@@ -61,7 +61,7 @@ def decide(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] =
 def judge(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] = ()) -> Decision:
     """``alerts``: the live monitor's alerts for this run (``alerts.jsonl``), when there are any. Nodes of the job that
     run different NCCL releases or network plugins explain the incident that followed (``environment_explains``)."""
-    return environment_explains(_judge(run, findings, alerts), findings)
+    return sockets_explain(run, environment_explains(_judge(run, findings, alerts), findings), findings)
 
 
 EXPLAINED_BY_ENVIRONMENT = (Verdict.HANG, Verdict.CRASH, Verdict.DESYNC)
@@ -79,6 +79,28 @@ def environment_explains(d: Decision, findings: list[Finding]) -> Decision:
                     f"{d.headline})"[:500], Certainty.LIKELY.value,
                     f"the nodes differ in their {f.data['environment_mismatch']}, and what followed is what such a "
                     "mismatch does")
+
+
+def sockets_explain(run: Run, d: Decision, findings: list[Finding]) -> Decision:
+    """A hang at the start (a communicator's init never completed, or the first collective) of a job across nodes whose
+    NCCL fell back to its socket transport where the hosts show InfiniBand or RDMA was meant to be used (the transport
+    detector's ``likely`` finding: an IPoIB interface, ``NCCL_IB_HCA`` set, IB NICs listed, an RDMA plugin loaded, with
+    ``NET/IB : No device found``) is that fallback's: the devices are not visible to the processes (a container
+    without /dev/infiniband, no rdma-core, the plugin not found). A config error, likely; no rank at fault."""
+    if d.verdict is not Verdict.HANG or (d.stuck is not None and d.stuck.seq > 1):
+        return d
+    if d.stuck is None and all(len(c.init_complete) >= c.nranks for c in run.communicators):
+        return d  # every communicator formed: a hang later than the start
+    fallback = next((f for f in findings if f.kind is FindingKind.TRANSPORT and f.data.get("transports") == ["NET/Socket"]
+                     and (f.data.get("certainty") or {}).get("level") == Certainty.LIKELY.value), None)
+    if fallback is None:
+        return d
+    why = str((fallback.data.get("certainty") or {}).get("why") or "")[:240]
+    return Decision(Verdict.CONFIG_ERROR, (), d.stuck, f"the job hung at its start over NCCL's socket transport between "
+                    f"the nodes where the hosts have InfiniBand / RoCE ({why}): the processes cannot use the fabric "
+                    f"(its devices not in the container, rdma-core or the network plugin missing); {d.headline[:200]}",
+                    Certainty.LIKELY.value, "a job across nodes that hangs at its start over sockets where the hosts "
+                    "have InfiniBand is what a fabric the processes cannot see does")
 
 
 def _judge(run: Run, findings: list[Finding], alerts: Sequence[dict[str, Any]] = ()) -> Decision:

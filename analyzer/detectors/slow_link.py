@@ -49,6 +49,11 @@ MANY_NICS_HINT = (" With several NICs a node, one slow node, NIC or cable slows 
 CERTAINTY_WHY = {
     "possible": "the table alone: the transport between the nodes is not printed, the floor is the GPU class's",
     "likely": "the NICs NCCL's IB transport listed on a node; no channel line shows the path in use"}
+GRAPH_WHY = "the floor is NCCL's own estimate of its rings from the link types it detected, not a measurement"
+GRAPH_HINT = ("NCCL's topology search expected far more of these rings than the sweep reached: compare the search "
+              "lines (Pattern 4) of every node (NCCL_DEBUG_SUBSYS=INIT,GRAPH; nodes that find different patterns, e.g. "
+              "crossNic 0 on one and 1 on another, build rings that share NICs), look for congestion (PFC pause "
+              "frames, ECN marks on the switches) and test the links pairwise (ib_write_bw). ")
 SETTINGS = ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",
             "NCCL_SHM_DISABLE", "NCCL_IB_HCA", "NCCL_ALGO", "NCCL_MAX_NCHANNELS")
 
@@ -109,6 +114,9 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     sizes = per_size(s.rows)
     test = s.rows[-1].get("test") or "the benchmark"
     links = f"{f.links} {f.path} NIC{'s' if f.links > 1 else ''} a node" if f.path != "NVLink" else "NVLink"
+    graph = facts.ring_graph is not None and f.reference.startswith("NCCL's own search")
+    if graph:
+        links = f"{f.links} ring channel{'s' if f.links > 1 else ''}"
     if f.certainty == Certainty.POSSIBLE:
         links = f"nodes of {', '.join(facts.gpus[:2])} over {f.path} (no NCCL line names it)"
     gdr = {True: "GDRDMA on", False: "no GDRDMA on the network channels", None: None}[facts.gdr]
@@ -118,7 +126,9 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
     hint = NVLINK_HINT if f.path == "NVLink" else (GDR_OFF_HINT if facts.gdr is False else NET_HINT)
     if "two RoCE HCAs" in f.reference:
         hint = GB10_HINT if f.certainty != Certainty.POSSIBLE else GB10_PORT_HINT
-    if f.links > 1 and f.path != "NVLink":
+    if graph:
+        hint = GRAPH_HINT + hint
+    elif f.links > 1 and f.path != "NVLink":
         hint += MANY_NICS_HINT
     if f.certainty == Certainty.POSSIBLE:
         hint = UNKNOWN_NET_HINT + hint
@@ -135,8 +145,9 @@ def _sweep_finding(run: Run, facts: LinkFacts, s: SlowSweep) -> Finding:
         message=f"{test} completed but reached at most {s.best:.2f} GB/s bus bandwidth from {human_bytes(sizes[0][0])} up "
         f"(busbw GB/s by size: {per}), under the {f.gbs:g} GB/s floor for {links} ({round(100 * f.gbs / (f.link_gbs * f.links))}% of {f.link_gbs:g} "
         f"GB/s{' each' if f.links > 1 else ''}: {f.reference}); {said}",
-        hint=hint, evidence=tuple(ev) + facts.evidence,
+        hint=hint, evidence=tuple(ev) + ((facts.ring_graph.evidence,) if graph and facts.ring_graph else ()) + facts.evidence,
         data={"culprits": [], "floor_gbs": f.gbs, "best_busbw": s.best, "path": f.path, "links": f.links,
               "link_gbs": f.link_gbs, "reference": f.reference, "gdr": facts.gdr, "gpus": list(facts.gpus),
               "nnodes": facts.nnodes, "busbw_by_size": [[size, bw] for size, bw in sizes],
-              **({"certainty": {"level": f.certainty, "why": CERTAINTY_WHY[f.certainty]}} if f.certainty else {})})
+              **({"certainty": {"level": f.certainty, "why": GRAPH_WHY if graph else CERTAINTY_WHY[f.certainty]}}
+                 if f.certainty else {})})

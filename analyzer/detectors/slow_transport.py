@@ -14,6 +14,7 @@ from ..rules.transport_fit import PathFacts, slow_path
 
 IB_IFACE_RE = re.compile(r"(?:^|\]|\s)(?P<i>ib[a-z]{0,3}\d[\w.]{0,20}):")  # IPoIB: ib0, ibp12s0, ibs85f0
 RDMA_PLUGIN_RE = re.compile(r"(?i)Loaded (?:net|coll) plugin .{0,40}(?:RDMA|IB|SHARP)|IBext|rdma_sharp")
+NIC_LISTED_RE = re.compile(r"\[\d{1,3}\]")
 MOST_EVIDENCE = 4
 
 
@@ -51,7 +52,9 @@ def _ib_signs(run: Run, settings: dict[str, str]) -> tuple[tuple[str, ...], list
         ev += _setting_lines(run, "NCCL_IB_HCA")
     if settings.get("NCCL_IB_DISABLE", "").strip() == "0":
         signs.append("NCCL_IB_DISABLE=0 is set")
-    listed = next((e for e in run.events if e.kind == EventKind.NCCL_NET_IB), None)
+    # a list of NICs ("[0]mlx5_0:1/IB"), not NCCL 2.2's "Using interface eth0 for sideband communication", printed
+    # before it looks for a device
+    listed = next((e for e in run.events if e.kind == EventKind.NCCL_NET_IB and NIC_LISTED_RE.search(e.text)), None)
     if listed is not None:
         signs.append("NCCL listed InfiniBand NICs")
         ev.append(listed.evidence)
@@ -73,11 +76,17 @@ def _ib_signs(run: Run, settings: dict[str, str]) -> tuple[tuple[str, ...], list
 
 def _net_to_unseen(run: Run, lf: LinkFacts) -> int:
     """2 where the log shows one host whose ranks reach others over the network (``via NET/Socket/0`` channels) in
-    a world larger than the ranks it shows: the peers are on another node (one machine's log of a multi-node job);
-    else the node count of ``lf``."""
+    a world larger than the ranks it shows, or, before any channel (an init that never completed), one host that
+    shows ranks 0 to k-1 of a world of two or more such hosts and the network NCCL chose: the peers are on another
+    node (one machine's log of a multi-node job); else the node count of ``lf``."""
     net = any(t.startswith("NET/") for c in run.communicators for t in c.transports)
     seen = {p.rank for p in run.job.processes if p.rank is not None}
-    return 2 if net and len(run.job.hosts) <= 1 and seen and lf.world > len(seen) else lf.nnodes
+    if net and len(run.job.hosts) <= 1 and seen and lf.world > len(seen):
+        return 2
+    # no channel yet (an init that never completed): the host's ranks are 0..k-1 of a world of whole hosts of k
+    k = len(seen)
+    whole = k >= 2 and seen == set(range(k)) and lf.world >= 2 * k and lf.world % k == 0
+    return 2 if whole and lf.network is not None and len(run.job.hosts) == 1 else lf.nnodes
 
 
 def _rdma_absent(run: Run) -> tuple[tuple[str, ...], list[Evidence]]:

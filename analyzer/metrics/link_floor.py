@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import EventKind, Evidence, LogEvent, Run
+from ..model import EventKind, Evidence, GraphSearch, LogEvent, Run
 from ..sources.nccl_tests import device_gpu
 
 FLOOR_SHARE = 0.4
@@ -70,6 +70,7 @@ class LinkFacts:
     intra: tuple[str, ...]  # transports of channels inside one node (P2P/..., SHM)
     evidence: tuple[Evidence, ...]
     network_inferred: bool = False  # network "IB" from the NIC list alone (no channel or "Using network" line)
+    ring_graph: GraphSearch | None = None  # NCCL's own search of the rings (pattern 4), where the algorithm may be Ring
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +129,19 @@ def link_facts(run: Run) -> LinkFacts:
     world = run.job.world_size or len(hosts_of) or 1
     return LinkFacts(nnodes, world, tuple(sorted(gpus)), _network_kind(net), "RoCE" if "RoCE" in layers else (
         "IB" if layers else None), listed, max((len(v) for v in used.values()), default=0), gdr,
-        tuple(t for t in transports if not t.startswith("NET/")), tuple(ev), inferred)
+        tuple(t for t in transports if not t.startswith("NET/")), tuple(ev), inferred, _ring_graph(run))
+
+
+RING_PATTERN = 4  # NCCL_TOPO_PATTERN_RING
+
+
+def _ring_graph(run: Run) -> GraphSearch | None:
+    """NCCL's search of the rings, unless ``NCCL_ALGO`` keeps the collectives off Ring (a sweep of trees or NVLS is
+    not held to the rings' bandwidth)."""
+    algo = run.job.settings.get("NCCL_ALGO")
+    if algo is not None and "ring" not in algo.value.lower():
+        return None
+    return next((g for g in run.graphs if g.pattern == RING_PATTERN), None)
 
 
 def _network_kind(net: str | None) -> str | None:
@@ -141,10 +154,31 @@ def _network_kind(net: str | None) -> str | None:
 
 def expected_floor(f: LinkFacts, ring: bool) -> Floor | None:
     """The floor for one row of the sweep (``ring``: its collective rings through every NIC of a node),
-    or None where the log does not say enough to hold it to any."""
+    or None where the log does not say enough to hold it to any: the higher of the hardware's (``_net_floor``,
+    ``_nvlink_floor``) and, for a ring row, that of the rings NCCL's own search built (``_graph_floor``)."""
     if f.nnodes >= 2:
-        return _net_floor(f, ring) if f.network is not None else _unknown_net_floor(f)
-    return _nvlink_floor(f)
+        hw = _net_floor(f, ring) if f.network is not None else _unknown_net_floor(f)
+    else:
+        hw = _nvlink_floor(f)
+    graph = _graph_floor(f) if ring else None
+    if graph is not None and (hw is None or graph.gbs > hw.gbs):
+        return graph
+    return hw
+
+
+def _graph_floor(f: LinkFacts) -> Floor | None:
+    """NCCL's topology search prints the rings it built: their channels and the bandwidth of each (``Pattern 4,
+    crossNic 0, nChannels 2, bw 40.000000/40.000000``); its tuning model expects a ring collective's busbw near
+    channels x bandwidth (on the H200 pair of the bundled runs, 12 x 30 = 360 GB/s expected, 314 reached at
+    512 MiB). A sweep below ``FLOOR_SHARE`` of it is slow by NCCL's own measure of the hardware it found, whatever the
+    fabric: likely (the search's bandwidths are NCCL's estimates from the link types, not a measurement)."""
+    g = f.ring_graph
+    if g is None or g.capacity <= 0:
+        return None
+    bw = min(g.bw_intra, g.bw_inter)
+    return Floor("the rings NCCL built", bw, g.nchannels, round(FLOOR_SHARE * g.capacity, 2),
+                 f"NCCL's own search of the rings: {g.nchannels} channels of {bw:g} GB/s ({g.capacity:g} GB/s)",
+                 certainty="likely")
 
 
 def _unknown_net_floor(f: LinkFacts) -> Floor | None:

@@ -24,7 +24,7 @@ from .inspector_rows import inspector_problems
 from .ranks import assign_ranks, build_job, drop_implausible
 from .ras_comms import ras_communicators
 from .runs import earlier_runs, split_runs
-from .shown import tuning_choices
+from .shown import graph_searches, tuning_choices
 
 __all__ = ["build_run"]
 
@@ -59,7 +59,7 @@ def _build_run(parsed: Iterable[Parsed], release: bool) -> Run:
                events=events, exits=exits, ras=[_ras_dict(r) for r in g.ras], stacks=coll.stacks, files=files,
                problems=problems, heartbeats=coll.heartbeats, nccl_tests=[_tests_dict(t) for t in g.tests],
                killed_pids={s.pid for s in g.signals}, flight_recorder=build_fr_job(g.frs),
-               origins=g.origins, tuning=tuning_choices(g.tuning), diagnostics=results_of(g.diag))
+               origins=g.origins, tuning=tuning_choices(g.tuning), graphs=graph_searches(g.graphs), diagnostics=results_of(g.diag))
 
 
 def _ras_dict(r: R.RasComm) -> dict[str, object]:

@@ -13,13 +13,13 @@ from typing import cast
 import numpy as np
 
 from ..ingest import Parsed
-from ..model import Connection, Evidence, Origin, Setting
+from ..model import Connection, Evidence, GraphSearch, Origin, Setting
 from ..sources import records as R
 from ..sources.coll import NcclCollBatch
 from ..sources.lines import prefix_rank
 from ..sources.nccl_diag import NcclDiag
 from .communicators import CommLocal
-from .shown import TuningKey, count_tuning, note_topology
+from .shown import TuningKey, count_tuning, note_graph, note_topology
 from .values import ProcKey, ev
 
 
@@ -62,6 +62,7 @@ class Gathered:
     inspector_proxy: list[R.InspectorProxy] = field(default_factory=list)
     inspector_metrics: list[R.InspectorMetric] = field(default_factory=list)
     tuning: dict[TuningKey, list] = field(default_factory=dict)  # NCCL's TUNING lines, counted (shown.count_tuning)
+    graphs: dict[int, GraphSearch] = field(default_factory=dict)  # NCCL's topology search per pattern (shown.note_graph)
     diag: list[NcclDiag] = field(default_factory=list)  # NCCL DIAG lines and RAS answers (2.31+)
 
 
@@ -128,7 +129,7 @@ def _local(g: Gathered, key: ProcKey, comm: str, rank: int, nranks: int, line: i
 
 # the branch of ``_nccl`` each record type takes, by exact type (isinstance depends on the type alone): one
 # dict look-up instead of up to seven isinstance tests a record, most of them for the topology lines
-_COLL_BATCH, _COLL, _INIT, _COMM_INFO, _TOPOLOGY, _VERSION, _ENV, _EVENT, _TUNING, _DIAG, _OTHER = range(11)
+_COLL_BATCH, _COLL, _INIT, _COMM_INFO, _TOPOLOGY, _VERSION, _ENV, _EVENT, _TUNING, _DIAG, _GRAPH, _OTHER = range(12)
 _BRANCH: dict[type, int] = {}
 
 
@@ -139,7 +140,7 @@ def _branch(cls: type) -> int:
                        R.NcclTopologyRun), _TOPOLOGY),
                      (R.NcclVersion, _VERSION), (R.NcclEnv, _ENV),
                      ((R.NcclWarn, R.NcclBacktrace, R.NcclRasLine, R.NcclNet), _EVENT), (R.NcclTuning, _TUNING),
-                     (NcclDiag, _DIAG)):
+                     (NcclDiag, _DIAG), (R.NcclPattern, _GRAPH)):
         if issubclass(cls, kinds):
             return b
     return _OTHER
@@ -196,6 +197,8 @@ def _nccl(rec: R.NcclRec, g: Gathered) -> None:
         g.nccl_events.append((key, rec))
     elif b == _TUNING:
         count_tuning(g.tuning, cast(R.NcclTuning, rec))
+    elif b == _GRAPH:
+        note_graph(g.graphs, cast(R.NcclPattern, rec))
 
 
 def _init(rec: R.NcclInit, key: ProcKey, g: Gathered) -> None:

@@ -7,13 +7,16 @@ comparison of two runs (``ncclscope diff``) point at the line behind each differ
 - ``count_tuning``: NCCL's TUNING lines (``AllReduce: 33554432 Bytes -> Algo RING proto SIMPLE ...``), counted
   per (op, log2 size, algorithm, protocol), the first of each kept; ``tuning_choices`` makes the model's
   ``TuningChoice`` list of them. A job prints one a collective on rank 0: counting keeps it a few dozen entries.
+- ``note_graph``: NCCL's topology search lines (``Pattern 4, crossNic 0, nChannels 12, bw 30.000000/30.000000``), the
+  one of least capacity per pattern (every rank prints its own; a slow link lowers the bandwidth some rank found);
+  ``graph_searches`` makes the model's ``GraphSearch`` list of them.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Protocol
 
-from ..model import Evidence, TuningChoice
+from ..model import Evidence, GraphSearch, TuningChoice
 from ..sources import records as R
 from .values import ev
 
@@ -93,3 +96,17 @@ def tuning_choices(table: dict[TuningKey, list]) -> list[TuningChoice]:
     """The model's TUNING choices, by op, size, then the most printed first."""
     out = [TuningChoice(op, bucket, algo, proto, n, e) for (op, bucket, algo, proto), (n, e) in table.items()]
     return sorted(out, key=lambda c: (c.op or "", c.bucket, -c.lines, c.algo, c.proto))
+
+
+def note_graph(table: dict[int, GraphSearch], rec: R.NcclPattern) -> None:
+    """Keep in ``table`` the search line of least capacity for ``rec``'s pattern (patterns are NCCL's handful)."""
+    if not 0 < rec.nchannels <= 1024 or not 0 < min(rec.bw_intra, rec.bw_inter) < 1e6 or not 0 <= rec.pattern < 64:
+        return  # a damaged line: no channels, absurd numbers
+    g = GraphSearch(rec.pattern, rec.nchannels, rec.bw_intra, rec.bw_inter, ev(rec))
+    seen = table.get(rec.pattern)
+    if seen is None or g.capacity < seen.capacity:
+        table[rec.pattern] = g
+
+
+def graph_searches(table: dict[int, GraphSearch]) -> list[GraphSearch]:
+    return [table[p] for p in sorted(table)]
