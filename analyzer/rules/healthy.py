@@ -116,7 +116,7 @@ def server_ready(ready: bool, failed: bool, stalled: bool, exit_code: int | None
 
 
 # a progress bar or counter at its end: tqdm's "100%|" and "64/64", a step counter's "step 320/320"
-BAR_DONE_RE = re.compile(r"\b100%\||(?:^|(?<=[\s|(]))(?P<n>[1-9]\d{0,9})/(?P=n)(?=$|[\s\[|,)])"
+BAR_DONE_RE = re.compile(r"\b100%\||(?:^|(?<=[\s|(])|(?<=\[batch=)|(?<=\[step=))(?P<n>[1-9]\d{0,9})/(?P=n)(?=$|[\s\[|,)\]])"
                          r"|(?:^|(?<!=)=+ )[1-9]\d{0,6} passed(?:, \d{1,7} (?:skipped|xfailed|xpassed|deselected|warnings?|rerun))* in \d[\d.]{0,12}s")
 # (pytest's summary of a session whose every test passed ends its work as a bar at its end does)
 

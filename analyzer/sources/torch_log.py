@@ -169,7 +169,7 @@ RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")  # a pid is no rank: "
 # the program's own progress prints (sources.records.ProgressSeen); PROGRESS_WORDS gate the regex
 PROGRESS_WORDS = ("loss", "Loss", "LOSS", "samples/", "tokens/", "toks/", "images/", "seqs/", "seq/", "/step",
                   "startup complete", "200 OK", "passed", "hroughput", "successful", "Successful requests",
-                  "Uvicorn running on", "ready to roll")
+                  "Uvicorn running on", "ready to roll", "batch=", "step=")
 PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a literal (a fast scan over long lines)
     # "Loss: 0.41", "loss is 0.41", {'loss': 1.5}, "train_loss=2.1e-3"; the word stands alone and its number is a
     # decimal or ends there ("LOSS21Cg" inside base64 or a hash is no loss print; "loss 0.0009" glued to a log line is)
@@ -183,6 +183,7 @@ PROGRESS_RE = re.compile(  # case-sensitive alternatives, each starting with a l
     r"|Uvicorn running on |The server is fired up and ready to roll"  # a server's ready lines (SERVER_READY_RE)
     r"|\b(?:is|was) successful[.!]?\s*$"  # a check script's own pass line: "sanity check is successful!"
     r"|\d ?(?:m?s|sec)/step\b"  # a step's time: "0.412 sec/step", "812ms/step"
+    r"|\[(?:batch|step)=[1-9]\d{0,9}/[1-9]\d{0,9}\]"  # a console logger's block head: Composer's "[batch=3/10]:"
 )
 # the time one step took, as a training loop prints it beside the step: "0.412 sec/step", "3.1 s/step", "812 ms/step",
 # Megatron's "elapsed time per iteration (ms): 1412.8", LitGPT's "iter 15 step 0: loss 1.9, time: 511.86ms"

@@ -2,7 +2,8 @@
 nccl-tests sweep far below what NCCL's own search of its rings expects (``Pattern 4, ... nChannels N, bw B/B``) is
 slow whatever the fabric (``metrics.link_floor``); a job across nodes that hangs at its start over NCCL's socket
 transport where the hosts show InfiniBand (an IPoIB interface, ``NCCL_IB_HCA``) is a config error: the processes
-cannot see the fabric (``verdict.sockets_explain``)."""
+cannot see the fabric (``verdict.sockets_explain``); a console logger's block head (Composer's ``[batch=8/8]:``) is a
+progress print, at its end when its counter is."""
 from __future__ import annotations
 
 import pytest
@@ -41,3 +42,13 @@ def test_nccl_22s_sideband_line_is_not_a_list_of_nics():
 
     assert not NIC_LISTED_RE.search("NET/IB : Using interface eth0 for sideband communication")
     assert NIC_LISTED_RE.search("NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>")
+
+
+def test_a_console_loggers_block_head_is_a_progress_print_at_its_end():
+    from ncclscope.rules.healthy import work_done
+    from ncclscope.sources.torch_log import PROGRESS_RE
+
+    assert PROGRESS_RE.search("[batch=8/8]:") and PROGRESS_RE.search("[step=12/300]")
+    assert not PROGRESS_RE.search("[batch=0/8]:")
+    assert work_done("[batch=8/8]:", False, False, None) is not None
+    assert work_done("[batch=3/8]:", False, False, None) is None
