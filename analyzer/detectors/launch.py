@@ -37,7 +37,12 @@ def _started(run: Run) -> bool:
 
 
 def detect(run: Run) -> list[Finding]:
-    return _rank_layout(run) + _few_tasks(run) + (_misuse(run) or _not_started(run))
+    return _rank_layout(run) + _few_tasks(run) + (_misuse(run) or _silent_launch(run) or _not_started(run))
+
+
+SSH_HINT = ("Set up passwordless ssh from the node that launches to every host of the hostfile (ssh-copy-id, the "
+            "host keys accepted; `ssh -o PasswordAuthentication=no <host> hostname` must print the name), with the "
+            "names or addresses the hostfile uses; on a single node, drop the hostfile.")
 
 
 def _misuse(run: Run) -> list[Finding]:
@@ -47,16 +52,48 @@ def _misuse(run: Run) -> list[Finding]:
     if not said or _started(run):
         return []
     first = said[0]
+    ssh = "ssh" in first.text
     return [Finding(
         kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
-        message=f"the launcher refused its command line before starting the training ({first.text.strip()[:240]}): a "
-                "launch configuration error, no rank of the job ran",
-        hint="Fix the launch command: the launcher's arguments (the training script and its arguments after the "
+        message=f"the launcher {'could not reach a host of the job' if ssh else 'refused its command line'} before "
+                f"starting the training ({first.text.strip()[:240]}): a launch configuration error, no rank of the job ran",
+        hint=SSH_HINT if ssh else
+             "Fix the launch command: the launcher's arguments (the training script and its arguments after the "
              "launcher's own), and for DeepSpeed's multi-node runner a hostfile whose names resolve on the node that "
              "launches (or --master_addr given explicitly); run the printed command by hand to see it whole.",
         evidence=tuple(e.evidence for e in said[:3]),
         data={"class": "launch_misuse", "culprits": [],
               "certainty": {"level": "confirmed", "why": "the launcher's own refusal of its command line"}})]
+
+
+SILENT_HINT = ("Run a plain program the same way first (mpirun with the same hosts and -np running `hostname`, then an "
+               "MPI hello world): when that hangs too, the MPI runtime cannot reach the other nodes. Open the ports "
+               "between the nodes (firewall, security software), pin the runtime to an interface every node reaches "
+               "(--mca oob_tcp_if_include / btl_tcp_if_include <iface>, UCX_NET_DEVICES for pml ucx), and check "
+               "passwordless ssh to every node.")
+
+
+def _silent_launch(run: Run) -> list[Finding]:
+    """An MPI launch whose program never printed (``LaunchSilent``: interrupted, or the text ends in the runtime's own
+    debug lines) in an input with nothing of NCCL or torch.distributed: the runtime never started the program or
+    never wired its processes up across the nodes. A config error of the launch environment, likely; no rank ran."""
+    said = [e for e in run.events if e.kind == EventKind.LAUNCH_SILENT]
+    if not said or len(run.collectives) or run.communicators or any(e.kind.startswith(("nccl", "watchdog"))
+                                                                     for e in run.events):
+        return []
+    first = said[0]
+    launcher = str(first.data.get("launcher") or "mpirun")
+    how = ("was interrupted with no line of the program after it" if first.data.get("interrupted")
+           else f"printed only its runtime's own debug lines ({first.data.get('chatter')}) until the text ends")
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+        message=f"{launcher} never ran the program: the launch {how} (no NCCL line, no line of the program): the MPI "
+                "runtime could not start or connect the processes across the nodes; a launch environment error, no "
+                "rank ran",
+        hint=SILENT_HINT, evidence=tuple(e.evidence for e in said[:3]),
+        data={"class": "launch_silent", "culprits": [],
+              "certainty": {"level": "likely", "why": "an MPI launch that printed nothing of its program before it was "
+                                                       "stopped is the runtime's own wait, before NCCL"}})]
 
 
 def _few_tasks(run: Run) -> list[Finding]:

@@ -156,7 +156,7 @@ def _marker(head: bytes) -> Format | None:
     decoded text exactly when its bytes are in the raw ones), else None."""
     if b"SERVER PROTOCOL" in head or (b"Job summary" in head and b"Communicators" in head):
         return Format.RAS
-    if (b"nccl-tests" in head or b"# nThread" in head or b"out-of-place" in head or b"ncclscope perf:" in head
+    if (b"nccl-tests version" in head or b"# nThread" in head or b"out-of-place" in head or b"ncclscope perf:" in head
             or (b"nThread " in head and b" nGpus " in head) or b"Out of bounds values" in head):
         return Format.NCCL_TESTS  # the last two: a paste whose '#' marks a renderer dropped
     return None

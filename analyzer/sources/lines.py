@@ -55,6 +55,7 @@ _RANKED = (
     # horovodrun's [rank]<stdout>: (some releases print no colon: "[1]<stdout>[1] NCCL INFO ...")
     "|" + _worker_tag("r3") + WORKER_IP + r"\s?"  # Ray, vLLM, SkyPilot (``_worker_tag``)
     r"|\s{0,6}(?P<r4>\d{1,7}): "  # srun --label: the task number, padded
+    r"|\[[A-Za-z_][\w.-]{0,100}/(?P<r11>\d{1,7})\] "  # a task array's gathered logs: "[<job>/086] " (task 86)
     r"|Rank (?P<r5>\d{1,7}): "  # print(f"Rank {rank}: {e}")
     r"|\[rank: (?P<r6>\d{1,7})\] "  # Lightning's rank_prefixed_message
     r"|\[RANK (?P<r8>\d{1,7})\] "  # an app's own logger: "[RANK 3] 2026-09-17 13:40:02,791 [ERROR] ..."
@@ -159,8 +160,8 @@ def split_tool_prefixes(text: str) -> tuple[int | None, bool, str]:
              or m.group("r8") or m.group("r9") or m.group("r10"))
         if r is not None:
             tagged = int(r)
-        elif m.group("r4") is not None:
-            task = int(m.group("r4"))
+        elif (t := m.group("r4") or m.group("r11")) is not None:
+            task = int(t)
         pos = m.end()
     body = text[pos:] if pos else text
     return (tagged, False, body) if tagged is not None else (task, task is not None, body)

@@ -702,6 +702,21 @@ class LaunchMisuse(ToolEvent):
 
 
 @dataclass(slots=True)
+class LaunchSilent(ToolEvent):
+    """An MPI launch whose program never printed (``sources.launch_silence``): the command's line, then nothing of the
+    program before the user's interrupt, or before the text ends in the runtime's own debug lines. ``launcher`` the
+    command, ``interrupted`` whether a ``^C`` ended it, ``chatter`` the runtime's own lines after it."""
+
+    launcher: str
+    interrupted: bool
+    chatter: int
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return EventKind.LAUNCH_SILENT, {"launcher": self.launcher, "interrupted": self.interrupted,
+                                         "chatter": self.chatter}
+
+
+@dataclass(slots=True)
 class HorovodStall(ToolEvent):
     """Horovod's stall inspector's warning (``One or more tensors were submitted to be reduced, gathered or broadcasted
     by subset of ranks and are waiting for remainder of ranks for more than 60 seconds``): per stalled tensor, the ranks

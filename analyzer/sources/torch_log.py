@@ -37,6 +37,7 @@ from .topo_rows import gpu_links
 from .lines import split_tool_prefixes, strip_tool_prefixes
 from .ray_workers import WorkerRanks, stated_rank
 from .tool_lines import ToolLines
+from .launch_silence import LaunchSilence
 from .records import (
     C10dLine,
     CollectiveMismatch,
@@ -520,10 +521,15 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     """Stream c10d, traceback, mp.spawn, torchrun and wrapper records out of (line number, text) pairs."""
     st = _State(file)
     st.tools = ToolLines(file)
+    silence = LaunchSilence(file)
     for lineno, raw in lines:
         text = raw[:MAX_LINE].rstrip("\r\n")
         if text:
+            if (quiet := silence.feed(lineno, text)) is not None:
+                yield quiet
             yield from _line(st, lineno, text)
+    if (quiet := silence.flush()) is not None:
+        yield quiet
     yield from st.tools.flush()
     yield from _flush_native(st)
     yield from _flush_summary(st)
@@ -625,6 +631,11 @@ def _launch_lines(st: _State, lineno: int, text: str, body: str) -> Generator[Re
                 yield NodeRankStated(st.file, lineno, text, None, None, None, None, *stated)
     if ": error: " in body and (a := LAUNCH_ARGS_RE.match(body.strip())) is not None:  # a launcher's argparse error
         yield LaunchMisuse(st.file, lineno, text, None, None, None, None, a.group("prog"), a.group("msg")[:300])
+        return True
+    if "not reachable via ssh" in body and (n := DS_SSH_RE.search(body)) is not None:
+        yield LaunchMisuse(st.file, lineno, text, None, None, None, None, "deepspeed",
+                           f"host {n.group('host')} of the hostfile is not reachable over passwordless ssh: the runner "
+                           "launches nothing")
         return True
     if "Using IP address of " in body and (n := DS_NO_IP_RE.search(body)) is not None:
         yield LaunchMisuse(st.file, lineno, text, None, None, None, None, "deepspeed",
@@ -1314,6 +1325,10 @@ HOST_PREFIX_RE = re.compile(r"^([a-z0-9][\w.-]{0,254}): ")
 PROMPT_HOST_RE = re.compile(r"^(?:\([\w.-]{1,40}\)\s)?[\w.-]{1,64}@(?P<host>[\w.-]{1,64})(?::[^\s$#]{0,200})?[$#]\s")
 # DeepSpeed's runner with no address for a node of its hostfile: "Using IP address of  for node trn-0" (two spaces)
 DS_NO_IP_RE = re.compile(r"\bUsing IP address of\s{2}for node (?P<host>\S{1,255})")
+# DeepSpeed's runner checks each hostfile host over ssh before it launches: "Using hostfile at hostfile but
+# host=10.1.2.3 was not reachable via ssh. If you are running with a single node please remove hostfile or setup
+# passwordless ssh."
+DS_SSH_RE = re.compile(r"\bhost=(?P<host>\S{1,255}) was not reachable via ssh\b")
 MAX_AGENTS = 64  # torchrun agents followed in one file (more: a concatenation of many nodes' logs)
 MAX_CLAIMS = 4  # claims of one global rank given (two processes claiming it is the fault; more tell nothing new)
 

@@ -1,0 +1,54 @@
+"""Round twenty-four's cases (tests/data/classes24/), written from the eighteenth held-out set's misreadings: a task
+array's gathered logs tag each line with ``[<job>/<task>] `` (the task's number, the rank of a one-process-a-GPU job);
+DeepSpeed's runner raising because a hostfile host is not reachable over passwordless ssh is the launch's config error;
+an MPI launch whose program never printed before the user's Ctrl-C (or before the text ends in the runtime's own debug
+lines) is the MPI runtime failing to start the program across the nodes (``sources.launch_silence``); a shell prompt
+whose path holds ``nccl-tests`` no longer makes a console an nccl-tests table."""
+from __future__ import annotations
+
+import pytest
+from class_cases import CaseSet
+from wild_cases import DATA
+
+SET = CaseSet(DATA / "classes24")
+MINE = SET.names()
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_class_case(name):
+    SET.check(name)
+
+
+def _silent(lines: list[str]):
+    from ncclscope.sources.launch_silence import LaunchSilence
+
+    s = LaunchSilence("c.txt")
+    out = [r for n, t in enumerate(lines, 1) if (r := s.feed(n, t)) is not None]
+    return out + [r for r in [s.flush()] if r is not None]
+
+
+def test_a_launch_interrupted_before_its_program_printed_is_silent():
+    got = _silent(["u@h:~$ mpirun -np 2 -H a,b ./build/all_reduce_perf -b 8 -e 8", "^C", "u@h:~$ "])
+    assert [(r.line, r.launcher, r.interrupted) for r in got] == [(1, "mpirun", True)]
+
+
+def test_a_launch_that_ended_by_itself_or_printed_is_not():
+    assert _silent(["$ mpirun -np 2 ./a.out", "u@h:~$ ls", "^C"]) == []  # a new prompt: it ended with nothing to say
+    assert _silent(["$ mpirun -np 2 ./a.out", "Hello from rank 0 of 2", "^C"]) == []
+    assert _silent(["$ mpirun --version", "^C"]) == []
+    assert _silent(["$ mpirun -np 2 ./a.out", "[h:1] oob:tcp x"]) == []  # one line of chatter is no wait
+
+
+def test_the_task_arrays_tag_gives_the_task():
+    from ncclscope.sources.lines import split_tool_prefixes
+
+    assert split_tool_prefixes("[moe-run/086] Traceback (most recent call last):") == (
+        86, True, "Traceback (most recent call last):")
+    assert split_tool_prefixes("[rank3]:[moe-run/086] x") == (3, False, "x")  # a launcher's own rank tag wins
+
+
+def test_a_prompt_path_naming_nccl_tests_is_no_table():
+    from ncclscope.ingest.formats import Format, sniff
+
+    assert sniff(b"u@h:~/nccl-tests$ mpirun -np 2 ./build/all_reduce_perf\n^C\n", "c.txt") is Format.LOG
+    assert sniff(b"# nccl-tests version 2.17.6 nccl-headers=22907\n# nThread 1 nGpus 1\n", "t.txt") is Format.NCCL_TESTS
