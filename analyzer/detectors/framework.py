@@ -105,6 +105,13 @@ DS_ENGINE_RE = re.compile(r"\bDeepSpeed info: version=\S{1,40}, git-hash=")
 # distributed processes registered"): "LOCAL_RANK: 3 - CUDA_VISIBLE_DEVICES: [0,1,2,3]"; the strategy then wraps the
 # model (DDP's constructor broadcasts its parameters from rank 0: the first collective) and rank 0 prints its summary
 LIGHTNING_DEVICE_RE = re.compile(r"\bLOCAL_RANK: \d{1,7} - CUDA_VISIBLE_DEVICES: \[")
+# Lightning's line of each process as it calls init_process_group: "Initializing distributed: GLOBAL_RANK: 3, MEMBER:
+# 4/32"; when the group forms, rank 0 says "All distributed processes registered. Starting with 32 processes"
+LIGHTNING_JOINING_RE = re.compile(r"\bInitializing distributed: GLOBAL_RANK: \d{1,7}, MEMBER: \d{1,7}/\d{1,7}")
+RENDEZVOUS_HINT = ("init_process_group waits until every process of the world reaches the same store: check that "
+                   "MASTER_ADDR is the node that runs global rank 0 (under Slurm, the first node of the job's own, sorted "
+                   "node list, not the order a script wrote), that MASTER_PORT is the same and open on every node, and "
+                   "that the world size matches the processes started (nodes x processes a node).")
 HINT_P2P = ("GPU peer-to-peer that does not deliver (ACS on a PCIe switch, an IOMMU / VT-d, a board or driver without "
             "P2P between these GPUs, as on many consumer and workstation cards) hangs this step and the first "
             "collectives: start once with NCCL_P2P_LEVEL=NVL (P2P over NVLink only) or NCCL_P2P_DISABLE=1")
@@ -274,6 +281,12 @@ def _setup_end(run: Run) -> list[Finding]:
                                hint=f"{HINT_P2P}; CUDA's p2pBandwidthLatencyTest and nvidia-smi topo -m show the path "
                                "between the GPUs; py-spy dump --pid of every rank shows where each waits; NCCL_DEBUG=INFO "
                                "shows where NCCL stops.")]
+    ends = [e for e in run.events if e.kind == EventKind.FILE_END and LIGHTNING_JOINING_RE.search(e.evidence.text)]
+    if ends and not any(e.kind == EventKind.GROUP_FORMED for e in run.events):
+        return [_setup_finding(ends, "rendezvous", "the processes' start of init_process_group (Lightning's "
+                               "\"Initializing distributed: GLOBAL_RANK: N, MEMBER: k/W\"), with no word that the group "
+                               "formed (\"All distributed processes registered\")", "rendezvous of the process group",
+                               started="the group never formed", hint=RENDEZVOUS_HINT)]
     ends = [e for e in run.events if e.kind == EventKind.FILE_END and DS_ENGINE_RE.search(e.evidence.text)]
     if ends:
         return [_setup_finding(ends, "engine_first_broadcast", "DeepSpeed's engine start (\"DeepSpeed info: version=\"), "

@@ -52,6 +52,7 @@ from ..rules.hang import (
     status_certainty,
     stuck_collective,
     unique_id_wait,
+    world_waits,
 )
 from ..rules.healthy import MIN_PROGRESS
 from ..rules.init_echo import is_echo_of_init
@@ -542,12 +543,12 @@ def _barrier_unreturned(run: Run) -> list[Finding]:
 def _unique_id_hang(run: Run) -> list[Finding]:
     """A rank timed out in the store waiting for the NCCL unique id of its group's first collective
     (``rules.hang.unique_id_wait``): the group's root never reached that collective."""
-    for e in run.events:
-        if e.kind != EventKind.DIST_ERROR:
-            continue
-        w = unique_id_wait(str(e.data.get("message") or "")) or unique_id_wait(e.text)
-        if w is None:
-            continue
+    waits = [(e, w) for e in run.events if e.kind == EventKind.DIST_ERROR
+             and (w := unique_id_wait(str(e.data.get("message") or "")) or unique_id_wait(e.text)) is not None]
+    whole = world_waits([(e.rank, w) for e, w in waits], run.job.world_size)
+    for e, w in waits:
+        if whole:
+            w = replace(w, default_group=True)
         group = "the default process group" if w.default_group else "its process group (group ranks)"
         certainty = ({"level": "likely", "why": f"rank {w.waiter} timed out waiting for rank {w.root}'s NCCL unique id "
                       "in the store; rank's own records do not say where it is"} if w.default_group else

@@ -136,6 +136,19 @@ def unique_id_wait(message: str) -> UniqueIdWait | None:
                         m.group("error").strip())
 
 
+def world_waits(waits: list[tuple[int | None, UniqueIdWait]], world: int | None) -> bool:
+    """``waits``: (the global rank of the process that printed it, where the text gives it; the wait). The waits name
+    one root, no printer's global rank differs from the group rank it waited as, and the waiters and the root are every
+    rank of the world (``world``; unknown: ranks 0 to the highest named): the group is the whole world, so its ranks
+    are global ranks (a key with no group's name, as releases before 2.2 print it, says nothing of the group)."""
+    roots = {w.root for _, w in waits}
+    if len(roots) != 1 or any(g is not None and g != w.waiter for g, w in waits):
+        return False
+    named = {w.waiter for _, w in waits} | roots
+    n = world or max(named) + 1
+    return n >= 2 and named == set(range(n))
+
+
 def _wait_cut(error: str) -> bool:
     """The store's error text cut off (empty, or a first word of "wait timeout ..." left) where a log wrapped or
     trimmed the line: store->get only blocks in TCPStore's wait (its stack ends in doWait), so what ended it is the

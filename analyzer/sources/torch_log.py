@@ -1532,10 +1532,14 @@ _NATIVE_WORDS = {11: "Segmentation fault", 7: "Bus error", 6: "Aborted", 8: "Flo
                  4: "Illegal instruction"}
 
 
+# a rank's wait in the store for its group's NCCL unique id, its store error included (rules.hang.unique_id_wait reads
+# it): a terminal that wraps the exception's line cuts it before the error
+UID_WAIT_FACT_RE = re.compile(r"ncclUniqueId from \[\d{1,7}\] via c10d key-value store by key '[^']{0,200}', but "
+                              r"store->get\('[^']{0,200}'\) got error:")
 FACT_RES = (WORK_RE, FAILURE_RE, OLD_FAILURE_RE, DUMP_SIGNAL_RE, WATCHDOG_EXC_RE, ASYNC_EXC_RE, DESYNC_LAG_RE,
-            DESYNC_AT_RE, BARRIER_RE)
+            DESYNC_AT_RE, BARRIER_RE, UID_WAIT_FACT_RE)
 _FACT_WORDS = ("WorkNCCL(", "watchdog", "NCCL work", "async exception", "NCCL version", "lagging ranks",
-               "Timeout at collective", "monitoredBarrier")
+               "Timeout at collective", "monitoredBarrier", "ncclUniqueId")
 
 
 def torch_line_facts(text: str) -> int:

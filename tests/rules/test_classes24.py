@@ -3,7 +3,10 @@ array's gathered logs tag each line with ``[<job>/<task>] `` (the task's number,
 DeepSpeed's runner raising because a hostfile host is not reachable over passwordless ssh is the launch's config error;
 an MPI launch whose program never printed before the user's Ctrl-C (or before the text ends in the runtime's own debug
 lines) is the MPI runtime failing to start the program across the nodes (``sources.launch_silence``); a shell prompt
-whose path holds ``nccl-tests`` no longer makes a console an nccl-tests table."""
+whose path holds ``nccl-tests`` no longer makes a console an nccl-tests table; a log that ends at Lightning's
+``Initializing distributed`` lines with no word that the group formed is a possible hang in the rendezvous; the store's
+wait for a group's NCCL unique id is read through a terminal's wrap, and where the waiters and their root are the whole
+world (their own global ranks the group ranks they print), the root is the hang's culprit (``rules.hang.world_waits``)."""
 from __future__ import annotations
 
 import pytest
@@ -52,3 +55,16 @@ def test_a_prompt_path_naming_nccl_tests_is_no_table():
 
     assert sniff(b"u@h:~/nccl-tests$ mpirun -np 2 ./build/all_reduce_perf\n^C\n", "c.txt") is Format.LOG
     assert sniff(b"# nccl-tests version 2.17.6 nccl-headers=22907\n# nThread 1 nGpus 1\n", "t.txt") is Format.NCCL_TESTS
+
+
+def test_waits_of_the_whole_world_name_its_rank_0():
+    from ncclscope.rules.hang import UniqueIdWait, world_waits
+
+    def w(me: int, root: int = 0) -> UniqueIdWait:
+        return UniqueIdWait(me, root, False, "Socket Timeout")
+
+    assert world_waits([(None, w(1)), (None, w(2)), (None, w(3))], None)  # 0..3: the world as far as the text goes
+    assert world_waits([(1, w(1)), (2, w(2))], 3)
+    assert not world_waits([(1, w(1)), (2, w(2))], 8)  # ranks 3-7 not among the waiters: a group of the world
+    assert not world_waits([(5, w(1)), (6, w(2))], None)  # global ranks 5, 6 waiting as group ranks 1, 2: a subgroup
+    assert not world_waits([(None, w(1)), (None, w(2, root=1))], None)  # two roots
