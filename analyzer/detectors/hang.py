@@ -8,6 +8,7 @@ and no stall signal are a snapshot of a running job, not a hang.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -32,6 +33,7 @@ from ..rules.hang import (
     sweep_stopped,
     after_stall,
     ahead_alone,
+    behind_the_rest,
     barrier_stall,
     barrier_unreturned,
     behind_by_counts,
@@ -205,7 +207,8 @@ def _weaker_signs(run: Run, stall_ev: tuple[Evidence, ...], stalls: list, status
     nccl-tests table with no row, a watchdog report, a log that stops after init, a job stopped from outside)."""
     for sign in (lambda: _from_nccl_counts(run, stall_ev), lambda: _init_hang(run, stalls),
                  lambda: _exit_hang(run, status), lambda: _barrier_hang(run), lambda: _barrier_unreturned(run),
-                 lambda: _unique_id_hang(run), lambda: _tests_hang(run), lambda: _watchdog_stuck(run),
+                 lambda: _unique_id_hang(run), lambda: _store_wait_hang(run), lambda: _tests_hang(run),
+                 lambda: _watchdog_stuck(run),
                  lambda: _ahead_alone(run), lambda: _after_init_hang(run), lambda: _stopped_hang(run, bool(stalls))):
         found = list(sign())
         if found:
@@ -225,8 +228,10 @@ def _ahead_alone(run: Run) -> list[Finding]:
         if e.kind != EventKind.RANK_PRINTS:
             continue
         tail = [(int(a), int(b), str(c)) for a, b, c in e.data.get("tail") or []]
+        ends = bool(tail) and last.get(e.evidence.file) == tail[-1][0]
         st = ahead_alone(tail, e.data.get("printed_by") or {}, e.data.get("ranks") or [], int(e.data.get("shared") or 0),
-                         bool(tail) and last.get(e.evidence.file) == tail[-1][0], failed, _end_known(run) or finished_ok(run))
+                         ends, failed, _end_known(run) or finished_ok(run)) or behind_the_rest(
+            {int(r): int(n) for r, n in e.data.get("made") or []}, ends, failed, _end_known(run) or finished_ok(run))
         if st is None:
             continue
         return [Finding(
@@ -647,6 +652,38 @@ HINT_SWEEP_STOPPED = ("A sweep that stops at one message size, every rank in its
                       "drops packets at that size, or nodes whose NCCL releases, CPUs or NICs differ and so choose "
                       "differently. Rerun that size alone (-b and -e), and with NCCL_PROTO=Simple or NCCL_ALGO=Ring to "
                       "see which path hangs.")
+
+
+STORE_WAIT_RE = re.compile(r"waitForInput: socket .{0,300}?timed out after (?P<ms>\d{1,12}) ?ms")
+
+
+def _store_wait_hang(run: Run) -> list[Finding]:
+    """c10d's own lines that a rank's read from the TCP store gave up (``waitForInput: socket ... timed out after
+    1800000ms``): the rank waited in the store for a key (a peer at the rendezvous, a group root's NCCL unique id, a
+    store barrier) until the timeout, nothing failed otherwise and the program printed no progress after it. A hang at
+    that wait, likely; the lines do not say whose key it waited for, so no rank is named."""
+    if failures_of_run(run):
+        return []
+    waits = [(e, m) for e in run.events if e.kind == EventKind.C10D_LINE and (m := STORE_WAIT_RE.search(e.text))]
+    if not waits:
+        return []
+    last = {e.evidence.file: e.evidence.line for e, _ in waits}  # the program went on after them: not a stall
+    if any(e.kind == EventKind.PROGRESS and e.evidence.line > last.get(e.evidence.file, 1 << 62) for e in run.events):
+        return []
+    ranks = sorted({e.rank for e, _ in waits if e.rank is not None})
+    who = f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}" if ranks else "a rank"
+    secs = max(int(m.group("ms")) for _, m in waits) / 1000
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL,
+        message=f"{who} waited in c10d's TCP store for {secs:g} s and gave up (c10d: a read from the store timed out): "
+        "the key waited for never came (a peer at the rendezvous, a group root's NCCL unique id, a store barrier)",
+        hint="Every rank waits in the store for the others: find the ranks (or the node) that never arrived, in their "
+        "own logs (a crash, a long data preparation on one rank, a node that never started); check that every node "
+        "reaches MASTER_ADDR:MASTER_PORT and that the world size matches the processes started.",
+        evidence=tuple(_dedupe([e.evidence for e, _ in waits]))[:3], verdict=Verdict.HANG,
+        data={"class": "store_wait", "waiting": ranks, "certainty": {
+            "level": "likely", "why": "c10d's own lines say the ranks' reads from the store timed out; whose key they "
+            "waited for is not in these lines"}})]
 
 
 def _watchdog_stuck(run: Run) -> list[Finding]:

@@ -16,7 +16,8 @@ lines, every node's processes numbered 0..k-1): a config error, no rank at fault
 """
 from __future__ import annotations
 
-from ..model import EventKind, Evidence, Finding, FindingKind, Run, Severity, Verdict
+from ..model import EventKind, Evidence, Finding, FindingKind, LogEvent, Run, Severity, Verdict
+from ..rules.hang import barrier_stall
 from ..rules.launch import doubled_ranks, too_few_tasks
 
 START_ERRORS = ("ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError", "TabError")
@@ -37,7 +38,35 @@ def _started(run: Run) -> bool:
 
 
 def detect(run: Run) -> list[Finding]:
-    return _rank_layout(run) + _few_tasks(run) + (_misuse(run) or _silent_launch(run) or _not_started(run))
+    return (_rank_layout(run) + _few_tasks(run) + _too_many_workers(run)
+            + (_misuse(run) or _silent_launch(run) or _not_started(run)))
+
+
+def _too_many_workers(run: Run) -> list[Finding]:
+    """init_process_group's store-based barrier counted more workers than the world (``rules.hang.barrier_stall``: C >
+    W, it waits for the count to equal the world and never will): more processes share the store than the job's
+    world size says. The launch is set up wrong (a world size that does not match the processes started, two jobs on
+    one MASTER_ADDR:MASTER_PORT): a config error, no rank at fault."""
+    by_key: dict[str, list[LogEvent]] = {}
+    for e in run.events:
+        if e.kind == EventKind.STORE_BARRIER_WAIT and isinstance(e.data.get("world_size"), int) \
+                and isinstance(e.data.get("worker_count"), int) and e.data["worker_count"] > e.data["world_size"]:
+            by_key.setdefault(str(e.data.get("key")), []).append(e)
+    for key, evs in by_key.items():
+        st = barrier_stall((e.rank, e.data["world_size"], e.data["worker_count"], bool(e.data.get("timed_out")))
+                           for e in evs)
+        if st is None:
+            continue
+        return [Finding(
+            kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+            message=f"init_process_group's store-based barrier ({key}) never completed: {st.why}; a launch "
+                    "configuration error, no rank at fault",
+            hint="Make the world size the number of processes the launch starts (WORLD_SIZE / --nproc_per_node x "
+                 "--nnodes, a framework's model-parallel sizes against the GPUs it is given), give each job its own "
+                 "MASTER_PORT, and let a restarted job start a new store.",
+            evidence=tuple(e.evidence for e in evs[:3]),
+            data={"class": "too_many_workers", "culprits": [], "certainty": {"level": st.level, "why": st.why}})]
+    return []
 
 
 SSH_HINT = ("Set up passwordless ssh from the node that launches to every host of the hostfile (ssh-copy-id, the "

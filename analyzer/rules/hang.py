@@ -454,6 +454,28 @@ def ahead_alone(tail: Iterable[tuple[int, int, str]], printed_by: Mapping[str, I
                       "log, never made: nothing after, no failure, no exit")
 
 
+BEHIND_MAX = 2  # prints a rank behind may lack: further behind, its program prints otherwise, not later
+
+
+def behind_the_rest(made: Mapping[int, int], ends_file: bool, failed: bool, end_known: bool) -> AheadAlone | None:
+    """The program's prints that state their rank, counted per rank over the shapes every rank printed (``made``), end
+    with the log (``ends_file``) with a minority of three ranks or more one or two prints short of the others, who all
+    made the same number: the ranks behind never got to their next print (a rank of a loop that prints per step, still
+    in the step the others finished; they wait for it in the next collective). Nothing failed, the job's end unknown.
+    Possible; None otherwise."""
+    if failed or end_known or not ends_file or len(made) < 3:
+        return None
+    top = max(made.values())
+    behind = tuple(sorted(r for r, n in made.items() if n < top))
+    ahead = tuple(sorted(r for r, n in made.items() if n == top))
+    if not behind or len(behind) * 2 >= len(made) or any(top - made[r] > BEHIND_MAX for r in behind):
+        return None
+    return AheadAlone(behind, ahead, "possible",
+                      f"the log ends with rank{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))} a "
+                      f"print or two short of rank{'s' if len(ahead) > 1 else ''} {', '.join(map(str, ahead[:8]))} (the "
+                      "program's own per-rank prints, which every rank makes alike): nothing after, no failure, no exit")
+
+
 @dataclass(frozen=True, slots=True)
 class BusyElsewhere:
     """A rank that went on with its own work while the others waited in a collective for it."""

@@ -8,8 +8,9 @@ program reached by two ranks, and ``[hetero] rank=1 gpu=NVIDIA RTX A6000`` one w
 line that names no rank, or two ranks (``allocation: rank0 micro=2 rank1 micro=1``), or is a library's line (a logger's
 or glog's head, c10d's, NCCL's) is not one.
 
-``RankPrintReader`` keeps, per file, which ranks printed each shape (up to ``MAX_SHAPES`` shapes) and the last
-``TAIL`` prints; at the file's end it gives one ``RankPrints`` record of them (bounded, whatever the log's size).
+``RankPrintReader`` keeps, per file, which ranks printed each shape (up to ``MAX_SHAPES`` shapes), how many times each
+rank printed each, and the last ``TAIL`` prints; at the file's end it gives one ``RankPrints`` record of them (bounded,
+whatever the log's size), with each rank's count of the prints whose shapes every rank printed.
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ class RankPrintReader:
         self.by_shape: dict[str, set[int]] = {}
         self.tail: collections.deque[tuple[int, int, str]] = collections.deque(maxlen=TAIL)
         self.last_text = ""
+        self.counts: dict[tuple[int, str], int] = {}  # (rank, shape) -> prints (bounded by MAX_SHAPES x the ranks)
 
     def read(self, lineno: int, text: str, body: str) -> None:
         got = print_shape(text, body)
@@ -67,6 +69,7 @@ class RankPrintReader:
                 return
             ranks = self.by_shape[shape] = set()
         ranks.add(rank)
+        self.counts[(rank, shape)] = self.counts.get((rank, shape), 0) + 1
         self.tail.append((lineno, rank, shape))
         self.last_text = text
 
@@ -76,5 +79,11 @@ class RankPrintReader:
         everyone = set().union(*self.by_shape.values())
         shared = sum(1 for rs in self.by_shape.values() if rs == everyone)
         line, rank, _ = self.tail[-1]
+        common = {s for s, rs in self.by_shape.items() if rs == everyone}
+        made: dict[int, int] = dict.fromkeys(everyone, 0)  # each rank's prints of the shapes every rank printed
+        for (r, s), n in self.counts.items():
+            if s in common:
+                made[r] += n
         yield RankPrints(self.file, line, self.last_text, rank, None, None, None, tuple(self.tail),
-                         {s: tuple(sorted(self.by_shape[s])) for _, _, s in self.tail}, tuple(sorted(everyone)), shared)
+                         {s: tuple(sorted(self.by_shape[s])) for _, _, s in self.tail}, tuple(sorted(everyone)), shared,
+                         tuple(sorted(made.items())))

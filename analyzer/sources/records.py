@@ -820,10 +820,12 @@ class RankPrints(ToolEvent):
     printed_by: dict[str, tuple[int, ...]]
     ranks: tuple[int, ...]
     shared: int
+    made: tuple[tuple[int, int], ...] = ()  # (rank, its prints of the shapes every rank printed)
 
     def event(self) -> tuple[EventKind, dict[str, Any]]:
         return RANK_PRINTS_EVENT, {"tail": [list(t) for t in self.tail], "printed_by": {k: list(v) for k, v in
-                                   self.printed_by.items()}, "ranks": list(self.ranks), "shared": self.shared}
+                                   self.printed_by.items()}, "ranks": list(self.ranks), "shared": self.shared,
+                                   "made": [list(m) for m in self.made]}
 
 
 LAUNCH_FAILURE_EVENT = EventKind.LAUNCH_FAILURE

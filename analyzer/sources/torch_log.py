@@ -308,7 +308,9 @@ C10D_WHAT = (  # the first that matches says what the line is
     (StoreSocket.CONNECT_TIMEOUT, re.compile(r"timed out after \S{1,20} while trying to connect to")),
     (StoreSocket.LISTEN_FAILED, re.compile(r"failed to listen on any local network address")),
     (StoreSocket.BIND_FAILED, re.compile(r"has failed to bind to|cannot be initialized on")),
-    (StoreSocket.WAIT_TIMEOUT, re.compile(r"wait timeout after|Socket Timeout|Timed out waiting \d{1,12}ms for")),
+    # (a store client's read that gave up: "waitForInput: socket SocketImpl(...) timed out after 1800000ms")
+    (StoreSocket.WAIT_TIMEOUT, re.compile(r"wait timeout after|Socket Timeout|Timed out waiting \d{1,12}ms for|"
+                                          r"waitForInput: socket .{0,300}timed out after")),
     (StoreSocket.PEER_GONE, re.compile(r"Connection reset by peer|Broken pipe|Connection closed by peer|"
                                        r"failed to recv, got 0 bytes")),
     (StoreSocket.CONNECTING, re.compile(r"will attempt to connect to|has connected to|has accepted a connection|"
