@@ -558,6 +558,7 @@ class EventKind(enum.StrEnum):
     RANK_CLAIM = "RankClaim"
     NODE_RANK_STATED = "NodeRankStated"  # a launcher's word of the node rank it runs as
     LAUNCH_MISUSE = "LaunchMisuse"  # a launcher refusing its own command line (its argument parser, an empty address)
+    STALL_NOTED = "StallNoted"  # a poster's note that the output stopped there ("(no further output for 40 minutes)")
     LAUNCH_SILENT = "LaunchSilent"  # an MPI launch whose program never printed before an interrupt (launch_silence)
     GROUP_FORMED = "GroupFormed"  # a launcher's or torch's word that every process joined the group
 

@@ -209,7 +209,8 @@ def _weaker_signs(run: Run, stall_ev: tuple[Evidence, ...], stalls: list, status
                  lambda: _exit_hang(run, status), lambda: _barrier_hang(run), lambda: _barrier_unreturned(run),
                  lambda: _unique_id_hang(run), lambda: _store_wait_hang(run), lambda: _tests_hang(run),
                  lambda: _watchdog_stuck(run),
-                 lambda: _ahead_alone(run), lambda: _after_init_hang(run), lambda: _stopped_hang(run, bool(stalls))):
+                 lambda: _ahead_alone(run), lambda: _after_init_hang(run), lambda: _noted_stall(run),
+                 lambda: _stopped_hang(run, bool(stalls))):
         found = list(sign())
         if found:
             return found
@@ -652,6 +653,27 @@ HINT_SWEEP_STOPPED = ("A sweep that stops at one message size, every rank in its
                       "drops packets at that size, or nodes whose NCCL releases, CPUs or NICs differ and so choose "
                       "differently. Rerun that size alone (-b and -e), and with NCCL_PROTO=Simple or NCCL_ALGO=Ring to "
                       "see which path hangs.")
+
+
+NOTE_MARKS = "()<>[]#*. "  # what sets a poster's note apart
+
+
+def _noted_stall(run: Run) -> list[Finding]:
+    """A poster's note in the paste that the output stopped there (``StallNoted``: ``(no further output for 40+
+    minutes)``, ``<hangs here>``), nothing failed before it and the job's end is not shown: a hang at that point,
+    likely (whoever watched the job says so); the note does not say where the ranks wait, so no rank is named."""
+    notes = [e for e in run.events if e.kind == EventKind.STALL_NOTED]
+    if not notes or failures_of_run(run) or _end_known(run) or finished_ok(run):
+        return []
+    return [Finding(
+        kind=FindingKind.HANG, severity=Severity.CRITICAL,
+        message=f"the output stops where its poster noted it stops ({notes[0].text.strip().strip(NOTE_MARKS)[:160]}), with nothing failed "
+        "before it: a hang at that point (where the ranks wait is not in the text)",
+        hint="Find where each rank waits: py-spy dump --pid on every rank (and --native for NCCL's frames), or torch's "
+        "Flight Recorder (TORCH_NCCL_TRACE_BUFFER_SIZE, a dump on the watchdog's timeout); NCCL_DEBUG=INFO shows where "
+        "NCCL stops.", evidence=tuple(e.evidence for e in notes[:2]), verdict=Verdict.HANG,
+        data={"class": "noted_stall", "waiting": [], "certainty": {
+            "level": "likely", "why": "the note in the paste says the output stopped there; no timeout or stack says where"}})]
 
 
 STORE_WAIT_RE = re.compile(r"waitForInput: socket .{0,300}?timed out after (?P<ms>\d{1,12}) ?ms")

@@ -674,6 +674,15 @@ class ProgressWait(ToolEvent):
 
 
 @dataclass(slots=True)
+class StallNoted(ToolEvent):
+    """A poster's note in the pasted output that it stopped there (``(no further output for 40+ minutes)``, ``<hangs
+    here>``, ``... stuck here forever``): the output's own end, said by whoever watched it."""
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return EventKind.STALL_NOTED, {}
+
+
+@dataclass(slots=True)
 class NodeRankStated(ToolEvent):
     """A launcher's word of the node it runs on: LLaMA-Factory's ``Multi-node training enabled: num nodes: 3, node rank:
     0``, DeepSpeed's ``nnodes=2, num_local_procs=4, node_rank=1``; ``machine`` the machine that printed it as the text

@@ -26,7 +26,7 @@ from .kernel_log import gpu_fault, named_gpu
 from .launcher_log import launch_failure, launcher_end
 from .native_stack import NativeStackReader
 from .rank_prints import RankPrintReader
-from .records import BarrierEntered, NodeCount, ProgressWait, Rec, WorldSize
+from .records import BarrierEntered, NodeCount, ProgressWait, Rec, StallNoted, WorldSize
 from .stack_dump import StackReader
 
 WAIT_RE = re.compile(r"(?i)\bwaiting (?:for|on|at)\b")
@@ -41,6 +41,14 @@ INTO_OTHER_RE = re.compile(r"(?i)\btearing down (?:the |all )?process groups?\b|
 # torch.distributed.pipelining's own (verbose) lines of a stage's shape inference exchange: a library's line, read as
 # the stage's wait all the same
 PIPELINE_P2P_RE = re.compile(r"Shape inference: stage \d{1,5} (?:receiving from|sending to) stage \d{1,5}")
+# a poster's note, set apart in brackets, a comment or an ellipsis, that the output stopped there: "(no further output
+# for 40+ minutes)", "<hangs here>", "# stuck here forever", "... nothing more is printed"
+NOTE_OPENERS = frozenset("(<[#.-*")
+STALL_NOTE_RE = re.compile(r"(?i)^[(<\[#.\-*\s]{1,6}(?:[\w ,;:]{0,40}\b)?(?:no (?:further|more) output|nothing (?:more|else|further) "
+                           r"(?:is |was |gets )?printed|(?:it )?(?:hangs|hung|stuck|freezes|frozen|stalls) (?:here|forever|"
+                           r"indefinitely|at this point)|the (?:run|job|process) (?:stays|sits|hangs) (?:here|there))")
+# a print that the call it names is over: "destroy_process_group done", "barrier returned", "all_reduce finished"
+CAME_OUT_RE = re.compile(r"(?i)\W{0,5}(?:\w{1,30}\W{1,3}){0,2}(?:done|finished|completed?|returned|passed|succeeded|ok)\b")
 PRINT_VERBS = ("aiting ", "tarting ", "aunching ", "alling ", "ntering ", "ssuing ", "earing down", "estroy",
                "ending to", "eceiving from")  # substrings before the regexes
 WAIT_RANK_RE = re.compile(r"(?i)\b(?:rank|process|worker|gpu)[ =:#]?\s?(?P<rank>\d{1,7})\b")
@@ -62,6 +70,9 @@ class ToolLines:
 
     def read(self, lineno: int, text: str, body: str, rank: int | None) -> Generator[Rec, None, bool]:
         """The records of one line of another tool; True when the line was that tool's (nothing else reads it)."""
+        if body[:1] in NOTE_OPENERS and STALL_NOTE_RE.search(body):
+            yield StallNoted(self.file, lineno, text, rank, None, None, None)
+            return True
         parked = self.native.read(lineno, text, body, rank)  # a native frame inside NCCL: the line is read on too
         if parked is not None:
             yield parked
@@ -111,6 +122,8 @@ def progress_wait(body: str, file: str, lineno: int, text: str, rank: int | None
     other = None
     w = WAIT_RE.search(body) or INTO_RE.search(body) or (other := INTO_OTHER_RE.search(body))
     if w is None or (LIBRARY_RE.search(body) and not PIPELINE_P2P_RE.search(body)):
+        return None
+    if CAME_OUT_RE.match(body, w.end()):  # "destroy_process_group done": the print of its end, not of a wait
         return None
     m = WAIT_RANK_RE.search(body[:w.start()]) if rank is None else None  # the rank named before the wait
     who = rank if rank is not None else (int(m.group("rank")) if m else None)
