@@ -166,7 +166,9 @@ FINISH_RE = re.compile(
     r"|\brank[ =:]?\d{1,7}:? (?:has )?completed[.!]?\s*$"  # "Rank 3 completed": the script's own last print
     r"|^\s*(?:all )?(?:done|finished)[.!]*\s*$"
 )
-RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")  # a pid is no rank: "process 4711 exiting" names none
+RANK_WORD_RE = re.compile(r"(?i)\brank[ =:]?(\d{1,7})\b")
+# a script's print behind its rank in brackets, "[3] done" (no more than three digits: a pid in brackets is no rank)
+BRACKET_RANK_RE = re.compile(r"^\[(\d{1,3})\] ")  # a pid is no rank: "process 4711 exiting" names none
 # the program's own progress prints (sources.records.ProgressSeen); PROGRESS_WORDS gate the regex
 PROGRESS_WORDS = ("loss", "Loss", "LOSS", "samples/", "tokens/", "toks/", "images/", "seqs/", "seq/", "/step",
                   "startup complete", "200 OK", "passed", "hroughput", "successful", "Successful requests",
@@ -1198,7 +1200,7 @@ def _finished(head: Head, body: str, rank: int | None) -> Iterator[Rec]:
     if body.lstrip().startswith(("srun:", "slurmstepd:")) or not FINISH_RE.search(body):
         return
     if rank is None:
-        m = RANK_WORD_RE.search(body)
+        m = RANK_WORD_RE.search(body) or BRACKET_RANK_RE.match(head[2])
         rank = int(m.group(1)) if m else None
     if rank is not None:
         yield RankFinished(head[0], head[1], head[2], rank, head[4], head[5], head[6])

@@ -4,7 +4,8 @@ is a possible hang with those ranks behind (``rules.hang.behind_the_rest``); c10
 TCP store timed out (``waitForInput: socket ... timed out after Nms``), with no progress after them, are a hang at that
 wait; more workers at init_process_group's store-based barrier than the world is a config error of the launch; a print
 that the call it names is over (``destroy_process_group done``) is no wait; a poster's note set apart in the paste that
-the output stopped there (``(no further output for 40+ minutes)``, ``<hangs here>``) is a hang at that point."""
+the output stopped there (``(no further output for 40+ minutes)``, ``<hangs here>``) is a hang at that point; a script's
+``[N] done`` (a rank of up to three digits in brackets) is that rank's end."""
 from __future__ import annotations
 
 import pytest
