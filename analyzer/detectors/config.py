@@ -74,6 +74,8 @@ def detect(run: Run) -> list[Finding]:
     if not findings:
         findings += _unreachable_at_start(run)
     if not findings:
+        findings += _unresolvable_rendezvous(run)
+    if not findings:
         findings += _sum_of_one(run)
     if not findings:
         findings += _loopback_closed_in_one_process(run)
@@ -260,8 +262,14 @@ def _local_rank(text: str) -> int | None:
 
 
 def _error_text(e: LogEvent) -> str:
+    """PyTorch's quote of NCCL's last error, else the error's type and message; a library check's abort (``Failed: Cuda
+    error custom_all_reduce.cuh:307 '...'``, type ``CUDA failure``) with the source file it names before its message."""
     last = e.data.get("last_error")
-    return str(last) if last else f"{e.data.get('type') or ''}: {e.data.get('message') or ''}"
+    if last:
+        return str(last)
+    kind, frames = str(e.data.get("type") or ""), e.data.get("frames") or []
+    where = f"{frames[0]} " if kind.endswith(" failure") and frames else ""
+    return f"{kind}: {where}{e.data.get('message') or ''}"
 
 
 def _interfaces_chosen(run: Run) -> list[Finding]:
@@ -482,6 +490,40 @@ def _unreachable_at_start(run: Run) -> list[Finding]:
              f"get {target}` and `nc -zv` from another node). {k.hint}",
         [e.evidence for e in warns], "every warning process failed to reach one address before any communicator "
         "came up", {"entry": k.id, "area": k.area, "count": len(warns)})]
+
+
+# c10d's own warning that a name does not resolve: "The IPv4 network addresses of (gpuc-0417, 41893) cannot be
+# retrieved (gai error: -2 - Name or service not known)"
+UNRESOLVED_RE = re.compile(r"network addresses of \((?P<host>[^,\s()]{1,255}), ?(?P<port>\d{1,5})\) cannot be retrieved "
+                           r"\(gai error: (?P<err>-?\d{1,4})")
+RESOLVE_FAILED = ("-2", "-3", "-5")  # EAI_NONAME, EAI_AGAIN, EAI_NODATA: the name has no address here
+
+
+def _unresolvable_rendezvous(run: Run) -> list[Finding]:
+    """c10d's warning, from the ranks of a job, that the host name they must connect to (the rendezvous or the store,
+    MASTER_ADDR as the launcher passed it) has no address on their node (``getaddrinfo`` failing with a name error),
+    repeated or from two ranks, and no communicator, collective or progress after it: the ranks cannot reach the job's
+    first node by that name. A config error of the hosts (DNS, /etc/hosts, a short name given as MASTER_ADDR), likely."""
+    if any(c.init_complete for c in run.communicators) or len(run.collectives):
+        return []
+    said = [(e, m) for e in run.events if e.kind == EventKind.C10D_LINE and (m := UNRESOLVED_RE.search(e.text))
+            and m.group("err") in RESOLVE_FAILED]
+    if len(said) < 2 or len({m.group("host") for _, m in said}) != 1:
+        return []
+    last = {e.evidence.file: e.evidence.line for e, _ in said}  # the job went on after them: it got there another way
+    if any(e.kind == EventKind.PROGRESS and e.evidence.line > last.get(e.evidence.file, 1 << 62) for e in run.events):
+        return []
+    host = said[0][1].group("host")
+    ranks = sorted({e.rank for e, _ in said if e.rank is not None})
+    who = f"ranks {', '.join(map(str, ranks[:8]))}{' ...' if len(ranks) > 8 else ''}" if ranks else "the processes"
+    return [_setup_fault(
+        f"{who} could not resolve the hostname {host} they must connect to (c10d: its network addresses cannot be "
+        "retrieved, a name error of getaddrinfo), before any communicator was set up: the name of the job's first "
+        "node has no address on this node",
+        f"Give MASTER_ADDR (or the rendezvous endpoint) as an address, or a name every node resolves: add {host} to "
+        "/etc/hosts on every node (inside the container too) or to the DNS; check with `getent hosts " + host + "` "
+        "on each node.", [e.evidence for e, _ in said], "c10d's own warnings that the name does not resolve, before "
+        "any communicator came up", {"host": host, "count": len(said)})]
 
 
 def _unreachable_text(e: LogEvent) -> str | None:

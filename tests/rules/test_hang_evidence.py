@@ -258,10 +258,11 @@ def test_status_certainty_and_lowest_at_stall_rules():
     assert lowest_at_stall({0: 9, 1: 9}) == ()
 
 
-def test_store_barrier_with_more_workers_than_the_world_is_a_hang_with_no_culprit(tmp_path):
-    """world_size=4, worker_count=8: the count never equals the world; nobody is missing, too many came."""
+def test_store_barrier_with_more_workers_than_the_world_is_the_launchs_config_error(tmp_path):
+    """world_size=4, worker_count=8: the count never equals the world; nobody is missing, too many came: the launch
+    starts more processes than the world it declares (detectors.launch._too_many_workers)."""
     d = _judge(tmp_path, "train.log", _barrier_lines([0], 4, 8, rounds=4))
-    assert (d.verdict.value, d.culprit_ranks) == ("hang", ()), d.headline
+    assert (d.verdict.value, d.culprit_ranks) == ("config_error", ()), d.headline
     assert "more processes than the world" in d.headline
 
 
