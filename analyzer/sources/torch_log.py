@@ -386,6 +386,8 @@ WORLD_RE = re.compile(
     r"|Completed store-based barrier for key:\S{1,200} with (?P<b>\d{1,7}) nodes"  # torch <= 1.13's init barrier
     r"|All distributed processes registered\. Starting with (?P<reg>\d{1,7}) processes"  # Lightning, every rank joined
     r"|\bSharding model on (?P<tgi>\d{1,7}) processes"  # text-generation-inference's launcher
+    # JAX's jax.distributed: "Connected to coordination service at 10.0.0.1:8476 (process_index=0, process_count=512)"
+    r"|coordination service\b.{0,300}\bprocess_count=(?P<jax>\d{1,7})"
     , re.IGNORECASE
 )
 
@@ -1300,11 +1302,12 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
             yield from _version(st, head, None, normalize_nccl_version(n.group("v") or n.group("v2")))
     if "WORLD INFO DICT" in body or "nnodes=" in body:
         yield from _deepspeed_world(st, head, body)
-    if "orld" in body or "MEMBER" in body or "barrier" in body or "registered" in body or "Sharding" in body:
+    if ("orld" in body or "MEMBER" in body or "barrier" in body or "registered" in body or "Sharding" in body
+            or "process_count=" in body):
         w = WORLD_RE.search(body)
         if w:
             size = int(w.group("g") or w.group("d") or w.group("l") or w.group("w") or w.group("b") or w.group("reg")
-                       or w.group("tgi"))
+                       or w.group("tgi") or w.group("jax"))
             r = int(w.group("lr")) if w.group("lr") else rank
             claim = w.group("lr") is not None  # Lightning's 'initializing ddp: GLOBAL_RANK: r': one process's claim
             if 0 < size <= 1 << 20 and ((r, size) not in st.worlds or claim and _claim_again(st, r)):

@@ -68,3 +68,13 @@ def test_waits_of_the_whole_world_name_its_rank_0():
     assert not world_waits([(1, w(1)), (2, w(2))], 8)  # ranks 3-7 not among the waiters: a group of the world
     assert not world_waits([(5, w(1)), (6, w(2))], None)  # global ranks 5, 6 waiting as group ranks 1, 2: a subgroup
     assert not world_waits([(None, w(1)), (None, w(2, root=1))], None)  # two roots
+
+
+def test_jax_coordination_line_states_the_world():
+    from ncclscope.sources.records import WorldSize
+    from ncclscope.sources.torch_log import parse_torch_lines
+
+    line = ("I0804 14:02:11.208 jax.distributed: Connected to coordination service at 10.70.0.12:8476 "
+            "(process_index=0, process_count=512)")
+    got = [r.world_size for r in parse_torch_lines([(1, line)], "t.log") if isinstance(r, WorldSize)]
+    assert got == [512]
