@@ -523,7 +523,7 @@ def _unresolvable_rendezvous(run: Run) -> list[Finding]:
         f"Give MASTER_ADDR (or the rendezvous endpoint) as an address, or a name every node resolves: add {host} to "
         "/etc/hosts on every node (inside the container too) or to the DNS; check with `getent hosts " + host + "` "
         "on each node.", [e.evidence for e, _ in said], "c10d's own warnings that the name does not resolve, before "
-        "any communicator came up", {"host": host, "count": len(said)})]
+        "any communicator came up", {"hosts": [host], "count": len(said)})]
 
 
 def _unreachable_text(e: LogEvent) -> str | None:
