@@ -29,7 +29,7 @@ class LaunchSilence:
     """Fed a console's lines in order; gives a ``LaunchSilent`` record for each MPI launch its program never printed
     under (``feed`` and, at the end of the text, ``flush``)."""
 
-    __slots__ = ("file", "cmd", "chatter")
+    __slots__ = ("chatter", "cmd", "file")
 
     def __init__(self, file: str) -> None:
         self.file = file

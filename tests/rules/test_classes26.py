@@ -21,7 +21,7 @@ def test_class_case(name):
 
 def test_the_check_source_goes_before_the_message_for_the_knowledge_base():
     from ncclscope.detectors.config import _error_text
-    from ncclscope.model import Evidence, EventKind, LogEvent
+    from ncclscope.model import EventKind, Evidence, LogEvent
     from ncclscope.nccl.failures import classify
 
     e = LogEvent(EventKind.DIST_ERROR, None, "x", Evidence("f", 1, "x"), None,
