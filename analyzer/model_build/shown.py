@@ -102,10 +102,9 @@ def note_graph(table: dict[int, GraphSearch], rec: R.NcclPattern) -> None:
     """Keep in ``table`` the search line of least capacity for ``rec``'s pattern (patterns are NCCL's handful)."""
     if not 0 < rec.nchannels <= 1024 or not 0 < min(rec.bw_intra, rec.bw_inter) < 1e6 or not 0 <= rec.pattern < 64:
         return  # a damaged line: no channels, absurd numbers
-    g = GraphSearch(rec.pattern, rec.nchannels, rec.bw_intra, rec.bw_inter, ev(rec))
-    seen = table.get(rec.pattern)
-    if seen is None or g.capacity < seen.capacity:
-        table[rec.pattern] = g
+    seen = table.get(rec.pattern)  # every rank prints its search: the evidence is made only for a new least
+    if seen is None or rec.nchannels * min(rec.bw_intra, rec.bw_inter) < seen.capacity:
+        table[rec.pattern] = GraphSearch(rec.pattern, rec.nchannels, rec.bw_intra, rec.bw_inter, ev(rec))
 
 
 def graph_searches(table: dict[int, GraphSearch]) -> list[GraphSearch]:
