@@ -71,8 +71,8 @@ class ServerUrl:
         return f"{self.scheme}://{host}:{self.port}"
 
     def same_origin(self, url: str) -> bool:
-        u = urlsplit(url)
-        try:
+        try:  # a malformed URL ("http://[" from a server's redirect) raises in urlsplit or in its port
+            u = urlsplit(url)
             port = u.port or (443 if u.scheme == "https" else 80)
         except ValueError:
             return False
@@ -87,7 +87,10 @@ def parse_server_url(text: str) -> ServerUrl:
         t = f"http://{DEFAULT_HOST}:{t.lstrip(':')}"
     elif "://" not in t:
         t = "http://" + t
-    u = urlsplit(t)
+    try:
+        u = urlsplit(t)
+    except ValueError as e:
+        raise DebugServerError(f"{text}: not a URL ({e})") from None
     if u.scheme not in ("http", "https"):
         raise DebugServerError(f"{text}: only http:// or https:// (the debug server's frontend)")
     if u.username is not None or u.password is not None:
@@ -173,7 +176,13 @@ class RankDump:
 
     @property
     def host(self) -> str | None:
-        return urlsplit(self.worker).hostname if self.worker.startswith("http") else None
+        """The worker's host, as its section of the page names it; None where that is no URL (a damaged page)."""
+        if not self.worker.startswith("http"):
+            return None
+        try:
+            return urlsplit(self.worker).hostname
+        except ValueError:
+            return None
 
 
 def parse_fr_page(page: str, name: str) -> list[RankDump]:

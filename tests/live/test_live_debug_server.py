@@ -328,6 +328,20 @@ def test_a_real_job_that_hangs_is_alerted_from_its_debug_server(tmp_path: Path) 
 
 
 
+@pytest.mark.parametrize("junk", ["[", "[]", "[::1", "]"])
+def test_a_bracket_spliced_into_a_workers_url_is_no_host(junk: str) -> None:
+    """A bracket inside a worker's URL (``http://[...``) is a malformed IPv6 host to urlsplit: no host, no raise."""
+    at = HUNG.index("http") + len("http://")
+    dumps = parse_fr_page(HUNG[:at] + junk + HUNG[at:], "x")
+    FrFeed().records(Snapshot(1.0, tuple(dumps)))
+    assert all(d.host is None or isinstance(d.host, str) for d in dumps)
+
+
+def test_a_malformed_server_url_is_a_clear_error() -> None:
+    with pytest.raises(DebugServerError):
+        parse_server_url("http://[::1")
+
+
 @settings(max_examples=200, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, len(HUNG)), st.integers(0, len(HUNG)), st.text(max_size=60))
 def test_a_damaged_page_never_raises(cut: int, at: int, junk: str) -> None:
