@@ -22,7 +22,7 @@ from ..rules.config import config_mistake
 from ..rules.container_net import bridged_across_machines
 from ..rules.environment import TEST_FAILURE_HOST_RE, environment_mismatch, plugin_of, quiet_hosts
 from ..rules.exits import FailureKind
-from ..rules.facts import failures_of_run, process_of, stall_time
+from ..rules.facts import failures_of_run, process_of, progress_after, stall_time
 from ..rules.shm_full import shm_full
 from ..rules.init_address import ADDR_FLAG_RE, LOOPBACK_CONNECT_RE, disagreeing, loopback_rendezvous
 from ..rules.launch import first_node_only, fixed_node_rank, shared_node_rank
@@ -510,8 +510,7 @@ def _unresolvable_rendezvous(run: Run) -> list[Finding]:
             and m.group("err") in RESOLVE_FAILED]
     if len(said) < 2 or len({m.group("host") for _, m in said}) != 1:
         return []
-    last = {e.evidence.file: e.evidence.line for e, _ in said}  # the job went on after them: it got there another way
-    if any(e.kind == EventKind.PROGRESS and e.evidence.line > last.get(e.evidence.file, 1 << 62) for e in run.events):
+    if progress_after(run, (e for e, _ in said)):  # the job went on after them: it got there another way
         return []
     host = said[0][1].group("host")
     ranks = sorted({e.rank for e, _ in said if e.rank is not None})

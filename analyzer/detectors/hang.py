@@ -24,7 +24,9 @@ from ..rules.facts import (
     failures_of_run,
     left_ranks,
     nccl_setup_seen,
+    progress_after,
     start_only_of_run,
+    store_barriers,
     teardown_of_run,
 )
 from ..rules.hang import (
@@ -34,7 +36,6 @@ from ..rules.hang import (
     after_stall,
     ahead_alone,
     behind_the_rest,
-    barrier_stall,
     barrier_unreturned,
     behind_by_counts,
     bounded_world,
@@ -488,18 +489,9 @@ HINT_FIRST_COLLECTIVE = (
 
 
 def _barrier_hang(run: Run) -> list[Finding]:
-    """The store-based barrier of init_process_group that not every worker reached (``rules.hang.barrier_stall``),
-    per barrier key; the first that stalled is the story."""
-    by_key: dict[str, list] = {}
-    for e in run.events:
-        if e.kind == EventKind.STORE_BARRIER_WAIT and isinstance(e.data.get("world_size"), int) \
-                and isinstance(e.data.get("worker_count"), int):
-            by_key.setdefault(str(e.data.get("key")), []).append(e)
-    for key, evs in by_key.items():
-        st = barrier_stall((e.rank, e.data["world_size"], e.data["worker_count"], bool(e.data.get("timed_out")))
-                           for e in evs)
-        if st is None:
-            continue
+    """The store-based barrier of init_process_group that not every worker reached (``rules.facts.store_barriers``);
+    the first that stalled is the story."""
+    for key, evs, st in store_barriers(run)[:1]:
         who = (f"rank{'s' if len(st.culprits) > 1 else ''} {fmt_ranks(st.culprits)} never reached it" if st.culprits
                else st.why if not st.suspects else "the ranks that never reached it are not all shown")
         waiting = sorted({e.rank for e in evs if e.rank is not None})
@@ -689,8 +681,7 @@ def _store_wait_hang(run: Run) -> list[Finding]:
     waits = [(e, m) for e in run.events if e.kind == EventKind.C10D_LINE and (m := STORE_WAIT_RE.search(e.text))]
     if not waits:
         return []
-    last = {e.evidence.file: e.evidence.line for e, _ in waits}  # the program went on after them: not a stall
-    if any(e.kind == EventKind.PROGRESS and e.evidence.line > last.get(e.evidence.file, 1 << 62) for e in run.events):
+    if progress_after(run, (e for e, _ in waits)):  # the program went on after them: not a stall
         return []
     ranks = sorted({e.rank for e, _ in waits if e.rank is not None})
     who = f"rank{'s' if len(ranks) > 1 else ''} {fmt_ranks(ranks)}" if ranks else "a rank"

@@ -16,8 +16,8 @@ lines, every node's processes numbered 0..k-1): a config error, no rank at fault
 """
 from __future__ import annotations
 
-from ..model import EventKind, Evidence, Finding, FindingKind, LogEvent, Run, Severity, Verdict
-from ..rules.hang import barrier_stall
+from ..model import EventKind, Evidence, Finding, FindingKind, Run, Severity, Verdict
+from ..rules.facts import store_barriers
 from ..rules.launch import doubled_ranks, too_few_tasks
 
 START_ERRORS = ("ModuleNotFoundError", "ImportError", "SyntaxError", "IndentationError", "TabError")
@@ -47,16 +47,9 @@ def _too_many_workers(run: Run) -> list[Finding]:
     W, it waits for the count to equal the world and never will): more processes share the store than the job's
     world size says. The launch is set up wrong (a world size that does not match the processes started, two jobs on
     one MASTER_ADDR:MASTER_PORT): a config error, no rank at fault."""
-    by_key: dict[str, list[LogEvent]] = {}
-    for e in run.events:
-        if e.kind == EventKind.STORE_BARRIER_WAIT and isinstance(e.data.get("world_size"), int) \
-                and isinstance(e.data.get("worker_count"), int) and e.data["worker_count"] > e.data["world_size"]:
-            by_key.setdefault(str(e.data.get("key")), []).append(e)
-    for key, evs in by_key.items():
-        st = barrier_stall((e.rank, e.data["world_size"], e.data["worker_count"], bool(e.data.get("timed_out")))
-                           for e in evs)
-        if st is None:
-            continue
+    for key, evs, st in store_barriers(run):
+        if max(e.data["worker_count"] for e in evs) <= max(e.data["world_size"] for e in evs):
+            continue  # workers missing, not too many: the hang detector's
         return [Finding(
             kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
             message=f"init_process_group's store-based barrier ({key}) never completed: {st.why}; a launch "

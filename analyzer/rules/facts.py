@@ -21,7 +21,7 @@ from . import healthy
 from .cause import Failure, explain, vanished
 from .chain import returned_to_caller, warn_chains
 from .exits import ExitClass, FailureKind, exit_class, failure_kind
-from .hang import unique_id_wait
+from .hang import BarrierStall, barrier_stall, unique_id_wait
 from .init_echo import init_echoes
 from .lost_peer import Report, lost_peer
 from .reclaim import reclaim_warns
@@ -291,6 +291,31 @@ TIMINGS_EVENT = EventKind.NCCL_NET_INIT_TIMINGS  # sources.records.NcclInitTimin
 FINISHED_EVENTS = (EventKind.RANK_FINISHED, EventKind.PROGRAM_EXIT)  # sources.records.RankFinished, ProgramExit: a rank's own end
 DESYNC_REPORT_EVENT = EventKind.DESYNC_REPORT  # sources.records.DesyncReport
 TOTAL_RE = re.compile(r"\btotal (\d{1,7}(?:\.\d{1,6})?)\b")
+
+
+def progress_after(run: Run, events: Iterable[LogEvent]) -> bool:
+    """The program printed its progress after the last of ``events`` in the same file: it went on past them."""
+    last: dict[str, int] = {}
+    for e in events:
+        last[e.evidence.file] = max(last.get(e.evidence.file, 0), e.evidence.line)
+    return any(e.kind == EventKind.PROGRESS and e.evidence.line > last.get(e.evidence.file, 1 << 62) for e in run.events)
+
+
+def store_barriers(run: Run) -> list[tuple[str, list[LogEvent], BarrierStall]]:
+    """init_process_group's store-based barriers that stalled (``hang.barrier_stall``), per barrier key in the order
+    first seen: (key, its wait lines, the stall)."""
+    by_key: dict[str, list[LogEvent]] = {}
+    for e in run.events:
+        if e.kind == EventKind.STORE_BARRIER_WAIT and isinstance(e.data.get("world_size"), int) \
+                and isinstance(e.data.get("worker_count"), int):
+            by_key.setdefault(str(e.data.get("key")), []).append(e)
+    out = []
+    for key, evs in by_key.items():
+        st = barrier_stall((e.rank, e.data["world_size"], e.data["worker_count"], bool(e.data.get("timed_out")))
+                           for e in evs)
+        if st is not None:
+            out.append((key, evs, st))
+    return out
 
 
 def start_only_of_run(run: Run) -> healthy.Covered | None:
