@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import re
 
+from .pasted import PROMPT
 from .records import LaunchSilent
 
 # the command, typed after a shell prompt ("user@host:~$ ", "$ ", "# ") or alone on its line
-_PROMPT = (r"(?:\([\w.-]{1,40}\)\s)?(?:[\w.-]{1,64}@[\w.-]{1,64}(?::[^\s$#]{0,200})?"
-           r"|\[[\w.-]{1,64}@[\w.-]{1,64}(?: [^\]\s]{1,200})?\])?[$#]")  # "u@h:~/x$", "[u@h dir]$", "$", "#"
 MPI_COMMAND_RE = re.compile(
-    r"^(?:" + _PROMPT + r"\s+)?"
+    r"^(?:" + PROMPT + r"\s+)?"
     r"(?:[\w./-]{0,200}/)?(?P<cmd>mpirun|mpiexec|orterun|prterun)\s+(?P<args>\S.{0,4000})$")
 RTE_CHATTER_RE = re.compile(r"^\[[\w.-]{1,255}:\d{1,10}\] ")  # ORTE / PRRTE's debug head: "[gpu-a17:2874110] ..."
 NOT_A_RUN = ("--version", "--help", "-V ", "-h ")  # a command that asks the launcher about itself runs no program

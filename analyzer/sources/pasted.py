@@ -22,9 +22,12 @@ import re
 TOOLS = ("nvidia-smi", "nvtop", "gpustat", "py-spy", "gdb", "pstack", "gstack", "eu-stack", "ps", "top", "htop",
          "dmesg", "journalctl", "strace", "ltrace", "lsof", "ss", "netstat", "free", "df", "ibstat", "ibv_devinfo",
          "ibstatus", "dcgmi", "nvidia-bug-report.sh", "pgrep")
-# a prompt ("$ ", "# ", "user@host:~/dir$ ", "(venv) $ ", "root@node:/# ") then one of those tools, maybe behind sudo
+# a shell prompt: "$", "#", "user@host:~/dir$", "(venv) $", "root@node:/#", RHEL's "[user@host dir]$"
+PROMPT = (r"(?:\([\w.-]{1,40}\)\s)?(?:[\w.-]{1,64}@[\w.-]{1,64}(?::[^\s$#]{0,200})?"
+          r"|\[[\w.-]{1,64}@[\w.-]{1,64}(?: [^\]\s]{1,200})?\])?[$#]")
+# a prompt then one of those tools, maybe behind sudo
 PROMPT_CMD_RE = re.compile(
-    r"^\s{0,4}(?:\([\w.-]{1,40}\)\s)?(?:[\w.-]{1,64}@[\w.-]{1,64}(?::[^\s$#]{0,200})?)?[$#]\s{1,3}(?:sudo\s{1,3})?"
+    r"^\s{0,4}" + PROMPT + r"\s{1,3}(?:sudo\s{1,3})?"
     r"(?:watch\s{1,3}(?:-n\s?[\d.]{1,5}\s{1,3})?)?(?P<tool>[\w.-]{1,40})(?:\s|$)")
 NVIDIA_SMI_BANNER_RE = re.compile(r"^\|\s{1,4}NVIDIA-SMI \d{2,4}\.\d{1,3}(?:\.\d{1,3})?\s.{0,80}Driver Version:")
 # the header of ``nvidia-smi --query-gpu=... --format=csv``: comma-separated field names, one of them with its unit
