@@ -7,11 +7,16 @@ seventeenth round of class fixes (made from earlier sets' misreadings, never fro
 a strict xfail."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from wild_cases import DATA as _DATA
-from wild_cases import case_params, check_expectations, thread_urls
+from wild_cases import (
+    case_params,
+    check_case,
+    check_expectations,
+    check_first_read,
+    check_one_thread_per_case,
+    check_threads_new,
+)
 from wild_cases import table as wild
 
 HELDOUT14 = _DATA / "heldout14"
@@ -20,8 +25,7 @@ CASES = wild.load_expected(HELDOUT14)
 
 @pytest.mark.parametrize("want", case_params(CASES))
 def test_heldout14_case(want):
-    got = wild.evaluate(want)
-    assert got.problems() == [], f"{want['case']}: " + "; ".join(got.problems())
+    check_case(want)
 
 
 def test_heldout14_expectations_are_well_formed():
@@ -29,8 +33,7 @@ def test_heldout14_expectations_are_well_formed():
 
 
 def test_heldout14_cites_one_thread_per_case():
-    urls = thread_urls(HELDOUT14)
-    assert len(urls) == len(CASES), "each case cites exactly one thread, and no two cases share one"
+    check_one_thread_per_case(HELDOUT14, CASES)
 
 
 @pytest.mark.parametrize("other", ["wild", "heldout", "heldout2", "heldout3", "heldout4", "classes", "classes2",
@@ -40,13 +43,11 @@ def test_heldout14_cites_one_thread_per_case():
                                    "heldout9", "heldout10", "heldout11", "heldout12", "heldout13",
                                    "classes15", "classes16", "classes17"])
 def test_heldout14_threads_are_new(other):
-    overlap = set(thread_urls(HELDOUT14)) & set(thread_urls(_DATA / other))
-    assert not overlap, overlap
+    check_threads_new(HELDOUT14, other)
 
 
 def test_heldout14_first_read_is_recorded_for_every_case():
-    first = json.loads((HELDOUT14 / "FIRST_READ.json").read_text())
-    assert sorted(x["case"] for x in first) == sorted(w["case"] for w in CASES)
+    check_first_read(HELDOUT14, CASES)
 
 
 def test_heldout14_spread_of_classes():

@@ -7,11 +7,16 @@ twenty-fourth round of class fixes (made from earlier sets' misreadings, never f
 a strict xfail."""
 from __future__ import annotations
 
-import json
-
 import pytest
 from wild_cases import DATA as _DATA
-from wild_cases import case_params, check_expectations, thread_urls
+from wild_cases import (
+    case_params,
+    check_case,
+    check_expectations,
+    check_first_read,
+    check_one_thread_per_case,
+    check_threads_new,
+)
 from wild_cases import table as wild
 
 HELDOUT19 = _DATA / "heldout19"
@@ -20,8 +25,7 @@ CASES = wild.load_expected(HELDOUT19)
 
 @pytest.mark.parametrize("want", case_params(CASES))
 def test_heldout19_case(want):
-    got = wild.evaluate(want)
-    assert got.problems() == [], f"{want['case']}: " + "; ".join(got.problems())
+    check_case(want)
 
 
 def test_heldout19_expectations_are_well_formed():
@@ -29,8 +33,7 @@ def test_heldout19_expectations_are_well_formed():
 
 
 def test_heldout19_cites_one_thread_per_case():
-    urls = thread_urls(HELDOUT19)
-    assert len(urls) == len(CASES), "each case cites exactly one thread, and no two cases share one"
+    check_one_thread_per_case(HELDOUT19, CASES)
 
 
 @pytest.mark.parametrize("other", ["wild", "heldout", "heldout2", "heldout3", "heldout4", "classes", "classes2",
@@ -43,13 +46,11 @@ def test_heldout19_cites_one_thread_per_case():
                                    "heldout16", "classes21", "heldout17", "classes22", "classes23", "heldout18",
                                    "classes24"])
 def test_heldout19_threads_are_new(other):
-    overlap = set(thread_urls(HELDOUT19)) & set(thread_urls(_DATA / other))
-    assert not overlap, overlap
+    check_threads_new(HELDOUT19, other)
 
 
 def test_heldout19_first_read_is_recorded_for_every_case():
-    first = json.loads((HELDOUT19 / "FIRST_READ.json").read_text())
-    assert sorted(x["case"] for x in first) == sorted(w["case"] for w in CASES)
+    check_first_read(HELDOUT19, CASES)
 
 
 def test_heldout19_spread_of_classes():
