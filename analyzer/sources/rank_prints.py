@@ -77,13 +77,12 @@ class RankPrintReader:
         if not self.tail:
             return
         everyone = set().union(*self.by_shape.values())
-        shared = sum(1 for rs in self.by_shape.values() if rs == everyone)
         line, rank, _ = self.tail[-1]
-        common = {s for s, rs in self.by_shape.items() if rs == everyone}
+        common = {s for s, rs in self.by_shape.items() if rs == everyone}  # the shapes every rank printed
         made: dict[int, int] = dict.fromkeys(everyone, 0)  # each rank's prints of the shapes every rank printed
         for (r, s), n in self.counts.items():
             if s in common:
                 made[r] += n
         yield RankPrints(self.file, line, self.last_text, rank, None, None, None, tuple(self.tail),
-                         {s: tuple(sorted(self.by_shape[s])) for _, _, s in self.tail}, tuple(sorted(everyone)), shared,
-                         tuple(sorted(made.items())))
+                         {s: tuple(sorted(self.by_shape[s])) for _, _, s in self.tail}, tuple(sorted(everyone)),
+                         len(common), tuple(sorted(made.items())))
