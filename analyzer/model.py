@@ -298,13 +298,13 @@ class Communicator:
 
     def unique_trees(self) -> list[list[list[int]]]:
         """Each distinct tree as a sorted list of [parent, child] edges, in channel order of first use."""
-        seen: set[frozenset[tuple[int, int]]] = set()
-        out: list[list[list[int]]] = []
+        seen: list[dict[int, int]] = []  # child -> parent of each tree kept: a child has one parent, so two trees
+        out: list[list[list[int]]] = []  # are the same edges when these dicts are equal (one C-level compare)
         for _, parents in sorted(self.trees.items()):  # channels mostly repeat a tree: sorted once it is new
-            key = frozenset((p, c) for c, p in parents.items() if p >= 0)
-            if key and key not in seen:
-                seen.add(key)
-                out.append([[p, c] for p, c in sorted(key)])
+            edges = {c: p for c, p in parents.items() if p >= 0}
+            if edges and not any(edges == s for s in seen):
+                seen.append(edges)
+                out.append([[p, c] for p, c in sorted((p, c) for c, p in edges.items())])
         return out
 
     def to_json(self) -> dict[str, Any]:

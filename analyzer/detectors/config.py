@@ -705,10 +705,12 @@ def _environment_not_on_every_host(run: Run) -> list[Finding]:
     named = [s for s in run.job.settings.values() if s.source == "nccl-log" and not s.name.startswith("NCCL_DEBUG")]
     if not named:
         return []
-    printing = {proc.rsplit(":", 1)[0] for e in run.events if e.evidence is not None
-                and (proc := process_of(e.evidence.text)) is not None}
     failures = [(m.group("host"), e) for e in run.events if e.kind == EventKind.DIST_ERROR
                 and (m := TEST_FAILURE_HOST_RE.match(e.text)) is not None]
+    if not failures:
+        return []  # no host failed in NCCL: none can be quiet, and no line's head need be read
+    printing = {proc.rsplit(":", 1)[0] for e in run.events if e.evidence is not None
+                and (proc := process_of(e.evidence.text)) is not None}
     quiet = quiet_hosts(printing, (p.host for p in run.job.processes if p.host), (h for h, _ in failures))
     if not quiet:
         return []

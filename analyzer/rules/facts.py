@@ -127,6 +127,8 @@ PG_RANK_RE = re.compile(r"\[PG [^\]]{0,80}?\bRank (\d{1,6})\]")
 
 
 def _event_failure(e: LogEvent) -> Failure | None:
+    if e.kind not in _FAILURE_EVENTS:  # most of a large job's events (NCCL's NET lines, progress): one set look-up
+        return None
     order = (e.evidence.file, e.evidence.line)
     if e.kind == EventKind.DIST_ERROR:
         # PyTorch's own "[PG 0 (default_pg) Rank 12]" on the line names the process's rank over a launcher's local prefix
@@ -149,6 +151,12 @@ def _event_failure(e: LogEvent) -> Failure | None:
     if e.kind == GPU_FAULT_EVENT:
         return gpu_failure(e.text, order)
     return None
+
+
+# the kinds ``_event_failure`` reads; any other event gives no failure
+_FAILURE_EVENTS = frozenset({EventKind.DIST_ERROR, EventKind.HOOK_EXIT, EventKind.WATCHDOG_TIMEOUT,
+                             EventKind.WATCHDOG_FAILURE, EventKind.HEARTBEAT_TIMEOUT, EventKind.NCCL_WARN,
+                             EventKind.LAUNCHER_STOPPED, EventKind.JOB_CANCELLED, GPU_FAULT_EVENT})
 
 
 def gpu_failure(text: str, order: tuple[str, int]) -> Failure | None:

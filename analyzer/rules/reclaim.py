@@ -19,6 +19,8 @@ RECLAIM_RE = re.compile(r"commReclaim: cleanup comm \S{1,40} rank \d{1,6} failed
 def reclaim_warns(events: Sequence[LogEvent]) -> frozenset[int]:
     """Indices in ``events`` of the clean-up's WARNs: each ``commReclaim ... failed in destroy/abort`` WARN, and the
     WARN its process and device printed just before it (no event of theirs between)."""
+    if not any(e.kind == EventKind.NCCL_WARN and "commReclaim" in e.text for e in events):
+        return frozenset()  # the usual case: no clean-up failed, and no line's head need be read
     last: dict[tuple[str, int, int | None], int] = {}
     out: set[int] = set()
     for i, e in enumerate(events):
