@@ -370,7 +370,7 @@ def _shown(run: Run, findings: list[Finding], went: rules.healthy.WentOn | None)
     line, or an error finding nothing outlived; None when the program went on or the job ended well."""
     if went is not None or run.job.exit_code == 0:
         return None
-    s = rules.shown.echoes_only(failures_of_run(run), left_ranks(run)) or rules.shown.errors_shown(
+    s = rules.shown.echoes_only(failures_of_run(run), left_ranks(run), run.job.world_size) or rules.shown.errors_shown(
         (f.message, _survived(run, f)) for f in findings
         if f.kind is FindingKind.ERROR and f.verdict is None and f.severity in (Severity.ERROR, Severity.CRITICAL))
     if s is None:

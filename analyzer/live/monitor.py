@@ -36,6 +36,7 @@ from ..rules.cause import CauseVerdict, Failure
 from ..rules.config import ConfigMistake, config_mistake
 from ..rules.exits import FailureKind
 from ..rules.facts import error_failure, exit_failure
+from ..rules.launcher_echo import launcher_echo
 from ..rules.nodes import Heard, SilentNode, silent_nodes
 from ..rules.states import fmt_ranks
 from ..sources import records as R
@@ -376,6 +377,8 @@ class LiveMonitor:
                                                  (rec.file, rec.line)))
             elif isinstance(rec, R.DistError):
                 f = error_failure(rec.rank, rec.exc_type, rec.message, rec.last_error, None, (rec.file, rec.line))
+                if f is not None and rec.rank is None and launcher_echo(rec.exc_type, rec.frames) and self.failures:
+                    f = None  # a launcher's report of a child's end, after what the child said (rules.launcher_echo)
                 if f is not None:
                     where = rec.frames[-1] if rec.frames else None
                     who = f"rank {rec.rank}" if rec.rank is not None else "the launcher"
@@ -469,7 +472,8 @@ class LiveMonitor:
         """PyTorch's own watchdog saw a timeout: a hang even without the hook (any launcher)."""
         w = self._wd
         if isinstance(rec, R.WatchdogTimeout):
-            w.setdefault("seq", rec.seq)
+            if rec.seq is not None:
+                w.setdefault("seq", rec.seq)
             w.setdefault("op", stall.canonical_op(rec.op))
             w.setdefault("pg", rec.pg or "0")
             w.setdefault("timeout_ms", rec.timeout_ms)

@@ -57,7 +57,7 @@ def _timeout_status(g: Gathered, pg_status: list[PgStatus]) -> list[PgStatus]:
     told = {st.pg for st in pg_status}
     out: dict[tuple[int, str], PgStatus] = {}
     for rec in g.torch_recs:
-        if isinstance(rec, R.WatchdogTimeout) and rec.rank is not None:
+        if isinstance(rec, R.WatchdogTimeout) and rec.rank is not None and rec.seq is not None:
             pg = rec.pg or "0"
             if pg in told or (rec.pg is None and told):
                 continue

@@ -34,13 +34,16 @@ class Shown:
     why: str
 
 
-ECHOES = frozenset({FailureKind.TIMEOUT, FailureKind.PEER, FailureKind.EXIT})  # what a rank sees of a failure elsewhere
+# what a rank sees of a failure elsewhere; the watchdog's SIGABRT after a timeout, and the launcher's closing signal
+# after another rank ended, are the ends of ranks that waited
+ECHOES = frozenset({FailureKind.TIMEOUT, FailureKind.PEER, FailureKind.EXIT, FailureKind.ABORT, FailureKind.KILLED})
 
 
-def echoes_only(failures: Iterable[Failure], left: Iterable[int]) -> Shown | None:
+def echoes_only(failures: Iterable[Failure], left: Iterable[int], world: int | None = None) -> Shown | None:
     """``failures``: the run's time line (``facts.failures_of_run``, explained); ``left``: the ranks known to have
-    left the job of their own (a clean exit, their end printed). None when a cause is on it (the root-cause rule's
-    story), the job was stopped from outside or a mismatch reported (theirs), or nothing is on it."""
+    left the job of their own (a clean exit, their end printed); ``world``: the job's size when stated. None when a
+    cause is on it (the root-cause rule's story), the job was stopped from outside or a mismatch reported (theirs), or
+    nothing is on it."""
     fs = list(failures)
     if not fs or any(f.is_cause or f.kind not in ECHOES for f in fs):
         return None
@@ -54,6 +57,12 @@ def echoes_only(failures: Iterable[Failure], left: Iterable[int]) -> Shown | Non
             return Shown(Verdict.HANG, gone, "likely", f"{why}, while rank{'s' if len(gone) > 1 else ''} "
                          f"{', '.join(map(str, gone))} had already left the job: {'they' if len(gone) > 1 else 'it'} "
                          "never came to what it waited in")
+        absent = _absent_from_console(timeouts, waiting, world)
+        if absent:
+            return Shown(Verdict.HANG, absent, "possible", f"{why}, while rank{'s' if len(absent) > 1 else ''} "
+                         f"{', '.join(map(str, absent))} of the world of {world} printed no timeout into the same "
+                         f"console: {'they were' if len(absent) > 1 else 'it was'} elsewhere, not in what the others "
+                         "waited in")
         return Shown(Verdict.HANG, (), "possible", f"{why}; what it waited for is not in the input")
     peers = [f for f in fs if f.kind is FailureKind.PEER]
     if not peers:
@@ -61,6 +70,18 @@ def echoes_only(failures: Iterable[Failure], left: Iterable[int]) -> Shown | Non
     who = f"rank {peers[0].rank}" if peers[0].rank is not None else "a process"
     return Shown(Verdict.CRASH, (), "possible", f"{who} saw a peer fail or go away ({peers[0].text[:200]}); the peer's "
                  "own failure is not in the input")
+
+
+def _absent_from_console(timeouts: list[Failure], waiting: set[int], world: int | None) -> tuple[int, ...]:
+    """The ranks of a stated world that printed no timeout where most of the others did, in one console (every rank's
+    watchdog writes there, so a rank without a line was not waiting): the minority that was elsewhere."""
+    ranks = {r for r in waiting if r is not None}
+    if world is None or not 2 < world <= 4096 or len(ranks) < 2 or not ranks <= set(range(world)):
+        return ()
+    if len({f.order[0] for f in timeouts}) != 1:
+        return ()
+    absent = tuple(r for r in range(world) if r not in ranks)
+    return absent if 0 < len(absent) < len(ranks) else ()
 
 
 def errors_shown(errors: Iterable[tuple[str, bool]]) -> Shown | None:

@@ -244,7 +244,7 @@ class TorchRec(Rec):
 
 @dataclass(slots=True)
 class WatchdogTimeout(TorchRec):
-    seq: int
+    seq: int | None  # None: torch before 1.11 printed ``WorkNCCL(OpType=..., Timeout(ms)=...)`` with no sequence number
     op: str
     numel_in: int | None
     numel_out: int | None

@@ -84,7 +84,7 @@ PG_RE = re.compile(
 )
 RANK_BRACKET_RE = re.compile(r"\[Rank (\d+)\]")
 WORK_RE = re.compile(
-    r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<ni>\d+), NumelOut=(?P<no>\d+))?"
+    r"WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)(?:, NumelIn=(?P<ni>\d+), NumelOut=(?P<no>\d+))?"
     r", Timeout\(ms\)=(?P<to>\d+)\)(?: ran for (?P<ran>\d+) milliseconds)?"
 )
 FAILURE_RE = re.compile(
@@ -224,8 +224,13 @@ SHELL_FATAL_RE = re.compile(r"^(?:\S{1,200}: line \d{1,7}: {1,4}\d{1,10} {1,4})?
 # "*** SIGSEGV (@0x0) received by PID 4711 (TID 0x7f..) from PID 0; stack trace: ***"; the frames it prints follow
 NATIVE_CRASH_RE = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|\*\*\* (?P<sig>SIG[A-Z]{3,6}) \(@0x[0-9a-fA-F]{1,16}\) "
                              r"received by PID (?P<pid>\d{1,10})"
-                             # gdb: "Program received signal SIGSEGV, Segmentation fault.", "Thread 1 "python" received ..."
-                             r"|^(?:Program|Thread \d{1,7}(?: \"[^\"]{0,60}\")?) received signal (?P<gsig>SIG[A-Z]{3,6}), ")
+                             # gdb: "Program received signal SIGSEGV, Segmentation fault.", "Thread 1 "python" received ...",
+                             # and on a core file "Program terminated with signal SIGSEGV, Segmentation fault."
+                             r"|^(?:Program|Thread \d{1,7}(?: \"[^\"]{0,60}\")?) (?:received|terminated with) signal "
+                             r"(?P<gsig>SIG[A-Z]{3,6}), ")
+# gdb's lines between its report of the signal and the frames: its prompt ("(gdb) bt"), the source line it shows
+# ("44\t./nptl/pthread_kill.c: No such file or directory."), "[Current thread is 1 (Thread 0x7f.. (LWP 88530))]"
+GDB_CHATTER_RE = re.compile(r"^\s{0,4}(?:\(gdb\)|\[Current thread is |\[New (?:LWP|Thread) |\[Thread debugging |\d{1,7}\t)")
 # one frame of a native stack: the handler's Python-like 'File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()',
 # glog's "@ 0x7f12.. ncclCommInitRank", OpenMPI's "[host:pid] [ 4] /usr/lib/libnccl.so.2(+0xbd72c)[0x7f..]", UCX's
 # " 4 0x00000000000bd72c ncclCommInitRankFunc()  /src/init.cc:1408"
@@ -477,7 +482,7 @@ class _State:
     headed: int | None = None  # the rank such a head gave the last exception read (its bare lines after are its own)
     prompt_host: str | None = None  # the host of the last shell prompt read (a paste of several machines' consoles)
     node_ranks: set[tuple[int, int, str]] = field(default_factory=set)  # (nnodes, node rank, machine) stated
-    timeouts: set[tuple[int | None, int]] = field(default_factory=set)  # (rank, seq) already reported
+    timeouts: set[tuple[int | None, int | str]] = field(default_factory=set)  # (rank, seq or op) already reported
     errors: set[tuple[int | None, str]] = field(default_factory=set)  # (rank, message) already reported
     versions: set[tuple[str | None, str | None]] = field(default_factory=set)
     worlds: set[tuple[int | None, int]] = field(default_factory=set)  # (rank, size) a program's own print stated
@@ -758,7 +763,8 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
             heap := st.heap.read(st.file, lineno, text, body, prefix_rank)) is not None:
         yield heap  # glibc's heap check, freed from NCCL's code: the process's error
         return
-    if st.native is not None or ".c" in body or "Segfault" in body or "***" in body or "received signal" in body:
+    if (st.native is not None or ".c" in body or "Segfault" in body or "***" in body or "received signal" in body
+            or "terminated with signal" in body):
         if _native(st, lineno, text, body, prefix_rank):
             return
         yield from _flush_native(st)
@@ -893,9 +899,10 @@ def _native(st: _State, lineno: int, text: str, body: str, rank: int | None) -> 
     """A native crash report's line (its announcement, or one of its frames): read into ``st.native``, True. A report
     announced by its handler (``NATIVE_CRASH_RE``) or, unannounced, a handler's Python-like frame of a native source
     inside NCCL ('File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()'): only crash handlers print those."""
-    a = NATIVE_CRASH_RE.search(body) if "Segfault" in body or "***" in body or "received signal" in body else None
-    if a is None and st.native is not None and body.strip().startswith("===="):
-        return True  # UCX's "==== backtrace (tid: N) ====" and its closing rule, inside the report
+    a = (NATIVE_CRASH_RE.search(body) if "Segfault" in body or "***" in body or "received signal" in body
+         or "terminated with signal" in body else None)
+    if a is None and st.native is not None and (body.strip().startswith("====") or GDB_CHATTER_RE.match(body)):
+        return True  # UCX's "==== backtrace (tid: N) ====" and its closing rule, gdb's own lines, inside the report
     if a is not None:
         sig = _SIGNALS.get(a.group("sig") or a.group("gsig") or "SIGSEGV", 11)
         st.native = _Native((lineno, text, rank), sig, int(a.group("pid")) if a.group("pid") else None)
@@ -1238,10 +1245,14 @@ def _backend_mismatch(st: _State, head: Head, body: str, rank: int | None, m: re
 
 def _timeout(st: _State, head: Head, body: str, rank: int | None) -> Iterator[Rec]:
     m = WORK_RE.search(body)
-    if m is None or (rank, int(m.group("seq"))) in st.timeouts:
+    if m is None:
         return
-    st.timeouts.add((rank, int(m.group("seq"))))
-    yield WatchdogTimeout(*head, int(m.group("seq")), m.group("op"), int(m.group("ni")) if m.group("ni") else None,
+    seq = int(m.group("seq")) if m.group("seq") else None  # torch before 1.11 printed no sequence number
+    key = (rank, seq if seq is not None else m.group("op"))
+    if key in st.timeouts:
+        return
+    st.timeouts.add(key)
+    yield WatchdogTimeout(*head, seq, m.group("op"), int(m.group("ni")) if m.group("ni") else None,
                           int(m.group("no")) if m.group("no") else None, int(m.group("to")),
                           int(m.group("ran")) if m.group("ran") else None)
 
