@@ -23,7 +23,7 @@ from ..rules.container_net import bridged_across_machines
 from ..rules.environment import TEST_FAILURE_HOST_RE, environment_mismatch, plugin_of, quiet_hosts
 from ..rules.exits import FailureKind
 from ..rules.facts import failures_of_run, process_of, progress_after, stall_time
-from ..rules.shm_full import shm_full
+from ..rules.shm_full import nccl_bus_error, shm_full
 from ..rules.init_address import ADDR_FLAG_RE, LOOPBACK_CONNECT_RE, disagreeing, loopback_rendezvous
 from ..rules.launch import first_node_only, fixed_node_rank, shared_node_rank
 from ..sources.records import LAUNCH_FAILURE_EVENT
@@ -434,18 +434,38 @@ def _shm_full(run: Run) -> list[Finding]:
     hits = [e for e in run.events if e.kind == EventKind.DIST_ERROR and isinstance(e.data.get("frames"), list)
             and shm_full(f"{e.data.get('type') or ''}: {e.data.get('message') or ''}", e.data["frames"])]
     if not hits:
-        return []
+        return _nccl_bus_error(run)
     where = str(hits[0].data["frames"][-1])[:160]
     return [Finding(
         kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR,
         ranks=tuple(sorted({e.rank for e in hits if e.rank is not None})),
         message=f"/dev/shm is full: {_error_text(hits[0])[:160]}, raised while making a shared-memory object ({where}); "
         "a container's /dev/shm is 64 MB unless set",
-        hint="Give the container a larger /dev/shm (docker run --shm-size=16g or --ipc=host; on Kubernetes an emptyDir "
-             "with medium: Memory at /dev/shm) and check `df -h /dev/shm` inside it; fewer DataLoader workers need less.",
-        evidence=tuple(e.evidence for e in hits[:3]),
+        hint=SHM_HINT, evidence=tuple(e.evidence for e in hits[:3]),
         data={"culprits": [], "count": len(hits), "certainty": {
             "level": "likely", "why": "the error names no file; its frames are those of a shared-memory object"}})]
+
+
+SHM_HINT = ("Give the container a larger /dev/shm (docker run --shm-size=16g or --ipc=host; on Kubernetes an emptyDir "
+            "with medium: Memory at /dev/shm) and check `df -h /dev/shm` inside it; fewer DataLoader workers need less.")
+
+
+def _nccl_bus_error(run: Run) -> list[Finding]:
+    """A process crashed by SIGBUS inside NCCL (``rules.shm_full.nccl_bus_error``): its shared-memory buffers in
+    /dev/shm outgrew what /dev/shm holds. A config error of the container, no culprit rank (the process that died is
+    only the first to touch a page past the end)."""
+    hits = [e for e in run.events if e.kind == EventKind.DIST_ERROR
+            and nccl_bus_error(str(e.data.get("type") or ""), str(e.data.get("message") or ""))]
+    if not hits:
+        return []
+    return [Finding(
+        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
+        message=f"a process died of a bus error inside NCCL ({_error_text(hits[0])[:160]}): NCCL's shared-memory "
+        "buffers live in /dev/shm, and a bus error there means /dev/shm could not hold them (a container's /dev/shm "
+        "is 64 MB unless set)",
+        hint=SHM_HINT, evidence=tuple(e.evidence for e in hits[:3]),
+        data={"culprits": [], "count": len(hits), "certainty": {
+            "level": "likely", "why": "a bus error inside NCCL is its shared memory past the end of /dev/shm"}})]
 
 
 def _setup_fault(message: str, hint: str, evidence: Iterable[Evidence | None], why: str,
