@@ -11,6 +11,7 @@ process and transport, and the GPU of each rank, which ``device_gpu`` reads from
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 
@@ -180,6 +181,9 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                 yield DistError(file, lineno, text, None, None, None, None, f"{f.group('lib').upper()} failure",
                                 f.group("msg").strip(" /"))
                 continue
+        if text[:1] == "{" and STRUCTURED_MARK in text:
+            yield from structured_rows(text, file, lineno, test)
+            continue
         if text.startswith("#"):
             lib = LIBRARY_RE.match(text) if "nccl-library=" in text else None
             if lib and (version := library_version(int(lib.group("code")))):  # given to the first process seen
@@ -232,6 +236,52 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                                float(m.group("b2")), True)
     if nranks_seen and not said_world:  # the output ends inside its device block
         yield WorldSize(file, 0, "", None, None, None, None, nranks_seen)
+
+
+STRUCTURED_MARK = '"nccl-tests structured output"'  # the identifier of the one-line JSON that --json prints
+STRUCTURED_MAX = 4 << 20  # a longer line is no benchmark's summary: not decoded
+_SIDES = (("oop_", False), ("ip_", True))
+
+
+def structured_rows(text: str, file: str, lineno: int, test: str | None) -> Iterator[Rec]:
+    """nccl-tests' structured output (``--json``, 2.26+), one line printed when the sweep is over:
+    ``{"identifier": "nccl-tests structured output", "version": ..., "benchmark": [{"<bytes>": {"count": ...,
+    "oop_time": us, "oop_algbw": GB/s, "oop_busbw": GB/s, "oop_error": wrong, "ip_...": ...}}, ...]}``. Its rows,
+    and the end of a sweep whose checks all passed (every error 0 or "N/A"), as the table's ``Out of bounds values
+    : 0 OK`` is. A line that is not that JSON gives nothing."""
+    if len(text) > STRUCTURED_MAX:
+        return
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return
+    bench = obj.get("benchmark") if isinstance(obj, dict) else None
+    if not isinstance(bench, list):
+        return
+    wrong = 0
+    rows = 0
+    for item in bench:
+        for size, r in (item.items() if isinstance(item, dict) else ()):
+            if not isinstance(r, dict) or not str(size).isdigit():
+                continue
+            for side, in_place in _SIDES:
+                try:
+                    row = NcclTestsRow(file, lineno, text[:500], test, None, int(size), int(r.get("count", 0)),
+                                       str(r.get("type", "")), str(r.get("redop", "")), int(r.get("root", -1)),
+                                       float(r[side + "time"]), float(r[side + "algbw"]), float(r[side + "busbw"]),
+                                       in_place)
+                except (KeyError, TypeError, ValueError, OverflowError):
+                    continue
+                err = r.get(side + "error")
+                wrong += isinstance(err, (int, float)) and err != 0
+                rows += 1
+                yield row
+    if rows and not wrong:
+        yield ExitCode(file, lineno, text[:500], 0)
+    elif wrong:  # as the table's "Out of bounds values : N FAILED"
+        yield DistError(file, lineno, text[:500], None, None, None, None, "nccl-tests check",
+                        f"{wrong} of the structured output's results have wrong values (the collectives returned wrong "
+                        "results; its *_error fields count them per size)")
 
 
 def parse_nccl_tests_json(obj: dict, file: str) -> list[NcclTestsRow]:
