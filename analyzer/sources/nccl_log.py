@@ -95,6 +95,8 @@ HEADLESS_RE = re.compile(
     r"(?P<bare>NCCL )?(?P<level>INFO|WARN) (?:(?P<src3>[\w./-]{1,200}\.(?:cc|cu|h|cpp|c):\d{1,6}) )?"
 )
 ENV_RE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]{1,80}) set by environment to (?P<value>.*?)\.?$")
+# the IB transport's own word for the HCAs it was told to use: "NCCL_IB_HCA set to mlx5_0,mlx5_1" (net_ib.cc)
+ENV_SET_RE = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]{1,80}) set to (?P<value>\S.{0,400}?)\.?$")
 RING_ORDER_RE = re.compile(r"^Channel (?P<c>\d+)(?:/(?P<n>\d+))? :(?P<ranks>(?: +\d+)*)(?P<trunc> *\.\.\.)? *$")
 RING_ORDER_OLD_RE = re.compile(r"^Ring (?P<c>\d+) :(?P<ranks>(?: +\d+)+)(?P<trunc> *\.\.\.)? *$")  # 2.3
 RING_RE = re.compile(r"^Ring (?P<c>\d+) : (?P<prev>-?\d+) -> (?P<rank>\d+) -> (?P<next>-?\d+)$")
@@ -350,8 +352,8 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
     if (" Init " in msg or "- Init" in msg or "COMPLETE" in msg or "Abort START" in msg or "Revoke" in msg
             or msg.startswith("Init timings")):
         return _parse_init(msg, base)
-    if "set by environment to" in msg:
-        m = ENV_RE.match(msg)
+    if "set by environment to" in msg or (c0 == "N" and " set to " in msg):
+        m = ENV_RE.match(msg) or ENV_SET_RE.match(msg)
         if m:
             return NcclEnv(*base, m.group("name"), m.group("value").strip())
         return None
