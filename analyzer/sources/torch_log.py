@@ -739,6 +739,11 @@ def _endings(st: _State, lineno: int, text: str, body: str, prefix_rank: int | N
 
 
 def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
+    if st.in_summary and st.summary is not None and (SUMMARY_KV_RE.match(text) or SUMMARY_INDEX_RE.match(text.strip())):
+        # an entry line of torchrun's failure summary ("  rank : 5 (local_rank: 5)", "[3]:"), six of its eight lines a
+        # failed rank: nothing but the summary reads them (at 16,384 ranks, 98,000 lines kept off every other reader)
+        yield from _summary_line(st, lineno, text, text.strip()) or ()
+        return
     st.launcher.read(lineno, text)
     if text[:1] == "(" and "pid=" in text[:160]:
         yield from _ray_node(st, lineno, text)
