@@ -323,12 +323,22 @@ def _environment(run: Run) -> list[Finding]:
     if len(run.job.hosts) < 2:
         return []
     groups: dict[str, _Group] = {}
+    told: dict[str, Entry | None] = {}  # NCCL's message (the line after its head) -> its entry: ranks repeat them
     for e in run.events:
         if e.kind.startswith("nccl_net_"):
-            entry = classify_in_area(e.evidence.text, "environment")  # the few environment entries searched first
+            text = e.evidence.text
+            cut = text.find(INFO_MARK)
+            msg = text[cut + len(INFO_MARK):] if cut >= 0 else text
+            entry = told[msg] if msg in told else classify_in_area(msg, "environment")  # its few entries searched first
+            if len(told) < MAX_TOLD:
+                told[msg] = entry
             if entry is not None:
                 _add(groups, entry.id, entry, e, ())
     return [_finding(g, False, {}) for g in groups.values()]
+
+
+INFO_MARK = "NCCL INFO "
+MAX_TOLD = 65536  # distinct messages remembered: a bound whatever the input
 
 
 def _settings(run: Run) -> list[Finding]:
