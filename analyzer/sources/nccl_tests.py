@@ -32,7 +32,7 @@ from .records import (
     WorldSize,
 )
 from .launcher_log import launch_failure
-from .torch_log import TEST_FAILURE_RE, HeapWatch, RankTagged, mpi_exit
+from .torch_log import TEST_FAILURE_RE, HeapWatch, NativeWatch, RankTagged, mpi_exit
 
 ROW_RE = re.compile(  # no root before 2.x; no redop in the oldest tables of the gather/copy tests
     r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?:(?P<redop>[A-Za-z]\w*)\s+)?(?:(?P<root>-?\d+)\s+)?"
@@ -147,6 +147,7 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
     said_world = False
     gdr_seen: set[tuple[str, int, str]] = set()
     heaps = HeapWatch()
+    native = NativeWatch(file)  # a crash report around the benchmark (valgrind's, a handler's): its process's end
     for lineno, raw in lines:
         if raw[:3] in STAMP_DAYS and (stamp := MPI_STAMP_RE.match(raw)) is not None:
             raw = raw[stamp.end():]  # mpirun --timestamp-output's stamp before its tag
@@ -167,6 +168,10 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
             yield WorldSize(file, lineno, text, None, None, None, None, nranks_seen)
         if (heap := heaps.read(file, lineno, text, text, None)) is not None:
             yield heap  # glibc's heap check before a process's abort, freed from NCCL (OpenMPI's report's frame)
+            continue
+        taken = native.read(lineno, text)
+        yield from native.flush() if native.records else ()
+        if taken:
             continue
         if "noticed that process rank" in text and (ended := mpi_exit(text, file, lineno)) is not None:
             yield ended  # mpirun's "... noticed that process rank 37 with PID N on node H exited on signal 6"
@@ -234,6 +239,7 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
         if m.group("t2"):
             yield NcclTestsRow(file, lineno, text, test, nranks, *base, float(m.group("t2")), float(m.group("a2")),
                                float(m.group("b2")), True)
+    yield from native.flush()
     if nranks_seen and not said_world:  # the output ends inside its device block
         yield WorldSize(file, 0, "", None, None, None, None, nranks_seen)
 

@@ -227,10 +227,15 @@ NATIVE_CRASH_RE = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|\*\*\* (?P<sig
                              # gdb: "Program received signal SIGSEGV, Segmentation fault.", "Thread 1 "python" received ...",
                              # and on a core file "Program terminated with signal SIGSEGV, Segmentation fault."
                              r"|^(?:Program|Thread \d{1,7}(?: \"[^\"]{0,60}\")?) (?:received|terminated with) signal "
-                             r"(?P<gsig>SIG[A-Z]{3,6}), ")
+                             r"(?P<gsig>SIG[A-Z]{3,6}), "
+                             # valgrind: "==48213== Process terminating with default action of signal 11 (SIGSEGV)"
+                             r"|^==(?P<vpid>\d{1,10})== Process terminating with default action of signal \d{1,2} "
+                             r"\((?P<vsig>SIG[A-Z]{3,6})\)")
 # gdb's lines between its report of the signal and the frames: its prompt ("(gdb) bt"), the source line it shows
 # ("44\t./nptl/pthread_kill.c: No such file or directory."), "[Current thread is 1 (Thread 0x7f.. (LWP 88530))]"
-GDB_CHATTER_RE = re.compile(r"^\s{0,4}(?:\(gdb\)|\[Current thread is |\[New (?:LWP|Thread) |\[Thread debugging |\d{1,7}\t)")
+GDB_CHATTER_RE = re.compile(r"^\s{0,4}(?:\(gdb\)|\[Current thread is |\[New (?:LWP|Thread) |\[Thread debugging |\d{1,7}\t"
+                            # valgrind's own lines inside its report ("==48213==  Access not within mapped region ...")
+                            r"|==\d{1,10}==(?! {1,12}(?:at|by) 0x))")
 # one frame of a native stack: the handler's Python-like 'File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()',
 # glog's "@ 0x7f12.. ncclCommInitRank", OpenMPI's "[host:pid] [ 4] /usr/lib/libnccl.so.2(+0xbd72c)[0x7f..]", UCX's
 # " 4 0x00000000000bd72c ncclCommInitRankFunc()  /src/init.cc:1408"
@@ -243,7 +248,10 @@ NATIVE_FRAME_RE = re.compile(
     # graph/topo.cc:640", "#2  0x.. in ncclCommInitRank () from /usr/lib/libnccl.so.2"
     r"|#\d{1,3} {1,4}(?:0x[0-9a-fA-F]{1,16} in )?(?P<func4>[\w:~<>]{1,200}) \([^\n]{0,400}?\)(?: (?:at|from) (?P<file4>\S{1,300}))?"
     # glibc's backtrace_symbols under UCX's handler: " 3  /opt/nccl/lib/libnccl.so.2(rasThreadMain+0x4b1) [0x7ff1c18c6331]"
-    r"|\d{1,3} {1,4}(?P<lib5>/[^\s(]{1,300})\((?P<func5>[A-Za-z_][\w:]{0,200})?(?:\+0x[0-9a-fA-F]{1,16})?\) {0,4}\[0x[0-9a-fA-F]{1,16}\])"
+    r"|\d{1,3} {1,4}(?P<lib5>/[^\s(]{1,300})\((?P<func5>[A-Za-z_][\w:]{0,200})?(?:\+0x[0-9a-fA-F]{1,16})?\) {0,4}\[0x[0-9a-fA-F]{1,16}\]"
+    # valgrind's "==48213==    at 0x5F1B2C4: ncclTopoSearchRecNet(ncclTopoSystem*, ...) (search.cc:420)" and its "by" frames
+    r"|==\d{1,10}== {1,12}(?:at|by) 0x[0-9a-fA-F]{1,16}: (?P<func6>[\w:~<>]{1,200})(?:\([^\n]{0,400}?\))? "
+    r"\((?P<file6>[^\s():]{1,300}):(?P<line6>\d{1,7})\))"
 )
 # a frame inside NCCL: its sources (init.cc, misc/cudawrap.cc, transport/net_ib.cc), its functions (ncclCommInitRank),
 # its library (libnccl.so.2)
@@ -481,6 +489,7 @@ class _State:
     spawn_rank: int | None = None  # "-- Process N terminated with the following error:" until its exception
     headed: int | None = None  # the rank such a head gave the last exception read (its bare lines after are its own)
     prompt_host: str | None = None  # the host of the last shell prompt read (a paste of several machines' consoles)
+    crashed: set[int] = field(default_factory=set)  # ranks Composer's launcher said crashed (its "Rank N crashed ...")
     node_ranks: set[tuple[int, int, str]] = field(default_factory=set)  # (nnodes, node rank, machine) stated
     timeouts: set[tuple[int | None, int | str]] = field(default_factory=set)  # (rank, seq or op) already reported
     errors: set[tuple[int | None, str]] = field(default_factory=set)  # (rank, message) already reported
@@ -630,6 +639,15 @@ def _launch_lines(st: _State, lineno: int, text: str, body: str) -> Generator[Re
                            "Ray: a worker process died (killed from outside: the OOM killer, the node's memory monitor, "
                            "a forced stop; or a crash of its own)", False)
         return True
+    if "ank " in body and ("crashed with exit code" in body or "exited with code" in body):
+        if (c := COMPOSER_CRASH_RE.search(body)) is not None and len(st.crashed) < MAX_TAGGED:
+            st.crashed.add(int(c.group("r")))  # Composer's launcher: the rank whose end stopped the others
+            return True
+        if (x := COMPOSER_EXIT_RE.search(body)) is not None:  # its report of each rank's end
+            rank = int(x.group("r"))
+            yield LauncherExit(st.file, lineno, text, rank, None, int(x.group("code")), int(x.group("pid")), None, None,
+                               None, rank in st.crashed)
+            return True
     if text.find("@", 0, 200) >= 0 and (ph := PROMPT_HOST_RE.match(text)) is not None:  # (no slice per line)
         st.prompt_host = ph.group("host")  # the machine whose console the lines after it are
     if "node rank: " in body or "node_rank=" in body:
@@ -769,7 +787,7 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         yield heap  # glibc's heap check, freed from NCCL's code: the process's error
         return
     if (st.native is not None or ".c" in body or "Segfault" in body or "***" in body or "received signal" in body
-            or "terminated with signal" in body):
+            or "terminated with signal" in body or "Process terminating with" in body):
         if _native(st, lineno, text, body, prefix_rank):
             return
         yield from _flush_native(st)
@@ -900,35 +918,63 @@ def _ray_driver_node(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         yield from _ray_count(st, lineno, text, "")
 
 
-def _native(st: _State, lineno: int, text: str, body: str, rank: int | None) -> bool:
+class NativeWatch:
+    """A native crash report (a handler's, gdb's, valgrind's) read out of another tool's lines, nccl-tests' output:
+    ``read`` each line (True: it was the report's, nothing else reads it) and collect ``records``; ``flush`` at the
+    end. The same reading as a PyTorch log's (``_native``)."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.native: _Native | None = None
+        self.records: list[Rec] = []
+
+    def read(self, lineno: int, text: str) -> bool:
+        if self.native is None and not (".c" in text or "Segfault" in text or "***" in text or "signal" in text):
+            return False
+        if _native(self, lineno, text, text, None):
+            return True
+        self.records.extend(_flush_native(self))
+        return False
+
+    def flush(self) -> list[Rec]:
+        self.records.extend(_flush_native(self))
+        out, self.records = self.records, []
+        return out
+
+
+def _native(st: _State | NativeWatch, lineno: int, text: str, body: str, rank: int | None) -> bool:
     """A native crash report's line (its announcement, or one of its frames): read into ``st.native``, True. A report
     announced by its handler (``NATIVE_CRASH_RE``) or, unannounced, a handler's Python-like frame of a native source
     inside NCCL ('File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()'): only crash handlers print those."""
     a = (NATIVE_CRASH_RE.search(body) if "Segfault" in body or "***" in body or "received signal" in body
-         or "terminated with signal" in body else None)
+         or "terminated with signal" in body or "Process terminating with" in body else None)
     if a is None and st.native is not None and (body.strip().startswith("====") or GDB_CHATTER_RE.match(body)):
         return True  # UCX's "==== backtrace (tid: N) ====" and its closing rule, gdb's own lines, inside the report
     if a is not None:
-        sig = _SIGNALS.get(a.group("sig") or a.group("gsig") or "SIGSEGV", 11)
-        st.native = _Native((lineno, text, rank), sig, int(a.group("pid")) if a.group("pid") else None)
+        sig = _SIGNALS.get(a.group("sig") or a.group("gsig") or a.group("vsig") or "SIGSEGV", 11)
+        pid = a.group("pid") or a.group("vpid")
+        st.native = _Native((lineno, text, rank), sig, int(pid) if pid else None)
         return True
     f = NATIVE_FRAME_RE.match(body)
     if f is None:
         return False
-    file = f.group("file") or f.group("file3") or f.group("lib") or f.group("file4") or f.group("lib5") or ""
-    func = f.group("func") or f.group("func2") or f.group("func3") or f.group("func4") or f.group("func5") or ""
+    file = (f.group("file") or f.group("file3") or f.group("lib") or f.group("file4") or f.group("lib5")
+            or f.group("file6") or "")
+    func = (f.group("func") or f.group("func2") or f.group("func3") or f.group("func4") or f.group("func5")
+            or f.group("func6") or "")
     inside = NCCL_FRAME_RE.search(f"{func} {file}") is not None
     if st.native is None:
         if not (inside and f.group("file") and NATIVE_SOURCE_RE.search(file)):
             return False
         st.native = _Native((lineno, text, rank), 11, None)
     if inside and len(st.native.nccl) < 8:
-        where = f"{file.rsplit('/src/', 1)[-1]}:{f.group('line')}" if f.group("line") else file.rsplit("/", 1)[-1]
+        at = f.group("line") or f.group("line6")
+        where = f"{file.rsplit('/src/', 1)[-1]}:{at}" if at else file.rsplit("/", 1)[-1]
         st.native.nccl.append(f"{func} ({where})" if func else where)
     return True
 
 
-def _flush_native(st: _State) -> Iterator[Rec]:
+def _flush_native(st: _State | NativeWatch) -> Iterator[Rec]:
     """The native crash report read so far, as the process's end by its signal (``LauncherExit``, code -signal), the
     frames inside NCCL named in its description."""
     n, st.native = st.native, None
@@ -1333,6 +1379,10 @@ def _versions_and_world(st: _State, head: Head, body: str, rank: int | None) -> 
 
 
 RAY_WORKER_PID_RE = re.compile(r"\bWorker PID: (\d{1,10})\b")
+# Composer's launcher (composer.cli.launcher): "Rank 2 crashed with exit code -7.", then each rank's end, "Global rank 2
+# (PID 2293) exited with code -7" (the others' -15: the launcher's SIGTERM once one crashed)
+COMPOSER_CRASH_RE = re.compile(r"\bRank (?P<r>\d{1,7}) crashed with exit code -?\d{1,4}\b")
+COMPOSER_EXIT_RE = re.compile(r"\bGlobal rank (?P<r>\d{1,7}) \(PID (?P<pid>\d{1,10})\) exited with code (?P<code>-?\d{1,4})\b")
 # a launcher's argument parser refusing its command line: "launch.py: error: the following arguments are required: ...",
 # "torchrun: error: unrecognized arguments: ..." (the program names launchers use; a script's own parser is not one)
 LAUNCH_ARGS_RE = re.compile(r"^(?P<prog>launch\.py|run\.py|torchrun|deepspeed|accelerate(?:-launch)?|"
