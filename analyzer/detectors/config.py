@@ -22,8 +22,8 @@ from ..rules.config import config_mistake
 from ..rules.container_net import bridged_across_machines
 from ..rules.environment import TEST_FAILURE_HOST_RE, environment_mismatch, plugin_of, quiet_hosts
 from ..rules.exits import FailureKind
-from ..rules.facts import failures_of_run, process_of, progress_after, stall_time
-from ..rules.shm_full import nccl_bus_error, shm_full
+from ..rules.facts import NATIVE_CRASH_TYPE, NATIVE_IN_NCCL, failures_of_run, process_of, progress_after, stall_time
+from ..rules.shm_full import shm_full
 from ..rules.init_address import ADDR_FLAG_RE, LOOPBACK_CONNECT_RE, disagreeing, loopback_rendezvous
 from ..rules.launch import first_node_only, fixed_node_rank, shared_node_rank
 from ..sources.records import LAUNCH_FAILURE_EVENT
@@ -375,7 +375,7 @@ def _shm_bus_error(run: Run) -> list[Finding]:
     error any later (after another failure) is left to the time line. Likely, not confirmed: the signal alone
     does not name the file."""
     if not (run.communicators or run.job.nccl_versions or any(e.kind.startswith("nccl") for e in run.events)
-            or (run.job.world_size or 0) > 1):
+            or (run.job.world_size or 0) > 1 or any(_in_nccl(e) for e in run.events)):
         return []  # (a world of several processes on one launcher shares /dev/shm the same way, NCCL lines or not)
     failures = failures_of_run(run)
     cause = root_cause(failures)
@@ -384,7 +384,9 @@ def _shm_bus_error(run: Run) -> list[Finding]:
     bus = sorted((f for f in failures if f.kind == FailureKind.FATAL and f.code in SIGBUS_CODES),
                  key=lambda f: (not f.order[0], f.t if f.t is not None else float("inf"), f.order))
     first = bus[0] if bus else None
-    if first is None or any(not _after(o, first) for o in failures if o.is_cause and o not in bus):
+    # (a native crash report's own error, on the line of the same report, is that bus error, not another failure)
+    if first is None or any(not _after(o, first) for o in failures if o.is_cause and o not in bus
+                            and o.order != first.order):
         return []
     ex = next((e for e in run.exits if e.exitcode in SIGBUS_CODES and (first.rank is None or e.rank == first.rank)),
               None)
@@ -400,6 +402,12 @@ def _shm_bus_error(run: Run) -> list[Finding]:
         evidence=(ex.evidence,) if ex is not None and ex.evidence is not None else (),
         data={"culprits": [], "signal": "SIGBUS", "certainty": {
             "level": "likely", "why": "a bus error first in a job running NCCL; the signal does not name the file"}})]
+
+
+def _in_nccl(e: LogEvent) -> bool:
+    """A native crash report whose frames run through NCCL (``sources.torch_log``): NCCL ran in that process."""
+    return (e.kind == EventKind.DIST_ERROR and e.data.get("type") == NATIVE_CRASH_TYPE
+            and NATIVE_IN_NCCL in str(e.data.get("message") or ""))
 
 
 MIN_TIMEOUT_MS = 1000  # a process group's timeout under a second is a unit slip (milliseconds for seconds), never a choice
@@ -434,7 +442,7 @@ def _shm_full(run: Run) -> list[Finding]:
     hits = [e for e in run.events if e.kind == EventKind.DIST_ERROR and isinstance(e.data.get("frames"), list)
             and shm_full(f"{e.data.get('type') or ''}: {e.data.get('message') or ''}", e.data["frames"])]
     if not hits:
-        return _nccl_bus_error(run)
+        return []
     where = str(hits[0].data["frames"][-1])[:160]
     return [Finding(
         kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR,
@@ -448,24 +456,6 @@ def _shm_full(run: Run) -> list[Finding]:
 
 SHM_HINT = ("Give the container a larger /dev/shm (docker run --shm-size=16g or --ipc=host; on Kubernetes an emptyDir "
             "with medium: Memory at /dev/shm) and check `df -h /dev/shm` inside it; fewer DataLoader workers need less.")
-
-
-def _nccl_bus_error(run: Run) -> list[Finding]:
-    """A process crashed by SIGBUS inside NCCL (``rules.shm_full.nccl_bus_error``): its shared-memory buffers in
-    /dev/shm outgrew what /dev/shm holds. A config error of the container, no culprit rank (the process that died is
-    only the first to touch a page past the end)."""
-    hits = [e for e in run.events if e.kind == EventKind.DIST_ERROR
-            and nccl_bus_error(str(e.data.get("type") or ""), str(e.data.get("message") or ""))]
-    if not hits:
-        return []
-    return [Finding(
-        kind=FindingKind.CONFIG, severity=Severity.CRITICAL, verdict=Verdict.CONFIG_ERROR, ranks=(),
-        message=f"a process died of a bus error inside NCCL ({_error_text(hits[0])[:160]}): NCCL's shared-memory "
-        "buffers live in /dev/shm, and a bus error there means /dev/shm could not hold them (a container's /dev/shm "
-        "is 64 MB unless set)",
-        hint=SHM_HINT, evidence=tuple(e.evidence for e in hits[:3]),
-        data={"culprits": [], "count": len(hits), "certainty": {
-            "level": "likely", "why": "a bus error inside NCCL is its shared memory past the end of /dev/shm"}})]
 
 
 def _setup_fault(message: str, hint: str, evidence: Iterable[Evidence | None], why: str,

@@ -21,13 +21,3 @@ def shm_full(message: str, frames: Sequence[str]) -> bool:
     """The error is ENOSPC raised while making a shared-memory object (``frames``: outermost first, as printed)."""
     return bool(ENOSPC_RE.search(message)) and any(SHM_FRAME_RE.search(f) for f in frames[-INNERMOST:])
 
-
-# a native crash report's description (sources.torch_log: "Bus error inside NCCL at ncclGroupEnd() ...")
-NCCL_BUS_ERROR_RE = re.compile(r"^Bus error inside NCCL\b")
-
-
-def nccl_bus_error(exc_type: str, message: str) -> bool:
-    """A native crash by SIGBUS inside NCCL: NCCL maps its shared-memory transport's buffers from files in /dev/shm,
-    sized without touching them; when /dev/shm cannot hold them (a container's 64 MB default), the first write to a
-    page past what it holds is a bus error, not an ENOSPC. NCCL's troubleshooting guide names this for Docker."""
-    return exc_type == "native crash" and NCCL_BUS_ERROR_RE.search(message) is not None

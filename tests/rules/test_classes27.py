@@ -74,12 +74,3 @@ def test_nccl_setting_lines(msg, want):
     rec = parse_nccl_line(f"host-a:101:202 [0] NCCL INFO {msg}", "f", 1)
     got = (rec.name, rec.value) if isinstance(rec, NcclEnv) else None
     assert got == want
-
-
-def test_bus_error_inside_nccl_only():
-    from ncclscope.rules.shm_full import nccl_bus_error
-
-    assert nccl_bus_error("native crash", "Bus error inside NCCL at ncclGroupEnd() (???:0) (a native crash report)")
-    assert not nccl_bus_error("native crash", "Bus error (a native crash report)")  # no frame in NCCL
-    assert not nccl_bus_error("native crash", "Segmentation fault inside NCCL at ncclProxyConnect ()")
-    assert not nccl_bus_error("RuntimeError", "Bus error inside NCCL at ncclGroupEnd()")
