@@ -36,7 +36,7 @@ from ..rules.cause import CauseVerdict, Failure
 from ..rules.config import ConfigMistake, config_mistake
 from ..rules.exits import FailureKind
 from ..rules.facts import error_failure, exit_failure
-from ..rules.launcher_echo import launcher_echo
+from ..rules.launcher_echo import launcher_echo, with_echoes
 from ..rules.nodes import Heard, SilentNode, silent_nodes
 from ..rules.states import fmt_ranks
 from ..sources import records as R
@@ -158,6 +158,8 @@ class LiveMonitor:
         self._crash_pending: dict[int | None, dict[str, Any]] = {}
         self._mismatch_waits = False  # a backend's mismatch report waits for the records of the calls
         self.failures: deque[Failure] = deque(maxlen=MAX_FAILURES)
+        self.echoes: deque[Failure] = deque(maxlen=MAX_FAILURES)  # launchers' reports of a child's end (launcher_echo)
+        self._unnumbered_sent = False  # the hang of watchdog timeouts with no sequence number was reported
         self.killed_pids: set[int] = set()  # pids the launcher sent a closing signal
         self.kinds: dict[str, LiveInput | None] = {}  # path -> what it holds (classify), once it has bytes
         self._crash_first: float | None = None
@@ -377,8 +379,11 @@ class LiveMonitor:
                                                  (rec.file, rec.line)))
             elif isinstance(rec, R.DistError):
                 f = error_failure(rec.rank, rec.exc_type, rec.message, rec.last_error, None, (rec.file, rec.line))
-                if f is not None and rec.rank is None and launcher_echo(rec.exc_type, rec.frames) and self.failures:
-                    f = None  # a launcher's report of a child's end, after what the child said (rules.launcher_echo)
+                if f is not None and rec.rank is None and launcher_echo(rec.exc_type, rec.frames):
+                    self.echoes.append(f)  # on the time line only while nothing else failed (_time_line)
+                    f = None
+                    self._crash_new = self._crash_new or not self.failures
+                    self._crash_first = self._crash_first if self._crash_first is not None else self._now
                 if f is not None:
                     where = rec.frames[-1] if rec.frames else None
                     who = f"rank {rec.rank}" if rec.rank is not None else "the launcher"
@@ -430,7 +435,7 @@ class LiveMonitor:
             for r, k in d.sigs.items():
                 sides.setdefault(k, []).append(r)
             t = min((x.t for x in sigs.values() if x.t is not None), default=None)
-            if rules.mismatch_is_echo(list(sides.values()), t, crash_failures(self.state, self.failures)):
+            if rules.mismatch_is_echo(list(sides.values()), t, crash_failures(self.state, self._time_line())):
                 self._desync_wait.pop(key, None)
                 continue  # a side's rank failed right after: the crash alert tells it
             self._desync_wait.pop(key, None)
@@ -500,8 +505,10 @@ class LiveMonitor:
 
     def _watchdog_alert(self, now: float) -> dict[str, Any] | None:
         w, self._wd = self._wd, {}
-        if self.hang is not None or self.crash_sent or self.desync_pgs or "seq" not in w:
+        if self.hang is not None or self.crash_sent or self.desync_pgs:
             return None
+        if "seq" not in w:
+            return self._watchdog_alert_unnumbered(w, now)
         seq, pg, op = int(w["seq"]), str(w.get("pg") or "0"), w.get("op")
         enq: dict[int, int] = w.get("enq", {})
         culprits = tuple(sorted(set(w.get("lagging") or []) | {r for r, e in enq.items() if e < seq}))
@@ -518,6 +525,23 @@ class LiveMonitor:
         return make_alert(AlertKind.HANG, "hang", culprits, _stuck(h),
                           f"PyTorch's watchdog timed out ({w['evidence']}): {who}", self._hang_where(h), ts=now,
                           source="pytorch_watchdog", waiting_ranks=list(waiters), certainty=certainty)
+
+    def _watchdog_alert_unnumbered(self, w: dict[str, Any], now: float) -> dict[str, Any] | None:
+        """Watchdog timeouts that print no sequence number (torch before 1.11): a hang, once, with the ranks that timed
+        out and no collective to name (what the offline analysis says of them: ``rules.shown.echoes_only``)."""
+        ranks = sorted(w.get("ranks", set()))
+        if self._unnumbered_sent or not ranks:
+            return None
+        self._unnumbered_sent = True
+        return make_alert(AlertKind.HANG, "hang", (), None,
+                          f"PyTorch's watchdog timed out ({w['evidence']}): {_plural(ranks)} waited in "
+                          f"{w.get('op') or 'a collective'} past the timeout; this torch prints no sequence number, so "
+                          "which collective of the group is not known", {}, ts=now, source="pytorch_watchdog",
+                          waiting_ranks=ranks)
+
+    def _time_line(self) -> list[Failure]:
+        """The failures, or the launchers' reports alone when nothing else failed (``rules.launcher_echo.with_echoes``)."""
+        return with_echoes(self.failures, self.echoes)
 
     def _crash(self, rank: int | None, info: dict[str, Any], failure: Failure) -> None:
         """A failure event on the time line; the first cause opens the grace period of the crash alert."""
@@ -617,7 +641,7 @@ class LiveMonitor:
         if self.hang is not None or self.desync_pgs:
             self._crash_pending = {}
             return None  # the consequence of an incident already reported
-        cause = rules.root_cause(crash_failures(self.state, self.failures))
+        cause = rules.root_cause(crash_failures(self.state, self._time_line()))
         if cause is not None and cause.verdict == CauseVerdict.DESYNC and cause.first is not None:
             if not self._records_final(now):  # the report can reach disk before the records of the calls
                 self._crash_new = self._mismatch_waits = True  # judged again on the next pass (no hang judged
@@ -853,7 +877,7 @@ class LiveMonitor:
         facts = Facts(tuple(st.all_ranks()), verdict["verdict"], tuple(verdict["culprit_ranks"]), where, waiting,
                       {r: rs.where for r, rs in st.ranks.items() if rs.where},
                       frozenset(r for r, rs in st.ranks.items() if rs.exit_code == 0), st.exited())
-        return rank_states(facts, crash_failures(st, self.failures))
+        return rank_states(facts, crash_failures(st, self._time_line()))
 
     def snapshot(self, now: float | None = None) -> dict[str, Any]:
         """The current state, JSON-able: per rank progress, the threshold, the open incident."""

@@ -23,7 +23,7 @@ from .chain import returned_to_caller, warn_chains
 from .exits import ExitClass, FailureKind, exit_class, failure_kind
 from .hang import BarrierStall, barrier_stall, unique_id_wait
 from .init_echo import init_echoes
-from .launcher_echo import launcher_echo
+from .launcher_echo import launcher_echo, with_echoes
 from .lost_peer import Report, lost_peer
 from .reclaim import reclaim_warns
 from .startup import connect_failed, orphan_failures, startup_failures
@@ -96,8 +96,10 @@ def error_failure(rank: int | None, exc_type: str, message: str, last_error: str
     if exc_type == HEAP_ABORT_TYPE:  # glibc's heap check: the abort that follows is its end (cause.explain_heap)
         return Failure(rank, FailureKind.NCCL if rank is not None else FailureKind.EXCEPTION, text[:500], t, order)
     kind = failure_kind(text)
-    if exc_type == NATIVE_CRASH_TYPE and NATIVE_IN_NCCL in message and kind is FailureKind.TIMEOUT:
-        kind = FailureKind.ABORT  # an abort (SIGABRT) whose frames run through NCCL: no timeout of a stall
+    if exc_type == NATIVE_CRASH_TYPE and kind is FailureKind.TIMEOUT:
+        # a native report's description names its signal first ("Aborted inside NCCL at ...", "Segmentation fault
+        # inside NCCL at ncclCommAbort"): its words of abort are the signal's or a frame's, never a stalled collective
+        kind = FailureKind.ABORT if message.startswith(NATIVE_ABORT) else FailureKind.FATAL
     last = last_error or message.partition("Last error:")[2]  # one glued line holds it in the message
     if kind is FailureKind.EXCEPTION and unique_id_wait(text) is not None:
         kind = FailureKind.TIMEOUT  # it waited in the store for its group's root: a stall's echo, not its own failure
@@ -125,7 +127,8 @@ def _link_failed(last_error: str) -> bool:
 
 
 NATIVE_CRASH_TYPE = "native crash"  # sources.torch_log's error of a native crash report ...
-NATIVE_IN_NCCL = " inside NCCL at "  # ... and its words for frames that run through NCCL
+NATIVE_IN_NCCL = " inside NCCL at "  # ... its words for frames that run through NCCL ...
+NATIVE_ABORT = "Aborted"  # ... and for SIGABRT (sources.torch_log._NATIVE_WORDS)
 # the host's network stack aborted a connect (a firewall, a sidecar): its "abort" is no timeout
 CONNECT_ABORTED_RE = re.compile(r"(?i)Software caused connection abort")
 PG_RANK_RE = re.compile(r"\[PG [^\]]{0,80}?\bRank (\d{1,6})\]")
@@ -261,8 +264,11 @@ def _failures(run: Run) -> list[Failure]:
     down = teardown_of_run(run)
     progressed = any(e.kind == EventKind.PROGRESS for e in run.events)
     kept = [e for e in run.events if not in_teardown(e, down) and not (progressed and _bare_ctrl_c(e))]
-    echoes = [f for e in kept if _is_launcher_echo(e) and (f := _event_failure(e)) is not None]
-    out = [f for e in kept if not _is_launcher_echo(e) and (f := _event_failure(e)) is not None]
+    echoes: list[Failure] = []
+    out: list[Failure] = []
+    for e in kept:
+        if (f := _event_failure(e)) is not None:
+            (echoes if _is_launcher_echo(e) else out).append(f)
     out += returned_failures(run.events, {f.order for f in out})
     taken = {f.order for f in out}
     initialised = {c.members.get(r, r) for c in run.communicators for r in c.init_complete}
@@ -271,8 +277,7 @@ def _failures(run: Run) -> list[Failure]:
                              {p.rank for p in run.job.processes if p.rank is not None and p.pid})
     out += orphan_failures(run.events, taken)
     out += [f for x in run.exits if (f := _launcher_failure(x, run.killed_pids)) is not None]
-    if not out:  # the launcher's report of a child's end is the only word that the job failed
-        out = echoes
+    out = with_echoes(out, echoes)  # a launcher's report of a child's end counts only as the only word of a failure
     seen = _hook_last_seen(run)
     ended = {e.rank for e in run.events if e.kind == EventKind.HOOK_EXIT and e.rank is not None}
     out = explain(init_echoes(out, any(c.init_started - c.init_complete for c in run.communicators)))

@@ -41,3 +41,37 @@ def test_a_rank_behind_by_its_own_counters_is_confirmed(tmp_path: Path) -> None:
     (tmp_path / "stderr.log").write_text("".join(lines))
     (a,) = LiveMonitor(tmp_path, LiveConfig(console=False, write=False)).run_once()
     assert a["culprit_ranks"] == [3] and a["certainty"]["level"] == "confirmed", a
+
+
+def _old_timeout(r: int) -> str:  # torch before 1.11: no sequence number (heldout21's accel167 and accel223 shapes)
+    return (f"[E ProcessGroupNCCL.cpp:587] [Rank {r}] Watchdog caught collective operation timeout: "
+            f"WorkNCCL(OpType=ALLGATHER, Timeout(ms)=1800000) ran for 180090{r} milliseconds before timing out.\n")
+
+
+def test_timeouts_without_a_sequence_number_are_a_hang_live_as_offline(tmp_path: Path) -> None:
+    from ncclscope.analysis import analyze_paths
+
+    (tmp_path / "stdout.log").write_text(_old_timeout(0) + _old_timeout(1))
+    (a,) = LiveMonitor(tmp_path, LiveConfig(console=False, write=False)).run_once()
+    assert a["kind"] == "hang" and a["stuck"] is None and a["waiting_ranks"] == [0, 1], a
+    assert analyze_paths([tmp_path / "stdout.log"], cache=False).decision.verdict.value == "hang"
+
+
+def test_a_launchers_report_after_the_childs_error_is_no_second_cause(tmp_path: Path) -> None:
+    """mp.spawn prints its own Exception before the child's traceback; live and offline both take the child's error."""
+    from ncclscope.analysis import analyze_paths
+
+    text = ("Traceback (most recent call last):\n"
+            '  File "/env/lib/python3.9/site-packages/torch/multiprocessing/spawn.py", line 160, in join\n'
+            "    raise ProcessRaisedException(msg, error_index, failed_process.pid)\n"
+            "torch.multiprocessing.spawn.ProcessRaisedException: \n\n"
+            "-- Process 1 terminated with the following error:\n"
+            "Traceback (most recent call last):\n"
+            '  File "/srv/train.py", line 12, in run\n'
+            "    dist.all_reduce(t)\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    (tmp_path / "console.log").write_text(text)
+    alerts = LiveMonitor(tmp_path, LiveConfig(console=False, write=False)).run_once()
+    offline = analyze_paths([tmp_path / "console.log"], cache=False).decision
+    assert [a["kind"] for a in alerts] == ["crash"] and alerts[0]["culprit_ranks"] == [1], alerts
+    assert offline.verdict.value == "crash" and list(offline.culprit_ranks) == [1]
