@@ -299,7 +299,7 @@ class Communicator:
     def unique_trees(self) -> list[list[list[int]]]:
         """Each distinct tree as a sorted list of [parent, child] edges, in channel order of first use."""
         seen: list[dict[int, int]] = []  # child -> parent of each tree kept: a child has one parent, so two trees
-        out: list[list[list[int]]] = []  # are the same edges when these dicts are equal (one C-level compare)
+        out: list[list[list[int]]] = []  # are the same edges when these dicts are equal (a dict compare per tree kept)
         for _, parents in sorted(self.trees.items()):  # channels mostly repeat a tree: sorted once it is new
             edges = {c: p for c, p in parents.items() if p >= 0}
             if edges and not any(edges == s for s in seen):

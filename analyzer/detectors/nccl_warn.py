@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from ..model import EventKind, Evidence, Finding, FindingKind, LogEvent, Run, Setting, Severity, Verdict
-from ..nccl.failures import Area, Entry, EntryKind, EntryVerdict, classify, classify_in_area
+from ..nccl.failures import MAX_TEXT, Area, Entry, EntryKind, EntryVerdict, classify, classify_in_area
 from ..nccl.gids import shown_routable
 from ..rules.chain import warn_chains as _chains
 from ..rules.exits import FailureKind
@@ -328,7 +328,7 @@ def _environment(run: Run) -> list[Finding]:
         if e.kind.startswith("nccl_net_"):
             text = e.evidence.text
             cut = text.find(INFO_MARK)
-            msg = text[cut + len(INFO_MARK):] if cut >= 0 else text
+            msg = (text[cut + len(INFO_MARK):] if cut >= 0 else text)[:MAX_TEXT]
             entry = told[msg] if msg in told else classify_in_area(msg, "environment")  # its few entries searched first
             if len(told) < MAX_TOLD:
                 told[msg] = entry

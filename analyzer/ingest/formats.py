@@ -159,7 +159,7 @@ def _marker(head: bytes) -> Format | None:
     if (b"nccl-tests version" in head or b"# nThread" in head or b"out-of-place" in head or b"ncclscope perf:" in head
             or (b"nThread " in head and b" nGpus " in head) or b"Out of bounds values" in head
             or b'"nccl-tests structured output"' in head):
-        return Format.NCCL_TESTS  # the last two: a paste whose '#' marks a renderer dropped
+        return Format.NCCL_TESTS  # the two before the last: a paste whose '#' marks a renderer dropped; the last: --json
     return None
 
 

@@ -8,7 +8,9 @@
     timed out with no other rank's status): a hang. The ranks known to have left the job (a clean exit, their own
     end printed) while it waited are its culprits: they never came to what it waited in (one rank alone in a
     barrier the others skipped, a rank waiting in the store after its peers exited). Likely when they are known,
-    else possible.
+    else possible. Where the timeouts are in one console and most ranks of a stated world printed one, the few that
+    printed nothing at all on the time line were elsewhere: they are named, possible. The watchdog's SIGABRT after a
+    timeout and the launcher's closing signal are echoes too.
   - A peer gone (connection refused / reset / closed by the peer, a remote process exited): a crash elsewhere,
     whose own failure is not in the input; no culprit can be named, possible.
 - Errors shown (``errors_shown``): an error the knowledge base explains (an NCCL WARN, a message it calls a bug of
@@ -57,7 +59,7 @@ def echoes_only(failures: Iterable[Failure], left: Iterable[int], world: int | N
             return Shown(Verdict.HANG, gone, "likely", f"{why}, while rank{'s' if len(gone) > 1 else ''} "
                          f"{', '.join(map(str, gone))} had already left the job: {'they' if len(gone) > 1 else 'it'} "
                          "never came to what it waited in")
-        absent = _absent_from_console(timeouts, waiting, world)
+        absent = _absent_from_console(timeouts, waiting, {f.rank for f in fs if f.rank is not None}, world)
         if absent:
             return Shown(Verdict.HANG, absent, "possible", f"{why}, while rank{'s' if len(absent) > 1 else ''} "
                          f"{', '.join(map(str, absent))} of the world of {world} printed no timeout into the same "
@@ -72,16 +74,17 @@ def echoes_only(failures: Iterable[Failure], left: Iterable[int], world: int | N
                  "own failure is not in the input")
 
 
-def _absent_from_console(timeouts: list[Failure], waiting: set[int], world: int | None) -> tuple[int, ...]:
+def _absent_from_console(timeouts: list[Failure], waiting: set[int], seen: set[int], world: int | None) -> tuple[int, ...]:
     """The ranks of a stated world that printed no timeout where most of the others did, in one console (every rank's
-    watchdog writes there, so a rank without a line was not waiting): the minority that was elsewhere."""
-    ranks = {r for r in waiting if r is not None}
-    if world is None or not 2 < world <= 4096 or len(ranks) < 2 or not ranks <= set(range(world)):
+    watchdog writes there, so a rank without a line was not waiting), and nothing else on the time line either (an
+    abort of its own, its end): the minority that was elsewhere. ``waiting``: the ranks that timed out; ``seen``: the
+    ranks with any failure on the time line."""
+    if world is None or not 2 < world <= 4096 or len(waiting) < 2 or not waiting <= set(range(world)):
         return ()
     if len({f.order[0] for f in timeouts}) != 1:
         return ()
-    absent = tuple(r for r in range(world) if r not in ranks)
-    return absent if 0 < len(absent) < len(ranks) else ()
+    absent = tuple(r for r in range(world) if r not in waiting and r not in seen)
+    return absent if 0 < len(absent) < len(waiting) else ()
 
 
 def errors_shown(errors: Iterable[tuple[str, bool]]) -> Shown | None:

@@ -352,11 +352,11 @@ def _parse_info(msg: str, base: Base) -> NcclRec | None:  # noqa: C901 - one dis
     if (" Init " in msg or "- Init" in msg or "COMPLETE" in msg or "Abort START" in msg or "Revoke" in msg
             or msg.startswith("Init timings")):
         return _parse_init(msg, base)
-    if "set by environment to" in msg or (c0 == "N" and " set to " in msg):
-        m = ENV_RE.match(msg) or ENV_SET_RE.match(msg)
-        if m:
-            return NcclEnv(*base, m.group("name"), m.group("value").strip())
-        return None
+    if "set by environment to" in msg:
+        m = ENV_RE.match(msg)
+        return NcclEnv(*base, m.group("name"), m.group("value").strip()) if m else None
+    if c0 == "N" and " set to " in msg and (m := ENV_SET_RE.match(msg)) is not None:
+        return NcclEnv(*base, m.group("name"), m.group("value").strip())  # (any other line reads on)
     if msg.startswith("NCCL version"):
         v = VERSION_RE.match(msg)
         if v:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 
 from .lines import MAX_PREFIXES, MPI_STAMP_RE, MPI_TAG_RE, TOOL_PREFIX_RE, prefix_rank
 
@@ -169,9 +169,7 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
         if (heap := heaps.read(file, lineno, text, text, None)) is not None:
             yield heap  # glibc's heap check before a process's abort, freed from NCCL (OpenMPI's report's frame)
             continue
-        taken = native.read(lineno, text)
-        yield from native.flush() if native.records else ()
-        if taken:
+        if (yield from _reports(native, text, file, lineno, test)):
             continue
         if "noticed that process rank" in text and (ended := mpi_exit(text, file, lineno)) is not None:
             yield ended  # mpirun's "... noticed that process rank 37 with PID N on node H exited on signal 6"
@@ -186,9 +184,6 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                 yield DistError(file, lineno, text, None, None, None, None, f"{f.group('lib').upper()} failure",
                                 f.group("msg").strip(" /"))
                 continue
-        if text[:1] == "{" and STRUCTURED_MARK in text:
-            yield from structured_rows(text, file, lineno, test)
-            continue
         if text.startswith("#"):
             lib = LIBRARY_RE.match(text) if "nccl-library=" in text else None
             if lib and (version := library_version(int(lib.group("code")))):  # given to the first process seen
@@ -198,9 +193,8 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
                 yield ExitCode(file, lineno, text, 0)
                 continue
             if (bad := OOB_FAILED_RE.match(text)) is not None:  # the check failed: the collectives gave wrong results
-                yield DistError(file, lineno, text, None, None, None, None, "nccl-tests check",
-                                f"Out of bounds values: {bad.group('n')} FAILED (the collectives returned wrong results; "
-                                "the #wrong columns count them per size)")
+                yield check_failed(file, lineno, text, f"Out of bounds values: {bad.group('n')} FAILED",
+                                   "the #wrong columns count them per size")
                 continue
             t = TEST_RE.search(text)
             if t:
@@ -244,6 +238,25 @@ def parse_nccl_tests_lines(lines: Iterable[tuple[int, str]], file: str) -> Itera
         yield WorldSize(file, 0, "", None, None, None, None, nranks_seen)
 
 
+def check_failed(file: str, lineno: int, text: str, what: str, counted: str) -> DistError:
+    """The benchmark's own check failed (the table's ``Out of bounds values : N FAILED``, the structured output's
+    non-zero errors): the collectives returned wrong results."""
+    return DistError(file, lineno, text, None, None, None, None, "nccl-tests check",
+                     f"{what} (the collectives returned wrong results; {counted})")
+
+
+def _reports(native: NativeWatch, text: str, file: str, lineno: int, test: str | None) -> Generator[Rec, None, bool]:
+    """The line's records when it is one of the reports around a table (its ``--json`` summary, a native crash report
+    that valgrind or a handler printed); True when nothing else reads it."""
+    if text[:1] == "{" and STRUCTURED_MARK in text:
+        yield from structured_rows(text, file, lineno, test)
+        return True
+    taken = native.read(lineno, text)
+    if native.records:
+        yield from native.flush()
+    return taken
+
+
 STRUCTURED_MARK = '"nccl-tests structured output"'  # the identifier of the one-line JSON that --json prints
 STRUCTURED_MAX = 4 << 20  # a longer line is no benchmark's summary: not decoded
 _SIDES = (("oop_", False), ("ip_", True))
@@ -285,9 +298,8 @@ def structured_rows(text: str, file: str, lineno: int, test: str | None) -> Iter
     if rows and not wrong:
         yield ExitCode(file, lineno, text[:500], 0)
     elif wrong:  # as the table's "Out of bounds values : N FAILED"
-        yield DistError(file, lineno, text[:500], None, None, None, None, "nccl-tests check",
-                        f"{wrong} of the structured output's results have wrong values (the collectives returned wrong "
-                        "results; its *_error fields count them per size)")
+        yield check_failed(file, lineno, text[:500], f"{wrong} of the structured output's results have wrong values",
+                           "its *_error fields count them per size")
 
 
 def parse_nccl_tests_json(obj: dict, file: str) -> list[NcclTestsRow]:

@@ -84,8 +84,8 @@ PG_RE = re.compile(
 )
 RANK_BRACKET_RE = re.compile(r"\[Rank (\d+)\]")
 WORK_RE = re.compile(
-    r"WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)(?:, NumelIn=(?P<ni>\d+), NumelOut=(?P<no>\d+))?"
-    r", Timeout\(ms\)=(?P<to>\d+)\)(?: ran for (?P<ran>\d+) milliseconds)?"
+    r"WorkNCCL\((?:SeqNum=(?P<seq>\d{1,18}), )?OpType=(?P<op>\w{1,40})(?:, NumelIn=(?P<ni>\d{1,18}), "
+    r"NumelOut=(?P<no>\d{1,18}))?, Timeout\(ms\)=(?P<to>\d{1,18})\)(?: ran for (?P<ran>\d{1,18}) milliseconds)?"
 )
 FAILURE_RE = re.compile(
     r"failure detected by watchdog at work sequence id: (?P<seq>\d+) PG status: last enqueued work: (?P<e>-?\d+)"
@@ -233,9 +233,10 @@ NATIVE_CRASH_RE = re.compile(r"!{3,} ?Segfault encountered ?!{3,}|\*\*\* (?P<sig
                              r"\((?P<vsig>SIG[A-Z]{3,6})\)")
 # gdb's lines between its report of the signal and the frames: its prompt ("(gdb) bt"), the source line it shows
 # ("44\t./nptl/pthread_kill.c: No such file or directory."), "[Current thread is 1 (Thread 0x7f.. (LWP 88530))]"
-GDB_CHATTER_RE = re.compile(r"^\s{0,4}(?:\(gdb\)|\[Current thread is |\[New (?:LWP|Thread) |\[Thread debugging |\d{1,7}\t"
+GDB_CHATTER_RE = re.compile(r"^\s{0,4}(?:\(gdb\)|\[Current thread is |\[New (?:LWP|Thread) |\[Thread debugging "
+                            r"|\d{1,7}\t[^\t]{0,400}$"
                             # valgrind's own lines inside its report ("==48213==  Access not within mapped region ...")
-                            r"|==\d{1,10}==(?! {1,12}(?:at|by) 0x))")
+                            r"|==(?P<vg>\d{1,10})==(?! {1,12}(?:at|by) 0x))")
 # one frame of a native stack: the handler's Python-like 'File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()',
 # glog's "@ 0x7f12.. ncclCommInitRank", OpenMPI's "[host:pid] [ 4] /usr/lib/libnccl.so.2(+0xbd72c)[0x7f..]", UCX's
 # " 4 0x00000000000bd72c ncclCommInitRankFunc()  /src/init.cc:1408"
@@ -250,8 +251,8 @@ NATIVE_FRAME_RE = re.compile(
     # glibc's backtrace_symbols under UCX's handler: " 3  /opt/nccl/lib/libnccl.so.2(rasThreadMain+0x4b1) [0x7ff1c18c6331]"
     r"|\d{1,3} {1,4}(?P<lib5>/[^\s(]{1,300})\((?P<func5>[A-Za-z_][\w:]{0,200})?(?:\+0x[0-9a-fA-F]{1,16})?\) {0,4}\[0x[0-9a-fA-F]{1,16}\]"
     # valgrind's "==48213==    at 0x5F1B2C4: ncclTopoSearchRecNet(ncclTopoSystem*, ...) (search.cc:420)" and its "by" frames
-    r"|==\d{1,10}== {1,12}(?:at|by) 0x[0-9a-fA-F]{1,16}: (?P<func6>[\w:~<>]{1,200})(?:\([^\n]{0,400}?\))? "
-    r"\((?P<file6>[^\s():]{1,300}):(?P<line6>\d{1,7})\))"
+    r"|==\d{1,10}== {1,12}(?:at|by) 0x[0-9a-fA-F]{1,16}: (?P<func6>[\w:~<>?]{1,200})(?:\([^\n]{0,400}?\))? "
+    r"\((?:(?P<file6>[^\s():]{1,300}):(?P<line6>\d{1,7})|in (?P<lib6>[^\s()]{1,300}))\))"
 )
 # a frame inside NCCL: its sources (init.cc, misc/cudawrap.cc, transport/net_ib.cc), its functions (ncclCommInitRank),
 # its library (libnccl.so.2)
@@ -786,11 +787,8 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
             heap := st.heap.read(st.file, lineno, text, body, prefix_rank)) is not None:
         yield heap  # glibc's heap check, freed from NCCL's code: the process's error
         return
-    if (st.native is not None or ".c" in body or "Segfault" in body or "***" in body or "received signal" in body
-            or "terminated with signal" in body or "Process terminating with" in body):
-        if _native(st, lineno, text, body, prefix_rank):
-            return
-        yield from _flush_native(st)
+    if (st.native is not None or maybe_native(body)) and (yield from _native_line(st, lineno, text, body, prefix_rank)):
+        return
     stripped = body.strip()
     summary = _summary_line(st, lineno, body, stripped)
     if summary is not None:
@@ -918,6 +916,26 @@ def _ray_driver_node(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         yield from _ray_count(st, lineno, text, "")
 
 
+NATIVE_WORDS = (".c", "Segfault", "***", "received signal", "terminated with signal", "Process terminating with")
+
+
+def maybe_native(body: str) -> bool:
+    """The line may open or carry a native crash report (its announcement, a frame of a native source): the one gate
+    of both the PyTorch log's reader and ``NativeWatch``."""
+    return any(w in body for w in NATIVE_WORDS)
+
+
+def _native_line(st: _State, lineno: int, text: str, body: str, rank: int | None) -> Generator[Rec, None, bool]:
+    """A line of a native crash report (True: read, nothing else reads it); a line that ends the open report gives
+    that report's records, and may begin the next one."""
+    if _native(st, lineno, text, body, rank):
+        return True
+    if st.native is None:
+        return False
+    yield from _flush_native(st)
+    return _native(st, lineno, text, body, rank)
+
+
 class NativeWatch:
     """A native crash report (a handler's, gdb's, valgrind's) read out of another tool's lines, nccl-tests' output:
     ``read`` each line (True: it was the report's, nothing else reads it) and collect ``records``; ``flush`` at the
@@ -929,11 +947,13 @@ class NativeWatch:
         self.records: list[Rec] = []
 
     def read(self, lineno: int, text: str) -> bool:
-        if self.native is None and not (".c" in text or "Segfault" in text or "***" in text or "signal" in text):
+        if self.native is None and not maybe_native(text):
             return False
         if _native(self, lineno, text, text, None):
             return True
-        self.records.extend(_flush_native(self))
+        if self.native is not None:
+            self.records.extend(_flush_native(self))
+            return _native(self, lineno, text, text, None)  # the line that ended it may begin the next report
         return False
 
     def flush(self) -> list[Rec]:
@@ -946,10 +966,11 @@ def _native(st: _State | NativeWatch, lineno: int, text: str, body: str, rank: i
     """A native crash report's line (its announcement, or one of its frames): read into ``st.native``, True. A report
     announced by its handler (``NATIVE_CRASH_RE``) or, unannounced, a handler's Python-like frame of a native source
     inside NCCL ('File "misc/cudawrap.cc", line 90, in ncclCuMemHostEnable()'): only crash handlers print those."""
-    a = (NATIVE_CRASH_RE.search(body) if "Segfault" in body or "***" in body or "received signal" in body
-         or "terminated with signal" in body or "Process terminating with" in body else None)
-    if a is None and st.native is not None and (body.strip().startswith("====") or GDB_CHATTER_RE.match(body)):
+    a = NATIVE_CRASH_RE.search(body) if maybe_native(body) else None
+    if a is None and st.native is not None and (body.strip().startswith("====") or _chatter(st.native, body)):
         return True  # UCX's "==== backtrace (tid: N) ====" and its closing rule, gdb's own lines, inside the report
+    if a is not None and st.native is not None:
+        return False  # another report begins (another process's): the open one ends here
     if a is not None:
         sig = _SIGNALS.get(a.group("sig") or a.group("gsig") or a.group("vsig") or "SIGSEGV", 11)
         pid = a.group("pid") or a.group("vpid")
@@ -959,7 +980,7 @@ def _native(st: _State | NativeWatch, lineno: int, text: str, body: str, rank: i
     if f is None:
         return False
     file = (f.group("file") or f.group("file3") or f.group("lib") or f.group("file4") or f.group("lib5")
-            or f.group("file6") or "")
+            or f.group("file6") or f.group("lib6") or "")
     func = (f.group("func") or f.group("func2") or f.group("func3") or f.group("func4") or f.group("func5")
             or f.group("func6") or "")
     inside = NCCL_FRAME_RE.search(f"{func} {file}") is not None
@@ -972,6 +993,12 @@ def _native(st: _State | NativeWatch, lineno: int, text: str, body: str, rank: i
         where = f"{file.rsplit('/src/', 1)[-1]}:{at}" if at else file.rsplit("/", 1)[-1]
         st.native.nccl.append(f"{func} ({where})" if func else where)
     return True
+
+
+def _chatter(n: _Native, body: str) -> bool:
+    """gdb's and valgrind's own lines inside a report; valgrind's only under the reporting process's ``==pid==``."""
+    c = GDB_CHATTER_RE.match(body)
+    return c is not None and (c.group("vg") is None or n.pid is None or int(c.group("vg")) == n.pid)
 
 
 def _flush_native(st: _State | NativeWatch) -> Iterator[Rec]:
