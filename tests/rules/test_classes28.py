@@ -69,3 +69,32 @@ def test_valgrind_report_names_the_nccl_frames():
     errors = [r for r in w.flush() if isinstance(r, DistError)]
     assert len(errors) == 1
     assert "Segmentation fault inside NCCL at ncclTopoSearchRecNet (search.cc:428)" in errors[0].message
+
+
+def test_an_absurd_sequence_number_costs_its_line_only():
+    from ncclscope.sources.records import DistError, WatchdogTimeout
+    from ncclscope.sources.torch_log import parse_torch_lines
+
+    huge = ("[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+            f"WorkNCCL(SeqNum={'9' * 5000}, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 milliseconds")
+    recs = list(parse_torch_lines([(1, huge), (2, "[rank1]: RuntimeError: CUDA error: out of memory")], "f"))
+    assert not any(isinstance(r, WatchdogTimeout) and r.seq is not None and r.seq > 10 ** 18 for r in recs)
+    assert any(isinstance(r, DistError) and r.rank == 1 for r in recs)  # the file's other lines still read
+
+
+def test_valgrind_reports_of_two_processes_and_a_stripped_library():
+    from ncclscope.sources.records import DistError
+    from ncclscope.sources.torch_log import NativeWatch
+
+    w = NativeWatch("f")
+    lines = ["==21== Process terminating with default action of signal 7 (SIGBUS)",
+             "==21==    at 0x4A1B2C4: ncclShmOpen (in /usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3)",
+             "==22== Process terminating with default action of signal 11 (SIGSEGV)",
+             "==21==  a line of the first process, after the second's report began",
+             "==22==    at 0x4A1B9F0: ??? (in /usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3)"]
+    for n, t in enumerate(lines, 1):
+        w.read(n, t)
+    msgs = [r.message for r in w.flush() if isinstance(r, DistError)]
+    assert len(msgs) == 2, msgs
+    assert msgs[0].startswith("Bus error inside NCCL at ncclShmOpen (libnccl.so.2.18.3)"), msgs
+    assert msgs[1].startswith("Segmentation fault"), msgs
