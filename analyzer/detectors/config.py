@@ -22,11 +22,12 @@ from ..rules.config import config_mistake
 from ..rules.container_net import bridged_across_machines
 from ..rules.environment import TEST_FAILURE_HOST_RE, environment_mismatch, plugin_of, quiet_hosts
 from ..rules.exits import FailureKind
-from ..rules.facts import NATIVE_CRASH_TYPE, NATIVE_IN_NCCL, failures_of_run, process_of, progress_after, stall_time
+from ..rules.facts import failures_of_run, process_of, progress_after, stall_time
 from ..rules.shm_full import shm_full
 from ..rules.init_address import ADDR_FLAG_RE, LOOPBACK_CONNECT_RE, disagreeing, loopback_rendezvous
 from ..rules.launch import first_node_only, fixed_node_rank, shared_node_rank
 from ..sources.records import LAUNCH_FAILURE_EVENT
+from ..sources.torch_log import NATIVE_CRASH_TYPE, NATIVE_IN_NCCL
 from .catalogue import KnownError, classify
 from ..nccl.failures import EntryKind, EntryVerdict
 

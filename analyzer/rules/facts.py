@@ -16,7 +16,7 @@ from ..nccl.failures import Area, EntryVerdict, classify
 from ..sources.launcher_log import CTRL_C_RE
 from ..sources.lines import MPI_TAG_RE, nccl_head, strip_tool_prefixes
 from ..sources.records import GPU_FAULT_EVENT
-from ..sources.torch_log import HEAP_ABORT_TYPE, SERVER_READY_RE
+from ..sources.torch_log import HEAP_ABORT_TYPE, NATIVE_ABORT, NATIVE_CRASH_TYPE, SERVER_READY_RE
 from . import healthy
 from .cause import Failure, explain, vanished
 from .chain import returned_to_caller, warn_chains
@@ -126,9 +126,6 @@ def _link_failed(last_error: str) -> bool:
     return entry is not None and entry.verdict == EntryVerdict.CRASH and entry.area in LINK_AREAS
 
 
-NATIVE_CRASH_TYPE = "native crash"  # sources.torch_log's error of a native crash report ...
-NATIVE_IN_NCCL = " inside NCCL at "  # ... its words for frames that run through NCCL ...
-NATIVE_ABORT = "Aborted"  # ... and for SIGABRT (sources.torch_log._NATIVE_WORDS)
 # the host's network stack aborted a connect (a firewall, a sidecar): its "abort" is no timeout
 CONNECT_ABORTED_RE = re.compile(r"(?i)Software caused connection abort")
 PG_RANK_RE = re.compile(r"\[PG [^\]]{0,80}?\bRank (\d{1,6})\]")

@@ -1011,14 +1011,14 @@ def _flush_native(st: _State | NativeWatch) -> Iterator[Rec]:
     name = _SIGNAL_NAMES.get(n.signal, f"signal {n.signal}")
     where = ""
     if n.nccl:
-        where = f" inside NCCL at {n.nccl[0]}" + (f", called from {n.nccl[-1]}" if len(n.nccl) > 1 else "")
+        where = f"{NATIVE_IN_NCCL}{n.nccl[0]}" + (f", called from {n.nccl[-1]}" if len(n.nccl) > 1 else "")
     what = f"{_NATIVE_WORDS.get(n.signal, name)}{where} (a native crash report)"
     if n.quiet and not n.nccl:
         return
     if not n.quiet:
         yield LauncherExit(st.file, line, text, rank, None, -n.signal, n.pid, None, None,
                            f"Signal {n.signal} ({name}): {what}", False)
-    yield DistError(st.file, line, text, rank, None, None, None, "native crash", what, None, [])
+    yield DistError(st.file, line, text, rank, None, None, None, NATIVE_CRASH_TYPE, what, None, [])
 
 
 def _c10d(st: _State, head: Head, msg: str, rank: int | None) -> Iterator[Rec]:
@@ -1628,7 +1628,12 @@ def mpi_exit(text: str, file: str, lineno: int) -> LauncherExit | None:
 _SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGABRT": 6, "SIGBUS": 7, "SIGFPE": 8,
             "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15}
 _SIGNAL_NAMES = {n: name for name, n in _SIGNALS.items()}
-_NATIVE_WORDS = {11: "Segmentation fault", 7: "Bus error", 6: "Aborted", 8: "Floating point exception",
+# a native crash report's error (DistError type) and its description, "<the signal's words> inside NCCL at <frame>",
+# which the rules read back (rules.facts: an abort inside NCCL is no stall; detectors.config: NCCL ran there)
+NATIVE_CRASH_TYPE = "native crash"
+NATIVE_IN_NCCL = " inside NCCL at "
+NATIVE_ABORT = "Aborted"  # SIGABRT's words
+_NATIVE_WORDS = {11: "Segmentation fault", 7: "Bus error", 6: NATIVE_ABORT, 8: "Floating point exception",
                  4: "Illegal instruction"}
 
 
