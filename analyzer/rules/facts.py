@@ -6,7 +6,7 @@ failure live and offline."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -131,37 +131,47 @@ CONNECT_ABORTED_RE = re.compile(r"(?i)Software caused connection abort")
 PG_RANK_RE = re.compile(r"\[PG [^\]]{0,80}?\bRank (\d{1,6})\]")
 
 
+def _dist_error(e: LogEvent, order: tuple[str, int]) -> Failure | None:
+    # PyTorch's own "[PG 0 (default_pg) Rank 12]" on the line names the process's rank over a launcher's local prefix
+    m = PG_RANK_RE.search(e.evidence.text)
+    return error_failure(int(m.group(1)) if m else e.rank, str(e.data.get("type", "")), str(e.data.get("message", "")),
+                         e.data.get("last_error"), e.ts, order)
+
+
+def _hook_exit(e: LogEvent, order: tuple[str, int]) -> Failure | None:
+    code = e.data.get("code") if isinstance(e.data.get("code"), int) else None
+    t = e.data.get("t") if isinstance(e.data.get("t"), (int, float)) else None
+    return exit_failure(e.rank, code, str(e.data.get("exception") or ""), t, order, False)
+
+
+def _timed_out(e: LogEvent, order: tuple[str, int]) -> Failure | None:
+    return Failure(e.rank, FailureKind.TIMEOUT, e.text[:500], e.ts, order)
+
+
+def _launcher_stopped(e: LogEvent, order: tuple[str, int]) -> Failure | None:
+    # torchrun's "Received 2 death signal": the user's Ctrl-C, or a kill
+    kind = FailureKind.INTERRUPT if e.data.get("signal") == "SIGINT" else FailureKind.KILLED
+    return Failure(None, kind, e.text.strip()[:500], e.ts, order)
+
+
+def _job_cancelled(e: LogEvent, order: tuple[str, int]) -> Failure | None:
+    # the scheduler ended it (time limit, scancel, preemption): from outside
+    return Failure(None, FailureKind.KILLED, e.text.strip()[:500], e.ts, order)
+
+
+# the event kinds that give a failure, each with its reading; any other event (most of a large job's: NCCL's NET
+# lines, progress) gives none, told by one dict look-up
+_FAILURE_OF: dict[EventKind, Callable[[LogEvent, tuple[str, int]], Failure | None]] = {
+    EventKind.DIST_ERROR: _dist_error, EventKind.HOOK_EXIT: _hook_exit, EventKind.WATCHDOG_TIMEOUT: _timed_out,
+    EventKind.WATCHDOG_FAILURE: _timed_out, EventKind.HEARTBEAT_TIMEOUT: _timed_out,
+    EventKind.NCCL_WARN: lambda e, order: warn_failure(e, order), EventKind.LAUNCHER_STOPPED: _launcher_stopped,
+    EventKind.JOB_CANCELLED: _job_cancelled, GPU_FAULT_EVENT: lambda e, order: gpu_failure(e.text, order),
+}
+
+
 def _event_failure(e: LogEvent) -> Failure | None:
-    if e.kind not in _FAILURE_EVENTS:  # most of a large job's events (NCCL's NET lines, progress): one set look-up
-        return None
-    order = (e.evidence.file, e.evidence.line)
-    if e.kind == EventKind.DIST_ERROR:
-        # PyTorch's own "[PG 0 (default_pg) Rank 12]" on the line names the process's rank over a launcher's local prefix
-        m = PG_RANK_RE.search(e.evidence.text)
-        return error_failure(int(m.group(1)) if m else e.rank, str(e.data.get("type", "")), str(e.data.get("message", "")),
-                             e.data.get("last_error"), e.ts, order)
-    if e.kind == EventKind.HOOK_EXIT:
-        code = e.data.get("code") if isinstance(e.data.get("code"), int) else None
-        t = e.data.get("t") if isinstance(e.data.get("t"), (int, float)) else None
-        return exit_failure(e.rank, code, str(e.data.get("exception") or ""), t, order, False)
-    if e.kind in (EventKind.WATCHDOG_TIMEOUT, EventKind.WATCHDOG_FAILURE, EventKind.HEARTBEAT_TIMEOUT):
-        return Failure(e.rank, FailureKind.TIMEOUT, e.text[:500], e.ts, order)
-    if e.kind == EventKind.NCCL_WARN:
-        return warn_failure(e, order)
-    if e.kind == EventKind.LAUNCHER_STOPPED:  # torchrun's "Received 2 death signal": the user's Ctrl-C, or a kill
-        kind = FailureKind.INTERRUPT if e.data.get("signal") == "SIGINT" else FailureKind.KILLED
-        return Failure(None, kind, e.text.strip()[:500], e.ts, order)
-    if e.kind == EventKind.JOB_CANCELLED:  # the scheduler ended it (time limit, scancel, preemption): from outside
-        return Failure(None, FailureKind.KILLED, e.text.strip()[:500], e.ts, order)
-    if e.kind == GPU_FAULT_EVENT:
-        return gpu_failure(e.text, order)
-    return None
-
-
-# the kinds ``_event_failure`` reads; any other event gives no failure
-_FAILURE_EVENTS = frozenset({EventKind.DIST_ERROR, EventKind.HOOK_EXIT, EventKind.WATCHDOG_TIMEOUT,
-                             EventKind.WATCHDOG_FAILURE, EventKind.HEARTBEAT_TIMEOUT, EventKind.NCCL_WARN,
-                             EventKind.LAUNCHER_STOPPED, EventKind.JOB_CANCELLED, GPU_FAULT_EVENT})
+    read = _FAILURE_OF.get(e.kind)
+    return read(e, (e.evidence.file, e.evidence.line)) if read is not None else None
 
 
 def gpu_failure(text: str, order: tuple[str, int]) -> Failure | None:
