@@ -175,6 +175,9 @@ FindingData = TypedDict("FindingData", {
     "busbw_by_size": list[list[float]], "transports": list[str],
     # two measurements of one thing in one input (detectors.slow_compare)
     "twin_busbw": float, "sizes": list[int], "gap": float, "slow_ms": float, "fast_ms": float,
+    # two runs of one job on more GPUs and fewer (detectors.slow_scaling): the larger's scaling efficiency (0..1), or
+    # how many times longer its same work took where no GPU count is known
+    "efficiency": float, "times_slower": float,
 }, total=False)
 
 
@@ -543,6 +546,7 @@ class EventKind(enum.StrEnum):
     FRAMEWORK_BATCH = "framework_batch"  # a rank's current batch at a framework's timeout
     COMM_SUMMARY = "comm_summary"  # a row of DeepSpeed's comms-logger summary: an operation's size and bus bandwidth
     PROGRAM_TIMING = "program_timing"  # a program's own print of a collective's or step's measured time
+    RUN_PACES = "run_paces"  # the runs of a console with their pace and GPU count (sources.pace)
     BARRIER_ENTERED = "barrier_entered"  # ProcessGroupNCCL's word that a rank starts a barrier on a guessed GPU
     TESTS_TABLE_HEADER = "tests_table_header"  # nccl-tests' result table header: its communicators were built
     RANK_PRINTS = "rank_prints"  # where a file's prints of the program stating their rank end, and who printed what

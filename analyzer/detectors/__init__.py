@@ -28,6 +28,7 @@ from . import (
     slow_compare,
     slow_init,
     slow_link,
+    slow_scaling,
     slow_steps,
     slow_transport,
     stacks,
@@ -54,7 +55,8 @@ DETECTORS: dict[str, Detector] = {
     "slow_transport": slow_transport.detect,  # a slower transport than the hardware offers
     "slow_compare": slow_compare.detect,  # two measurements of one thing in one input, one far slower
     "slow_init": slow_init.detect,
-    "slow_steps": slow_steps.detect,  # the program's own step times slowed for a sustained stretch  # c10d's failed reverse lookups of its clients: a slow start-up
+    "slow_steps": slow_steps.detect,  # the program's own step times slowed for a sustained stretch
+    "slow_scaling": slow_scaling.detect,  # two runs of one job, the one on more GPUs gaining little or nothing
     "comm_summary": comm_summary.detect,  # a program's own communication summary: collectives slower than any link
     "p2p_first": p2p_first.detect,  # a first collective that never completed on one host: GPU peer-to-peer
     "custom_ar": custom_ar.detect,  # a serving framework's custom all-reduce on in a job that stalled

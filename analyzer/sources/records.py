@@ -753,6 +753,19 @@ class ProgramTiming(ToolEvent):
 
 
 @dataclass(slots=True)
+class RunPaces(ToolEvent):
+    """The runs of one file that printed their pace (``sources.pace``), given once at its end: each a dict with its
+    first line, the command that started it, its GPU count and where that came from (``gpus``, ``how``), whether a
+    launcher of several processes started it (``multi``), its main loop's steps (``steps``: total, seconds a step,
+    the line) and fairseq's words per second (``wps``: the median of its prints, the last line)."""
+
+    runs: tuple[dict[str, Any], ...]
+
+    def event(self) -> tuple[EventKind, dict[str, Any]]:
+        return EventKind.RUN_PACES, {"runs": [dict(r) for r in self.runs]}
+
+
+@dataclass(slots=True)
 class CommSummaryRow(ToolEvent):
     """One row of DeepSpeed's comms-logger summary (``Comm. Op  Message Size  Count  Total Latency(ms)  Avg Latency(ms)
     tput_avg (Gbps)  busbw_avg (Gbps)``): the operation, its message size in bytes, how many calls, and their average

@@ -31,6 +31,7 @@ from .fr_trace_text import FrTraceText
 from .framework_lines import SGLANG_HEAD_RE
 from .json_record import json_record_facts
 from .launcher_node import LauncherView
+from .pace import PaceReader
 from .program_facts import program_facts
 from .restarts import restart_record
 from .topo_rows import gpu_links
@@ -525,6 +526,7 @@ class _State:
     joining_pid: int | None = None  # RETURNN: the pid of the last "Torch: Hostname H, pid P, using GPU G." line
     agent_line: tuple[int, str] | None = None  # (line, text) of the agent's last such line
     launcher: LauncherView = field(default_factory=LauncherView)  # its launchers' banners and the ranks it shows
+    pace: PaceReader = field(default_factory=lambda: PaceReader(""))  # each run's pace and GPUs (``sources.pace``)
 
 
 @dataclass
@@ -542,6 +544,7 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     """Stream c10d, traceback, mp.spawn, torchrun and wrapper records out of (line number, text) pairs."""
     st = _State(file)
     st.tools = ToolLines(file)
+    st.pace = PaceReader(file)
     silence = LaunchSilence(file)
     for lineno, raw in lines:
         text = raw[:MAX_LINE].rstrip("\r\n")
@@ -562,6 +565,7 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     if st.bar_last is not None:
         n, text, rank = st.bar_last
         yield BarSeen(file, n, text, rank, None, None, None)
+    yield from st.pace.flush()
 
 
 def _agent_worker(st: _State, lineno: int, text: str, body: str, worker: int) -> None:
@@ -781,6 +785,7 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
             prefix_rank, body = int(glued.group(1)), body[glued.end():]
     if "%|" in body and BAR_RE.search(body):  # (a bar another record is glued behind counts too)
         st.bar_last = (lineno, text[:500], prefix_rank)
+    st.pace.read(lineno, text, body)
     if st.tools is not None and (yield from st.tools.read(lineno, text, body, prefix_rank)):
         return
     if (st.heap.pending is not None or "(): " in body or "corrupt" in body) and (
