@@ -16,6 +16,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ Note = Callable[[str], None]
 LOG_NAME = ".dashboard.log"
 HOST = "127.0.0.1"
 TOKEN_ENV = "NCCLSCOPE_DASHBOARD_TOKEN"  # read by `serve --token` (dashboard.access.TOKEN_ENV)
+HOLD_POLL_S = 0.25  # how often the hold looks whether the dashboard ended by itself
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class Dashboard:
         return f"{self.url}?token={self.token}" if self.token else self.url
 
 
-Hold = Callable[[Dashboard], None]
+Hold = Callable[[Dashboard, Callable[[], None]], None]  # (the dashboard, the line that says how to stop it)
 
 
 def start(run_dir: Path, port: int, note: Note, held: bool) -> Dashboard | None:
@@ -86,23 +88,38 @@ def finish(d: Dashboard | None, hold: Hold | None, note: Note) -> None:
     if d is None:
         return
     code = d.proc.poll()
-    if code is None and hold is not None:
-        note(f"dashboard: still serving the finished run at {d.link}; press Ctrl-C to stop it")
-        try:
-            hold(d)
-        except KeyboardInterrupt:
-            pass
-        code = d.proc.poll()
+    try:
+        if code is None and hold is not None:
+            try:
+                hold(d, lambda: note(f"dashboard: still serving the finished run at {d.link}; press Ctrl-C to stop it"))
+            except KeyboardInterrupt:
+                pass
+            code = d.proc.poll()
+    finally:  # whatever ends the wait, the dashboard does not outlive `run`
+        if code is None:
+            stop_group(d.proc)
     if code is not None:
         note(f"dashboard stopped by itself (exit {code}) before the end; its log: {d.log}")
         return
-    stop_group(d.proc)
     note(f"dashboard stopped ({d.url}); to look again: ncclscope serve {d.run_dir}")
 
 
-def until_interrupted(d: Dashboard) -> None:
-    """Wait until Ctrl-C (KeyboardInterrupt, caught by ``finish``) or until the dashboard ends by itself."""
-    d.proc.wait()
+def until_interrupted(d: Dashboard, announce: Callable[[], None]) -> None:
+    """Say how to stop it (``announce``), then wait until Ctrl-C or until the dashboard ends by itself. In the main
+    thread Ctrl-C is taken by a handler set before the line is said, so that one pressed as soon as the line shows
+    is never lost between the line and the wait; the previous handler is put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        announce()
+        d.proc.wait()  # (a Ctrl-C is the main thread's KeyboardInterrupt, caught by ``finish``)
+        return
+    interrupted = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda _s, _f: interrupted.set())
+    try:
+        announce()
+        while d.proc.poll() is None and not interrupted.wait(HOLD_POLL_S):
+            pass
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def stop_group(proc: subprocess.Popen[bytes] | None) -> None:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from ncclscope import run_dashboard
 from ncclscope.launch import RunOptions, run_job
 from ncclscope.ports import free_port, port_taken
@@ -67,7 +67,8 @@ def test_run_dashboard_on_a_taken_port_serves_elsewhere_until_released_and_says_
     notes: list[str] = []
     seen: list[tuple[run_dashboard.Dashboard, str]] = []
 
-    def hold(d: run_dashboard.Dashboard) -> None:  # the user looks at the finished run, then presses Ctrl-C
+    def hold(d: run_dashboard.Dashboard, announce: Callable[[], None]) -> None:  # the user looks, then presses Ctrl-C
+        announce()
         seen.append((d, _wait_until_up(d.link, d.proc, d.log)))
         raise KeyboardInterrupt
 
@@ -107,6 +108,30 @@ def test_a_dashboard_that_ended_by_itself_is_said_as_such(tmp_path: Path) -> Non
     assert notes == [f"dashboard stopped by itself (exit 3) before the end; its log: {tmp_path / '.dashboard.log'}"]
 
 
+def test_a_ctrl_c_pressed_as_soon_as_the_line_shows_stops_the_dashboard(tmp_path: Path) -> None:
+    """The user presses Ctrl-C the moment "press Ctrl-C to stop it" shows, before the wait has begun: the key is not
+    lost (no KeyboardInterrupt out of ``finish``, no wait for a second one), and the dashboard is stopped."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    notes: list[str] = []
+    before = signal.getsignal(signal.SIGINT)
+
+    def note(text: str) -> None:
+        notes.append(text)
+        if "press Ctrl-C to stop it" in text:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    try:
+        run_dashboard.finish(run_dashboard.Dashboard(proc, "http://127.0.0.1:1/", tmp_path),
+                             run_dashboard.until_interrupted, note)
+    except KeyboardInterrupt:
+        pytest.fail("the Ctrl-C escaped finish(): the dashboard was left running")
+    finally:
+        run_dashboard.stop_group(proc)
+    assert proc.wait(timeout=30) is not None
+    assert notes[-1].startswith("dashboard stopped (http://127.0.0.1:1/)"), notes
+    assert signal.getsignal(signal.SIGINT) is before  # the hold put the handler back
+
+
 def test_the_cli_ends_with_the_job_when_not_on_a_terminal(tmp_path: Path, held_port: int) -> None:
     """No terminal (a batch job, a pipe): ``run --dashboard`` must not wait for a Ctrl-C nobody can press."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL", "TORCH_"))}
@@ -123,7 +148,6 @@ def test_the_cli_ends_with_the_job_when_not_on_a_terminal(tmp_path: Path, held_p
 
 def test_serve_takes_a_free_port_only_when_none_was_given(held_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
-
     from ncclscope import ports
     from ncclscope.commands.serve import command
 
