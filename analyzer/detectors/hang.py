@@ -30,30 +30,32 @@ from ..rules.facts import (
     teardown_of_run,
 )
 from ..rules.hang import (
+    LOOP_START_RE,
+    SETUP_GROUP,
+    SETUP_NCCL,
+    ZERO_BAR_RE,
     BusyElsewhere,
-    busy_elsewhere,
-    sweep_stopped,
+    OddOneOut,
     after_stall,
     ahead_alone,
-    behind_the_rest,
     barrier_unreturned,
     behind_by_counts,
+    behind_the_rest,
     bounded_world,
-    ZERO_BAR_RE,
+    busy_elsewhere,
     ends_after_init,
     ends_in_setup,
     error_returned,
-    SETUP_GROUP,
-    SETUP_NCCL,
     frozen_at_start,
     init_stall,
+    loop_started,
     lowest_at_stall,
     no_rows_after_init,
     odd_one_out,
-    OddOneOut,
     partial_init,
     status_certainty,
     stuck_collective,
+    sweep_stopped,
     unique_id_wait,
     world_waits,
 )
@@ -740,7 +742,7 @@ def _after_init_hang(run: Run) -> list[Finding]:
     complete = _inits_done(run)
     timed = any(e.kind == EventKind.PROGRAM_TIMING for e in run.events)  # the program printed collectives' times
     st = ends_after_init(
-        (_text_after_init(run, e) for e in ends), complete, bool(len(run.collectives)) or timed,
+        (_text_after_init(run, e) for e in ends), complete, _past_first_collective(run) or timed,
         bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events), _end_known(run),
         not run.from_ncclscope())
     if st is None:
@@ -752,12 +754,21 @@ def _after_init_hang(run: Run) -> list[Finding]:
     # ranks of a communicator the log never shows (another node's log, not pasted): built as far as it can tell
     built = ("every communicator built" if all(len(c.init_complete) >= c.nranks for c in run.communicators if c.init_complete)
              else "every rank it shows built its communicators; the others' lines are not in it")
+    first = " and each rank's launch of its first collective" if len(run.collectives) else ""
     return [Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL,
-        message=f"the log ends right after NCCL's init ({built}): no line of the application, no collective and no exit "
-        "after it; a possible hang in the first collective (no rank can be named from this text)",
+        message=f"the log ends right after NCCL's init{first} ({built}): no line of the application, no further "
+        "collective and no exit after it; a possible hang in the first collective (no rank can be named from this text)",
         hint=HINT_FIRST_COLLECTIVE, evidence=tuple(e.evidence for e in ends[:3]), verdict=Verdict.HANG,
         data={"class": "after_init", "certainty": {"level": st.level, "why": st.why}})]
+
+
+def _past_first_collective(run: Run) -> bool:
+    """A collective is recorded past the launch of each communicator's first: a later one (NCCL's COLL line of
+    opCount 1 or more), or any record that tells more than a launch (the hook's, Flight Recorder's). NCCL prints a
+    collective's line as it is launched, so a log whose last lines launch the first one says nothing of its end."""
+    df = run.collectives
+    return bool(len(df)) and bool((df["seq"] > 1).any() or (df["source"] != "nccl").any())
 
 
 def _stopped_hang(run: Run, stalled: bool) -> list[Finding]:
@@ -831,15 +842,19 @@ def _end_known(run: Run) -> bool:
 def _frozen_bar(run: Run, setup_done: str | None) -> list[Finding]:
     """An input ending at a progress bar still at 0% after init (``rules.hang.frozen_at_start``)."""
     ends = [e for e in run.events if e.kind == EventKind.FILE_END]
-    st = frozen_at_start((e.evidence.text for e in ends), setup_done, bool(len(run.collectives)),
-                         bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events),
-                         _end_known(run))
+    failed = bool(failures_of_run(run)) or any(e.kind == EventKind.DIST_ERROR for e in run.events)
+    st = frozen_at_start((e.evidence.text for e in ends), setup_done, bool(len(run.collectives)), failed, _end_known(run))
+    mark = ZERO_BAR_RE
+    if st is None:  # else a file that ends at its training loop's announcement
+        st = loop_started((e.evidence.text for e in ends), setup_done, run.job.world_size, bool(len(run.collectives)),
+                          failed, _end_known(run))
+        mark = LOOP_START_RE
     if st is None:
         return []
     return [Finding(
         kind=FindingKind.HANG, severity=Severity.CRITICAL,
         message=f"{st.why}; a possible hang in the first collective (no rank can be named from this text)",
-        hint=HINT_FIRST_COLLECTIVE, evidence=tuple(e.evidence for e in ends if ZERO_BAR_RE.search(e.evidence.text))[:2],
+        hint=HINT_FIRST_COLLECTIVE, evidence=tuple(e.evidence for e in ends if mark.search(e.evidence.text))[:2],
         verdict=Verdict.HANG, data={"class": "after_init", "certainty": {"level": st.level, "why": st.why}})]
 
 

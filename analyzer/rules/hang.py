@@ -194,8 +194,9 @@ def ends_after_init(text_after_nccl: Iterable[int], init_complete: bool, collect
     after = list(text_after_nccl)
     if not after or any(n > 0 for n in after) or not init_complete or collectives or failed or exit_known or not excerpt:
         return None
-    return AfterInit("possible", "every log ends right after NCCL's Init COMPLETE, with no line of the application, "
-                     "no collective and no exit after it: a running job goes on to print")
+    return AfterInit("possible", "every log ends right after NCCL's Init COMPLETE (or the launch of the first "
+                     "collective), with no line of the application, no later collective and no exit after it: a "
+                     "running job goes on to print")
 
 
 # a progress bar (tqdm's) still at its start: "Processed prompts:   0%|          | 0/24 [00:00<?, ?it/s ...]", or
@@ -220,6 +221,30 @@ def frozen_at_start(last_lines: Iterable[str], setup_done: str | None, collectiv
     at = f"0 of {bar.group('n')}" if bar.group("n") else "0 (no total)"
     return AfterInit("possible", f"the input ends at a progress bar still at {at} after {setup_done}: the first "
                      "unit of work, and the first collective in it, never finished")
+
+
+# a training loop's announcement that it starts, printed right before its first step: fairseq's and metaseq's
+# "begin training epoch 1" / "Start iterating over samples", Composer's "Spinning the dataloaders" / "Starting training
+# loop", the Hugging Face Trainer's "***** Running training *****" block, torchtitan's "Training starts at step 1"
+LOOP_START_RE = re.compile(r"Start iterating over samples|\bbegin training epoch \d{1,6}\b|Spinning the dataloaders"
+                           r"|Starting training loop|\*{5} Running training \*{5}|Total optimization steps = \d"
+                           r"|Number of trainable parameters = \d|Training starts at step \d")
+
+
+def loop_started(last_lines: Iterable[str], setup_done: str | None, world: int | None, collectives: bool,
+                 failed: bool, exit_known: bool) -> AfterInit | None:
+    """An input one of whose files ends at its training loop's announcement (``LOOP_START_RE`` on its last line), in
+    a job whose set-up is done (``setup_done``) or whose stated world has two ranks or more (the announcement comes
+    after the process group formed), no collective recorded, nothing failed, the end unknown: the first step, and the
+    collectives in it, never finished (a program prints its steps as they end). Possible; None otherwise."""
+    line = next((t for t in last_lines if LOOP_START_RE.search(t) is not None), None)
+    if line is None or not (setup_done or (world or 0) >= 2) or collectives or failed or exit_known:
+        return None
+    said = LOOP_START_RE.search(line)
+    assert said is not None
+    after = setup_done or f"a stated world of {world} ranks"
+    return AfterInit("possible", f"the input ends at the training loop's start ('{said.group(0)}') after {after}, "
+                     "with no step printed: the first step, and the collectives in it, never finished")
 
 
 @dataclass(frozen=True, slots=True)

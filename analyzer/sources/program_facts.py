@@ -10,6 +10,11 @@
   ``Process index: 0``): the world's size, from its bare ``Num processes:`` line.
 - A script's own summary of its job in one line (``[bench] world=32 nodes=4 dp_groups=4``, or in the environment's
   names: ``NNODES=4 GPUS_PER_NODE=4 WORLD_SIZE=16``): world size and nodes.
+- fairseq's and metaseq's count of the devices it trains on (``training on 8 devices (GPUs/TPUs)``, ``| training on
+  4 GPUs``): the world's size.
+- fairseq's and metaseq's line as each rank joins (``initialized host lm-node-07 as rank 3``, ``LayoutLines``): when
+  the lines of one file name ranks 0 to N-1, every one of N processes joined the group, on as many nodes as hosts named.
+- Composer's config block (``num_gpus_per_node: 4`` then ``num_nodes: 2``, ``LayoutLines``): the world's size and nodes.
 - RETURNN's line as each process joins the group (``Torch distributed initialized. Hostname cn-31, pid 71203, rank 0,
   local_rank 0, local_size 4, size 4``): the world's size, and one node where the processes of the printing node are
   the whole world (``local_size`` equal to ``size``); its other print of the same (``Torch: Distributed: rank 1, size 4,
@@ -20,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .records import NodeCount, ProgramTiming, Rec, TorchVersionLine, WorldSize
+from .records import GroupFormed, NodeCount, ProgramTiming, Rec, TorchVersionLine, WorldSize
 
 # "PyTorch: 2.1.0+cu121", "torch=2.13.0+cu130", "torch: 2.4.1" (not "torch.distributed: ..." nor a path)
 TORCH_PRINT_RE = re.compile(r"(?<![\w./-])(?:PyTorch|torch)\s?[:=]\s?v?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,3}(?:[a-z]\w{0,10})?"
@@ -34,7 +39,9 @@ RETURNN_DIST2_RE = re.compile(r"Distributed: rank (?P<r>\d{1,7}), size (?P<s>\d{
 # "Distributed environment: MULTI_GPU  Backend: nccl" then the bare line "Num processes: 4" (the world's size)
 ACCEL_PROCS_RE = re.compile(r"\s{0,8}Num processes: (?P<n>\d{1,7})\s{0,4}")
 WORDS = ("orch:", "orch=", "orch: ", "orch =", "Torch distributed initialized", "nodes=", "ank", "ANK",
-         "Distributed: rank", "Num processes: ", "NODES=")
+         "Distributed: rank", "Num processes: ", "NODES=", "training on ")
+# fairseq / metaseq: "training on 8 devices (GPUs/TPUs)", fairseq 0.6's "| training on 4 GPUs"
+TRAINING_ON_RE = re.compile(r"(?<![\w.])training on (?P<n>\d{1,7}) (?:devices \(GPUs/TPUs\)|GPUs)(?![\w(])")
 # a script's own print of its rank and the world's size: "Rank 2 of 4.", "hello from rank 3/8", "rank: 1, world_size: 4",
 # "RANK=0 WORLD_SIZE=8" (the rank below the size; a step counter "rank 0 step 3/10" has a word between)
 RANK_OF_RE = re.compile(r"(?i)(?<![\w.])rank[ :=]{0,3}(?P<r>\d{1,7})(?: of |/| out of )(?P<s>\d{1,7})\b(?!/)"
@@ -99,6 +106,14 @@ def accelerate_processes(body: str) -> int | None:
     if WORDS[9] not in body:
         return None
     m = ACCEL_PROCS_RE.fullmatch(body)
+    return int(m.group("n")) if m is not None and 0 < int(m.group("n")) <= MAX_WORLD else None
+
+
+def training_on(body: str) -> int | None:
+    """The world's size of fairseq's ``training on N devices`` line, or None."""
+    if WORDS[11] not in body:
+        return None
+    m = TRAINING_ON_RE.search(body[:1000])
     return int(m.group("n")) if m is not None and 0 < int(m.group("n")) <= MAX_WORLD else None
 
 
@@ -171,8 +186,53 @@ def program_facts(file: str, lineno: int, text: str, body: str) -> Iterator[Rec]
     n = accelerate_processes(body)
     if n is not None:
         yield WorldSize(file, lineno, text, None, None, None, None, n)
+    n = training_on(body)
+    if n is not None:
+        yield WorldSize(file, lineno, text, None, None, None, None, n)
     w = returnn_world(body)
     if w is not None:
         yield WorldSize(file, lineno, text, w[0], None, None, None, w[1])
         if w[2]:
             yield NodeCount(file, lineno, text, None, None, None, None, 1)
+
+
+# fairseq / metaseq as each rank joins: "initialized host lm-node-07 as rank 3"
+JOINED_HOST_RE = re.compile(r"\binitialized host (?P<h>[\w.-]{1,255}) as rank (?P<r>\d{1,7})\s*$")
+# Composer's config block: "num_gpus_per_node: 8" then "num_nodes: 1", each a bare line
+COMPOSER_GPUS_RE = re.compile(r"num_gpus_per_node: (?P<n>\d{1,7})")
+COMPOSER_NODES_RE = re.compile(r"num_nodes: (?P<n>\d{1,5})")
+MAX_JOINED = 1 << 16
+
+
+class LayoutLines:
+    """The lines of one file that state the job's layout across several lines: fairseq's ranks joining from their
+    hosts (given at the end: the group formed when ranks 0 to N-1 all joined) and Composer's config block."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.joined: dict[int, str] = {}
+        self.last: tuple[int, str] = (0, "")
+        self.per_node: int | None = None
+        self.given: set[tuple[int, int]] = set()
+
+    def read(self, lineno: int, text: str, body: str) -> Iterator[Rec]:
+        if "initialized host" in body and (m := JOINED_HOST_RE.search(body)) is not None:
+            if len(self.joined) < MAX_JOINED:
+                self.joined[int(m.group("r"))] = m.group("h")
+                self.last = (lineno, text)
+        elif body.startswith("num_gpus_per_node: ") and (g := COMPOSER_GPUS_RE.fullmatch(body.rstrip())) is not None:
+            self.per_node = int(g.group("n"))
+        elif (body.startswith("num_nodes: ") and self.per_node and (n := COMPOSER_NODES_RE.fullmatch(body.rstrip()))
+              is not None and 0 < int(n.group("n")) and (self.per_node, int(n.group("n"))) not in self.given):
+            nodes = int(n.group("n"))
+            self.given.add((self.per_node, nodes))  # (the block is printed once per rank)
+            if self.per_node * nodes <= MAX_WORLD:
+                yield WorldSize(self.file, lineno, text, None, None, None, None, self.per_node * nodes)
+                yield NodeCount(self.file, lineno, text, None, None, None, None, nodes)
+
+    def flush(self) -> Iterator[Rec]:
+        n = len(self.joined)
+        if n >= 2 and set(self.joined) == set(range(n)):
+            line, text = self.last
+            yield GroupFormed(self.file, line, text, None, None, None, None, n)
+            yield NodeCount(self.file, line, text, None, None, None, None, len(set(self.joined.values())))

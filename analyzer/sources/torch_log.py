@@ -32,7 +32,7 @@ from .framework_lines import SGLANG_HEAD_RE
 from .json_record import json_record_facts
 from .launcher_node import LauncherView
 from .pace import PaceReader
-from .program_facts import program_facts
+from .program_facts import LayoutLines, program_facts
 from .restarts import restart_record
 from .topo_rows import gpu_links
 from .lines import split_tool_prefixes, strip_tool_prefixes
@@ -527,6 +527,7 @@ class _State:
     agent_line: tuple[int, str] | None = None  # (line, text) of the agent's last such line
     launcher: LauncherView = field(default_factory=LauncherView)  # its launchers' banners and the ranks it shows
     pace: PaceReader = field(default_factory=lambda: PaceReader(""))  # each run's pace and GPUs (``sources.pace``)
+    layout: LayoutLines = field(default_factory=lambda: LayoutLines(""))  # ranks joining from hosts, a config block
 
 
 @dataclass
@@ -545,6 +546,7 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     st = _State(file)
     st.tools = ToolLines(file)
     st.pace = PaceReader(file)
+    st.layout = LayoutLines(file)
     silence = LaunchSilence(file)
     for lineno, raw in lines:
         text = raw[:MAX_LINE].rstrip("\r\n")
@@ -566,6 +568,7 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
         n, text, rank = st.bar_last
         yield BarSeen(file, n, text, rank, None, None, None)
     yield from st.pace.flush()
+    yield from st.layout.flush()
 
 
 def _agent_worker(st: _State, lineno: int, text: str, body: str, worker: int) -> None:
@@ -786,6 +789,7 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     if "%|" in body and BAR_RE.search(body):  # (a bar another record is glued behind counts too)
         st.bar_last = (lineno, text[:500], prefix_rank)
     st.pace.read(lineno, text, body)
+    yield from st.layout.read(lineno, text, body)
     if st.tools is not None and (yield from st.tools.read(lineno, text, body, prefix_rank)):
         return
     if (st.heap.pending is not None or "(): " in body or "corrupt" in body) and (

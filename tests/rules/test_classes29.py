@@ -92,3 +92,42 @@ def test_the_reader_is_bounded_and_quiet_on_other_text():
     for n, t in enumerate(["loss 0.4 wps", "Total train batch size = x", "it/s", "epoch 1 | wps -3 |"], 1):
         quiet.read(n, t, t)
     assert list(quiet.flush()) == []
+
+
+def test_a_file_that_ends_at_its_loops_announcement_is_a_possible_hang():
+    from ncclscope.rules.hang import SETUP_GROUP, loop_started
+
+    ends = ["2023-05-02 | INFO | fairseq_cli.train | Start iterating over samples"]
+    st = loop_started(ends, None, 8, False, False, False)
+    assert st is not None and st.level == "possible" and "Start iterating over samples" in st.why
+    assert loop_started(ends, SETUP_GROUP, None, False, False, False) is not None
+    assert loop_started(ends, None, 1, False, False, False) is None  # one process: nothing says it is distributed
+    assert loop_started(ends, None, 8, True, False, False) is None  # a collective recorded: it went on
+    assert loop_started(ends, None, 8, False, True, False) is None  # a failure tells its own story
+    assert loop_started(ends, None, 8, False, False, True) is None  # the job's end is known
+    assert loop_started(["epoch 001:  100 / 9214 loss=9.8"], None, 8, False, False, False) is None
+
+
+def test_fairseqs_ranks_joining_from_their_hosts_form_the_group_on_as_many_nodes():
+    from ncclscope.sources.records import GroupFormed, NodeCount, WorldSize
+    from ncclscope.sources.torch_log import parse_torch_lines
+
+    lines = [f"| INFO | fairseq.distributed.utils | initialized host node-{r // 4} as rank {r}" for r in (3, 0, 5, 1, 7, 2, 6, 4)]
+    lines.append("2023-05-02 | INFO | fairseq_cli.train | training on 8 devices (GPUs/TPUs)")
+    recs = list(parse_torch_lines(enumerate(lines, 1), "f"))
+    assert [r.world_size for r in recs if type(r) is GroupFormed] == [8]
+    assert [r.nnodes for r in recs if type(r) is NodeCount] == [2]
+    assert 8 in [r.world_size for r in recs if type(r) is WorldSize]
+    some = list(parse_torch_lines(enumerate(lines[:5], 1), "g"))  # ranks 0-2 of 8 missing: nothing formed
+    assert not [r for r in some if type(r) in (GroupFormed, NodeCount)]
+
+
+def test_composers_config_block_gives_the_world_once():
+    from ncclscope.sources.records import NodeCount, WorldSize
+    from ncclscope.sources.torch_log import parse_torch_lines
+
+    block = ["Config:", "num_gpus_per_node: 8", "num_nodes: 2", "rank_zero_seed: 17"]
+    recs = list(parse_torch_lines(enumerate(block + block, 1), "f"))  # printed once per rank
+    assert [r.world_size for r in recs if type(r) is WorldSize] == [16]
+    assert [r.nnodes for r in recs if type(r) is NodeCount] == [2]
+    assert not [r for r in parse_torch_lines(enumerate(["num_nodes: 2"], 1), "g") if type(r) is WorldSize]
