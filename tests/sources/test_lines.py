@@ -95,7 +95,7 @@ def test_tqdm_bar_glued_in_front_of_a_glog_head():
     recs = list(parse_torch_lines([(1, line)], "stderr.log"))
     (rec,) = [r for r in recs if isinstance(r, R.WatchdogTimeout)]
     assert (rec.rank, rec.seq, rec.severity) == (4, 9612, "E")
-    assert [type(r).__name__ for r in recs] == ["WatchdogTimeout", "BarSeen"]  # the bar is the file's last
+    assert [type(r).__name__ for r in recs] == ["WatchdogTimeout", "BarSeen", "RunPaces"]  # the bar is the file's last; its pace
 
 
 def test_lone_cr_to_lf_keeps_crlf_and_length():
