@@ -59,12 +59,17 @@ def check_expectations(cases: list[dict[str, Any]], root: Path) -> None:
 
 
 def thread_urls(root: Path) -> dict[str, str]:
-    """GitHub thread URL -> the case folder whose SOURCE.md cites it."""
+    """Thread URL -> the case folder whose SOURCE.md cites it: every GitHub URL in it, and the URL of its ``Thread:``
+    line wherever that thread is (a forum, a blog's post-mortem)."""
     out = {}
     for src in root.glob("*/SOURCE.md"):
-        for word in src.read_text().split():
+        text = src.read_text()
+        for word in text.split():
             if word.startswith("https://github.com/"):
                 out[word.rstrip(").,>")] = src.parent.name
+        for line in text.splitlines():
+            if line.startswith("Thread: https://"):
+                out[line.split(None, 1)[1].strip().rstrip(").,>")] = src.parent.name
     return out
 
 
