@@ -24,6 +24,8 @@ from .rules.facts import (
     server_ready_of_run,
     cleanup_of_run,
     work_done_of_run,
+    rank_zero_busy,
+    quoted_info_of_run,
     start_only_of_run,
     sweep_done_of_run,
 )
@@ -340,7 +342,7 @@ def _no_incident(run: Run, findings: list[Finding]) -> Decision:
         return shown
     ready = server_ready_of_run(run) if went is None else None  # a server's start that ended
     # its clean-up with nothing failing before it, or its progress at its end
-    ended = cleanup_of_run(run) or work_done_of_run(run) if went is None and ready is None else None
+    ended = (cleanup_of_run(run) or work_done_of_run(run) or quoted_info_of_run(run)) if went is None and ready is None else None
     usable = any(fmt in (Format.LOG, Format.FLIGHT_RECORDER, Format.JSONL) for _, fmt in run.files) and (
         len(run.collectives) or run.communicators or run.exits or run.pg_status) or (
         run.nccl_tests and run.job.exit_code == 0) or (  # a benchmark that ran every size and checked out
@@ -370,7 +372,8 @@ def _shown(run: Run, findings: list[Finding], went: rules.healthy.WentOn | None)
     line, or an error finding nothing outlived; None when the program went on or the job ended well."""
     if went is not None or run.job.exit_code == 0:
         return None
-    s = rules.shown.echoes_only(failures_of_run(run), left_ranks(run), run.job.world_size) or rules.shown.errors_shown(
+    s = rules.shown.echoes_only(failures_of_run(run), left_ranks(run), run.job.world_size,
+                                rank_zero_busy(run)) or rules.shown.errors_shown(
         (f.message, _survived(run, f)) for f in findings
         if f.kind is FindingKind.ERROR and f.verdict is None and f.severity in (Severity.ERROR, Severity.CRITICAL))
     if s is None:

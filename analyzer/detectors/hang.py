@@ -25,6 +25,8 @@ from ..rules.facts import (
     left_ranks,
     nccl_setup_seen,
     progress_after,
+    quoted_info_of_run,
+    rank_zero_busy,
     start_only_of_run,
     store_barriers,
     teardown_of_run,
@@ -47,6 +49,7 @@ from ..rules.hang import (
     ends_in_setup,
     error_returned,
     frozen_at_start,
+    implied_world,
     init_stall,
     loop_started,
     lowest_at_stall,
@@ -874,6 +877,8 @@ def _went_on_elsewhere(run: Run, nccl_files: set[str]) -> bool:
 def _setup_hang(run: Run, ends: list) -> list[Finding]:
     """Logs that stop inside NCCL's set-up, before any communicator is reported (``rules.hang.ends_in_setup``); an
     NCCL WARN whose error code NCCL returns up the stack after it (``rules.hang.error_returned``) is a failure there."""
+    if quoted_info_of_run(run) is not None:
+        return []  # a few INFO lines quoted to ask about them: no log that stopped in the set-up
     returned = error_returned(((e.evidence.file, e.evidence.line) for e in run.events if e.kind == EventKind.NCCL_WARN),
                               ((e.evidence.file, e.evidence.line, int(e.data.get("code") or 0)) for e in run.events
                                if e.kind == EventKind.NCCL_BACKTRACE))
@@ -909,6 +914,8 @@ def _rank_zero(run: Run, seen: set[int]) -> set[int]:
     like the others."""
     if run.job.world_size or 0 in seen or len(seen) < 2 or min(seen) < 0 or any(e.rank == 0 for e in run.events):
         return set()
+    if implied_world(seen) is not None and rank_zero_busy(run):  # ranks 1 to k waited while rank 0 worked
+        return {0}
     # the input begins before the ranks' failure (the program's own lines above the first ranked one), not a pasted
     # fragment of their teardown: rank 0's lines would be in it
     first = min(((e.evidence.file, e.evidence.line) for e in run.events if e.rank is not None and e.evidence), default=None)

@@ -16,6 +16,7 @@ from ..model import Format
 from ..sources.coll import kernel as coll_kernel
 from ..sources.lines import lone_cr_to_lf
 from ..sources.nccl_log import NcclCollBatch, scan_coll_block
+from ..sources.records import UnreadLines
 from .assemble import log_records
 from .blocks import BLOCK_LINES, MAX_LINE, few_newline_offsets
 from .formats import HEAD_BYTES, Parsed, parse_file, sniff
@@ -66,10 +67,11 @@ def _parse_group(group: list[FileItem]) -> list[Parsed]:
     if small:
         out.extend(_parse_small(small))
     sizes = {name: (Path(path_s), size) for path_s, name, size in group}
-    for p in out:  # a small log no parser read a line of: an NCCL error quoted alone, maybe
+    for p in out:  # a small log no parser read a line of (lines it did not understand aside): an error quoted alone, maybe
         item = sizes.get(p.file)
-        if item is not None and p.fmt is Format.LOG and not p.records and 0 < item[1] <= QUOTED_MAX_BYTES:
-            p.records = quoted_nccl_errors(item[0], p.file)
+        if (item is not None and p.fmt is Format.LOG and 0 < item[1] <= QUOTED_MAX_BYTES
+                and all(isinstance(r, UnreadLines) for r in p.records)):
+            p.records = quoted_nccl_errors(item[0], p.file) or p.records
     return out
 
 

@@ -386,6 +386,19 @@ def _tag_only(line: str) -> bool:
     return MPI_TAG_RE.match(line) is not None
 
 
+def quoted_info_of_run(run: Run) -> healthy.Covered | None:
+    """``healthy.quoted_info`` over the run: its text files' lines (``file_end`` events), those holding NCCL lines."""
+    ends = [e for e in run.events if e.kind == FILE_END_EVENT]
+    if not ends or any(fmt not in (Format.LOG,) for _, fmt in run.files):
+        return None
+    lines = sum(int(e.data.get("last_line") or 0) for e in ends)
+    nccl = [e for e in ends if e.data.get("last_nccl_line") is not None]
+    after = any(int(e.data.get("text_after_nccl") or 0) > 0 for e in nccl)  # the program printed after NCCL's lines
+    warned = any(e.kind == EventKind.NCCL_WARN for e in run.events)
+    return healthy.quoted_info(lines, len(nccl), after, warned, bool(run.communicators), bool(len(run.collectives)),
+                               bool(failures_of_run(run)), run.job.exit_code)
+
+
 def sweep_done_of_run(run: Run) -> healthy.Covered | None:
     """``healthy.sweep_done`` over the run's nccl-tests rows."""
     sizes = [int(t["size"]) for t in run.nccl_tests if isinstance(t.get("size"), int)]
@@ -429,6 +442,16 @@ def cleanup_of_run(run: Run) -> healthy.Covered | None:
     others = sum(1 for i, e in enumerate(run.events) if e.kind == EventKind.NCCL_WARN and i not in cleanup)
     return healthy.teardown_reached(len(cleanup), others, bool(failures_of_run(run)), stall_time(run)[0],
                                     run.job.exit_code)
+
+
+def rank_zero_busy(run: Run) -> bool:
+    """A console that shows a watchdog timeout also shows the main process's own progress (a tqdm bar or a progress
+    print not tagged with another rank: rank 0's, by the convention every trainer keeps), and no line of rank 0's
+    is tagged as such: rank 0 was at work of its own (evaluating, saving a checkpoint, preparing data) while others
+    waited. Where the world is not stated and ranks 1 to k timed out, it is rank 0 that did not come."""
+    files = {e.evidence.file for e in run.events if e.kind == EventKind.WATCHDOG_TIMEOUT}
+    return bool(files) and any(e.kind in (EventKind.PROGRESS, EventKind.BAR_SEEN) and e.rank in (None, 0)
+                               and e.evidence.file in files for e in run.events)
 
 
 def left_ranks(run: Run) -> frozenset[int]:

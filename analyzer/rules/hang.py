@@ -57,6 +57,16 @@ def stuck_collective(enqueued: Mapping[int, int | None], completed: Mapping[int,
     return Stuck(n, never, waiting)
 
 
+def implied_world(seen: Iterable[int]) -> int | None:
+    """Where no world size is stated: ranks 1 to k all seen and none of rank 0's lines imply a world of at least k + 1,
+    rank 0 in it (rank 0 is a member of every world). That shape is rank 0 busy elsewhere (evaluating, saving a
+    checkpoint, preparing data) while the others wait in the next collective. None otherwise."""
+    s = set(seen)
+    if len(s) >= 2 and 0 not in s and s == set(range(1, max(s) + 1)):
+        return max(s) + 1
+    return None
+
+
 def bounded_world(world: int | None, seen: Iterable[int]) -> list[int]:
     """The ranks to judge: those seen, plus the ranks of a claimed ``world`` never seen when what was
     seen makes the claim plausible (at most as many unseen as seen, plus a few); a record claiming

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from ..model import Verdict
 from .cause import Failure
 from .exits import FailureKind
+from .hang import implied_world
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +42,12 @@ class Shown:
 ECHOES = frozenset({FailureKind.TIMEOUT, FailureKind.PEER, FailureKind.EXIT, FailureKind.ABORT, FailureKind.KILLED})
 
 
-def echoes_only(failures: Iterable[Failure], left: Iterable[int], world: int | None = None) -> Shown | None:
+def echoes_only(failures: Iterable[Failure], left: Iterable[int], world: int | None = None,
+                rank0_busy: bool = False) -> Shown | None:
     """``failures``: the run's time line (``facts.failures_of_run``, explained); ``left``: the ranks known to have
-    left the job of their own (a clean exit, their end printed); ``world``: the job's size when stated. None when a
+    left the job of their own (a clean exit, their end printed); ``world``: the job's size when stated;
+    ``rank0_busy``: the console shows the main process's own progress (its bar, its prints: rank 0's), so that where
+    no world is stated and ranks 1 to k timed out, rank 0 is the one that was elsewhere (``hang.implied_world``). None when a
     cause is on it (the root-cause rule's story), the job was stopped from outside or a mismatch reported (theirs), or
     nothing is on it."""
     fs = list(failures)
@@ -59,10 +63,13 @@ def echoes_only(failures: Iterable[Failure], left: Iterable[int], world: int | N
             return Shown(Verdict.HANG, gone, "likely", f"{why}, while rank{'s' if len(gone) > 1 else ''} "
                          f"{', '.join(map(str, gone))} had already left the job: {'they' if len(gone) > 1 else 'it'} "
                          "never came to what it waited in")
-        absent = _absent_from_console(timeouts, waiting, {f.rank for f in fs if f.rank is not None}, world)
+        seen = {f.rank for f in fs if f.rank is not None}
+        implied = implied_world(seen) if world is None and rank0_busy else None
+        absent = _absent_from_console(timeouts, waiting, seen, world or implied)
         if absent:
+            of = f"the world of {world}" if world else f"a world of at least {implied} (ranks 1 to {implied - 1} shown)" if implied else "the world"
             return Shown(Verdict.HANG, absent, "possible", f"{why}, while rank{'s' if len(absent) > 1 else ''} "
-                         f"{', '.join(map(str, absent))} of the world of {world} printed no timeout into the same "
+                         f"{', '.join(map(str, absent))} of {of} printed no timeout into the same "
                          f"console: {'they were' if len(absent) > 1 else 'it was'} elsewhere, not in what the others "
                          "waited in")
         return Shown(Verdict.HANG, (), "possible", f"{why}; what it waited for is not in the input")
@@ -79,7 +86,7 @@ def _absent_from_console(timeouts: list[Failure], waiting: set[int], seen: set[i
     watchdog writes there, so a rank without a line was not waiting), and nothing else on the time line either (an
     abort of its own, its end): the minority that was elsewhere. ``waiting``: the ranks that timed out; ``seen``: the
     ranks with any failure on the time line."""
-    if world is None or not 2 < world <= 4096 or len(waiting) < 2 or not waiting <= set(range(world)):
+    if world is None or not 2 <= world <= 4096 or len(waiting) < 1 or not waiting <= set(range(world)):
         return ()
     if len({f.order[0] for f in timeouts}) != 1:
         return ()

@@ -121,7 +121,13 @@ BARRIER_RE = re.compile(r"Ranks? (?P<ranks>[\d, ]+) failed to pass monitoredBarr
 EXC_RE = re.compile(
     r"^(?P<type>(?:[\w.]+\.)?(?:\w*Error|\w*Exception|KeyboardInterrupt|SystemExit))(?::\s?(?P<msg>.*))?$"
 )
+# the line that ends an open traceback: its exception, whatever the class is called ("etcd.EtcdKeyNotFound: Key not
+# found", "ray.exceptions.RayTaskError(ValueError): ...")
+TRACEBACK_END_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]{0,120}(?:\([\w.]{1,80}\))?): (?P<msg>\S.*)$")
 FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
+# torch 1.x (THC) reporting a failed CUDA call: "THCudaCheck FAIL file=.../Module.cpp line=59 error=101 : invalid device
+# ordinal"
+THC_RE = re.compile(r"THCudaCheck FAIL file=\S{1,500} line=\d{1,7} error=\d{1,5} : (?P<msg>\S.{0,300})$")
 SIGNAL_RE = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<sig>\w+)")
 AGENT_HEAD_RE = re.compile(r"^[IWE]\d{4} [\d:.]{8,20} (?P<pid>\d{1,10}) torch/distributed/elastic/")  # torchrun's agent
 SPAWN_SIGNAL_RE = re.compile(r"Terminating process (?P<pid>\d+) via signal (?P<sig>SIG\w+)")
@@ -527,6 +533,7 @@ class _State:
     agent_line: tuple[int, str] | None = None  # (line, text) of the agent's last such line
     launcher: LauncherView = field(default_factory=LauncherView)  # its launchers' banners and the ranks it shows
     pace: PaceReader = field(default_factory=lambda: PaceReader(""))  # each run's pace and GPUs (``sources.pace``)
+    tracebacks: bool = False  # a traceback's head was read (its exception line is the traceback reader's)
     layout: LayoutLines = field(default_factory=lambda: LayoutLines(""))  # ranks joining from hosts, a config block
 
 
@@ -548,12 +555,16 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     st.pace = PaceReader(file)
     st.layout = LayoutLines(file)
     silence = LaunchSilence(file)
+    last: tuple[int, str] | None = None  # the file's last line with text
     for lineno, raw in lines:
         text = raw[:MAX_LINE].rstrip("\r\n")
         if text:
+            last = (lineno, text)
             if (quiet := silence.feed(lineno, text)) is not None:
                 yield quiet
             yield from _line(st, lineno, text)
+    if last is not None:
+        yield from _last_words(st, *last)
     if (quiet := silence.flush()) is not None:
         yield quiet
     yield from st.tools.flush()
@@ -569,6 +580,24 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
         yield BarSeen(file, n, text, rank, None, None, None)
     yield from st.pace.flush()
     yield from st.layout.flush()
+
+
+def _last_words(st: _State, lineno: int, text: str) -> Iterator[Rec]:
+    """A console whose last line is an exception, printed bare (no traceback, no rank tag, a message the knowledge base
+    does not know: a script's own ``UnboundLocalError: ...``), ends with the program's death of it: its error, of no
+    rank. Anywhere else such a line says nothing (a log goes on after a caught exception's print); in a file with a
+    traceback, its exception line is the traceback reader's to judge."""
+    if st.tracebacks:
+        return
+    prefix_rank, _, body = split_tool_prefixes(text)
+    m = EXC_RE.match(body.strip()) if not body.startswith(" ") else None
+    if m is None or m.group("type").endswith(("KeyboardInterrupt", "SystemExit", "Warning")) or not m.group("msg"):
+        return
+    msg = m.group("msg").strip()
+    if any(r == prefix_rank and s == msg for r, s in st.errors):
+        return  # read already (a traceback's end, a known failure)
+    st.errors.add((prefix_rank, msg))
+    yield DistError(st.file, lineno, text, prefix_rank, None, None, None, m.group("type"), msg, None, [])
 
 
 def _agent_worker(st: _State, lineno: int, text: str, body: str, worker: int) -> None:
@@ -804,6 +833,12 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
         yield from summary
         if st.in_summary or stripped.startswith(("Root Cause", "Failures:", "Other Failures:", "=")):
             return
+    if "THCudaCheck FAIL" in body and (thc := THC_RE.search(body)) is not None:
+        msg = f"CUDA error: {thc.group('msg').strip()}"  # torch 1.x's own report of a failed CUDA call
+        if (prefix_rank, msg) not in st.errors:
+            st.errors.add((prefix_rank, msg))
+            yield DistError(st.file, lineno, text, prefix_rank, None, None, None, "THCudaCheck", msg, None, [])
+        return
     if "closing signal" in body or "via signal" in body:
         m = SIGNAL_RE.search(body) or SPAWN_SIGNAL_RE.search(body)
         if m:
@@ -1480,6 +1515,7 @@ def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[
         return
     if body.startswith("Traceback (most recent call last)"):
         st.frames[rank] = []
+        st.tracebacks = True
         return
     owner = _last_error_owner(st, rank)
     if body.strip() == "Last error:":
@@ -1495,7 +1531,9 @@ def _traceback(st: _State, head: Head, body: str, rank: int | None) -> Iterator[
     if owner in st.pending_last_error and NCCL_CODE_RE.match(body):
         return  # "ncclInvalidUsage: This usually reflects ..." between the exception and "Last error:"
     stripped = body.strip()
-    em = EXC_RE.match(stripped) if not body.startswith(" ") else None
+    # (a traceback whose frames the paste left out ends at its exception's line, whatever the class is called)
+    em = (EXC_RE.match(stripped) or (TRACEBACK_END_RE.match(stripped) if st.frames.get(rank, None) == [] else None)
+          if not body.startswith(" ") else None)
     if em:
         yield from _exception(st, head, body, rank, em)
         return
@@ -1563,9 +1601,10 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
                                f"Signal ({m.group('sig')})" if m.group("sig") else None, False)
         return
     run_on = st.exc_run is not None and st.exc_run == (head[1] - 1, rank, etype)
-    if not (st.frames.get(rank) or "DistBackendError" in etype or "NCCL" in msg or etype.endswith(DIST_EXC_TYPES)
+    # (a traceback whose frames the paste left out, its head and its exception line alone, is a traceback still)
+    if not (rank in st.frames or "DistBackendError" in etype or "NCCL" in msg or etype.endswith(DIST_EXC_TYPES)
             or ("nccl" in msg and NCCL_CALL_FAILED_RE.search(msg))
-            or ((rank is not None or _bare_cuda_error(st, msg)) and _known_failure(msg))
+            or ((rank is not None or _not_said(st, msg)) and (_known_failure(msg) or _known_failure(f"{etype}: {msg}")))
             or run_on):
         return
     st.exc_run = (head[1], rank, etype)  # the next line, the same exception type: another process's, back to back
@@ -1596,10 +1635,10 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
 CUDA_MSG_RE = re.compile(r"(?i)CUDA error\b|cuda runtime error \(\d{1,4}\)")
 
 
-def _bare_cuda_error(st: _State, msg: str) -> bool:
-    """An untagged exception line's message is a CUDA error (``CUDA_MSG_RE``) no ranked line of this file said already
-    (a launcher's repeat of a rank's error is no second failure)."""
-    return CUDA_MSG_RE.match(msg) is not None and not any(m == msg for _, m in st.errors)
+def _not_said(st: _State, msg: str) -> bool:
+    """An untagged exception's message no line of this file said already (a launcher's repeat of a rank's error is no
+    second failure): with a message the knowledge base knows, the error of a process the text does not name."""
+    return not any(m == msg for _, m in st.errors)
 
 
 def _known_failure(msg: str) -> bool:
