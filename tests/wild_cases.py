@@ -68,8 +68,9 @@ def thread_urls(root: Path) -> dict[str, str]:
             if word.startswith("https://github.com/"):
                 out[word.rstrip(").,>")] = src.parent.name
         for line in text.splitlines():
-            if line.startswith("Thread: https://"):
-                out[line.split(None, 1)[1].strip().rstrip(").,>")] = src.parent.name
+            url = line.split()[1] if line.startswith("Thread: https://") else ""
+            if url and not url.startswith("https://github.com/"):  # (GitHub's are counted above)
+                out[url.rstrip(").,>")] = src.parent.name
     return out
 
 

@@ -64,6 +64,9 @@ class Area(enum.StrEnum):
     NCCL_BUG = "nccl-bug"
 
 
+# the areas of torch's distributed set-up and its launchers: their messages say the job is a distributed one (a CUDA
+# error alone does not)
+DIST_AREAS = frozenset({Area.TORCH_C10D, Area.TORCH_ELASTIC, Area.LAUNCHER, Area.ENVIRONMENT, Area.CONTAINER})
 KINDS = tuple(EntryKind)
 SEVERITIES = ("info", "warning", "error", "critical")
 AREAS = tuple(Area)

@@ -391,8 +391,8 @@ def quoted_info_of_run(run: Run) -> healthy.Covered | None:
     ends = [e for e in run.events if e.kind == FILE_END_EVENT]
     if not ends or any(fmt not in (Format.LOG,) for _, fmt in run.files):
         return None
-    lines = sum(int(e.data.get("last_line") or 0) for e in ends)
     nccl = [e for e in ends if e.data.get("last_nccl_line") is not None]
+    lines = sum(int(e.data.get("last_line") or 0) for e in nccl)  # (a pasted lsmod or nvidia-smi beside them aside)
     after = any(int(e.data.get("text_after_nccl") or 0) > 0 for e in nccl)  # the program printed after NCCL's lines
     warned = any(e.kind == EventKind.NCCL_WARN for e in run.events)
     return healthy.quoted_info(lines, len(nccl), after, warned, bool(run.communicators), bool(len(run.collectives)),

@@ -97,16 +97,17 @@ def start_only(communicators: Iterable[tuple[int, int]], init_seconds: float | N
                    "the job's start only, which was normal")
 
 
-EXCERPT_MAX_LINES = 12  # an input this short, of NCCL's INFO lines, is a few lines quoted to ask about them
+EXCERPT_MAX_LINES = 4  # NCCL's INFO lines this few are lines quoted to ask about them: one process's init alone prints
+# more (bootstrap, network, version, affinity, channels) before it could stop in its set-up
 
 
 def quoted_info(lines: int, nccl_files: int, after_nccl: bool, warned: bool, communicators: bool, collectives: bool,
                 failed: bool, exit_code: int | None) -> Covered | None:
-    """A short input (``lines`` in all, at most ``EXCERPT_MAX_LINES``) whose NCCL lines (in ``nccl_files`` files, none
-    followed by a line of the program: ``after_nccl``) are all INFO: no WARN, no communicator built, no collective,
-    nothing failed, no exit but a clean one. A few lines quoted to
-    ask what they mean (a plugin not found, a channel without GPU Direct RDMA) show nothing going wrong; they are no
-    log that stopped in NCCL's set-up. What it covers, else None."""
+    """A short quote (``lines``: the lines of the files holding NCCL's, at most ``EXCERPT_MAX_LINES``) whose NCCL lines
+    (in ``nccl_files`` files, none followed by a line of the program: ``after_nccl``) are all INFO: no WARN, no
+    communicator built, no collective, nothing failed, no exit but a clean one. A few lines quoted to ask what they
+    mean (a plugin not found, a channel without GPU Direct RDMA) show nothing going wrong; they are no log that
+    stopped in NCCL's set-up. What it covers, else None."""
     if (not nccl_files or not 0 < lines <= EXCERPT_MAX_LINES or after_nccl or warned or communicators or collectives
             or failed or exit_code not in (None, 0)):
         return None

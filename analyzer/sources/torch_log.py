@@ -25,7 +25,7 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 
-from ..nccl.failures import EntryKind, classify
+from ..nccl.failures import DIST_AREAS, EntryKind, classify
 from .command_env import command_settings
 from .fr_trace_text import FrTraceText
 from .framework_lines import SGLANG_HEAD_RE
@@ -534,6 +534,7 @@ class _State:
     launcher: LauncherView = field(default_factory=LauncherView)  # its launchers' banners and the ranks it shows
     pace: PaceReader = field(default_factory=lambda: PaceReader(""))  # each run's pace and GPUs (``sources.pace``)
     tracebacks: bool = False  # a traceback's head was read (its exception line is the traceback reader's)
+    failed: bool = False  # a failure or a stall was read (an error, a rank's end, a timeout, a mismatch)
     layout: LayoutLines = field(default_factory=lambda: LayoutLines(""))  # ranks joining from hosts, a config block
 
 
@@ -562,8 +563,11 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
             last = (lineno, text)
             if (quiet := silence.feed(lineno, text)) is not None:
                 yield quiet
-            yield from _line(st, lineno, text)
-    if last is not None:
+            for rec in _line(st, lineno, text):
+                if not st.failed and isinstance(rec, FAILURE_RECORDS):
+                    st.failed = True
+                yield rec
+    if last is not None and not st.failed:
         yield from _last_words(st, *last)
     if (quiet := silence.flush()) is not None:
         yield quiet
@@ -582,11 +586,16 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     yield from st.layout.flush()
 
 
+# what a file says of a failure or a stall: with any of them read, its last line is no last word of its own
+FAILURE_RECORDS = (DistError, LauncherExit, WatchdogTimeout, WatchdogFailure, CollectiveMismatch, DesyncReport,
+                   MonitoredBarrierFailure, HeartbeatTimeout)
+
+
 def _last_words(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     """A console whose last line is an exception, printed bare (no traceback, no rank tag, a message the knowledge base
-    does not know: a script's own ``UnboundLocalError: ...``), ends with the program's death of it: its error, of no
-    rank. Anywhere else such a line says nothing (a log goes on after a caught exception's print); in a file with a
-    traceback, its exception line is the traceback reader's to judge."""
+    does not know: a script's own ``UnboundLocalError: ...``), in a file that told of no failure or stall before it,
+    ends with the program's death of it: its error, of no rank. Anywhere else such a line says nothing (a log goes on
+    after a caught exception's print); in a file with a traceback, its exception line is the traceback reader's."""
     if st.tracebacks:
         return
     prefix_rank, _, body = split_tool_prefixes(text)
@@ -1604,7 +1613,8 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
     # (a traceback whose frames the paste left out, its head and its exception line alone, is a traceback still)
     if not (rank in st.frames or "DistBackendError" in etype or "NCCL" in msg or etype.endswith(DIST_EXC_TYPES)
             or ("nccl" in msg and NCCL_CALL_FAILED_RE.search(msg))
-            or ((rank is not None or _not_said(st, msg)) and (_known_failure(msg) or _known_failure(f"{etype}: {msg}")))
+            or (rank is not None and _known_failure(msg)) or (_bare_cuda_error(st, msg) and _known_failure(msg))
+            or (_not_said(st, msg) and _dist_failure(f"{etype}: {msg}"))
             or run_on):
         return
     st.exc_run = (head[1], rank, etype)  # the next line, the same exception type: another process's, back to back
@@ -1633,6 +1643,20 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
 # no traceback and no rank, still the process's error where the knowledge base knows it as a failure (not an OOM: a
 # bare OOM line is as often a logger's repeat of one read already)
 CUDA_MSG_RE = re.compile(r"(?i)CUDA error\b|cuda runtime error \(\d{1,4}\)")
+
+
+def _bare_cuda_error(st: _State, msg: str) -> bool:
+    """An untagged exception line's message is a CUDA error (``CUDA_MSG_RE``) no ranked line of this file said already
+    (a launcher's repeat of a rank's error is no second failure)."""
+    return CUDA_MSG_RE.match(msg) is not None and _not_said(st, msg)
+
+
+def _dist_failure(text: str) -> bool:
+    """An untagged exception line whose message the knowledge base knows as a failure of torch's distributed set-up or
+    of a launcher (``failures.DIST_AREAS``: c10d's port in use, a backend not built): the error of a process the text
+    does not name. Other known messages (a CUDA error, an out-of-memory) untagged are a launcher's repeat as often."""
+    entry = classify(text[:2000])
+    return entry is not None and entry.kind != EntryKind.NOTE and entry.area in DIST_AREAS
 
 
 def _not_said(st: _State, msg: str) -> bool:
