@@ -209,9 +209,11 @@ def detect(run: Run) -> list[Finding]:
     seen = ranks_with_input(run)
 
     # ranks of the world that no input speaks for ----------------------------------------------------
+    # (processes whose rank their lines never said may be the missing ranks: an input with as many is no gap)
+    unranked = sum(1 for p in run.job.processes if p.rank is None and (p.host or p.pid))
     if world and seen:
         missing = sorted(set(range(world)) - seen)
-        if missing:
+        if missing and unranked < len(missing):
             findings.append(Finding(
                 kind=FindingKind.INPUT, severity=Severity.WARNING,
                 message=f"no input from rank{'s' if len(missing) > 1 else ''} {ranks_text(missing)} of a world of {world}: "

@@ -16,7 +16,7 @@ from ..ingest import Parsed
 from ..model import Connection, Evidence, GraphSearch, Origin, Setting
 from ..sources import records as R
 from ..sources.coll import NcclCollBatch
-from ..sources.lines import prefix_rank
+from ..sources.lines import nccl_head, prefix_rank
 from ..sources.nccl_diag import NcclDiag
 from .communicators import CommLocal
 from .shown import TuningKey, count_tuning, note_graph, note_topology
@@ -55,6 +55,7 @@ class Gathered:
     pending: dict[tuple[str, int, int], list[R.NcclRec]] = field(default_factory=lambda: defaultdict(list))
     # from "[rank3]:" / "[default3]:" / mpirun "[1,3]<stdout>:" prefixes
     wrapper_rank: dict[ProcKey, int] = field(default_factory=dict)
+    wrapper_dev: dict[ProcKey, int | None] = field(default_factory=dict)  # the local device of the tagged line's head
     origins: dict[str, Origin] = field(default_factory=dict)  # file -> who wrote it, for those not Origin.INPUT
     # NCCL's Inspector profiler plugin: completed operations, dump markers, proxy records, Prometheus metrics
     inspector: list[R.InspectorOp] = field(default_factory=list)
@@ -116,6 +117,8 @@ def _first_seen(rec: R.NcclRec, key: ProcKey, g: Gathered) -> None:
     wrapped = prefix_rank(rec.text)  # "[rank3]:", mpirun's "[1,3]<stdout>:", srun's "3: " ... (lines.py)
     if wrapped is not None:
         g.wrapper_rank[key] = wrapped
+        head = nccl_head(rec.text)
+        g.wrapper_dev[key] = head[2] if head is not None else None
 
 
 def _local(g: Gathered, key: ProcKey, comm: str, rank: int, nranks: int, line: int) -> CommLocal:

@@ -6,6 +6,7 @@ communicator of the world's size, else what the hook, a wrapper prefix or the la
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..model import Evidence, Job, Process, Setting
@@ -54,8 +55,10 @@ def assign_ranks(g: Gathered) -> Ranks:
     out = Ranks()
     top_nranks = _nccl_ranks(g, out.proc_rank)
     hook_world = _hook_ranks(g, out)
+    shared = wrapper_tasks(g.wrapper_rank, g.wrapper_dev)
     for key, r in g.wrapper_rank.items():
-        out.proc_rank.setdefault(key, r)
+        if key not in shared:
+            out.proc_rank.setdefault(key, r)
     pid_rank_launcher = {le.pid: le.rank for le in g.launcher if le.pid is not None and le.rank is not None}
     for key in g.proc_first_seen:
         if key not in out.proc_rank and key[1] in pid_rank_launcher:
@@ -69,6 +72,22 @@ def assign_ranks(g: Gathered) -> Ranks:
             out.problems.append(f"a world of {out.world} ranks is claimed{where} beside {shown} rank"
                                 f"{'s' if shown != 1 else ''} the input shows: not believed; the ranks shown are judged")
             out.world, out.world_lines = None, ()
+    return out
+
+
+def wrapper_tasks(tags: dict[ProcKey, int], devices: dict[ProcKey, int | None]) -> set[ProcKey]:
+    """Processes whose launcher tag is no rank of theirs: one tag (mpirun's ``[1,0]<stdout>:``) in front of the NCCL
+    lines of several processes of one host on different GPUs, all at once. The launcher started one task that started
+    them (``torch.distributed.launch`` inside one MPI task): the tag is that task's, and each process's rank is what its
+    own lines say. (A rank's process started again, a restart, keeps its device.)"""
+    by_tag: dict[tuple[str, int], list[ProcKey]] = defaultdict(list)
+    for key, tag in tags.items():
+        by_tag[(key[0], tag)].append(key)
+    out: set[ProcKey] = set()
+    for keys in by_tag.values():
+        devs = [devices.get(k) for k in keys]
+        if len(keys) > 1 and None not in devs and len(set(devs)) == len(devs):
+            out.update(keys)
     return out
 
 

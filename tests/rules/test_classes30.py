@@ -134,3 +134,14 @@ def test_a_console_that_ends_at_a_bare_exception_died_of_it():
         ("UnboundLocalError", "local variable 'x' referenced")]
     assert errors(["UnboundLocalError: local variable 'x' referenced", "step 3 loss 0.4"]) == []  # the log went on
     assert errors(["GPU count 4", "KeyboardInterrupt: "]) == []  # a stop, not a death
+
+
+def test_one_tag_before_several_processes_on_several_gpus_is_a_task_not_a_rank():
+    from ncclscope.model_build.ranks import wrapper_tasks
+
+    a, b, c = ("h", 1), ("h", 2), ("h", 3)
+    assert wrapper_tasks({a: 0, b: 0, c: 0}, {a: 0, b: 1, c: 2}) == {a, b, c}  # one MPI task, three GPUs
+    assert wrapper_tasks({a: 0, b: 0}, {a: 0, b: 0}) == set()  # the same GPU again: a restart of rank 0
+    assert wrapper_tasks({a: 0, b: 1}, {a: 0, b: 1}) == set()  # a tag each: their ranks
+    assert wrapper_tasks({a: 0, b: 0}, {a: 0, b: None}) == set()  # a device not known: nothing said
+    assert wrapper_tasks({a: 0, ("g", 9): 0}, {a: 0, ("g", 9): 1}) == set()  # other hosts: another job's task 0
