@@ -389,7 +389,7 @@ def _tag_only(line: str) -> bool:
 def quoted_info_of_run(run: Run) -> healthy.Covered | None:
     """``healthy.quoted_info`` over the run: its text files' lines (``file_end`` events), those holding NCCL lines."""
     ends = [e for e in run.events if e.kind == FILE_END_EVENT]
-    if not ends or any(fmt not in (Format.LOG,) for _, fmt in run.files):
+    if not ends or any(fmt is not Format.LOG for _, fmt in run.files):
         return None
     nccl = [e for e in ends if e.data.get("last_nccl_line") is not None]
     lines = sum(int(e.data.get("last_line") or 0) for e in nccl)  # (a pasted lsmod or nvidia-smi beside them aside)
@@ -446,8 +446,7 @@ def cleanup_of_run(run: Run) -> healthy.Covered | None:
 
 def rank_zero_busy(run: Run) -> bool:
     """A console that shows a watchdog timeout also shows the main process's own progress (a tqdm bar or a progress
-    print not tagged with another rank: rank 0's, by the convention every trainer keeps), and no line of rank 0's
-    is tagged as such: rank 0 was at work of its own (evaluating, saving a checkpoint, preparing data) while others
+    print not tagged with another rank: rank 0's, by the convention every trainer keeps): rank 0 was at work of its own (evaluating, saving a checkpoint, preparing data) while others
     waited. Where the world is not stated and ranks 1 to k timed out, it is rank 0 that did not come."""
     files = {e.evidence.file for e in run.events if e.kind == EventKind.WATCHDOG_TIMEOUT}
     return bool(files) and any(e.kind in (EventKind.PROGRESS, EventKind.BAR_SEEN) and e.rank in (None, 0)

@@ -67,7 +67,7 @@ def echoes_only(failures: Iterable[Failure], left: Iterable[int], world: int | N
         implied = implied_world(seen) if world is None and rank0_busy else None
         absent = _absent_from_console(timeouts, waiting, seen, world or implied)
         if absent:
-            of = f"the world of {world}" if world else f"a world of at least {implied} (ranks 1 to {implied - 1} shown)" if implied else "the world"
+            of = f"the world of {world}" if world else f"a world of at least {implied} (ranks 1 to {max(seen)} shown)"
             return Shown(Verdict.HANG, absent, "possible", f"{why}, while rank{'s' if len(absent) > 1 else ''} "
                          f"{', '.join(map(str, absent))} of {of} printed no timeout into the same "
                          f"console: {'they were' if len(absent) > 1 else 'it was'} elsewhere, not in what the others "
@@ -86,7 +86,7 @@ def _absent_from_console(timeouts: list[Failure], waiting: set[int], seen: set[i
     watchdog writes there, so a rank without a line was not waiting), and nothing else on the time line either (an
     abort of its own, its end): the minority that was elsewhere. ``waiting``: the ranks that timed out; ``seen``: the
     ranks with any failure on the time line."""
-    if world is None or not 2 <= world <= 4096 or len(waiting) < 1 or not waiting <= set(range(world)):
+    if world is None or not 2 < world <= 4096 or len(waiting) < 2 or not waiting <= set(range(world)):
         return ()
     if len({f.order[0] for f in timeouts}) != 1:
         return ()

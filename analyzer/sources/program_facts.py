@@ -215,7 +215,8 @@ class LayoutLines:
         self.per_node: int | None = None
         self.given: set[tuple[int, int]] = set()
 
-    def read(self, lineno: int, text: str, body: str) -> Iterator[Rec]:
+    def read(self, lineno: int, text: str, body: str) -> tuple[Rec, ...]:
+        """The records a line gives at once (a plain call: every line of a console passes here)."""
         if "initialized host" in body and (m := JOINED_HOST_RE.search(body)) is not None:
             if len(self.joined) < MAX_JOINED:
                 self.joined[int(m.group("r"))] = m.group("h")
@@ -227,8 +228,9 @@ class LayoutLines:
             nodes = int(n.group("n"))
             self.given.add((self.per_node, nodes))  # (the block is printed once per rank)
             if self.per_node * nodes <= MAX_WORLD:
-                yield WorldSize(self.file, lineno, text, None, None, None, None, self.per_node * nodes)
-                yield NodeCount(self.file, lineno, text, None, None, None, None, nodes)
+                return (WorldSize(self.file, lineno, text, None, None, None, None, self.per_node * nodes),
+                        NodeCount(self.file, lineno, text, None, None, None, None, nodes))
+        return ()
 
     def flush(self) -> Iterator[Rec]:
         n = len(self.joined)

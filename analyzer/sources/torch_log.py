@@ -532,10 +532,14 @@ class _State:
     joining_pid: int | None = None  # RETURNN: the pid of the last "Torch: Hostname H, pid P, using GPU G." line
     agent_line: tuple[int, str] | None = None  # (line, text) of the agent's last such line
     launcher: LauncherView = field(default_factory=LauncherView)  # its launchers' banners and the ranks it shows
-    pace: PaceReader = field(default_factory=lambda: PaceReader(""))  # each run's pace and GPUs (``sources.pace``)
+    pace: PaceReader = field(init=False)  # each run's pace and GPUs (``sources.pace``)
     tracebacks: bool = False  # a traceback's head was read (its exception line is the traceback reader's)
     failed: bool = False  # a failure or a stall was read (an error, a rank's end, a timeout, a mismatch)
-    layout: LayoutLines = field(default_factory=lambda: LayoutLines(""))  # ranks joining from hosts, a config block
+    layout: LayoutLines = field(init=False)  # ranks joining from hosts, a config block (``program_facts``)
+
+    def __post_init__(self) -> None:
+        self.pace = PaceReader(self.file)
+        self.layout = LayoutLines(self.file)
 
 
 @dataclass
@@ -553,8 +557,6 @@ def parse_torch_lines(lines: Iterable[tuple[int, str]], file: str) -> Iterator[R
     """Stream c10d, traceback, mp.spawn, torchrun and wrapper records out of (line number, text) pairs."""
     st = _State(file)
     st.tools = ToolLines(file)
-    st.pace = PaceReader(file)
-    st.layout = LayoutLines(file)
     silence = LaunchSilence(file)
     last: tuple[int, str] | None = None  # the file's last line with text
     for lineno, raw in lines:
@@ -602,11 +604,8 @@ def _last_words(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     m = EXC_RE.match(body.strip()) if not body.startswith(" ") else None
     if m is None or m.group("type").endswith(("KeyboardInterrupt", "SystemExit", "Warning")) or not m.group("msg"):
         return
-    msg = m.group("msg").strip()
-    if any(r == prefix_rank and s == msg for r, s in st.errors):
-        return  # read already (a traceback's end, a known failure)
-    st.errors.add((prefix_rank, msg))
-    yield DistError(st.file, lineno, text, prefix_rank, None, None, None, m.group("type"), msg, None, [])
+    yield DistError(st.file, lineno, text, prefix_rank, None, None, None, m.group("type"), m.group("msg").strip(), None,
+                    [])
 
 
 def _agent_worker(st: _State, lineno: int, text: str, body: str, worker: int) -> None:
@@ -827,7 +826,8 @@ def _line(st: _State, lineno: int, text: str) -> Iterator[Rec]:
     if "%|" in body and BAR_RE.search(body):  # (a bar another record is glued behind counts too)
         st.bar_last = (lineno, text[:500], prefix_rank)
     st.pace.read(lineno, text, body)
-    yield from st.layout.read(lineno, text, body)
+    if (laid := st.layout.read(lineno, text, body)):
+        yield from laid
     if st.tools is not None and (yield from st.tools.read(lineno, text, body, prefix_rank)):
         return
     if (st.heap.pending is not None or "(): " in body or "corrupt" in body) and (
@@ -1613,7 +1613,7 @@ def _exception(st: _State, head: Head, body: str, rank: int | None, em: re.Match
     # (a traceback whose frames the paste left out, its head and its exception line alone, is a traceback still)
     if not (rank in st.frames or "DistBackendError" in etype or "NCCL" in msg or etype.endswith(DIST_EXC_TYPES)
             or ("nccl" in msg and NCCL_CALL_FAILED_RE.search(msg))
-            or (rank is not None and _known_failure(msg)) or (_bare_cuda_error(st, msg) and _known_failure(msg))
+            or ((rank is not None or _bare_cuda_error(st, msg)) and _known_failure(msg))
             or (_not_said(st, msg) and _dist_failure(f"{etype}: {msg}"))
             or run_on):
         return
